@@ -1,0 +1,41 @@
+//! `pmc-linux`: a complete, safe binding of Linux `perf_event_open(2)`.
+//!
+//! It is the Linux backend of the `pmc` crate but stands on its own:
+//!
+//! - [`attr`]: every field of `perf_event_attr`, built safely.
+//! - [`event`]: opening events, every ioctl, read formats, group reads.
+//! - [`system`]: the perf sysctls, capabilities and the procfs task tree.
+//! - [`error`]: errors that say what failed, the errno, and what to do.
+//!
+//! All `unsafe` code lives in the private `sys` module.
+//!
+//! ```no_run
+//! use pmc_linux::attr::{Attr, EventConfig, ReadFormat, Software};
+//! use pmc_linux::event::{Event, OpenFlags, Target};
+//!
+//! let attr = Attr::new(EventConfig::Software(Software::TaskClock))
+//!     .disabled(true)
+//!     .read_format(ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING);
+//! let ev = Event::open(&attr, Target::CALLER, None, OpenFlags::empty())?;
+//! ev.enable()?;
+//! let busy: u64 = (0..1_000_000u64).sum();
+//! ev.disable()?;
+//! println!("{busy}: {} ns of CPU", ev.read()?.value);
+//! # Ok::<(), pmc_linux::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod attr;
+pub mod error;
+pub mod event;
+pub mod pmu;
+pub mod probe;
+pub mod record;
+pub mod ring;
+pub mod system;
+pub mod tracefs;
+
+mod sys;
+
+pub use error::{Error, Hint};

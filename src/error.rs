@@ -1,0 +1,251 @@
+//! The one error type of `pmc`.
+//!
+//! Every variant says what failed; those that come from the operating system
+//! carry its errno and advice on what to do. [`Error::errno`] gives the errno
+//! libpmc would have set for the same failure, so code ported from FreeBSD can
+//! keep its `switch (errno)`.
+
+use crate::spec::SpecError;
+
+/// The errno libpmc sets when a PMC needs a log file and none is configured:
+/// FreeBSD's `EDOOFUS` there; Linux has none, so `EBADFD` ("file descriptor
+/// in bad state") stands in for it.
+pub const EDOOFUS: i32 = libc_errno::EBADFD;
+
+/// The result type of `pmc`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The event specifier is malformed or names nothing (EINVAL).
+    #[error("invalid event specifier {spec:?}: {source}")]
+    InvalidSpec {
+        /// The specifier as given.
+        spec: String,
+        /// Where and why.
+        #[source]
+        source: SpecError,
+    },
+
+    /// An argument breaks the rules of pmc_allocate(3)/pmc_attach(3) (EINVAL).
+    #[error("{op}: {why}")]
+    InvalidArgument {
+        /// The call, e.g. `allocate` or `attach`.
+        op: &'static str,
+        /// The rule that was broken.
+        why: String,
+    },
+
+    /// The process does not exist (ESRCH).
+    #[error("{op}: no such process {pid}")]
+    NoSuchProcess {
+        /// The call.
+        op: &'static str,
+        /// The pid.
+        pid: u32,
+    },
+
+    /// The PMC is already attached to this process (EEXIST).
+    #[error("attach: the PMC is already attached to process {pid}")]
+    AlreadyAttached {
+        /// The pid.
+        pid: u32,
+    },
+
+    /// The PMC is running, or the resource is in use (EBUSY).
+    #[error("{op}: {why}")]
+    Busy {
+        /// The call.
+        op: &'static str,
+        /// What is busy and what to do.
+        why: String,
+    },
+
+    /// The PMC needs a log file and none is configured (libpmc's EDOOFUS).
+    #[error("{op}: a log file is required: {why}; call configure_logfile first")]
+    LogRequired {
+        /// The call.
+        op: &'static str,
+        /// Which rule requires it (SS mode, LOG_PROC* flags, TS on another process).
+        why: String,
+    },
+
+    /// The event or feature exists in general but not on this CPU, PMU or
+    /// kernel (EOPNOTSUPP).
+    #[error("{what} is not supported: {why}")]
+    NotSupported {
+        /// The feature.
+        what: String,
+        /// Why, and what to use instead.
+        why: String,
+    },
+
+    /// The hardware is absent or disabled, or the CPU is offline (ENXIO).
+    #[error("{what} is unavailable: {why}")]
+    Unavailable {
+        /// The resource.
+        what: String,
+        /// Why, and what to do.
+        why: String,
+    },
+
+    /// The operating system refused for lack of privilege (EPERM; the OS
+    /// errno may be EACCES).
+    #[error("{op}: permission denied ({}, errno {os_errno}){}", errno_name(*os_errno), hint_suffix(hint))]
+    PermissionDenied {
+        /// What was attempted.
+        op: String,
+        /// The errno the OS returned.
+        os_errno: i32,
+        /// What would allow it: the paranoid level and sysctl, CAP_PERFMON, ptrace rights.
+        hint: Option<String>,
+    },
+
+    /// The counter was enabled but never got onto the hardware (all of its
+    /// time was lost to multiplexing): there is no value to report, which is
+    /// not the same as zero.
+    #[error(
+        "{what}: the counter was enabled for {time_enabled} ns but never scheduled on the PMU (too many events for the hardware counters); use fewer events or a group"
+    )]
+    NotCounted {
+        /// The PMC.
+        what: String,
+        /// Nanoseconds it was enabled.
+        time_enabled: u64,
+    },
+
+    /// Another operating-system error, with its errno and advice.
+    #[error("{op} failed: errno {os_errno} ({}){}", errno_name(*os_errno), hint_suffix(hint))]
+    Os {
+        /// What was attempted.
+        op: String,
+        /// The errno the OS returned.
+        os_errno: i32,
+        /// Advice, if any.
+        hint: Option<String>,
+    },
+
+    /// A log stream could not be written or read.
+    #[error("pmclog: {what}")]
+    Log {
+        /// What went wrong.
+        what: String,
+        /// The I/O errno, if any.
+        os_errno: Option<i32>,
+    },
+
+    /// There is no backend for this platform (ENXIO): `pmc` builds
+    /// everywhere but counts only where a backend exists.
+    #[error(
+        "performance counters are not supported on this platform ({platform}): no pmc backend exists for it"
+    )]
+    Unsupported {
+        /// The target OS.
+        platform: &'static str,
+    },
+}
+
+impl Error {
+    /// The errno libpmc would have set for this failure.
+    pub fn errno(&self) -> i32 {
+        use libc_errno::*;
+        match self {
+            Error::InvalidSpec { .. } | Error::InvalidArgument { .. } => EINVAL,
+            Error::NoSuchProcess { .. } => ESRCH,
+            Error::AlreadyAttached { .. } => EEXIST,
+            Error::Busy { .. } => EBUSY,
+            Error::LogRequired { .. } => EDOOFUS,
+            Error::NotSupported { .. } => EOPNOTSUPP,
+            Error::Unavailable { .. } | Error::Unsupported { .. } => ENXIO,
+            Error::PermissionDenied { .. } => EPERM,
+            Error::NotCounted { .. } => ENXIO,
+            Error::Os { os_errno, .. } => *os_errno,
+            Error::Log { os_errno, .. } => os_errno.unwrap_or(EINVAL),
+        }
+    }
+
+    /// The errno the operating system actually returned, when there was one.
+    pub fn os_errno(&self) -> Option<i32> {
+        match self {
+            Error::PermissionDenied { os_errno, .. } | Error::Os { os_errno, .. } => {
+                Some(*os_errno)
+            }
+            Error::Log { os_errno, .. } => *os_errno,
+            _ => None,
+        }
+    }
+
+    /// Whether this failure means "the environment forbids it" (privilege,
+    /// missing hardware, unsupported platform) rather than a bad request.
+    pub fn is_environmental(&self) -> bool {
+        matches!(
+            self,
+            Error::PermissionDenied { .. }
+                | Error::Unavailable { .. }
+                | Error::Unsupported { .. }
+                | Error::NotSupported { .. }
+        )
+    }
+
+    pub(crate) fn invalid(op: &'static str, why: impl Into<String>) -> Error {
+        Error::InvalidArgument {
+            op,
+            why: why.into(),
+        }
+    }
+}
+
+fn hint_suffix(hint: &Option<String>) -> String {
+    hint.as_deref()
+        .map(|h| format!("; {h}"))
+        .unwrap_or_default()
+}
+
+/// The symbolic name of an errno, for messages.
+pub(crate) fn errno_name(e: i32) -> &'static str {
+    use libc_errno::*;
+    match e {
+        EPERM => "EPERM",
+        ENOENT => "ENOENT",
+        ESRCH => "ESRCH",
+        EIO => "EIO",
+        ENXIO => "ENXIO",
+        E2BIG => "E2BIG",
+        EBADF => "EBADF",
+        ECHILD => "ECHILD",
+        ENOMEM => "ENOMEM",
+        EACCES => "EACCES",
+        EBUSY => "EBUSY",
+        EEXIST => "EEXIST",
+        ENODEV => "ENODEV",
+        EINVAL => "EINVAL",
+        ENFILE => "ENFILE",
+        EMFILE => "EMFILE",
+        ENOSPC => "ENOSPC",
+        ENOSYS => "ENOSYS",
+        EOPNOTSUPP => "EOPNOTSUPP",
+        EOVERFLOW => "EOVERFLOW",
+        EBADFD => "EBADFD",
+        _ => "errno",
+    }
+}
+
+mod libc_errno {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    pub use libc::EBADFD;
+    #[cfg(any(target_os = "freebsd", target_os = "dragonfly"))]
+    pub use libc::EDOOFUS as EBADFD;
+    #[cfg(not(any(
+        target_os = "freebsd",
+        target_os = "dragonfly",
+        target_os = "linux",
+        target_os = "android"
+    )))]
+    pub use libc::EINVAL as EBADFD;
+    pub use libc::{
+        E2BIG, EACCES, EBADF, EBUSY, ECHILD, EEXIST, EINVAL, EIO, EMFILE, ENFILE, ENODEV, ENOENT,
+        ENOMEM, ENOSPC, ENOSYS, ENXIO, EOPNOTSUPP, EOVERFLOW, EPERM, ESRCH,
+    };
+}

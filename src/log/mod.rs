@@ -1,0 +1,1 @@
+//! (placeholder: the pmclog format, filled in by its own work item)

@@ -1,0 +1,319 @@
+//! The vocabulary of hwpmc: modes, flags, CPUs, classes, capabilities, states.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// How a PMC counts, and for whom (`enum pmc_mode`).
+///
+/// The FreeBSD names are the constants `SS`, `SC`, `TS`, `TC`; the variants
+/// spell them out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Mode {
+    /// System-scope sampling (`PMC_MODE_SS`): samples everything on one CPU.
+    SystemSampling = 0,
+    /// System-scope counting (`PMC_MODE_SC`): counts everything on one CPU.
+    SystemCounting = 1,
+    /// Process-scope sampling (`PMC_MODE_TS`): samples the attached processes.
+    ProcessSampling = 2,
+    /// Process-scope counting (`PMC_MODE_TC`): counts the attached processes.
+    ProcessCounting = 3,
+}
+
+impl Mode {
+    /// `PMC_MODE_SS`.
+    pub const SS: Mode = Mode::SystemSampling;
+    /// `PMC_MODE_SC`.
+    pub const SC: Mode = Mode::SystemCounting;
+    /// `PMC_MODE_TS`.
+    pub const TS: Mode = Mode::ProcessSampling;
+    /// `PMC_MODE_TC`.
+    pub const TC: Mode = Mode::ProcessCounting;
+    /// All four modes, in FreeBSD's numeric order.
+    pub const ALL: [Mode; 4] = [Mode::SS, Mode::SC, Mode::TS, Mode::TC];
+
+    /// System scope (SS, SC): one CPU, every process on it.
+    pub fn is_system(self) -> bool {
+        matches!(self, Mode::SystemSampling | Mode::SystemCounting)
+    }
+
+    /// Process scope (TS, TC): the attached processes, wherever they run.
+    pub fn is_process(self) -> bool {
+        !self.is_system()
+    }
+
+    /// Sampling (SS, TS): an interrupt every `count` events.
+    pub fn is_sampling(self) -> bool {
+        matches!(self, Mode::SystemSampling | Mode::ProcessSampling)
+    }
+
+    /// Counting (SC, TC).
+    pub fn is_counting(self) -> bool {
+        !self.is_sampling()
+    }
+
+    /// The short name libpmc prints (`pmc_name_of_mode`).
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Mode::SystemSampling => "SS",
+            Mode::SystemCounting => "SC",
+            Mode::ProcessSampling => "TS",
+            Mode::ProcessCounting => "TC",
+        }
+    }
+
+    /// Parses `SS`, `SC`, `TS`, `TC` (any case) or the long names.
+    pub fn from_name(s: &str) -> Option<Mode> {
+        let n = s.trim().to_ascii_lowercase().replace(['-', '_', ' '], "");
+        Some(match n.as_str() {
+            "ss" | "systemsampling" => Mode::SS,
+            "sc" | "systemcounting" => Mode::SC,
+            "ts" | "processsampling" => Mode::TS,
+            "tc" | "processcounting" => Mode::TC,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.short_name())
+    }
+}
+
+bitflags::bitflags! {
+    /// Allocation flags (`PMC_F_*`), with FreeBSD's values.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+    pub struct Flags: u32 {
+        /// Also follow the current and future children of every target.
+        const DESCENDANTS = 0x2;
+        /// Log the counter delta at every context switch (needs a log).
+        const LOG_PROCCSW = 0x4;
+        /// Log the accumulated value when a target exits (needs a log).
+        const LOG_PROCEXIT = 0x8;
+        /// Capture call chains with each sample.
+        const CALLCHAIN = 0x80;
+        /// Capture the user call chain even when the sample lands in the
+        /// kernel (needs `CALLCHAIN` and a sampling mode).
+        const USERCALLCHAIN = 0x100;
+    }
+}
+
+/// The CPU argument of `allocate`: `PMC_CPU_ANY` or one CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Cpu {
+    /// Any CPU (`PMC_CPU_ANY`): required by the process modes.
+    Any,
+    /// One CPU: required by the system modes.
+    Id(u32),
+}
+
+impl fmt::Display for Cpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cpu::Any => f.write_str("any"),
+            Cpu::Id(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// A process id as libpmc takes it: 0 means the caller.
+pub type Pid = u32;
+
+/// The opaque id of an allocated PMC (`pmc_id_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PmcId(pub u32);
+
+impl fmt::Display for PmcId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.0)
+    }
+}
+
+/// The family of events a PMC belongs to (`enum pmc_class`, mapped to what
+/// Linux offers).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Class {
+    /// Generic hardware events (cycles, instructions, …): libpmc's
+    /// architectural class (IAF/K8 generic names).
+    Hardware,
+    /// Hardware cache events (L1D/L1I/LLC/TLB/BPU/NODE × op × result).
+    Cache,
+    /// Raw CPU-specific encodings (`rNNNN`, `cpu/event=…/`).
+    Raw,
+    /// Kernel software events (libpmc's `SOFT` class).
+    Software,
+    /// Kernel tracepoints (`subsys:event`).
+    Tracepoint,
+    /// Hardware breakpoints (`mem:ADDR`).
+    Breakpoint,
+    /// User-space probes.
+    Uprobe,
+    /// Kernel probes.
+    Kprobe,
+    /// Another PMU from sysfs, by name (`msr`, `power`, uncore PMUs, …).
+    Pmu(String),
+}
+
+impl Class {
+    /// libpmc-style name (`pmc_name_of_class`).
+    pub fn name(&self) -> &str {
+        match self {
+            Class::Hardware => "hardware",
+            Class::Cache => "cache",
+            Class::Raw => "raw",
+            Class::Software => "software",
+            Class::Tracepoint => "tracepoint",
+            Class::Breakpoint => "breakpoint",
+            Class::Uprobe => "uprobe",
+            Class::Kprobe => "kprobe",
+            Class::Pmu(n) => n,
+        }
+    }
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Class::Pmu(n) => write!(f, "pmu:{n}"),
+            c => f.write_str(c.name()),
+        }
+    }
+}
+
+bitflags::bitflags! {
+    /// What a PMC's class can do (`PMC_CAP_*`, FreeBSD's bit values).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+    pub struct Capabilities: u32 {
+        /// Can interrupt on overflow (sampling).
+        const INTERRUPT = 1 << 0;
+        /// Can count user mode only.
+        const USER = 1 << 1;
+        /// Can count kernel mode only.
+        const SYSTEM = 1 << 2;
+        /// Edge detection.
+        const EDGE = 1 << 3;
+        /// Counter-mask threshold.
+        const THRESHOLD = 1 << 4;
+        /// Readable.
+        const READ = 1 << 5;
+        /// Writable (initial value / reload count).
+        const WRITE = 1 << 6;
+        /// Inverted comparison.
+        const INVERT = 1 << 7;
+        /// Unit mask qualifiers.
+        const QUALIFIER = 1 << 8;
+        /// Precise (skid-free) sampling.
+        const PRECISE = 1 << 9;
+        /// Tagging.
+        const TAGGING = 1 << 10;
+        /// Cascading counters.
+        const CASCADE = 1 << 11;
+        /// Can count system-wide.
+        const SYSWIDE = 1 << 12;
+        /// Domain-wide (uncore) counting.
+        const DOMWIDE = 1 << 13;
+    }
+}
+
+impl fmt::Display for Capabilities {
+    /// Space-separated capability names as `pmc_name_of_capability` gives them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut first = true;
+        for (name, _) in self.iter_names() {
+            if !first {
+                f.write_str(" ")?;
+            }
+            first = false;
+            f.write_str(name)?;
+        }
+        Ok(())
+    }
+}
+
+/// The life-cycle state of a PMC (`enum pmc_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum State {
+    /// Administratively disabled.
+    Disabled,
+    /// Not allocated.
+    Free,
+    /// Allocated, never started.
+    Allocated,
+    /// Started at least once, now stopped.
+    Stopped,
+    /// Counting or sampling.
+    Running,
+    /// Released.
+    Deleted,
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            State::Disabled => "DISABLED",
+            State::Free => "FREE",
+            State::Allocated => "ALLOCATED",
+            State::Stopped => "STOPPED",
+            State::Running => "RUNNING",
+            State::Deleted => "DELETED",
+        })
+    }
+}
+
+/// A counter value with its multiplexing times (from [`crate::Pmc::read_detailed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Reading {
+    /// The value `read()` returns: the scaled count plus any initial value.
+    pub value: u64,
+    /// The unscaled count the hardware produced (summed over targets).
+    pub raw: u64,
+    /// Nanoseconds the PMC was enabled (summed over targets).
+    pub time_enabled: u64,
+    /// Nanoseconds the PMC was actually on the hardware (summed over targets).
+    pub time_running: u64,
+    /// Whether the value was extrapolated because the PMU was shared.
+    pub multiplexed: bool,
+}
+
+impl Reading {
+    /// The fraction of enabled time the counter actually ran (1.0 when it
+    /// was never multiplexed or never enabled).
+    pub fn running_fraction(&self) -> f64 {
+        if self.time_enabled == 0 {
+            1.0
+        } else {
+            (self.time_running as f64 / self.time_enabled as f64).min(1.0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_have_freebsd_numbers_and_names() {
+        assert_eq!(Mode::SS as u32, 0);
+        assert_eq!(Mode::SC as u32, 1);
+        assert_eq!(Mode::TS as u32, 2);
+        assert_eq!(Mode::TC as u32, 3);
+        for m in Mode::ALL {
+            assert_eq!(Mode::from_name(&m.to_string()), Some(m));
+        }
+        assert_eq!(Mode::from_name("process-counting"), Some(Mode::TC));
+        assert!(Mode::SS.is_system() && Mode::SS.is_sampling());
+        assert!(Mode::TC.is_process() && Mode::TC.is_counting());
+    }
+
+    #[test]
+    fn flags_and_caps_have_freebsd_values() {
+        assert_eq!(Flags::DESCENDANTS.bits(), 0x2);
+        assert_eq!(Flags::USERCALLCHAIN.bits(), 0x100);
+        assert_eq!(Capabilities::PRECISE.bits(), 1 << 9);
+        let caps = Capabilities::READ | Capabilities::WRITE;
+        assert_eq!(caps.to_string(), "READ WRITE");
+        assert_eq!(State::Running.to_string(), "RUNNING");
+        assert_eq!(Class::Pmu("msr".into()).to_string(), "pmu:msr");
+    }
+}
