@@ -59,6 +59,7 @@ pub struct AttrBit {
 
 macro_rules! attr_bits {
     ($($(#[$doc:meta])* $name:ident = $off:literal $(: $w:literal)?;)*) => {
+        #[allow(missing_docs)] // each constant is the uapi bitfield member of the same name
         impl AttrBit {
             $($(#[$doc])* pub const $name: AttrBit = AttrBit { offset: $off, width: attr_bits!(@w $($w)?) };)*
             /// Every field, with its uapi name, in declaration order.
