@@ -1,1 +1,20 @@
-fn main() {}
+//! Live tests against the real kernel. Each test declares its requirements
+//! (paranoid level, PMUs, tracefs, …); unmet ones make it `ignored` with the
+//! reason, visible in the summary. Tests run one at a time because process
+//! PMCs attached to this process would see the other tests' work.
+
+mod counting;
+mod harness;
+mod workloads;
+
+fn main() {
+    workloads::run_if_requested();
+    let mut args = libtest_mimic::Arguments::from_args();
+    if args.test_threads.is_none() {
+        args.test_threads = Some(1);
+    }
+    let env = pmc::probe::Environment::detect();
+    let mut tests = Vec::new();
+    tests.extend(counting::tests());
+    libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
+}

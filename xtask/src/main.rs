@@ -1,1 +1,58 @@
-fn main() {}
+//! `cargo xtask`: the project's entry points.
+//!
+//! - `cargo xtask probe [--json]`: what this machine can count, and why not.
+//! - `cargo xtask test`: builds and runs every test, prints each skip reason
+//!   once and ends with `N passed, N failed, N skipped`.
+//! - `cargo xtask bench`: runs the benchmarks and prints the ratios against
+//!   the baselines measured in the same run.
+
+mod bench;
+mod test;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "pmc project tasks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the capability report of this machine.
+    Probe {
+        /// Machine-readable JSON instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the whole test suite.
+    Test(test::TestArgs),
+    /// Run the benchmarks and report ratios against their baselines.
+    Bench(bench::BenchArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Probe { json } => {
+            let report = pmc::probe::Report::detect();
+            if json {
+                match serde_json::to_string_pretty(&report) {
+                    Ok(s) => println!("{s}"),
+                    Err(e) => {
+                        eprintln!("xtask probe: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            } else {
+                print!("{}", report.to_text());
+            }
+            ExitCode::SUCCESS
+        }
+        Command::Test(args) => test::run(&args),
+        Command::Bench(args) => bench::run(&args),
+    }
+}

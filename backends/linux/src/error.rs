@@ -3,6 +3,9 @@
 
 use std::fmt;
 
+/// The result type of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
 /// What went wrong in a call into the perf_event subsystem.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -88,7 +88,7 @@ impl Count {
 /// Multiplexing scale: see [`Count::scaled`].
 pub fn scale(value: u64, enabled: Option<u64>, running: Option<u64>) -> Option<u64> {
     match (enabled, running) {
-        (Some(e), Some(r)) if r == 0 => (e == 0).then_some(value),
+        (Some(e), Some(0)) => (e == 0).then_some(value),
         (Some(e), Some(r)) if r < e => {
             let v = u128::from(value) * u128::from(e) / u128::from(r);
             Some(u64::try_from(v).unwrap_or(u64::MAX))

@@ -79,6 +79,11 @@ pub fn effective_paranoid() -> Option<i32> {
     Some(if perfmon_capable() { -1 } else { p })
 }
 
+/// The effective user id.
+pub fn effective_uid() -> u32 {
+    sys::geteuid()
+}
+
 /// `RLIMIT_NOFILE` (soft, hard).
 pub fn nofile_limit() -> (u64, u64) {
     sys::nofile_limit()

@@ -199,6 +199,7 @@ pub(crate) fn nofile_limit() -> (u64, u64) {
     if ret < 0 {
         return (0, 0);
     }
+    #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
     (rl.rlim_cur as u64, rl.rlim_max as u64)
 }
 
@@ -259,6 +260,12 @@ pub(crate) fn current_cpu() -> Option<u32> {
     // SAFETY: sched_getcpu has no memory effects.
     let c = unsafe { libc::sched_getcpu() };
     u32::try_from(c).ok()
+}
+
+/// The effective user id.
+pub(crate) fn geteuid() -> u32 {
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    unsafe { libc::geteuid() }
 }
 
 /// The system page size.

@@ -1,0 +1,149 @@
+//! Machine description and event listing on Linux.
+
+use pmc_linux::attr::{CacheEvent, Hardware, Software};
+use pmc_linux::system;
+
+use super::resolve::max_precise;
+use crate::machine::{ClassInfo, CpuInfo};
+use crate::{Capabilities, Class, Result};
+
+const SYSFS_PMUS: &str = "/sys/bus/event_source/devices";
+
+fn cpu_model() -> String {
+    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |key: &str| {
+        text.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let name = field("model name").unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    match (field("cpu family"), field("model")) {
+        (Some(f), Some(m)) => format!("{name} (family {f}, model {m})"),
+        _ => name,
+    }
+}
+
+/// General-purpose and fixed counters per CPU, and their width, from CPUID.
+fn hardware_counters() -> (u32, u32) {
+    if !system::has_hardware_pmu() {
+        return (0, 0);
+    }
+    let Some([_, ebx, ecx, edx]) = system::cpuid(0, 0) else {
+        return (0, 48);
+    };
+    let vendor: Vec<u8> = [ebx, edx, ecx]
+        .iter()
+        .flat_map(|r| r.to_le_bytes())
+        .collect();
+    if vendor == b"AuthenticAMD" || vendor == b"HygonGenuine" {
+        let max_ext = system::cpuid(0x8000_0000, 0).map_or(0, |r| r[0]);
+        if max_ext >= 0x8000_0022
+            && let Some([eax, ebx, ..]) = system::cpuid(0x8000_0022, 0)
+            && eax & 1 != 0
+        {
+            return (ebx & 0xf, 48);
+        }
+        let ext_core = system::cpuid(0x8000_0001, 0).is_some_and(|r| r[2] & (1 << 23) != 0);
+        return (if ext_core { 6 } else { 4 }, 48);
+    }
+    match system::cpuid(0xa, 0) {
+        Some([eax, _, _, edx]) => {
+            let gp = (eax >> 8) & 0xff;
+            let fixed = edx & 0x1f;
+            (gp + fixed, (eax >> 16) & 0xff)
+        }
+        None => (0, 48),
+    }
+}
+
+fn sysfs_pmus() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(SYSFS_PMUS)
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+pub(super) fn cpuinfo() -> CpuInfo {
+    let (npmc, width) = hardware_counters();
+    let ncpu = system::possible_cpus().iter().max().map_or(1, |m| m + 1);
+    let mut classes = Vec::new();
+    let hw = system::has_hardware_pmu();
+    let rw = Capabilities::READ | Capabilities::WRITE;
+    let base = rw | Capabilities::INTERRUPT | Capabilities::USER | Capabilities::SYSTEM;
+    if hw {
+        let mut caps = base | Capabilities::SYSWIDE;
+        if max_precise() > 0 {
+            caps |= Capabilities::PRECISE;
+        }
+        classes.push(ClassInfo {
+            class: Class::Hardware,
+            caps,
+            width,
+            num: Some(npmc),
+        });
+        classes.push(ClassInfo {
+            class: Class::Cache,
+            caps,
+            width,
+            num: Some(npmc),
+        });
+        classes.push(ClassInfo {
+            class: Class::Raw,
+            caps: caps
+                | Capabilities::EDGE
+                | Capabilities::THRESHOLD
+                | Capabilities::INVERT
+                | Capabilities::QUALIFIER,
+            width,
+            num: Some(npmc),
+        });
+    }
+    classes.push(ClassInfo {
+        class: Class::Software,
+        caps: base | Capabilities::SYSWIDE,
+        width: 64,
+        num: None,
+    });
+    for pmu in sysfs_pmus() {
+        let class = match pmu.as_str() {
+            "cpu" | "software" => continue,
+            "tracepoint" => Class::Tracepoint,
+            "breakpoint" => Class::Breakpoint,
+            "uprobe" => Class::Uprobe,
+            "kprobe" => Class::Kprobe,
+            _ => Class::Pmu(pmu.clone()),
+        };
+        let caps = match class {
+            Class::Tracepoint => rw | Capabilities::INTERRUPT | Capabilities::SYSWIDE,
+            Class::Breakpoint => base,
+            Class::Uprobe | Class::Kprobe => rw | Capabilities::INTERRUPT,
+            _ => rw | Capabilities::SYSWIDE,
+        };
+        classes.push(ClassInfo {
+            class,
+            caps,
+            width: 64,
+            num: None,
+        });
+    }
+    CpuInfo {
+        cputype: cpu_model(),
+        ncpu,
+        npmc,
+        classes,
+    }
+}
+
+pub(super) fn event_names(class: &Class) -> Result<Vec<String>> {
+    Ok(match class {
+        Class::Hardware => Hardware::ALL.iter().map(|h| h.name().to_string()).collect(),
+        Class::Cache => CacheEvent::all().map(|c| c.name()).collect(),
+        Class::Software => Software::ALL.iter().map(|s| s.name().to_string()).collect(),
+        _ => Vec::new(),
+    })
+}

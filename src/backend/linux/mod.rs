@@ -1,0 +1,150 @@
+//! The Linux backend: hwpmc semantics on perf_event, through `pmc-linux`.
+//!
+//! - `resolve`: event specifier → `perf_event_attr`s (one per core PMU on
+//!   hybrid CPUs), class and capabilities;
+//! - `counters`: process targets (one fd per thread, inheritance for new
+//!   threads and, with DESCENDANTS, new processes) and CPU targets;
+//! - this file: the [`Backend`] implementation, machine queries, and the
+//!   mapping of `pmc_linux::Error` into [`crate::Error`].
+
+mod counters;
+mod machine;
+mod resolve;
+
+use pmc_linux::system;
+
+use super::{Backend, EventRequest, PreparedEvent};
+use crate::machine::CpuInfo;
+use crate::{Class, Error, Result};
+
+/// perf_event as a `pmc` backend.
+#[derive(Debug, Default)]
+pub struct LinuxBackend {
+    _private: (),
+}
+
+impl LinuxBackend {
+    /// The backend for the running kernel.
+    pub fn new() -> LinuxBackend {
+        LinuxBackend { _private: () }
+    }
+}
+
+impl Backend for LinuxBackend {
+    fn name(&self) -> &'static str {
+        "linux-perf_event"
+    }
+
+    fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+        Ok(Box::new(resolve::resolve(request)?))
+    }
+
+    fn caller_pid(&self) -> u32 {
+        std::process::id()
+    }
+
+    fn process_exists(&self, pid: u32) -> bool {
+        i32::try_from(pid)
+            .is_ok_and(|p| system::process_exists(p) && system::process_state(p) != Some('Z'))
+    }
+
+    fn online_cpus(&self) -> Vec<u32> {
+        system::online_cpus()
+    }
+
+    fn cpuinfo(&self) -> Result<CpuInfo> {
+        Ok(machine::cpuinfo())
+    }
+
+    fn event_names(&self, class: &Class) -> Result<Vec<String>> {
+        machine::event_names(class)
+    }
+}
+
+/// The `perf_event_attr`s `allocate` would open for this specifier, mode
+/// and flags (one per core PMU), without opening anything: for golden tests
+/// and for users who want to see what `pmc` asks the kernel for.
+pub fn attrs_for(
+    spec: &str,
+    mode: crate::Mode,
+    flags: crate::Flags,
+    count: u64,
+) -> Result<Vec<pmc_linux::attr::Attr>> {
+    let parsed = crate::spec::parse(spec).map_err(|source| Error::InvalidSpec {
+        spec: spec.to_string(),
+        source,
+    })?;
+    let event = resolve::resolve(&EventRequest {
+        spec: &parsed,
+        mode,
+        flags,
+        sample_period: count,
+    })?;
+    Ok(event.attrs)
+}
+
+/// Converts a binding error into the portable error, choosing the libpmc
+/// errno: EACCES/EPERM → EPERM, a missing PMU → ENXIO, an event the PMU
+/// lacks → EOPNOTSUPP, ESRCH → ESRCH, EBUSY → EBUSY.
+pub(crate) fn from_linux(e: pmc_linux::Error) -> Error {
+    use pmc_linux::{Error as L, Hint};
+    match e {
+        L::Os { op, errno, hint } => {
+            let no_pmu = matches!(hint, Some(Hint::NoHardwarePmu));
+            let hint_text = hint.as_ref().map(ToString::to_string);
+            match errno {
+                libc::EACCES | libc::EPERM => Error::PermissionDenied {
+                    op,
+                    os_errno: errno,
+                    hint: hint_text,
+                },
+                libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV if no_pmu => Error::Unavailable {
+                    what: op,
+                    why: format!(
+                        "no hardware PMU (virtual machine?): {}",
+                        hint_text.unwrap_or_default()
+                    ),
+                },
+                libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => Error::NotSupported {
+                    what: op,
+                    why: hint_text.unwrap_or_else(|| pmc_linux::error::strerror(errno)),
+                },
+                libc::EBUSY => Error::Busy {
+                    op: "open",
+                    why: format!("{op}: {}", hint_text.unwrap_or_default()),
+                },
+                _ => Error::Os {
+                    op,
+                    os_errno: errno,
+                    hint: hint_text,
+                },
+            }
+        }
+        L::Invalid { what, why } => Error::InvalidArgument {
+            op: "allocate",
+            why: format!("{what}: {why}"),
+        },
+        L::File {
+            path,
+            why,
+            errno,
+            hint,
+        } => match hint {
+            Some(h @ (Hint::TracefsNotMounted | Hint::TracefsPermission)) => Error::Unavailable {
+                what: path,
+                why: format!("{why}; {h}"),
+            },
+            _ => Error::Os {
+                op: format!("{path}: {why}"),
+                os_errno: errno.unwrap_or(libc::EIO),
+                hint: hint.map(|h| h.to_string()),
+            },
+        },
+        L::Unsupported { what, why } => Error::NotSupported { what, why },
+        other => Error::Os {
+            op: other.to_string(),
+            os_errno: other.errno(),
+            hint: None,
+        },
+    }
+}

@@ -1,0 +1,219 @@
+//! A deterministic backend for testing code that uses `pmc`, and for
+//! testing `pmc`'s own hwpmc semantics without a kernel.
+//!
+//! Every counter counts ticks of one shared clock that the test advances
+//! with [`SimBackend::advance`]; a counter counts while it is enabled. The
+//! set of existing processes is explicit, and a counter can be made to
+//! lose all its time to multiplexing.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::{Backend, CounterValue, Counters, EventRequest, PreparedEvent};
+use crate::machine::{ClassInfo, CpuInfo};
+use crate::spec::EventName;
+use crate::{Capabilities, Class, Error, Result};
+
+/// The simulated machine.
+#[derive(Debug)]
+pub struct SimBackend {
+    clock: Arc<AtomicU64>,
+    processes: Mutex<BTreeSet<u32>>,
+    cpus: Vec<u32>,
+    starve: Arc<AtomicBool>,
+    caller: u32,
+}
+
+impl SimBackend {
+    /// A machine with `cpus` CPUs where only the caller (pid 1000) exists.
+    pub fn new(cpus: u32) -> Arc<SimBackend> {
+        Arc::new(SimBackend {
+            clock: Arc::new(AtomicU64::new(0)),
+            processes: Mutex::new(BTreeSet::from([1000])),
+            cpus: (0..cpus).collect(),
+            starve: Arc::new(AtomicBool::new(false)),
+            caller: 1000,
+        })
+    }
+
+    /// The pid that stands for the caller.
+    pub fn caller(&self) -> u32 {
+        self.caller
+    }
+
+    /// Advances the shared clock: every enabled counter counts `ticks`.
+    pub fn advance(&self, ticks: u64) {
+        self.clock.fetch_add(ticks, Ordering::SeqCst);
+    }
+
+    /// Makes a process exist.
+    pub fn spawn(&self, pid: u32) {
+        self.processes.lock().expect("sim lock").insert(pid);
+    }
+
+    /// Makes a process disappear.
+    pub fn exit(&self, pid: u32) {
+        self.processes.lock().expect("sim lock").remove(&pid);
+    }
+
+    /// While set, enabled counters accumulate enabled time but never run
+    /// (as if multiplexed out entirely).
+    pub fn starve(&self, on: bool) {
+        self.starve.store(on, Ordering::SeqCst);
+    }
+}
+
+impl Backend for SimBackend {
+    fn name(&self) -> &'static str {
+        "sim"
+    }
+
+    fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+        let class = match &request.spec.event {
+            EventName::Software(_) => Class::Software,
+            EventName::Hardware(_) => Class::Hardware,
+            EventName::Cache(_) => Class::Cache,
+            other => {
+                return Err(Error::NotSupported {
+                    what: format!("{other:?}"),
+                    why: "the simulator has generic hardware, cache and software events only"
+                        .into(),
+                });
+            }
+        };
+        Ok(Box::new(SimEvent {
+            class,
+            clock: self.clock.clone(),
+            starve: self.starve.clone(),
+        }))
+    }
+
+    fn caller_pid(&self) -> u32 {
+        self.caller
+    }
+
+    fn process_exists(&self, pid: u32) -> bool {
+        self.processes.lock().expect("sim lock").contains(&pid)
+    }
+
+    fn online_cpus(&self) -> Vec<u32> {
+        self.cpus.clone()
+    }
+
+    fn cpuinfo(&self) -> Result<CpuInfo> {
+        Ok(CpuInfo {
+            cputype: "simulated".into(),
+            ncpu: self.cpus.len() as u32,
+            npmc: 4,
+            classes: vec![ClassInfo {
+                class: Class::Software,
+                caps: Capabilities::READ | Capabilities::WRITE,
+                width: 64,
+                num: None,
+            }],
+        })
+    }
+
+    fn event_names(&self, _class: &Class) -> Result<Vec<String>> {
+        Ok(vec!["task-clock".into()])
+    }
+}
+
+#[derive(Debug)]
+struct SimEvent {
+    class: Class,
+    clock: Arc<AtomicU64>,
+    starve: Arc<AtomicBool>,
+}
+
+impl PreparedEvent for SimEvent {
+    fn class(&self) -> Class {
+        self.class.clone()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::READ | Capabilities::WRITE | Capabilities::USER | Capabilities::SYSTEM
+    }
+
+    fn width(&self) -> u32 {
+        64
+    }
+
+    fn describe(&self) -> String {
+        format!("sim {}", self.class)
+    }
+
+    fn open_process(&self, _pid: u32, _descendants: bool) -> Result<Box<dyn Counters>> {
+        Ok(Box::new(SimCounter::new(self)))
+    }
+
+    fn open_cpu(&self, _cpu: u32) -> Result<Box<dyn Counters>> {
+        Ok(Box::new(SimCounter::new(self)))
+    }
+}
+
+#[derive(Debug)]
+struct SimCounter {
+    clock: Arc<AtomicU64>,
+    starve: Arc<AtomicBool>,
+    since: Option<u64>,
+    counted: u64,
+    enabled: u64,
+}
+
+impl SimCounter {
+    fn new(e: &SimEvent) -> SimCounter {
+        SimCounter {
+            clock: e.clock.clone(),
+            starve: e.starve.clone(),
+            since: None,
+            counted: 0,
+            enabled: 0,
+        }
+    }
+
+    fn pending(&self) -> u64 {
+        self.since
+            .map_or(0, |s| self.clock.load(Ordering::SeqCst) - s)
+    }
+}
+
+impl Counters for SimCounter {
+    fn enable(&mut self) -> Result<()> {
+        if self.since.is_none() {
+            self.since = Some(self.clock.load(Ordering::SeqCst));
+        }
+        Ok(())
+    }
+
+    fn disable(&mut self) -> Result<()> {
+        let p = self.pending();
+        self.enabled += p;
+        if !self.starve.load(Ordering::SeqCst) {
+            self.counted += p;
+        }
+        self.since = None;
+        Ok(())
+    }
+
+    fn read(&mut self) -> Result<CounterValue> {
+        let p = self.pending();
+        let starved = self.starve.load(Ordering::SeqCst);
+        let raw = self.counted + if starved { 0 } else { p };
+        let enabled = self.enabled + p;
+        // One tick of the clock is one nanosecond of running time.
+        let running = raw;
+        let scaled = match running {
+            0 if enabled > 0 => None,
+            0 => Some(0),
+            r => Some(raw * enabled / r),
+        };
+        Ok(CounterValue {
+            raw,
+            time_enabled: enabled,
+            time_running: running,
+            scaled,
+        })
+    }
+}

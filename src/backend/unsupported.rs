@@ -1,0 +1,71 @@
+//! The backend of platforms without one: every operation fails with
+//! [`Error::Unsupported`], so portable code builds everywhere and reports
+//! clearly at run time.
+
+use super::{Backend, EventRequest, PreparedEvent};
+use crate::machine::CpuInfo;
+use crate::{Class, Error, Result};
+
+/// Fails every call with [`Error::Unsupported`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct UnsupportedBackend;
+
+fn unsupported() -> Error {
+    Error::Unsupported {
+        platform: std::env::consts::OS,
+    }
+}
+
+impl Backend for UnsupportedBackend {
+    fn name(&self) -> &'static str {
+        "unsupported"
+    }
+
+    fn prepare(&self, _request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+        Err(unsupported())
+    }
+
+    fn caller_pid(&self) -> u32 {
+        std::process::id()
+    }
+
+    fn process_exists(&self, pid: u32) -> bool {
+        pid == std::process::id()
+    }
+
+    fn online_cpus(&self) -> Vec<u32> {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (0..n as u32).collect()
+    }
+
+    fn cpuinfo(&self) -> Result<CpuInfo> {
+        Err(unsupported())
+    }
+
+    fn event_names(&self, _class: &Class) -> Result<Vec<String>> {
+        Err(unsupported())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Cpu, Flags, Mode, Pmc};
+    use std::sync::Arc;
+
+    #[test]
+    fn allocation_fails_with_unsupported() {
+        let e = Pmc::allocate_on(
+            Arc::new(UnsupportedBackend),
+            "instructions",
+            Mode::TC,
+            Flags::empty(),
+            Cpu::Any,
+            0,
+        )
+        .unwrap_err();
+        assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+        assert_eq!(e.errno(), libc::ENXIO);
+        assert!(e.to_string().contains("not supported on this platform"));
+    }
+}

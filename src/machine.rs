@@ -1,0 +1,110 @@
+//! Machine queries: `pmc_cpuinfo`, `pmc_ncpu`, `pmc_npmc`, `pmc_pmcinfo`,
+//! `pmc_event_names_of_class`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::default_backend;
+use crate::{Capabilities, Class, Cpu, Flags, Mode, PmcId, Result, State};
+
+/// One class of PMCs on this machine (`struct pmc_classinfo`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassInfo {
+    /// The class.
+    pub class: Class,
+    /// What its PMCs can do.
+    pub caps: Capabilities,
+    /// The hardware counter width in bits (values read through `pmc` are
+    /// always extended to 64 bits).
+    pub width: u32,
+    /// How many PMCs of the class each CPU has (`None`: limited only by
+    /// kernel resources, as for software events).
+    pub num: Option<u32>,
+}
+
+/// The machine description (`struct pmc_cpuinfo`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuInfo {
+    /// The CPU model, e.g. `AMD EPYC (family 0x19, model 0x1)`.
+    pub cputype: String,
+    /// Highest possible CPU number + 1 (`pmc_ncpu`).
+    pub ncpu: u32,
+    /// Hardware PMCs per CPU (general-purpose + fixed), 0 without a PMU.
+    pub npmc: u32,
+    /// The classes available.
+    pub classes: Vec<ClassInfo>,
+}
+
+/// One allocated PMC as `pmc_pmcinfo` describes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PmcInfo {
+    /// The PMC's id.
+    pub id: PmcId,
+    /// The event specifier it was allocated with.
+    pub name: String,
+    /// Its class.
+    pub class: Class,
+    /// Its mode.
+    pub mode: Mode,
+    /// Its flags.
+    pub flags: Flags,
+    /// Its CPU argument.
+    pub cpu: Cpu,
+    /// Its state.
+    pub state: State,
+    /// The owning process.
+    pub owner_pid: u32,
+    /// The reload count (sampling) or initial value (counting).
+    pub reload_count: u64,
+    /// The processes it is attached to.
+    pub targets: Vec<u32>,
+}
+
+/// The machine description (`pmc_cpuinfo`).
+pub fn cpuinfo() -> Result<CpuInfo> {
+    default_backend().cpuinfo()
+}
+
+/// Highest possible CPU number + 1 (`pmc_ncpu`).
+pub fn ncpu() -> Result<u32> {
+    Ok(cpuinfo()?.ncpu)
+}
+
+/// Hardware PMCs on a CPU (`pmc_npmc`); EINVAL for a CPU that does not exist.
+pub fn npmc(cpu: u32) -> Result<u32> {
+    let info = cpuinfo()?;
+    if cpu >= info.ncpu {
+        return Err(crate::Error::invalid(
+            "npmc",
+            format!("cpu {cpu} does not exist (ncpu is {})", info.ncpu),
+        ));
+    }
+    Ok(info.npmc)
+}
+
+/// The PMCs this process has allocated that can run on `cpu`
+/// (`pmc_pmcinfo`). Linux does not expose other processes' counters, so
+/// unlike FreeBSD the list holds only the caller's own PMCs: process PMCs
+/// (which follow their targets to any CPU) and system PMCs on that CPU.
+pub fn pmcinfo(cpu: u32) -> Result<Vec<PmcInfo>> {
+    let info = cpuinfo()?;
+    if cpu >= info.ncpu {
+        return Err(crate::Error::invalid(
+            "pmcinfo",
+            format!("cpu {cpu} does not exist (ncpu is {})", info.ncpu),
+        ));
+    }
+    Ok(crate::pmc::registry_snapshot()
+        .into_iter()
+        .filter(|p| matches!(p.cpu, Cpu::Any) || p.cpu == Cpu::Id(cpu))
+        .collect())
+}
+
+/// Every event name of a class (`pmc_event_names_of_class`).
+pub fn event_names_of_class(class: &Class) -> Result<Vec<String>> {
+    default_backend().event_names(class)
+}
+
+/// The CPUs that are online now.
+pub fn online_cpus() -> Vec<u32> {
+    default_backend().online_cpus()
+}

@@ -1,0 +1,652 @@
+//! [`Pmc`]: one performance-monitoring counter with FreeBSD libpmc semantics.
+//!
+//! The rules implemented here, once for every backend:
+//!
+//! - **allocate** parses and resolves the event and checks mode, CPU and
+//!   flags exactly as pmc_allocate(3) does. Process PMCs (TC/TS) open
+//!   nothing yet: Linux needs a pid, which `attach` provides. System PMCs
+//!   (SC/SS) open on their CPU at once.
+//! - **attach/detach** add and remove target processes. A PMC attached to
+//!   several processes accumulates all of them; a detached target's count is
+//!   kept.
+//! - **start** attaches a never-attached process PMC to the caller; starting
+//!   a running PMC and stopping a stopped one succeed.
+//! - **read** returns the live value while running and the value saved at
+//!   `stop` otherwise; **write**/**set** need a stopped PMC and set the value
+//!   `read` returns (kept as an offset over the hardware count).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::backend::{self, Backend, CounterValue, Counters, EventRequest, PreparedEvent};
+use crate::machine::PmcInfo;
+use crate::spec::{self, EventSpec};
+use crate::{Capabilities, Class, Cpu, Error, Flags, Mode, PmcId, Reading, Result, State};
+
+/// pmcstat's default reload count for sampling PMCs.
+pub const DEFAULT_RELOAD_COUNT: u64 = 65_536;
+
+/// The smallest reload count hwpmc accepts; smaller values are raised to it.
+pub const MIN_RELOAD_COUNT: u64 = 1_000;
+
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+static REGISTRY: Mutex<BTreeMap<u32, PmcInfo>> = Mutex::new(BTreeMap::new());
+
+pub(crate) fn registry_snapshot() -> Vec<PmcInfo> {
+    REGISTRY
+        .lock()
+        .map(|r| r.values().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// One process the PMC is attached to.
+#[derive(Debug)]
+struct Target {
+    pid: u32,
+    counters: Box<dyn Counters>,
+}
+
+/// A performance-monitoring counter.
+///
+/// ```no_run
+/// use pmc::{Cpu, Flags, Mode, Pmc};
+///
+/// let mut pmc = Pmc::allocate("task-clock,usr", Mode::TC, Flags::empty(), Cpu::Any)?;
+/// pmc.start()?; // attaches to the calling process
+/// let work: u64 = (0..1_000_000u64).sum();
+/// pmc.stop()?;
+/// println!("{work}: {} ns of CPU time", pmc.read()?);
+/// # Ok::<(), pmc::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Pmc {
+    id: PmcId,
+    spec: EventSpec,
+    mode: Mode,
+    flags: Flags,
+    cpu: Cpu,
+    backend: Arc<dyn Backend>,
+    event: Box<dyn PreparedEvent>,
+    state: State,
+    /// Process targets (TC/TS).
+    targets: Vec<Target>,
+    /// The CPU counter (SC/SS).
+    system: Option<Box<dyn Counters>>,
+    /// Whether a process PMC was ever attached (start then attaches nobody).
+    ever_attached: bool,
+    /// Added to the hardware count so that `read` returns what `write`/`set`
+    /// asked for (wrapping arithmetic: the value is modulo 2^64 like a
+    /// 64-bit counter).
+    offset: u64,
+    /// Counts of targets that were detached.
+    detached: CounterValue,
+    /// The value at the last `stop`.
+    saved: Reading,
+    /// Reload count (sampling) or initial value (counting), as `set` gave it.
+    reload_count: u64,
+}
+
+impl Pmc {
+    /// Allocates a PMC (`pmc_allocate`) with no initial value / the default
+    /// reload count.
+    ///
+    /// `spec` is an event specifier (see [`crate::spec`]); `cpu` must be
+    /// [`Cpu::Any`] for the process modes (TC, TS) and a CPU for the system
+    /// modes (SC, SS).
+    pub fn allocate(spec: &str, mode: Mode, flags: Flags, cpu: Cpu) -> Result<Pmc> {
+        let count = if mode.is_sampling() {
+            DEFAULT_RELOAD_COUNT
+        } else {
+            0
+        };
+        Self::allocate_with_count(spec, mode, flags, cpu, count)
+    }
+
+    /// Allocates a PMC with FreeBSD 12's sixth argument: the initial value
+    /// of a counting PMC, or the reload count (sample period) of a sampling
+    /// PMC (values below 1000 are raised to 1000, as hwpmc does).
+    pub fn allocate_with_count(
+        spec: &str,
+        mode: Mode,
+        flags: Flags,
+        cpu: Cpu,
+        count: u64,
+    ) -> Result<Pmc> {
+        Self::allocate_on(backend::default_backend(), spec, mode, flags, cpu, count)
+    }
+
+    /// Allocates on a specific backend (e.g. [`crate::backend::sim::SimBackend`]
+    /// in tests).
+    pub fn allocate_on(
+        backend: Arc<dyn Backend>,
+        spec_text: &str,
+        mode: Mode,
+        flags: Flags,
+        cpu: Cpu,
+        count: u64,
+    ) -> Result<Pmc> {
+        let spec = spec::parse(spec_text).map_err(|source| Error::InvalidSpec {
+            spec: spec_text.to_string(),
+            source,
+        })?;
+        validate_allocation(mode, flags, cpu)?;
+        let reload_count = if mode.is_sampling() {
+            spec.qualifiers
+                .period
+                .unwrap_or(count)
+                .max(MIN_RELOAD_COUNT)
+        } else {
+            count
+        };
+        if let Cpu::Id(n) = cpu
+            && !backend.online_cpus().contains(&n)
+        {
+            return Err(Error::Unavailable {
+                what: format!("cpu {n}"),
+                why: format!("it is not online (online: {:?})", backend.online_cpus()),
+            });
+        }
+        let event = backend.prepare(&EventRequest {
+            spec: &spec,
+            mode,
+            flags,
+            sample_period: reload_count,
+        })?;
+        let system = match cpu {
+            Cpu::Id(n) => Some(event.open_cpu(n)?),
+            Cpu::Any => None,
+        };
+        let id = PmcId(NEXT_ID.fetch_add(1, Ordering::Relaxed));
+        let pmc = Pmc {
+            id,
+            spec,
+            mode,
+            flags,
+            cpu,
+            backend,
+            event,
+            state: State::Allocated,
+            targets: Vec::new(),
+            system,
+            ever_attached: false,
+            offset: if mode.is_counting() { count } else { 0 },
+            detached: CounterValue::ZERO,
+            saved: Reading {
+                value: if mode.is_counting() { count } else { 0 },
+                ..Reading::default()
+            },
+            reload_count,
+        };
+        pmc.publish();
+        Ok(pmc)
+    }
+
+    fn publish(&self) {
+        let info = self.info();
+        if let Ok(mut r) = REGISTRY.lock() {
+            r.insert(self.id.0, info);
+        }
+    }
+
+    /// A description of this PMC (`pmc_pmcinfo` row).
+    pub fn info(&self) -> PmcInfo {
+        PmcInfo {
+            id: self.id,
+            name: self.spec.text.clone(),
+            class: self.event.class(),
+            mode: self.mode,
+            flags: self.flags,
+            cpu: self.cpu,
+            state: self.state,
+            owner_pid: self.backend.caller_pid(),
+            reload_count: self.reload_count,
+            targets: self.targets.iter().map(|t| t.pid).collect(),
+        }
+    }
+
+    /// The PMC's id.
+    pub fn id(&self) -> PmcId {
+        self.id
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The flags.
+    pub fn flags(&self) -> Flags {
+        self.flags
+    }
+
+    /// The CPU argument.
+    pub fn cpu(&self) -> Cpu {
+        self.cpu
+    }
+
+    /// The state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// The parsed event specifier.
+    pub fn spec(&self) -> &EventSpec {
+        &self.spec
+    }
+
+    /// The event's class.
+    pub fn class(&self) -> Class {
+        self.event.class()
+    }
+
+    /// The resolved event, as the backend describes it.
+    pub fn event_description(&self) -> String {
+        self.event.describe()
+    }
+
+    /// The processes this PMC is attached to.
+    pub fn targets(&self) -> Vec<u32> {
+        self.targets.iter().map(|t| t.pid).collect()
+    }
+
+    /// The capabilities of the PMC's class (`pmc_capabilities`).
+    pub fn capabilities(&self) -> Capabilities {
+        self.event.capabilities()
+    }
+
+    /// The width in bits of the values `read` returns (`pmc_width`). Linux
+    /// extends hardware counters to 64 bits, so values never wrap earlier.
+    pub fn width(&self) -> u32 {
+        self.event.width()
+    }
+
+    /// The reload count (sampling) or initial value (counting).
+    pub fn reload_count(&self) -> u64 {
+        self.reload_count
+    }
+
+    fn resolve_pid(&self, pid: u32) -> u32 {
+        if pid == 0 {
+            self.backend.caller_pid()
+        } else {
+            pid
+        }
+    }
+
+    /// Attaches a process PMC to a process (`pmc_attach`); pid 0 is the
+    /// caller. Every existing thread is covered, and new threads as they are
+    /// created; with [`Flags::DESCENDANTS`], existing and future child
+    /// processes too.
+    pub fn attach(&mut self, pid: u32) -> Result<()> {
+        if self.mode.is_system() {
+            return Err(Error::invalid(
+                "attach",
+                format!(
+                    "{} is a system-mode PMC; only process PMCs (TC, TS) attach",
+                    self.mode
+                ),
+            ));
+        }
+        if self.state == State::Running {
+            return Err(Error::Busy {
+                op: "attach",
+                why: "the PMC is running; stop it before attaching".into(),
+            });
+        }
+        let pid = self.resolve_pid(pid);
+        if self.targets.iter().any(|t| t.pid == pid) {
+            return Err(Error::AlreadyAttached { pid });
+        }
+        if !self.backend.process_exists(pid) {
+            return Err(Error::NoSuchProcess { op: "attach", pid });
+        }
+        let counters = self
+            .event
+            .open_process(pid, self.flags.contains(Flags::DESCENDANTS))?;
+        self.targets.push(Target { pid, counters });
+        self.ever_attached = true;
+        self.publish();
+        Ok(())
+    }
+
+    /// Detaches a process (`pmc_detach`). The counts it accumulated stay in
+    /// the PMC's value.
+    pub fn detach(&mut self, pid: u32) -> Result<()> {
+        if self.mode.is_system() {
+            return Err(Error::invalid(
+                "detach",
+                format!(
+                    "{} is a system-mode PMC; it has no attached processes",
+                    self.mode
+                ),
+            ));
+        }
+        let pid = self.resolve_pid(pid);
+        let Some(i) = self.targets.iter().position(|t| t.pid == pid) else {
+            if !self.backend.process_exists(pid) {
+                return Err(Error::NoSuchProcess { op: "detach", pid });
+            }
+            return Err(Error::invalid(
+                "detach",
+                format!("the PMC is not attached to process {pid}"),
+            ));
+        };
+        let mut target = self.targets.remove(i);
+        if self.state == State::Running {
+            target.counters.disable()?;
+        }
+        let value = target.counters.read()?;
+        self.detached.accumulate(value);
+        self.publish();
+        Ok(())
+    }
+
+    /// Starts the PMC (`pmc_start`). A process PMC that was never attached
+    /// is attached to the caller first. Starting a running PMC succeeds.
+    pub fn start(&mut self) -> Result<()> {
+        if self.state == State::Running {
+            return Ok(());
+        }
+        if self.mode.is_process() && !self.ever_attached {
+            self.attach(0)?;
+        }
+        if self.mode.is_process() && self.targets.is_empty() {
+            return Err(Error::NoSuchProcess {
+                op: "start",
+                pid: 0,
+            });
+        }
+        for t in &mut self.targets {
+            t.counters.set_period(self.reload_count)?;
+            t.counters.enable()?;
+        }
+        if let Some(s) = &mut self.system {
+            s.set_period(self.reload_count)?;
+            s.enable()?;
+        }
+        self.state = State::Running;
+        self.publish();
+        Ok(())
+    }
+
+    /// Stops the PMC (`pmc_stop`) and saves its value. Stopping a stopped
+    /// PMC succeeds; stopping one that never started is EINVAL.
+    pub fn stop(&mut self) -> Result<()> {
+        match self.state {
+            State::Running => {}
+            State::Stopped => return Ok(()),
+            _ => {
+                return Err(Error::invalid("stop", "the PMC was never started"));
+            }
+        }
+        for t in &mut self.targets {
+            t.counters.disable()?;
+        }
+        if let Some(s) = &mut self.system {
+            s.disable()?;
+        }
+        self.state = State::Stopped;
+        self.saved = self.read_live()?;
+        self.publish();
+        Ok(())
+    }
+
+    fn read_live(&mut self) -> Result<Reading> {
+        let mut sum = self.detached;
+        for t in &mut self.targets {
+            sum.accumulate(t.counters.read()?);
+        }
+        if let Some(s) = &mut self.system {
+            sum.accumulate(s.read()?);
+        }
+        let Some(scaled) = sum.scaled else {
+            return Err(Error::NotCounted {
+                what: format!("PMC {} ({})", self.id, self.spec.text),
+                time_enabled: sum.time_enabled,
+            });
+        };
+        Ok(Reading {
+            value: scaled.wrapping_add(self.offset),
+            raw: sum.raw,
+            time_enabled: sum.time_enabled,
+            time_running: sum.time_running,
+            multiplexed: sum.time_running < sum.time_enabled,
+        })
+    }
+
+    /// Reads the value (`pmc_read`): live while running, the value saved at
+    /// `stop` otherwise. Multiplexed counts are scaled to the enabled time;
+    /// a counter that was enabled but never scheduled is an error
+    /// ([`Error::NotCounted`]), never a silent 0.
+    pub fn read(&mut self) -> Result<u64> {
+        Ok(self.read_detailed()?.value)
+    }
+
+    /// Like [`Pmc::read`], with the raw count and the enabled/running times.
+    pub fn read_detailed(&mut self) -> Result<Reading> {
+        if self.state == State::Running {
+            self.read_live()
+        } else {
+            Ok(self.saved)
+        }
+    }
+
+    fn require_stopped(&self, op: &'static str) -> Result<()> {
+        if self.state == State::Running {
+            return Err(Error::Busy {
+                op,
+                why: "the PMC is running; stop it first".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Sets the value `read` returns (`pmc_write`); the PMC must be stopped.
+    /// Counting continues from this value at the next `start`.
+    pub fn write(&mut self, value: u64) -> Result<()> {
+        self.require_stopped("write")?;
+        if self.mode.is_sampling() {
+            return self.set_reload(value);
+        }
+        let hardware = self.saved.value.wrapping_sub(self.offset);
+        self.offset = value.wrapping_sub(hardware);
+        self.saved.value = value;
+        self.publish();
+        Ok(())
+    }
+
+    /// Reads the value and writes a new one in one step (`pmc_rw`); returns
+    /// the previous value. The PMC must be stopped.
+    pub fn rw(&mut self, value: u64) -> Result<u64> {
+        self.require_stopped("rw")?;
+        let old = self.read()?;
+        self.write(value)?;
+        Ok(old)
+    }
+
+    /// Sets the initial value of a counting PMC or the reload count (sample
+    /// period) of a sampling PMC (`pmc_set`); the PMC must be stopped.
+    pub fn set(&mut self, value: u64) -> Result<()> {
+        self.require_stopped("set")?;
+        if self.mode.is_sampling() {
+            return self.set_reload(value);
+        }
+        self.reload_count = value;
+        self.write(value)
+    }
+
+    fn set_reload(&mut self, value: u64) -> Result<()> {
+        self.reload_count = value.max(MIN_RELOAD_COUNT);
+        self.publish();
+        Ok(())
+    }
+
+    /// The index for reading this counter with `rdpmc` from user space
+    /// (`pmc_get_msr`). Only PMCs attached solely to the calling process,
+    /// without DESCENDANTS, whose counter the kernel exposes to user space
+    /// have one.
+    pub fn get_msr(&self) -> Result<u32> {
+        let caller = self.backend.caller_pid();
+        if self.mode.is_system()
+            || self.flags.contains(Flags::DESCENDANTS)
+            || self.targets.len() != 1
+            || self.targets[0].pid != caller
+        {
+            return Err(Error::invalid(
+                "get_msr",
+                "rdpmc access needs a process PMC attached only to the calling process, \
+                 without DESCENDANTS",
+            ));
+        }
+        self.targets[0]
+            .counters
+            .rdpmc_index()
+            .ok_or_else(|| Error::NotSupported {
+                what: "rdpmc for this PMC".into(),
+                why: "the kernel does not expose this counter to user space (software \
+                      events, no hardware PMU, or rdpmc disabled in \
+                      /sys/bus/event_source/devices/cpu/rdpmc)"
+                    .into(),
+            })
+    }
+
+    /// The number of kernel handles (file descriptors) the PMC holds.
+    pub fn handles(&self) -> usize {
+        self.targets
+            .iter()
+            .map(|t| t.counters.handles())
+            .sum::<usize>()
+            + self.system.as_ref().map_or(0, |s| s.handles())
+    }
+
+    /// Releases the PMC (`pmc_release`); dropping it does the same.
+    pub fn release(self) -> Result<()> {
+        drop(self);
+        Ok(())
+    }
+}
+
+impl Drop for Pmc {
+    fn drop(&mut self) {
+        if let Ok(mut r) = REGISTRY.lock() {
+            r.remove(&self.id.0);
+        }
+    }
+}
+
+/// The allocation rules of pmc_allocate(3).
+fn validate_allocation(mode: Mode, flags: Flags, cpu: Cpu) -> Result<()> {
+    let unknown = flags.bits() & !Flags::all().bits();
+    if unknown != 0 {
+        return Err(Error::invalid(
+            "allocate",
+            format!("unknown flag bits {unknown:#x}"),
+        ));
+    }
+    match (mode.is_process(), cpu) {
+        (true, Cpu::Id(n)) => {
+            return Err(Error::invalid(
+                "allocate",
+                format!(
+                    "process-mode PMCs ({mode}) follow their targets on every CPU: pass \
+                     Cpu::Any (PMC_CPU_ANY), not cpu {n}"
+                ),
+            ));
+        }
+        (false, Cpu::Any) => {
+            return Err(Error::invalid(
+                "allocate",
+                format!(
+                    "system-mode PMCs ({mode}) count on one CPU: pass Cpu::Id(n), or use \
+                     PerCpu::allocate for every CPU"
+                ),
+            ));
+        }
+        _ => {}
+    }
+    if flags.contains(Flags::USERCALLCHAIN) && !flags.contains(Flags::CALLCHAIN) {
+        return Err(Error::invalid(
+            "allocate",
+            "USERCALLCHAIN requires CALLCHAIN",
+        ));
+    }
+    if flags.intersects(Flags::CALLCHAIN | Flags::USERCALLCHAIN) && !mode.is_sampling() {
+        return Err(Error::invalid(
+            "allocate",
+            format!("CALLCHAIN and USERCALLCHAIN need a sampling mode (SS, TS), not {mode}"),
+        ));
+    }
+    if flags.intersects(Flags::LOG_PROCCSW | Flags::LOG_PROCEXIT) && mode.is_system() {
+        return Err(Error::invalid(
+            "allocate",
+            format!("LOG_PROCCSW and LOG_PROCEXIT apply to process modes only, not {mode}"),
+        ));
+    }
+    if flags.contains(Flags::DESCENDANTS) && mode.is_system() {
+        return Err(Error::invalid(
+            "allocate",
+            format!("DESCENDANTS applies to process modes only, not {mode}"),
+        ));
+    }
+    Ok(())
+}
+
+/// A system PMC on every online CPU, as `pmcstat -s` clones them; reads sum
+/// the CPUs.
+#[derive(Debug)]
+pub struct PerCpu {
+    pmcs: Vec<(u32, Pmc)>,
+}
+
+impl PerCpu {
+    /// Allocates `spec` in a system mode on every online CPU.
+    pub fn allocate(spec: &str, mode: Mode, flags: Flags) -> Result<PerCpu> {
+        Self::allocate_on_cpus(spec, mode, flags, &crate::machine::online_cpus())
+    }
+
+    /// Allocates `spec` in a system mode on the given CPUs.
+    pub fn allocate_on_cpus(spec: &str, mode: Mode, flags: Flags, cpus: &[u32]) -> Result<PerCpu> {
+        if !mode.is_system() {
+            return Err(Error::invalid(
+                "allocate",
+                format!("PerCpu needs a system mode (SC, SS), not {mode}"),
+            ));
+        }
+        let pmcs = cpus
+            .iter()
+            .map(|&c| Ok((c, Pmc::allocate(spec, mode, flags, Cpu::Id(c))?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(PerCpu { pmcs })
+    }
+
+    /// Starts every CPU's PMC.
+    pub fn start(&mut self) -> Result<()> {
+        self.pmcs.iter_mut().try_for_each(|(_, p)| p.start())
+    }
+
+    /// Stops every CPU's PMC.
+    pub fn stop(&mut self) -> Result<()> {
+        self.pmcs.iter_mut().try_for_each(|(_, p)| p.stop())
+    }
+
+    /// The sum over CPUs.
+    pub fn read(&mut self) -> Result<u64> {
+        self.pmcs
+            .iter_mut()
+            .try_fold(0u64, |acc, (_, p)| Ok(acc.wrapping_add(p.read()?)))
+    }
+
+    /// Each CPU's value.
+    pub fn read_each(&mut self) -> Result<Vec<(u32, u64)>> {
+        self.pmcs
+            .iter_mut()
+            .map(|(c, p)| Ok((*c, p.read()?)))
+            .collect()
+    }
+
+    /// The per-CPU PMCs.
+    pub fn pmcs(&mut self) -> impl Iterator<Item = (u32, &mut Pmc)> {
+        self.pmcs.iter_mut().map(|(c, p)| (*c, p))
+    }
+}

@@ -1,0 +1,341 @@
+//! "What can this machine count, and why not?"
+//!
+//! [`Environment::detect`] gathers the facts that decide what perf_event
+//! allows (paranoid level, capabilities, PMUs, tracefs, whether hardware
+//! counters really count); [`Requirement`] checks a need against them with
+//! the kernel's rules; [`Report`] is the serialisable answer that
+//! `cargo xtask probe` prints.
+
+mod requirements;
+
+use serde::{Deserialize, Serialize};
+
+pub use requirements::{Environment, Requirement, Tracefs};
+
+/// One PMU registered with the kernel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PmuSummary {
+    /// Its sysfs name.
+    pub name: String,
+    /// Its `type` number for `perf_event_attr.type`.
+    pub type_id: Option<u32>,
+    /// Its format fields (`event`, `umask`, …).
+    pub formats: Vec<String>,
+    /// The number of named events it lists.
+    pub events: usize,
+    /// The CPUs it counts on, if it says (`cpus`/`cpumask`).
+    pub cpus: Option<String>,
+}
+
+/// The capability report of this machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The backend in use.
+    pub backend: String,
+    /// The kernel release.
+    pub kernel: String,
+    /// The facts requirements are checked against.
+    pub environment: Environment,
+    /// The PMUs.
+    pub pmus: Vec<PmuSummary>,
+    /// `kernel.perf_event_max_sample_rate`.
+    pub max_sample_rate: Option<u64>,
+    /// `kernel.perf_event_mlock_kb`.
+    pub mlock_kb: Option<u64>,
+    /// `kernel.perf_event_max_stack`.
+    pub max_stack: Option<u32>,
+    /// `kernel.nmi_watchdog`.
+    pub nmi_watchdog: Option<i32>,
+    /// `RLIMIT_NOFILE` (soft, hard).
+    pub nofile: (u64, u64),
+    /// The hypervisor, when running in a virtual machine.
+    pub virtual_machine: Option<String>,
+}
+
+impl Report {
+    /// Probes this machine.
+    pub fn detect() -> Report {
+        imp::report()
+    }
+
+    /// A human-readable summary.
+    pub fn to_text(&self) -> String {
+        use std::fmt::Write as _;
+        let e = &self.environment;
+        let mut s = String::new();
+        if !e.pmus.iter().any(|p| p == "cpu" || p.starts_with("cpu_")) {
+            let _ = writeln!(
+                s,
+                "NO HARDWARE PMU: hardware/cache/raw events cannot be counted here{}; \
+                 software events, tracepoints and breakpoints still work.",
+                self.virtual_machine
+                    .as_ref()
+                    .map(|v| format!(" (virtual machine: {v})"))
+                    .unwrap_or_default()
+            );
+        }
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+        let _ = writeln!(s, "backend              {}", self.backend);
+        let _ = writeln!(s, "kernel               {}", self.kernel);
+        let _ = writeln!(
+            s,
+            "perf_event_paranoid  {}  (effective for this caller: {})",
+            opt(e.paranoid.map(|p| p.to_string())),
+            opt(e.effective_paranoid().map(|p| p.to_string()))
+        );
+        let _ = writeln!(
+            s,
+            "user                 {}  CAP_PERFMON={} CAP_SYS_ADMIN={} CAP_SYS_PTRACE={} CAP_IPC_LOCK={}",
+            if e.root { "root" } else { "not root" },
+            yes(e.cap_perfmon),
+            yes(e.cap_sys_admin),
+            yes(e.cap_sys_ptrace),
+            yes(e.cap_ipc_lock)
+        );
+        let _ = writeln!(
+            s,
+            "max_sample_rate      {}",
+            opt(self.max_sample_rate.map(|v| v.to_string()))
+        );
+        let _ = writeln!(
+            s,
+            "mlock_kb             {}",
+            opt(self.mlock_kb.map(|v| v.to_string()))
+        );
+        let _ = writeln!(
+            s,
+            "max_stack            {}",
+            opt(self.max_stack.map(|v| v.to_string()))
+        );
+        let _ = writeln!(
+            s,
+            "nmi_watchdog         {}",
+            opt(self.nmi_watchdog.map(|v| v.to_string()))
+        );
+        let _ = writeln!(
+            s,
+            "RLIMIT_NOFILE        {} (hard {})",
+            self.nofile.0, self.nofile.1
+        );
+        let _ = writeln!(
+            s,
+            "virtual machine      {}",
+            opt(self.virtual_machine.clone())
+        );
+        let _ = writeln!(
+            s,
+            "tracefs              {}",
+            match &e.tracefs {
+                Tracefs::Readable(p) => format!("{p} (readable)"),
+                Tracefs::Unreadable(p) => format!("{p} (NOT readable by this user)"),
+                Tracefs::NotMounted => {
+                    "not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)".into()
+                }
+            }
+        );
+        let _ = writeln!(s, "hardware counting    {}", yes(e.hardware_counting));
+        let _ = writeln!(s, "\nPMUs:");
+        let _ = writeln!(
+            s,
+            "  {:<14} {:>5} {:>7}  {:<10} formats",
+            "name", "type", "events", "cpus"
+        );
+        for p in &self.pmus {
+            let _ = writeln!(
+                s,
+                "  {:<14} {:>5} {:>7}  {:<10} {}",
+                p.name,
+                opt(p.type_id.map(|t| t.to_string())),
+                p.events,
+                opt(p.cpus.clone()),
+                p.formats.join(",")
+            );
+        }
+        s
+    }
+}
+
+fn yes(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod imp {
+    use std::fs;
+    use std::path::Path;
+
+    use pmc_linux::attr::{Attr, EventConfig, Hardware};
+    use pmc_linux::event::{Event, OpenFlags, Target};
+    use pmc_linux::system;
+
+    use super::{Environment, PmuSummary, Report, Tracefs};
+
+    const PMU_ROOT: &str = "/sys/bus/event_source/devices";
+
+    fn list(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    fn tracefs() -> Tracefs {
+        for root in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+            let events = Path::new(root).join("events");
+            match fs::read_dir(&events) {
+                Ok(_) => return Tracefs::Readable(root.into()),
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                    return Tracefs::Unreadable(root.into());
+                }
+                Err(_) => {}
+            }
+        }
+        Tracefs::NotMounted
+    }
+
+    /// Opens `instructions:u` on the caller and checks that it counts.
+    fn hardware_counts() -> bool {
+        let attr = Attr::new(EventConfig::Hardware {
+            event: Hardware::Instructions,
+            pmu: None,
+        })
+        .disabled(true)
+        .exclude_kernel(true)
+        .exclude_hv(true);
+        let Ok(ev) = Event::open(&attr, Target::CALLER, None, OpenFlags::empty()) else {
+            return false;
+        };
+        if ev.enable().is_err() {
+            return false;
+        }
+        let mut x = 0u64;
+        for i in 0..100_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        let _ = ev.disable();
+        ev.read().is_ok_and(|c| c.value > 0)
+    }
+
+    pub(super) fn environment() -> Environment {
+        let caps = system::effective_capabilities();
+        let has = |c: u32| caps & (1 << c) != 0;
+        Environment {
+            os: std::env::consts::OS.into(),
+            paranoid: system::paranoid(),
+            root: system::effective_uid() == 0,
+            cap_perfmon: has(system::CAP_PERFMON),
+            cap_sys_admin: has(system::CAP_SYS_ADMIN),
+            cap_sys_ptrace: has(system::CAP_SYS_PTRACE),
+            cap_ipc_lock: has(system::CAP_IPC_LOCK),
+            pmus: list(Path::new(PMU_ROOT)),
+            hardware_counting: hardware_counts(),
+            tracefs: tracefs(),
+        }
+    }
+
+    fn hypervisor() -> Option<String> {
+        let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let flagged = cpuinfo
+            .lines()
+            .find(|l| l.starts_with("flags"))
+            .is_some_and(|l| l.split_whitespace().any(|f| f == "hypervisor"));
+        if !flagged {
+            return None;
+        }
+        let vendor = system::cpuid(0x4000_0000, 0)
+            .map(|[_, b, c, d]| {
+                [b, c, d]
+                    .iter()
+                    .flat_map(|r| r.to_le_bytes())
+                    .filter(|b| b.is_ascii_graphic())
+                    .map(char::from)
+                    .collect::<String>()
+            })
+            .filter(|s| !s.is_empty());
+        Some(vendor.unwrap_or_else(|| "unknown hypervisor".into()))
+    }
+
+    pub(super) fn report() -> Report {
+        let environment = environment();
+        let pmus = environment
+            .pmus
+            .iter()
+            .map(|name| {
+                let dir = Path::new(PMU_ROOT).join(name);
+                let read = |f: &str| {
+                    fs::read_to_string(dir.join(f))
+                        .ok()
+                        .map(|s| s.trim().to_string())
+                };
+                PmuSummary {
+                    name: name.clone(),
+                    type_id: read("type").and_then(|t| t.parse().ok()),
+                    formats: list(&dir.join("format")),
+                    events: list(&dir.join("events"))
+                        .iter()
+                        .filter(|e| !e.contains('.'))
+                        .count(),
+                    cpus: read("cpus").or_else(|| read("cpumask")),
+                }
+            })
+            .collect();
+        Report {
+            backend: crate::backend::default_backend().name().into(),
+            kernel: system::kernel_release(),
+            environment,
+            pmus,
+            max_sample_rate: system::max_sample_rate(),
+            mlock_kb: system::mlock_kb(),
+            max_stack: system::max_stack(),
+            nmi_watchdog: system::nmi_watchdog(),
+            nofile: system::nofile_limit(),
+            virtual_machine: hypervisor(),
+        }
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+mod imp {
+    use super::{Environment, Report, Tracefs};
+
+    pub(super) fn environment() -> Environment {
+        Environment {
+            os: std::env::consts::OS.into(),
+            paranoid: None,
+            root: false,
+            cap_perfmon: false,
+            cap_sys_admin: false,
+            cap_sys_ptrace: false,
+            cap_ipc_lock: false,
+            pmus: Vec::new(),
+            hardware_counting: false,
+            tracefs: Tracefs::NotMounted,
+        }
+    }
+
+    pub(super) fn report() -> Report {
+        Report {
+            backend: crate::backend::default_backend().name().into(),
+            kernel: String::new(),
+            environment: environment(),
+            pmus: Vec::new(),
+            max_sample_rate: None,
+            mlock_kb: None,
+            max_stack: None,
+            nmi_watchdog: None,
+            nofile: (0, 0),
+            virtual_machine: None,
+        }
+    }
+}
+
+impl Environment {
+    /// Detects the facts of this machine and caller.
+    pub fn detect() -> Environment {
+        imp::environment()
+    }
+}

@@ -1,0 +1,349 @@
+//! What a test (or a program) needs from the machine, checked against an
+//! [`Environment`] with the kernel's own rules, so that a test that cannot
+//! run here is skipped with the reason instead of failing or passing falsely.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The state of tracefs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Tracefs {
+    /// Mounted and readable at this path.
+    Readable(String),
+    /// Mounted at this path but not readable by the caller.
+    Unreadable(String),
+    /// Not mounted at `/sys/kernel/tracing` nor `/sys/kernel/debug/tracing`.
+    NotMounted,
+}
+
+/// The facts about the machine and the caller that requirements depend on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Environment {
+    /// The operating system (`linux`, `freebsd`, …).
+    pub os: String,
+    /// `kernel.perf_event_paranoid`, `None` when perf_event is absent.
+    pub paranoid: Option<i32>,
+    /// Effective uid 0.
+    pub root: bool,
+    /// Effective CAP_PERFMON.
+    pub cap_perfmon: bool,
+    /// Effective CAP_SYS_ADMIN.
+    pub cap_sys_admin: bool,
+    /// Effective CAP_SYS_PTRACE.
+    pub cap_sys_ptrace: bool,
+    /// Effective CAP_IPC_LOCK.
+    pub cap_ipc_lock: bool,
+    /// The PMUs registered with the kernel (sysfs `event_source/devices`).
+    pub pmus: Vec<String>,
+    /// A hardware counter was opened and counted a non-zero value.
+    pub hardware_counting: bool,
+    /// tracefs.
+    pub tracefs: Tracefs,
+}
+
+impl Environment {
+    /// Whether the caller is exempt from `perf_event_paranoid` the way the
+    /// kernel decides it (`perfmon_capable()`: CAP_PERFMON or CAP_SYS_ADMIN).
+    pub fn perfmon_capable(&self) -> bool {
+        self.cap_perfmon || self.cap_sys_admin
+    }
+
+    /// The paranoid level that applies to the caller (-1 when capable).
+    pub fn effective_paranoid(&self) -> Option<i32> {
+        self.paranoid
+            .map(|p| if self.perfmon_capable() { -1 } else { p })
+    }
+
+    /// Whether a PMU of this name is registered.
+    pub fn has_pmu(&self, name: &str) -> bool {
+        self.pmus.iter().any(|p| p == name)
+    }
+}
+
+/// One thing a test needs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Requirement {
+    /// The perf_event subsystem exists (Linux with `perf_event_paranoid`).
+    PerfEvent,
+    /// `perf_event_paranoid <= N`, or CAP_PERFMON/CAP_SYS_ADMIN which the
+    /// kernel lets override it. Levels: 2 = user-space counting of own
+    /// processes, 1 = + kernel, 0 = + CPU-wide, -1 = + raw tracepoint data.
+    Paranoid(i32),
+    /// A PMU of this name is registered (`cpu`, `msr`, `uprobe`, …).
+    Pmu(String),
+    /// Hardware counters exist and actually count (not just a PMU that
+    /// returns zeros under a hypervisor).
+    HardwareCounting,
+    /// tracefs is mounted and readable by the caller.
+    TracefsReadable,
+    /// Effective uid 0.
+    Root,
+    /// Not uid 0 (for testing the unprivileged paths).
+    NotRoot,
+    /// CAP_PERFMON or CAP_SYS_ADMIN (what uprobe/kprobe PMUs demand).
+    PerfmonCapable,
+    /// The ring buffer may exceed `perf_event_mlock_kb` (CAP_IPC_LOCK).
+    IpcLock,
+    /// The paranoid level that applies to the caller is at least N (for
+    /// testing that restrictions are reported well).
+    RestrictedTo(i32),
+    /// A program on `PATH` (e.g. `perf` for cross-checks).
+    Program(String),
+}
+
+impl fmt::Display for Requirement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Requirement::PerfEvent => f.write_str("perf_event"),
+            Requirement::Paranoid(n) => write!(f, "perf_event_paranoid <= {n} (or CAP_PERFMON)"),
+            Requirement::Pmu(p) => write!(f, "the `{p}` PMU"),
+            Requirement::HardwareCounting => f.write_str("working hardware counters"),
+            Requirement::TracefsReadable => f.write_str("readable tracefs"),
+            Requirement::Root => f.write_str("root"),
+            Requirement::NotRoot => f.write_str("a non-root user"),
+            Requirement::PerfmonCapable => f.write_str("CAP_PERFMON or CAP_SYS_ADMIN"),
+            Requirement::IpcLock => f.write_str("CAP_IPC_LOCK"),
+            Requirement::RestrictedTo(n) => write!(f, "effective perf_event_paranoid >= {n}"),
+            Requirement::Program(p) => write!(f, "`{p}` on PATH"),
+        }
+    }
+}
+
+impl Requirement {
+    /// `Ok` when `env` satisfies the requirement, else the reason it does not.
+    pub fn check(&self, env: &Environment) -> Result<(), String> {
+        let perf = || {
+            env.paranoid.is_some().then_some(()).ok_or_else(|| {
+                format!(
+                    "perf_event is not available on this system ({}: no \
+                     /proc/sys/kernel/perf_event_paranoid)",
+                    env.os
+                )
+            })
+        };
+        match self {
+            Requirement::PerfEvent => perf(),
+            Requirement::Paranoid(n) => {
+                perf()?;
+                let level = env.paranoid.unwrap_or(i32::MAX);
+                if env.perfmon_capable() || level <= *n {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "needs perf_event_paranoid <= {n} but it is {level} and the caller \
+                         lacks CAP_PERFMON/CAP_SYS_ADMIN"
+                    ))
+                }
+            }
+            Requirement::Pmu(p) => {
+                if env.has_pmu(p) {
+                    Ok(())
+                } else if p == "cpu" {
+                    Err(
+                        "no hardware PMU (`cpu` is not in /sys/bus/event_source/devices; a \
+                         virtual machine without PMU passthrough?)"
+                            .into(),
+                    )
+                } else {
+                    Err(format!("no `{p}` PMU in /sys/bus/event_source/devices"))
+                }
+            }
+            Requirement::HardwareCounting => {
+                perf()?;
+                if env.hardware_counting {
+                    Ok(())
+                } else if !env.pmus.iter().any(|p| p == "cpu" || p.starts_with("cpu_")) {
+                    Err(
+                        "no hardware PMU (virtual machine without PMU passthrough?): \
+                         hardware events cannot be counted here"
+                            .into(),
+                    )
+                } else {
+                    Err("a hardware PMU is registered but its counters do not count here".into())
+                }
+            }
+            Requirement::TracefsReadable => match &env.tracefs {
+                Tracefs::Readable(_) => Ok(()),
+                Tracefs::Unreadable(p) => {
+                    Err(format!("tracefs at {p} is not readable by this user"))
+                }
+                Tracefs::NotMounted => Err(
+                    "tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)"
+                        .into(),
+                ),
+            },
+            Requirement::Root => {
+                if env.root {
+                    Ok(())
+                } else {
+                    Err("needs root".into())
+                }
+            }
+            Requirement::NotRoot => {
+                if env.root {
+                    Err("tests an unprivileged path; runs only as a non-root user".into())
+                } else {
+                    Ok(())
+                }
+            }
+            Requirement::PerfmonCapable => {
+                if env.perfmon_capable() {
+                    Ok(())
+                } else {
+                    Err("needs CAP_PERFMON or CAP_SYS_ADMIN".into())
+                }
+            }
+            Requirement::IpcLock => {
+                if env.cap_ipc_lock {
+                    Ok(())
+                } else {
+                    Err("needs CAP_IPC_LOCK to exceed perf_event_mlock_kb".into())
+                }
+            }
+            Requirement::RestrictedTo(n) => {
+                perf()?;
+                match env.effective_paranoid() {
+                    Some(p) if p >= *n => Ok(()),
+                    Some(p) => Err(format!(
+                        "tests a restriction of perf_event_paranoid >= {n}, but {p} applies                          to this caller"
+                    )),
+                    None => Err("perf_event is not available".into()),
+                }
+            }
+            Requirement::Program(p) => {
+                if on_path(p) {
+                    Ok(())
+                } else {
+                    Err(format!("`{p}` is not installed (not found on PATH)"))
+                }
+            }
+        }
+    }
+
+    /// Checks all requirements; the first unmet one gives the reason.
+    pub fn check_all(reqs: &[Requirement], env: &Environment) -> Result<(), String> {
+        reqs.iter().try_for_each(|r| r.check(env))
+    }
+}
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(program).is_file()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(paranoid: i32, root: bool, caps: bool) -> Environment {
+        Environment {
+            os: "linux".into(),
+            paranoid: Some(paranoid),
+            root,
+            cap_perfmon: caps,
+            cap_sys_admin: caps,
+            cap_sys_ptrace: caps,
+            cap_ipc_lock: caps,
+            pmus: vec!["software".into(), "tracepoint".into()],
+            hardware_counting: false,
+            tracefs: Tracefs::NotMounted,
+        }
+    }
+
+    #[test]
+    fn paranoid_is_overridden_by_capabilities_like_the_kernel() {
+        let user = env(2, false, false);
+        assert!(Requirement::Paranoid(2).check(&user).is_ok());
+        let err = Requirement::Paranoid(1).check(&user).unwrap_err();
+        assert!(err.contains("<= 1") && err.contains("is 2"), "{err}");
+        let root = env(2, true, true);
+        assert!(Requirement::Paranoid(-1).check(&root).is_ok());
+        let lax = env(-1, false, false);
+        assert!(Requirement::Paranoid(-1).check(&lax).is_ok());
+        assert_eq!(root.effective_paranoid(), Some(-1));
+        assert_eq!(user.effective_paranoid(), Some(2));
+    }
+
+    #[test]
+    fn missing_perf_event_explains_itself() {
+        let mut e = env(2, true, true);
+        e.paranoid = None;
+        let err = Requirement::Paranoid(2).check(&e).unwrap_err();
+        assert!(err.contains("not available"), "{err}");
+    }
+
+    #[test]
+    fn pmu_and_hardware_requirements_name_the_virtual_machine_case() {
+        let e = env(2, true, true);
+        assert!(
+            Requirement::Pmu("cpu".into())
+                .check(&e)
+                .unwrap_err()
+                .contains("virtual machine")
+        );
+        assert!(Requirement::Pmu("software".into()).check(&e).is_ok());
+        assert!(
+            Requirement::HardwareCounting
+                .check(&e)
+                .unwrap_err()
+                .contains("no hardware PMU")
+        );
+        let mut hw = e.clone();
+        hw.pmus.push("cpu".into());
+        assert!(
+            Requirement::HardwareCounting
+                .check(&hw)
+                .unwrap_err()
+                .contains("do not count")
+        );
+        hw.hardware_counting = true;
+        assert!(Requirement::HardwareCounting.check(&hw).is_ok());
+    }
+
+    #[test]
+    fn tracefs_root_and_capability_requirements() {
+        let mut e = env(2, false, false);
+        assert!(
+            Requirement::TracefsReadable
+                .check(&e)
+                .unwrap_err()
+                .contains("mount -t tracefs")
+        );
+        e.tracefs = Tracefs::Unreadable("/sys/kernel/tracing".into());
+        assert!(
+            Requirement::TracefsReadable
+                .check(&e)
+                .unwrap_err()
+                .contains("not readable")
+        );
+        e.tracefs = Tracefs::Readable("/sys/kernel/tracing".into());
+        assert!(Requirement::TracefsReadable.check(&e).is_ok());
+        assert!(Requirement::Root.check(&e).is_err());
+        assert!(Requirement::NotRoot.check(&e).is_ok());
+        assert!(Requirement::PerfmonCapable.check(&e).is_err());
+        assert!(Requirement::IpcLock.check(&e).is_err());
+        let r = env(2, true, true);
+        assert!(Requirement::NotRoot.check(&r).is_err());
+        assert!(
+            Requirement::check_all(&[Requirement::Root, Requirement::PerfmonCapable], &r).is_ok()
+        );
+    }
+
+    #[test]
+    fn restriction_and_program_requirements() {
+        let user = env(2, false, false);
+        assert!(Requirement::RestrictedTo(2).check(&user).is_ok());
+        assert!(
+            Requirement::RestrictedTo(3)
+                .check(&user)
+                .unwrap_err()
+                .contains("2 applies")
+        );
+        let root = env(2, true, true);
+        assert!(Requirement::RestrictedTo(0).check(&root).is_err());
+        assert!(Requirement::Program("sh".into()).check(&root).is_ok());
+        let missing = Requirement::Program("no-such-program-pmc".into()).check(&root);
+        assert!(missing.unwrap_err().contains("not installed"));
+    }
+}

@@ -1,0 +1,471 @@
+//! Counting PMCs (TC, SC) on the real kernel, with hwpmc semantics.
+
+use libtest_mimic::Failed;
+use pmc::probe::Requirement as R;
+use pmc::{Cpu, Error, Flags, Mode, PerCpu, Pmc, State};
+
+use crate::ensure;
+use crate::harness::{Context, LiveTest, TestResult, Workload, open_fds, spin_ms, test};
+
+pub fn tests() -> Vec<LiveTest> {
+    vec![
+        test(
+            "counting::tc_instructions_usr_agrees_with_perf_stat",
+            vec![
+                R::HardwareCounting,
+                R::Paranoid(2),
+                R::Program("perf".into()),
+            ],
+            tc_instructions_usr_agrees_with_perf_stat,
+        ),
+        test(
+            "counting::tc_page_faults_count_fresh_pages",
+            vec![R::Paranoid(2)],
+            tc_page_faults_count_fresh_pages,
+        ),
+        test(
+            "counting::tc_attach_sums_every_thread_of_a_child",
+            vec![R::Paranoid(2)],
+            tc_attach_sums_every_thread_of_a_child,
+        ),
+        test(
+            "counting::tc_descendants_counts_a_grandchild",
+            vec![R::Paranoid(2)],
+            tc_descendants_counts_a_grandchild,
+        ),
+        test(
+            "counting::tc_without_descendants_leaves_out_a_grandchild",
+            vec![R::Paranoid(2)],
+            tc_without_descendants_leaves_out_a_grandchild,
+        ),
+        test(
+            "counting::sc_on_cpu0_counts",
+            vec![R::Paranoid(0)],
+            sc_on_cpu0_counts,
+        ),
+        test(
+            "counting::per_cpu_sums_every_online_cpu",
+            vec![R::Paranoid(0)],
+            per_cpu_sums_every_online_cpu,
+        ),
+        test(
+            "counting::set_42_reads_back_42_and_counts_on_from_it",
+            vec![R::Paranoid(2)],
+            set_42_reads_back_42_and_counts_on_from_it,
+        ),
+        test(
+            "counting::write_rw_set_while_running_are_ebusy",
+            vec![R::Paranoid(2)],
+            write_rw_set_while_running_are_ebusy,
+        ),
+        test(
+            "counting::start_attaches_the_caller_and_stop_saves_the_value",
+            vec![R::Paranoid(2)],
+            start_attaches_the_caller_and_stop_saves_the_value,
+        ),
+        test(
+            "counting::detach_keeps_the_detached_value",
+            vec![R::Paranoid(2)],
+            detach_keeps_the_detached_value,
+        ),
+        test(
+            "counting::attach_to_an_unused_pid_is_esrch",
+            vec![R::PerfEvent],
+            attach_to_an_unused_pid_is_esrch,
+        ),
+        test(
+            "counting::attach_twice_is_eexist",
+            vec![R::Paranoid(2)],
+            attach_twice_is_eexist,
+        ),
+        test(
+            "counting::einval_matrix_of_mode_cpu_and_flags",
+            vec![R::PerfEvent],
+            einval_matrix_of_mode_cpu_and_flags,
+        ),
+        test(
+            "counting::fd_count_unchanged_after_10000_allocations",
+            vec![R::Paranoid(2)],
+            fd_count_unchanged_after_10000_allocations,
+        ),
+        test(
+            "counting::hardware_events_work_or_explain_the_missing_pmu",
+            vec![R::Paranoid(2)],
+            hardware_events_work_or_explain_the_missing_pmu,
+        ),
+        test(
+            "counting::kernel_counting_refused_by_paranoid_names_the_sysctl",
+            vec![R::RestrictedTo(2)],
+            kernel_counting_refused_by_paranoid_names_the_sysctl,
+        ),
+    ]
+}
+
+fn tc(spec: &str) -> Result<Pmc, Failed> {
+    Pmc::allocate(spec, Mode::TC, Flags::empty(), Cpu::Any).ctx(spec)
+}
+
+fn tc_instructions_usr_agrees_with_perf_stat() -> TestResult {
+    const N: &str = "200000000";
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let out = std::process::Command::new("perf")
+        .args(["stat", "-x,", "-e", "instructions:u", "--"])
+        .arg(&exe)
+        .arg(N)
+        .env(crate::workloads::ENV, "loop")
+        .output()
+        .ctx("run perf stat")?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let perf: u64 = stderr
+        .lines()
+        .find(|l| l.contains("instructions"))
+        .and_then(|l| l.split(',').next())
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| format!("no instruction count in perf output: {stderr}"))?;
+
+    let mut pmc = tc("instructions,usr")?;
+    let mut w = Workload::spawn("loop-handshake", &[N])?;
+    pmc.attach(w.pid()).ctx("attach")?;
+    pmc.start().ctx("start")?;
+    w.go()?;
+    w.wait()?;
+    let ours = pmc.read().ctx("read")?;
+    let diff = (ours as f64 - perf as f64).abs() / perf as f64;
+    println!("pmc {ours} vs perf stat {perf}: {:.4}% apart", diff * 100.0);
+    ensure!(
+        diff < 0.005,
+        "pmc {ours} vs perf {perf}: {:.3}% apart",
+        diff * 100.0
+    );
+    Ok(())
+}
+
+fn tc_page_faults_count_fresh_pages() -> TestResult {
+    const PAGES: usize = 2000;
+    let page = 4096;
+    let mut pmc = tc("page-faults,usr")?;
+    pmc.start().ctx("start")?;
+    // A large zeroed allocation is fresh anonymous memory: each page faults
+    // on its first write.
+    let mut buf = vec![0u8; PAGES * page];
+    for i in (0..buf.len()).step_by(page) {
+        buf[i] = 1;
+    }
+    std::hint::black_box(&buf);
+    pmc.stop().ctx("stop")?;
+    let faults = pmc.read().ctx("read")?;
+    ensure!(
+        faults >= PAGES as u64,
+        "{faults} page faults for {PAGES} fresh pages"
+    );
+    Ok(())
+}
+
+fn tc_attach_sums_every_thread_of_a_child() -> TestResult {
+    // Three threads spin 300 ms each on a 2-CPU machine: more CPU time than
+    // any single thread can have (300 ms) proves several were counted.
+    let mut w = Workload::spawn("threads3", &["300"])?;
+    let mut pmc = tc("task-clock,usr")?;
+    pmc.attach(w.pid()).ctx("attach")?;
+    ensure!(
+        pmc.handles() >= 4,
+        "expected an fd per thread, got {}",
+        pmc.handles()
+    );
+    pmc.start().ctx("start")?;
+    w.go()?;
+    w.wait()?;
+    let ns = pmc.read().ctx("read")?;
+    println!("task-clock of 3 threads: {} ms", ns / 1_000_000);
+    ensure!(
+        ns > 400_000_000,
+        "only {} ms counted for three 300 ms threads",
+        ns / 1_000_000
+    );
+    Ok(())
+}
+
+fn tc_descendants_counts_a_grandchild() -> TestResult {
+    let mut w = Workload::spawn("fork-spin", &["300"])?;
+    let mut pmc =
+        Pmc::allocate("task-clock,usr", Mode::TC, Flags::DESCENDANTS, Cpu::Any).ctx("allocate")?;
+    pmc.attach(w.pid()).ctx("attach")?;
+    pmc.start().ctx("start")?;
+    w.go()?;
+    w.wait()?;
+    let ns = pmc.read().ctx("read")?;
+    println!("with DESCENDANTS: {} ms", ns / 1_000_000);
+    ensure!(
+        ns > 250_000_000,
+        "the grandchild's 300 ms were not counted: {} ms",
+        ns / 1_000_000
+    );
+    Ok(())
+}
+
+fn tc_without_descendants_leaves_out_a_grandchild() -> TestResult {
+    let mut w = Workload::spawn("fork-spin", &["300"])?;
+    let mut pmc = tc("task-clock,usr")?;
+    pmc.attach(w.pid()).ctx("attach")?;
+    pmc.start().ctx("start")?;
+    w.go()?;
+    w.wait()?;
+    let ns = pmc.read().ctx("read")?;
+    println!("without DESCENDANTS: {} ms", ns / 1_000_000);
+    ensure!(
+        ns < 150_000_000,
+        "a grandchild was counted without DESCENDANTS: {} ms",
+        ns / 1_000_000
+    );
+    Ok(())
+}
+
+fn sc_on_cpu0_counts() -> TestResult {
+    let mut pmc =
+        Pmc::allocate("cpu-clock", Mode::SC, Flags::empty(), Cpu::Id(0)).ctx("allocate")?;
+    ensure!(pmc.attach(0).is_err(), "attach on a system PMC must fail");
+    pmc.start().ctx("start")?;
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    pmc.stop().ctx("stop")?;
+    let ns = pmc.read().ctx("read")?;
+    ensure!(
+        ns >= 80_000_000,
+        "cpu-clock on CPU 0 counted {ns} ns over 100 ms"
+    );
+    Ok(())
+}
+
+fn per_cpu_sums_every_online_cpu() -> TestResult {
+    let mut all = PerCpu::allocate("cpu-clock", Mode::SC, Flags::empty()).ctx("allocate")?;
+    all.start().ctx("start")?;
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    all.stop().ctx("stop")?;
+    let each = all.read_each().ctx("read_each")?;
+    let total = all.read().ctx("read")?;
+    ensure!(
+        each.len() == pmc::machine::online_cpus().len(),
+        "one PMC per online CPU"
+    );
+    ensure!(
+        each.iter().all(|(_, v)| *v >= 80_000_000),
+        "a CPU did not count: {each:?}"
+    );
+    ensure!(
+        total == each.iter().map(|(_, v)| v).sum::<u64>(),
+        "read is the sum"
+    );
+    Ok(())
+}
+
+fn set_42_reads_back_42_and_counts_on_from_it() -> TestResult {
+    let mut pmc = tc("context-switches,usr")?;
+    pmc.set(42).ctx("set")?;
+    ensure!(pmc.read().ctx("read")? == 42, "set(42) then read");
+    pmc.start().ctx("start")?;
+    for _ in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    pmc.stop().ctx("stop")?;
+    let v = pmc.read().ctx("read")?;
+    ensure!(v >= 42 + 20, "20 sleeps from 42 counted to {v}");
+    pmc.write(7).ctx("write")?;
+    ensure!(pmc.read().ctx("read")? == 7, "write(7) then read");
+    let old = pmc.rw(1000).ctx("rw")?;
+    ensure!(old == 7, "rw returned {old}, not the previous 7");
+    ensure!(pmc.read().ctx("read")? == 1000, "after rw(1000)");
+    Ok(())
+}
+
+fn write_rw_set_while_running_are_ebusy() -> TestResult {
+    let mut pmc = tc("task-clock,usr")?;
+    pmc.start().ctx("start")?;
+    for (op, r) in [
+        ("write", pmc.write(1).map(drop)),
+        ("rw", pmc.rw(1).map(drop)),
+        ("set", pmc.set(1)),
+    ] {
+        let e = r
+            .err()
+            .ok_or_else(|| format!("{op} while running succeeded"))?;
+        ensure!(e.errno() == libc::EBUSY, "{op}: {e} (errno {})", e.errno());
+    }
+    pmc.stop().ctx("stop")?;
+    pmc.write(1).ctx("write after stop")?;
+    Ok(())
+}
+
+fn start_attaches_the_caller_and_stop_saves_the_value() -> TestResult {
+    let mut pmc = tc("task-clock,usr")?;
+    ensure!(pmc.state() == State::Allocated, "fresh state");
+    let e = pmc.stop().err().ok_or("stop before start succeeded")?;
+    ensure!(e.errno() == libc::EINVAL, "stop before start: {e}");
+    pmc.start().ctx("start")?;
+    pmc.start().ctx("second start")?;
+    ensure!(
+        pmc.targets() == vec![std::process::id()],
+        "attached to {:?}",
+        pmc.targets()
+    );
+    spin_ms(20);
+    pmc.stop().ctx("stop")?;
+    pmc.stop().ctx("second stop")?;
+    let saved = pmc.read().ctx("read")?;
+    spin_ms(20);
+    ensure!(
+        pmc.read().ctx("read again")? == saved,
+        "a stopped PMC must keep its value"
+    );
+    ensure!(saved >= 15_000_000, "20 ms spin counted {saved} ns");
+    Ok(())
+}
+
+fn detach_keeps_the_detached_value() -> TestResult {
+    let mut w = Workload::spawn("spin", &["100"])?;
+    let mut pmc = tc("task-clock,usr")?;
+    pmc.attach(w.pid()).ctx("attach")?;
+    pmc.start().ctx("start")?;
+    w.go()?;
+    let pid = w.pid();
+    w.wait()?;
+    pmc.stop().ctx("stop")?;
+    let before = pmc.read().ctx("read")?;
+    pmc.detach(pid).ctx("detach")?;
+    let e = pmc.detach(pid).err().ok_or("second detach succeeded")?;
+    ensure!(
+        matches!(e.errno(), libc::EINVAL | libc::ESRCH),
+        "second detach: {e}"
+    );
+    pmc.start().ctx("restart")?;
+    pmc.stop().ctx("stop")?;
+    let after = pmc.read().ctx("read")?;
+    ensure!(
+        before >= 80_000_000,
+        "the child spun 100 ms, counted {before} ns"
+    );
+    ensure!(
+        after >= before,
+        "detach lost the value: {before} -> {after}"
+    );
+    Ok(())
+}
+
+fn unused_pid() -> u32 {
+    // pid_max itself is never assigned (pids are < pid_max).
+    std::fs::read_to_string("/proc/sys/kernel/pid_max")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(4_194_304)
+}
+
+fn attach_to_an_unused_pid_is_esrch() -> TestResult {
+    let mut pmc = tc("task-clock,usr")?;
+    let e = pmc
+        .attach(unused_pid())
+        .err()
+        .ok_or("attach to an unused pid succeeded")?;
+    ensure!(e.errno() == libc::ESRCH, "{e}");
+    ensure!(matches!(e, Error::NoSuchProcess { .. }), "{e:?}");
+    Ok(())
+}
+
+fn attach_twice_is_eexist() -> TestResult {
+    let mut pmc = tc("task-clock,usr")?;
+    pmc.attach(0).ctx("attach")?;
+    let e = pmc
+        .attach(std::process::id())
+        .err()
+        .ok_or("second attach succeeded")?;
+    ensure!(e.errno() == libc::EEXIST, "{e}");
+    Ok(())
+}
+
+fn einval_matrix_of_mode_cpu_and_flags() -> TestResult {
+    let bad: &[(Mode, Flags, Cpu)] = &[
+        (Mode::TC, Flags::empty(), Cpu::Id(0)),
+        (Mode::TS, Flags::empty(), Cpu::Id(0)),
+        (Mode::SC, Flags::empty(), Cpu::Any),
+        (Mode::SS, Flags::empty(), Cpu::Any),
+        (Mode::TS, Flags::USERCALLCHAIN, Cpu::Any),
+        (Mode::TC, Flags::CALLCHAIN, Cpu::Any),
+        (Mode::TC, Flags::CALLCHAIN | Flags::USERCALLCHAIN, Cpu::Any),
+        (Mode::SC, Flags::LOG_PROCEXIT, Cpu::Id(0)),
+        (Mode::SS, Flags::LOG_PROCCSW, Cpu::Id(0)),
+        (Mode::SC, Flags::DESCENDANTS, Cpu::Id(0)),
+        (Mode::TC, Flags::from_bits_retain(0x4000), Cpu::Any),
+    ];
+    for &(mode, flags, cpu) in bad {
+        let e = Pmc::allocate("task-clock,usr", mode, flags, cpu)
+            .err()
+            .ok_or_else(|| format!("{mode} {flags:?} cpu {cpu} was accepted"))?;
+        ensure!(e.errno() == libc::EINVAL, "{mode} {flags:?} cpu {cpu}: {e}");
+    }
+    let e = Pmc::allocate("", Mode::TC, Flags::empty(), Cpu::Any)
+        .err()
+        .ok_or("empty spec")?;
+    ensure!(e.errno() == libc::EINVAL, "empty spec: {e}");
+    let e = Pmc::allocate("task-clock\0", Mode::TC, Flags::empty(), Cpu::Any)
+        .err()
+        .ok_or("NUL byte")?;
+    ensure!(e.errno() == libc::EINVAL, "NUL spec: {e}");
+    Ok(())
+}
+
+fn fd_count_unchanged_after_10000_allocations() -> TestResult {
+    // Warm up lazily opened files (sysfs, procfs) before counting fds.
+    let mut p = tc("task-clock,usr")?;
+    p.start().ctx("warm-up start")?;
+    drop(p);
+    let before = open_fds();
+    for i in 0..10_000 {
+        let mut p = tc("task-clock,usr")?;
+        if i % 2 == 0 {
+            p.start().ctx("start")?;
+            p.read().ctx("read")?;
+        }
+        if i % 3 == 0 {
+            p.release().ctx("release")?;
+        }
+        // Failing allocations must not leak either.
+        let _ = Pmc::allocate("task-clock", Mode::SC, Flags::empty(), Cpu::Id(u32::MAX));
+    }
+    let after = open_fds();
+    ensure!(before == after, "fds before {before}, after {after}");
+    Ok(())
+}
+
+fn hardware_events_work_or_explain_the_missing_pmu() -> TestResult {
+    let env = pmc::probe::Environment::detect();
+    let mut pmc = tc("instructions,usr")?;
+    match pmc.start() {
+        Ok(()) => {
+            spin_ms(5);
+            pmc.stop().ctx("stop")?;
+            let n = pmc.read().ctx("read")?;
+            ensure!(!env.hardware_counting || n > 0, "instructions counted 0");
+        }
+        Err(e) => {
+            ensure!(
+                !env.hardware_counting,
+                "hardware counts here but start failed: {e}"
+            );
+            ensure!(e.errno() == libc::ENXIO, "no PMU should be ENXIO: {e}");
+            let msg = e.to_string();
+            ensure!(msg.contains("virtual machine"), "hint missing: {msg}");
+        }
+    }
+    Ok(())
+}
+
+fn kernel_counting_refused_by_paranoid_names_the_sysctl() -> TestResult {
+    let mut pmc = tc("task-clock")?;
+    let e = pmc
+        .start()
+        .err()
+        .ok_or("kernel counting allowed at paranoid 2")?;
+    ensure!(e.errno() == libc::EPERM, "{e}");
+    let msg = e.to_string();
+    for needle in ["perf_event_paranoid", "sysctl", "CAP_PERFMON", "usr"] {
+        ensure!(msg.contains(needle), "message lacks {needle:?}: {msg}");
+    }
+    Ok(())
+}

@@ -1,0 +1,99 @@
+//! Workloads: this test binary re-executed with `PMC_LIVE_WORKLOAD=name`.
+//! Each prints `ready`, waits for a line on stdin, does its work and exits.
+
+use std::io::BufRead;
+use std::process::Command;
+
+use crate::harness::spin_ms;
+
+/// The environment variable that selects a workload.
+pub const ENV: &str = "PMC_LIVE_WORKLOAD";
+
+fn ready_then_wait() {
+    println!("ready");
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+}
+
+fn arg(i: usize, default: u64) -> u64 {
+    std::env::args()
+        .nth(i)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A loop of a known number of iterations (for instruction counts).
+#[inline(never)]
+pub fn known_loop(iterations: u64) -> u64 {
+    let mut x = 0u64;
+    for i in 0..iterations {
+        x = std::hint::black_box(x ^ i).wrapping_add(1);
+    }
+    x
+}
+
+/// Runs the workload named in the environment, if any, and exits.
+pub fn run_if_requested() {
+    let Ok(name) = std::env::var(ENV) else {
+        return;
+    };
+    match name.as_str() {
+        // Spins `ms` of wall time.
+        "spin" => {
+            ready_then_wait();
+            std::hint::black_box(spin_ms(arg(1, 200)));
+        }
+        // Runs `known_loop(n)` (no ready/go handshake: for `perf stat`).
+        "loop" => {
+            std::hint::black_box(known_loop(arg(1, 100_000_000)));
+        }
+        // Like "loop" but with the handshake, for attaching first.
+        "loop-handshake" => {
+            ready_then_wait();
+            std::hint::black_box(known_loop(arg(1, 100_000_000)));
+        }
+        // Three threads, created before `ready`, each spinning `ms`.
+        "threads3" => {
+            let ms = arg(1, 300);
+            let mut gates = Vec::new();
+            let handles: Vec<_> = (0..3)
+                .map(|_| {
+                    let (gate, wait) = std::sync::mpsc::channel::<()>();
+                    gates.push(gate);
+                    std::thread::spawn(move || {
+                        let _ = wait.recv();
+                        std::hint::black_box(spin_ms(ms));
+                    })
+                })
+                .collect();
+            ready_then_wait();
+            for g in gates {
+                let _ = g.send(());
+            }
+            for h in handles {
+                let _ = h.join();
+            }
+        }
+        // Spawns a grandchild that spins `ms`, and waits for it.
+        "fork-spin" => {
+            let ms = arg(1, 300);
+            ready_then_wait();
+            let exe = std::env::current_exe().expect("current_exe");
+            let status = Command::new(exe)
+                .env(ENV, "spin-now")
+                .arg(ms.to_string())
+                .status()
+                .expect("spawn grandchild");
+            assert!(status.success());
+        }
+        // Spins `ms` at once (no handshake).
+        "spin-now" => {
+            std::hint::black_box(spin_ms(arg(1, 200)));
+        }
+        other => {
+            eprintln!("unknown workload {other}");
+            std::process::exit(2);
+        }
+    }
+    std::process::exit(0);
+}

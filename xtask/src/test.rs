@@ -1,0 +1,166 @@
+//! `cargo xtask test`: every test target of the workspace plus doc tests,
+//! with a combined summary.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, ExitCode, Stdio};
+
+/// Options of `cargo xtask test`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct TestArgs {
+    /// Extra arguments passed to every test binary (after `--`), e.g. a filter.
+    #[arg(last = true)]
+    pub test_args: Vec<String>,
+}
+
+/// Totals parsed from libtest output.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Tally {
+    pub passed: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    /// Skip reason → the tests skipped for it.
+    pub reasons: BTreeMap<String, Vec<String>>,
+    /// Names of failed tests.
+    pub failures: Vec<String>,
+}
+
+impl Tally {
+    /// Feeds one line of `cargo test` output.
+    pub fn line(&mut self, line: &str) {
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            let num = |key: &str| {
+                rest.split(';')
+                    .find_map(|part| part.trim().strip_suffix(key).map(str::trim))
+                    .and_then(|n| n.rsplit(' ').next()?.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            self.passed += num(" passed");
+            self.failed += num(" failed");
+            self.skipped += num(" ignored");
+            return;
+        }
+        let Some(rest) = line.strip_prefix("test ") else {
+            return;
+        };
+        if let Some((name, outcome)) = rest.split_once(" ... ") {
+            let outcome = outcome.trim();
+            if let Some(reason) = outcome.strip_prefix("ignored") {
+                let reason = reason
+                    .trim()
+                    .trim_start_matches(',')
+                    .trim()
+                    .trim_start_matches('(')
+                    .trim_end_matches(')')
+                    .trim();
+                let reason = if reason.is_empty() {
+                    "no reason given".to_string()
+                } else {
+                    reason.to_string()
+                };
+                self.reasons
+                    .entry(reason)
+                    .or_default()
+                    .push(name.to_string());
+            } else if outcome.starts_with("FAILED") {
+                self.failures.push(name.to_string());
+            }
+        }
+    }
+}
+
+/// Runs a command, echoing its output and tallying it.
+fn run_tallied(cmd: &mut Command, tally: &mut Tally) -> bool {
+    eprintln!("xtask: running {cmd:?}");
+    let mut child = match cmd.stdout(Stdio::piped()).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("xtask: cannot run cargo: {e}");
+            return false;
+        }
+    };
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            println!("{line}");
+            tally.line(&line);
+        }
+    }
+    child.wait().is_ok_and(|s| s.success())
+}
+
+/// Runs the suite; the exit code is non-zero on any failure.
+pub fn run(args: &TestArgs) -> ExitCode {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut tally = Tally::default();
+    let mut ok = true;
+    // Unit, integration and example tests of every crate, then doc tests.
+    let mut all = Command::new(&cargo);
+    all.args([
+        "test",
+        "--workspace",
+        "--lib",
+        "--bins",
+        "--tests",
+        "--examples",
+        "--no-fail-fast",
+        "--",
+    ]);
+    all.args(&args.test_args);
+    ok &= run_tallied(&mut all, &mut tally);
+    let mut doc = Command::new(&cargo);
+    doc.args(["test", "--workspace", "--doc", "--no-fail-fast", "--"]);
+    doc.args(&args.test_args);
+    ok &= run_tallied(&mut doc, &mut tally);
+
+    if !tally.reasons.is_empty() {
+        println!("\nskipped tests, by reason:");
+        for (reason, tests) in &tally.reasons {
+            println!("  {reason}");
+            for t in tests {
+                println!("      {t}");
+            }
+        }
+    }
+    if !tally.failures.is_empty() {
+        println!("\nfailed tests:");
+        for t in &tally.failures {
+            println!("  {t}");
+        }
+    }
+    println!(
+        "\n{} passed, {} failed, {} skipped",
+        tally.passed, tally.failed, tally.skipped
+    );
+    // A build failure leaves no "test result" line: fail on the exit status too.
+    if ok && tally.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tallies_libtest_summaries_and_skip_reasons() {
+        let mut t = Tally::default();
+        for l in [
+            "test a ... ok",
+            "test b ... ignored (no hardware PMU)",
+            "test c ... ignored, needs root",
+            "test d ... FAILED",
+            "test e ... ignored",
+            "test result: FAILED. 1 passed; 1 failed; 3 ignored; 0 measured; 0 filtered out; finished in 0.01s",
+            "test result: ok. 7 passed; 0 failed; 0 ignored; 0 measured; 2 filtered out",
+        ] {
+            t.line(l);
+        }
+        assert_eq!((t.passed, t.failed, t.skipped), (8, 1, 3));
+        assert_eq!(t.failures, vec!["d".to_string()]);
+        assert_eq!(t.reasons["no hardware PMU"], vec!["b".to_string()]);
+        assert_eq!(t.reasons["needs root"], vec!["c".to_string()]);
+        assert_eq!(t.reasons["no reason given"], vec!["e".to_string()]);
+    }
+}
