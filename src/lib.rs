@@ -1,4 +1,4 @@
-//! `pmc`: FreeBSD hwpmc/libpmc semantics on top of Linux perf_event.
+#![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -650,3 +650,192 @@ impl PerCpu {
         self.pmcs.iter_mut().map(|(c, p)| (*c, p))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::sim::SimBackend;
+
+    fn sim_pmc(sim: &Arc<SimBackend>, mode: Mode, flags: Flags, cpu: Cpu) -> Result<Pmc> {
+        Pmc::allocate_on(sim.clone(), "task-clock", mode, flags, cpu, 0)
+    }
+
+    fn tc(sim: &Arc<SimBackend>) -> Pmc {
+        sim_pmc(sim, Mode::TC, Flags::empty(), Cpu::Any).expect("allocate")
+    }
+
+    #[test]
+    fn start_attaches_the_caller_and_counts_only_while_running() {
+        let sim = SimBackend::new(2);
+        let mut p = tc(&sim);
+        sim.advance(5);
+        assert_eq!(p.read().unwrap(), 0);
+        p.start().unwrap();
+        assert_eq!(p.targets(), vec![sim.caller()]);
+        sim.advance(10);
+        assert_eq!(p.read().unwrap(), 10);
+        p.start().unwrap(); // idempotent
+        p.stop().unwrap();
+        p.stop().unwrap(); // idempotent
+        sim.advance(100);
+        assert_eq!(p.read().unwrap(), 10, "a stopped PMC reads its saved value");
+        p.start().unwrap();
+        sim.advance(1);
+        assert_eq!(p.read().unwrap(), 11);
+    }
+
+    #[test]
+    fn stop_before_start_is_einval() {
+        let sim = SimBackend::new(1);
+        let mut p = tc(&sim);
+        assert_eq!(p.stop().unwrap_err().errno(), libc::EINVAL);
+    }
+
+    #[test]
+    fn attach_rules_follow_pmc_attach() {
+        let sim = SimBackend::new(2);
+        sim.spawn(42);
+        let mut p = tc(&sim);
+        p.attach(42).unwrap();
+        assert_eq!(p.attach(42).unwrap_err().errno(), libc::EEXIST);
+        assert_eq!(p.attach(77).unwrap_err().errno(), libc::ESRCH);
+        p.start().unwrap();
+        assert_eq!(p.targets(), vec![42], "start must not attach the caller once attached");
+        assert_eq!(p.attach(0).unwrap_err().errno(), libc::EBUSY);
+        let mut s = sim_pmc(&sim, Mode::SC, Flags::empty(), Cpu::Id(1)).unwrap();
+        assert_eq!(s.attach(42).unwrap_err().errno(), libc::EINVAL);
+        assert_eq!(s.detach(42).unwrap_err().errno(), libc::EINVAL);
+    }
+
+    #[test]
+    fn several_targets_accumulate_and_detach_keeps_the_value() {
+        let sim = SimBackend::new(2);
+        sim.spawn(42);
+        let mut p = tc(&sim);
+        p.attach(0).unwrap();
+        p.attach(42).unwrap();
+        p.start().unwrap();
+        sim.advance(10);
+        assert_eq!(p.read().unwrap(), 20);
+        p.detach(42).unwrap();
+        sim.advance(10);
+        assert_eq!(p.read().unwrap(), 30, "the detached target's 10 stay");
+        assert_eq!(p.detach(42).unwrap_err().errno(), libc::EINVAL);
+        sim.exit(42);
+        assert_eq!(p.detach(42).unwrap_err().errno(), libc::ESRCH);
+    }
+
+    #[test]
+    fn write_set_rw_need_a_stopped_pmc_and_set_the_value() {
+        let sim = SimBackend::new(1);
+        let mut p = tc(&sim);
+        p.set(42).unwrap();
+        assert_eq!(p.read().unwrap(), 42);
+        p.start().unwrap();
+        assert_eq!(p.write(1).unwrap_err().errno(), libc::EBUSY);
+        assert_eq!(p.rw(1).unwrap_err().errno(), libc::EBUSY);
+        assert_eq!(p.set(1).unwrap_err().errno(), libc::EBUSY);
+        sim.advance(8);
+        assert_eq!(p.read().unwrap(), 50);
+        p.stop().unwrap();
+        assert_eq!(p.rw(7).unwrap(), 50);
+        assert_eq!(p.read().unwrap(), 7);
+        p.start().unwrap();
+        sim.advance(3);
+        assert_eq!(p.read().unwrap(), 10);
+        p.stop().unwrap();
+        p.write(u64::MAX).unwrap();
+        p.start().unwrap();
+        sim.advance(2);
+        assert_eq!(p.read().unwrap(), 1, "values wrap modulo 2^64 like a 64-bit counter");
+    }
+
+    #[test]
+    fn allocate_with_count_sets_the_initial_value_or_reload_count() {
+        let sim = SimBackend::new(1);
+        let p = Pmc::allocate_on(sim.clone(), "task-clock", Mode::TC, Flags::empty(), Cpu::Any, 99)
+            .unwrap();
+        assert_eq!(p.reload_count(), 99);
+        let mut p = p;
+        assert_eq!(p.read().unwrap(), 99);
+        let s = Pmc::allocate_on(sim.clone(), "task-clock", Mode::TS, Flags::empty(), Cpu::Any, 10)
+            .unwrap();
+        assert_eq!(s.reload_count(), MIN_RELOAD_COUNT, "hwpmc raises small reload counts");
+    }
+
+    #[test]
+    fn allocation_validation_matrix() {
+        let sim = SimBackend::new(2);
+        let einval = |mode, flags, cpu| {
+            let e = sim_pmc(&sim, mode, flags, cpu).unwrap_err();
+            assert_eq!(e.errno(), libc::EINVAL, "{mode} {flags:?} {cpu}: {e}");
+        };
+        for m in [Mode::TC, Mode::TS] {
+            einval(m, Flags::empty(), Cpu::Id(0));
+        }
+        for m in [Mode::SC, Mode::SS] {
+            einval(m, Flags::empty(), Cpu::Any);
+            einval(m, Flags::LOG_PROCCSW, Cpu::Id(0));
+            einval(m, Flags::LOG_PROCEXIT, Cpu::Id(0));
+            einval(m, Flags::DESCENDANTS, Cpu::Id(0));
+        }
+        einval(Mode::TS, Flags::USERCALLCHAIN, Cpu::Any);
+        einval(Mode::TC, Flags::CALLCHAIN, Cpu::Any);
+        einval(Mode::SC, Flags::CALLCHAIN, Cpu::Id(0));
+        einval(Mode::TC, Flags::from_bits_retain(0x1), Cpu::Any);
+        // Every valid combination allocates.
+        for (m, f, c) in [
+            (Mode::TC, Flags::DESCENDANTS | Flags::LOG_PROCEXIT | Flags::LOG_PROCCSW, Cpu::Any),
+            (Mode::TS, Flags::CALLCHAIN | Flags::USERCALLCHAIN | Flags::DESCENDANTS, Cpu::Any),
+            (Mode::SS, Flags::CALLCHAIN, Cpu::Id(1)),
+            (Mode::SC, Flags::empty(), Cpu::Id(0)),
+        ] {
+            sim_pmc(&sim, m, f, c).unwrap_or_else(|e| panic!("{m} {f:?} {c}: {e}"));
+        }
+        let off = sim_pmc(&sim, Mode::SC, Flags::empty(), Cpu::Id(5)).unwrap_err();
+        assert_eq!(off.errno(), libc::ENXIO, "{off}");
+    }
+
+    #[test]
+    fn a_counter_that_never_ran_is_an_error_not_zero() {
+        let sim = SimBackend::new(1);
+        let mut p = tc(&sim);
+        sim.starve(true);
+        p.start().unwrap();
+        sim.advance(10);
+        let e = p.read().unwrap_err();
+        assert!(matches!(e, Error::NotCounted { time_enabled: 10, .. }), "{e:?}");
+        sim.starve(false);
+        sim.advance(10);
+        let r = p.read_detailed().unwrap();
+        assert!(r.multiplexed);
+        assert_eq!((r.raw, r.time_enabled, r.time_running, r.value), (10, 20, 10, 20));
+    }
+
+    #[test]
+    fn pmcinfo_lists_own_pmcs_with_their_state() {
+        let sim = SimBackend::new(2);
+        let mut p = tc(&sim);
+        let id = p.id();
+        let row = || registry_snapshot().into_iter().find(|r| r.id == id);
+        assert_eq!(row().unwrap().state, State::Allocated);
+        p.start().unwrap();
+        let r = row().unwrap();
+        assert_eq!((r.state, r.targets.clone()), (State::Running, vec![sim.caller()]));
+        drop(p);
+        assert!(row().is_none(), "released PMCs leave the table");
+    }
+
+    #[test]
+    fn get_msr_needs_a_pmc_attached_only_to_the_caller() {
+        let sim = SimBackend::new(1);
+        sim.spawn(42);
+        let mut p = tc(&sim);
+        assert_eq!(p.get_msr().unwrap_err().errno(), libc::EINVAL);
+        p.attach(42).unwrap();
+        assert_eq!(p.get_msr().unwrap_err().errno(), libc::EINVAL);
+        let mut q = tc(&sim);
+        q.attach(0).unwrap();
+        assert_eq!(q.get_msr().unwrap_err().errno(), libc::EOPNOTSUPP, "sim has no rdpmc");
+    }
+}
