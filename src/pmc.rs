@@ -74,7 +74,10 @@ pub struct Pmc {
     /// The CPU counter (SC/SS).
     system: Option<Box<dyn Counters>>,
     /// Whether a process PMC was ever attached (start then attaches nobody).
-    ever_attached: bool,
+    /// Whether the owner (the caller) was ever a target: hwpmc's
+    /// `PMC_F_ATTACHED_TO_OWNER`, which makes a later start with no targets
+    /// ESRCH instead of re-attaching the owner.
+    attached_to_owner: bool,
     /// Added to the hardware count so that `read` returns what `write`/`set`
     /// asked for (wrapping arithmetic: the value is modulo 2^64 like a
     /// 64-bit counter).
@@ -169,7 +172,7 @@ impl Pmc {
             state: State::Allocated,
             targets: Vec::new(),
             system,
-            ever_attached: false,
+            attached_to_owner: false,
             offset: if mode.is_counting() { count } else { 0 },
             detached: CounterValue::ZERO,
             saved: Reading {
@@ -305,7 +308,9 @@ impl Pmc {
             .event
             .open_process(pid, self.flags.contains(Flags::DESCENDANTS))?;
         self.targets.push(Target { pid, counters });
-        self.ever_attached = true;
+        if pid == self.backend.caller_pid() {
+            self.attached_to_owner = true;
+        }
         self.publish();
         Ok(())
     }
@@ -348,7 +353,9 @@ impl Pmc {
         if self.state == State::Running {
             return Ok(());
         }
-        if self.mode.is_process() && !self.ever_attached {
+        // As hwpmc: with no targets, start attaches the owner, unless the
+        // owner was attached before (it exited or was detached): ESRCH.
+        if self.mode.is_process() && self.targets.is_empty() && !self.attached_to_owner {
             self.attach(0)?;
         }
         if self.mode.is_process() && self.targets.is_empty() {
@@ -700,7 +707,11 @@ mod tests {
         assert_eq!(p.attach(42).unwrap_err().errno(), libc::EEXIST);
         assert_eq!(p.attach(77).unwrap_err().errno(), libc::ESRCH);
         p.start().unwrap();
-        assert_eq!(p.targets(), vec![42], "start must not attach the caller once attached");
+        assert_eq!(
+            p.targets(),
+            vec![42],
+            "start must not attach the caller once attached"
+        );
         assert_eq!(p.attach(0).unwrap_err().errno(), libc::EBUSY);
         let mut s = sim_pmc(&sim, Mode::SC, Flags::empty(), Cpu::Id(1)).unwrap();
         assert_eq!(s.attach(42).unwrap_err().errno(), libc::EINVAL);
@@ -747,20 +758,42 @@ mod tests {
         p.write(u64::MAX).unwrap();
         p.start().unwrap();
         sim.advance(2);
-        assert_eq!(p.read().unwrap(), 1, "values wrap modulo 2^64 like a 64-bit counter");
+        assert_eq!(
+            p.read().unwrap(),
+            1,
+            "values wrap modulo 2^64 like a 64-bit counter"
+        );
     }
 
     #[test]
     fn allocate_with_count_sets_the_initial_value_or_reload_count() {
         let sim = SimBackend::new(1);
-        let p = Pmc::allocate_on(sim.clone(), "task-clock", Mode::TC, Flags::empty(), Cpu::Any, 99)
-            .unwrap();
+        let p = Pmc::allocate_on(
+            sim.clone(),
+            "task-clock",
+            Mode::TC,
+            Flags::empty(),
+            Cpu::Any,
+            99,
+        )
+        .unwrap();
         assert_eq!(p.reload_count(), 99);
         let mut p = p;
         assert_eq!(p.read().unwrap(), 99);
-        let s = Pmc::allocate_on(sim.clone(), "task-clock", Mode::TS, Flags::empty(), Cpu::Any, 10)
-            .unwrap();
-        assert_eq!(s.reload_count(), MIN_RELOAD_COUNT, "hwpmc raises small reload counts");
+        let s = Pmc::allocate_on(
+            sim.clone(),
+            "task-clock",
+            Mode::TS,
+            Flags::empty(),
+            Cpu::Any,
+            10,
+        )
+        .unwrap();
+        assert_eq!(
+            s.reload_count(),
+            MIN_RELOAD_COUNT,
+            "hwpmc raises small reload counts"
+        );
     }
 
     #[test]
@@ -785,8 +818,16 @@ mod tests {
         einval(Mode::TC, Flags::from_bits_retain(0x1), Cpu::Any);
         // Every valid combination allocates.
         for (m, f, c) in [
-            (Mode::TC, Flags::DESCENDANTS | Flags::LOG_PROCEXIT | Flags::LOG_PROCCSW, Cpu::Any),
-            (Mode::TS, Flags::CALLCHAIN | Flags::USERCALLCHAIN | Flags::DESCENDANTS, Cpu::Any),
+            (
+                Mode::TC,
+                Flags::DESCENDANTS | Flags::LOG_PROCEXIT | Flags::LOG_PROCCSW,
+                Cpu::Any,
+            ),
+            (
+                Mode::TS,
+                Flags::CALLCHAIN | Flags::USERCALLCHAIN | Flags::DESCENDANTS,
+                Cpu::Any,
+            ),
             (Mode::SS, Flags::CALLCHAIN, Cpu::Id(1)),
             (Mode::SC, Flags::empty(), Cpu::Id(0)),
         ] {
@@ -804,12 +845,24 @@ mod tests {
         p.start().unwrap();
         sim.advance(10);
         let e = p.read().unwrap_err();
-        assert!(matches!(e, Error::NotCounted { time_enabled: 10, .. }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                Error::NotCounted {
+                    time_enabled: 10,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
         sim.starve(false);
         sim.advance(10);
         let r = p.read_detailed().unwrap();
         assert!(r.multiplexed);
-        assert_eq!((r.raw, r.time_enabled, r.time_running, r.value), (10, 20, 10, 20));
+        assert_eq!(
+            (r.raw, r.time_enabled, r.time_running, r.value),
+            (10, 20, 10, 20)
+        );
     }
 
     #[test]
@@ -821,7 +874,10 @@ mod tests {
         assert_eq!(row().unwrap().state, State::Allocated);
         p.start().unwrap();
         let r = row().unwrap();
-        assert_eq!((r.state, r.targets.clone()), (State::Running, vec![sim.caller()]));
+        assert_eq!(
+            (r.state, r.targets.clone()),
+            (State::Running, vec![sim.caller()])
+        );
         drop(p);
         assert!(row().is_none(), "released PMCs leave the table");
     }
@@ -836,6 +892,10 @@ mod tests {
         assert_eq!(p.get_msr().unwrap_err().errno(), libc::EINVAL);
         let mut q = tc(&sim);
         q.attach(0).unwrap();
-        assert_eq!(q.get_msr().unwrap_err().errno(), libc::EOPNOTSUPP, "sim has no rdpmc");
+        assert_eq!(
+            q.get_msr().unwrap_err().errno(),
+            libc::EOPNOTSUPP,
+            "sim has no rdpmc"
+        );
     }
 }

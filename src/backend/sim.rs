@@ -18,21 +18,37 @@ use crate::{Capabilities, Class, Error, Result};
 /// The simulated machine.
 #[derive(Debug)]
 pub struct SimBackend {
-    clock: Arc<AtomicU64>,
+    clock: Arc<SimClock>,
     processes: Mutex<BTreeSet<u32>>,
     cpus: Vec<u32>,
-    starve: Arc<AtomicBool>,
     caller: u32,
+}
+
+/// Simulated time: every tick adds to the enabled time of enabled counters,
+/// and to their running time unless the machine is starved.
+#[derive(Debug, Default)]
+struct SimClock {
+    ticks: AtomicU64,
+    running_ticks: AtomicU64,
+    starved: AtomicBool,
+}
+
+impl SimClock {
+    fn now(&self) -> (u64, u64) {
+        (
+            self.ticks.load(Ordering::SeqCst),
+            self.running_ticks.load(Ordering::SeqCst),
+        )
+    }
 }
 
 impl SimBackend {
     /// A machine with `cpus` CPUs where only the caller (pid 1000) exists.
     pub fn new(cpus: u32) -> Arc<SimBackend> {
         Arc::new(SimBackend {
-            clock: Arc::new(AtomicU64::new(0)),
+            clock: Arc::new(SimClock::default()),
             processes: Mutex::new(BTreeSet::from([1000])),
             cpus: (0..cpus).collect(),
-            starve: Arc::new(AtomicBool::new(false)),
             caller: 1000,
         })
     }
@@ -44,7 +60,10 @@ impl SimBackend {
 
     /// Advances the shared clock: every enabled counter counts `ticks`.
     pub fn advance(&self, ticks: u64) {
-        self.clock.fetch_add(ticks, Ordering::SeqCst);
+        self.clock.ticks.fetch_add(ticks, Ordering::SeqCst);
+        if !self.clock.starved.load(Ordering::SeqCst) {
+            self.clock.running_ticks.fetch_add(ticks, Ordering::SeqCst);
+        }
     }
 
     /// Makes a process exist.
@@ -60,7 +79,7 @@ impl SimBackend {
     /// While set, enabled counters accumulate enabled time but never run
     /// (as if multiplexed out entirely).
     pub fn starve(&self, on: bool) {
-        self.starve.store(on, Ordering::SeqCst);
+        self.clock.starved.store(on, Ordering::SeqCst);
     }
 }
 
@@ -85,7 +104,6 @@ impl Backend for SimBackend {
         Ok(Box::new(SimEvent {
             class,
             clock: self.clock.clone(),
-            starve: self.starve.clone(),
         }))
     }
 
@@ -123,8 +141,7 @@ impl Backend for SimBackend {
 #[derive(Debug)]
 struct SimEvent {
     class: Class,
-    clock: Arc<AtomicU64>,
-    starve: Arc<AtomicBool>,
+    clock: Arc<SimClock>,
 }
 
 impl PreparedEvent for SimEvent {
@@ -155,9 +172,9 @@ impl PreparedEvent for SimEvent {
 
 #[derive(Debug)]
 struct SimCounter {
-    clock: Arc<AtomicU64>,
-    starve: Arc<AtomicBool>,
-    since: Option<u64>,
+    clock: Arc<SimClock>,
+    /// The clock (total, running) when last enabled.
+    since: Option<(u64, u64)>,
     counted: u64,
     enabled: u64,
 }
@@ -166,42 +183,39 @@ impl SimCounter {
     fn new(e: &SimEvent) -> SimCounter {
         SimCounter {
             clock: e.clock.clone(),
-            starve: e.starve.clone(),
             since: None,
             counted: 0,
             enabled: 0,
         }
     }
 
-    fn pending(&self) -> u64 {
-        self.since
-            .map_or(0, |s| self.clock.load(Ordering::SeqCst) - s)
+    /// (enabled, running) ticks since the last enable.
+    fn pending(&self) -> (u64, u64) {
+        let (now, running) = self.clock.now();
+        self.since.map_or((0, 0), |(t, r)| (now - t, running - r))
     }
 }
 
 impl Counters for SimCounter {
     fn enable(&mut self) -> Result<()> {
         if self.since.is_none() {
-            self.since = Some(self.clock.load(Ordering::SeqCst));
+            self.since = Some(self.clock.now());
         }
         Ok(())
     }
 
     fn disable(&mut self) -> Result<()> {
-        let p = self.pending();
-        self.enabled += p;
-        if !self.starve.load(Ordering::SeqCst) {
-            self.counted += p;
-        }
+        let (enabled, running) = self.pending();
+        self.enabled += enabled;
+        self.counted += running;
         self.since = None;
         Ok(())
     }
 
     fn read(&mut self) -> Result<CounterValue> {
-        let p = self.pending();
-        let starved = self.starve.load(Ordering::SeqCst);
-        let raw = self.counted + if starved { 0 } else { p };
-        let enabled = self.enabled + p;
+        let (pending_enabled, pending_running) = self.pending();
+        let raw = self.counted + pending_running;
+        let enabled = self.enabled + pending_enabled;
         // One tick of the clock is one nanosecond of running time.
         let running = raw;
         let scaled = match running {

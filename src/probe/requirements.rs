@@ -206,7 +206,7 @@ impl Requirement {
                 match env.effective_paranoid() {
                     Some(p) if p >= *n => Ok(()),
                     Some(p) => Err(format!(
-                        "tests a restriction of perf_event_paranoid >= {n}, but {p} applies                          to this caller"
+                        "tests a restriction of perf_event_paranoid >= {n}, but {p} applies to this caller (root or CAP_PERFMON bypasses it)"
                     )),
                     None => Err("perf_event is not available".into()),
                 }

@@ -32,6 +32,24 @@ pub fn known_loop(iterations: u64) -> u64 {
     x
 }
 
+/// Writes one byte to each of `pages` fresh pages. A zeroed allocation
+/// above glibc's largest mmap threshold (32 MiB) is always fresh anonymous
+/// memory, so each page faults on its first write. Returns a checksum so
+/// the writes are not optimized away.
+pub fn touch_fresh_pages(pages: usize) -> u64 {
+    const PAGE: usize = 4096;
+    let mut buf = vec![0u8; (pages * PAGE).max(64 << 20)];
+    let buf = &mut buf[..pages * PAGE];
+    for i in (0..buf.len()).step_by(PAGE) {
+        buf[i] = 1;
+    }
+    std::hint::black_box(&buf)
+        .iter()
+        .step_by(PAGE)
+        .map(|&b| u64::from(b))
+        .sum()
+}
+
 /// Runs the workload named in the environment, if any, and exits.
 pub fn run_if_requested() {
     let Ok(name) = std::env::var(ENV) else {
@@ -85,6 +103,15 @@ pub fn run_if_requested() {
                 .status()
                 .expect("spawn grandchild");
             assert!(status.success());
+        }
+        // Touches `n` fresh pages (no handshake: for `perf stat`).
+        "touch" => {
+            std::hint::black_box(touch_fresh_pages(arg(1, 1000) as usize));
+        }
+        // Like "touch" with the handshake.
+        "touch-handshake" => {
+            ready_then_wait();
+            std::hint::black_box(touch_fresh_pages(arg(1, 1000) as usize));
         }
         // Spins `ms` at once (no handshake).
         "spin-now" => {

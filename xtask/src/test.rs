@@ -46,12 +46,11 @@ impl Tally {
         if let Some((name, outcome)) = rest.split_once(" ... ") {
             let outcome = outcome.trim();
             if let Some(reason) = outcome.strip_prefix("ignored") {
+                let reason = reason.trim().trim_start_matches(',').trim().trim();
                 let reason = reason
-                    .trim()
-                    .trim_start_matches(',')
-                    .trim()
-                    .trim_start_matches('(')
-                    .trim_end_matches(')')
+                    .strip_prefix('(')
+                    .and_then(|r| r.strip_suffix(')'))
+                    .unwrap_or(reason)
                     .trim();
                 let reason = if reason.is_empty() {
                     "no reason given".to_string()
@@ -61,9 +60,9 @@ impl Tally {
                 self.reasons
                     .entry(reason)
                     .or_default()
-                    .push(name.to_string());
+                    .push(name.trim_end().to_string());
             } else if outcome.starts_with("FAILED") {
-                self.failures.push(name.to_string());
+                self.failures.push(name.trim_end().to_string());
             }
         }
     }
