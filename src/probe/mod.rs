@@ -7,10 +7,12 @@
 //! `cargo xtask probe` prints.
 
 mod requirements;
+mod works;
 
 use serde::{Deserialize, Serialize};
 
 pub use requirements::{Environment, Requirement, Tracefs};
+pub use works::{ClassRow, MODES, Outcome};
 
 /// One PMU registered with the kernel.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,6 +52,10 @@ pub struct Report {
     pub nofile: (u64, u64),
     /// The hypervisor, when running in a virtual machine.
     pub virtual_machine: Option<String>,
+    /// rdpmc: the sysfs setting of the core PMU, if there is one.
+    pub rdpmc_setting: Option<String>,
+    /// Each event class tried in each mode.
+    pub what_works: Vec<ClassRow>,
 }
 
 impl Report {
@@ -134,6 +140,13 @@ impl Report {
             }
         );
         let _ = writeln!(s, "hardware counting    {}", yes(e.hardware_counting));
+        let _ = writeln!(
+            s,
+            "rdpmc                {}",
+            self.rdpmc_setting
+                .clone()
+                .unwrap_or_else(|| "no core PMU, so no user-space counter reads".into())
+        );
         let _ = writeln!(s, "\nPMUs:");
         let _ = writeln!(
             s,
@@ -151,8 +164,54 @@ impl Report {
                 p.formats.join(",")
             );
         }
+        if !self.what_works.is_empty() {
+            s.push_str(&what_works_table(&self.what_works));
+        }
         s
     }
+}
+
+/// The class × mode table, then each distinct failure once.
+fn what_works_table(rows: &[ClassRow]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let mut notes: Vec<String> = Vec::new();
+    let _ = writeln!(s, "\nWhat works here (each cell really opened one event):");
+    let _ = write!(s, "  {:<13}", "class");
+    for m in MODES {
+        let _ = write!(s, " {:<16}", m.to_string());
+    }
+    let _ = writeln!(s, " spec");
+    for row in rows {
+        let _ = write!(s, "  {:<13}", row.class);
+        for (_, outcome) in &row.outcomes {
+            let cell = match outcome {
+                Outcome::Works => "ok".to_string(),
+                Outcome::NotApplicable => "-".to_string(),
+                Outcome::Fails { kind, detail } => {
+                    // The same failure in several modes differs only in
+                    // the pid/cpu of the call: note the reason once.
+                    let reason = detail
+                        .split_once(" failed: ")
+                        .map_or(detail.as_str(), |(_, r)| r);
+                    let n = match notes.iter().position(|d| d == reason) {
+                        Some(i) => i + 1,
+                        None => {
+                            notes.push(reason.to_string());
+                            notes.len()
+                        }
+                    };
+                    format!("{kind} [{n}]")
+                }
+            };
+            let _ = write!(s, " {cell:<16}");
+        }
+        let _ = writeln!(s, " {}", row.spec);
+    }
+    for (i, n) in notes.iter().enumerate() {
+        let _ = writeln!(s, "  [{}] {n}", i + 1);
+    }
+    s
 }
 
 fn yes(b: bool) -> &'static str {
@@ -256,7 +315,29 @@ mod imp {
                     .collect::<String>()
             })
             .filter(|s| !s.is_empty());
-        Some(vendor.unwrap_or_else(|| "unknown hypervisor".into()))
+        Some(match vendor {
+            Some(v) => match hypervisor_name(&v) {
+                Some(name) => format!("{name} (cpuid signature {v:?})"),
+                None => format!("cpuid signature {v:?}"),
+            },
+            None => "unknown hypervisor".into(),
+        })
+    }
+
+    /// The product behind a CPUID hypervisor signature.
+    fn hypervisor_name(signature: &str) -> Option<&'static str> {
+        Some(match signature {
+            "KVMKVMKVM" => "KVM",
+            "MicrosoftHv" => "Hyper-V",
+            "VMwareVMware" => "VMware",
+            "XenVMMXenVMM" => "Xen",
+            "TCGTCGTCGTCG" => "QEMU (TCG)",
+            "bhyvebhyve" => "bhyve",
+            "ACRNACRNACRN" => "ACRN",
+            "lrpepyhvr" => "Parallels",
+            "QNXQVMBSQG" => "QNX",
+            _ => return None,
+        })
     }
 
     pub(super) fn report() -> Report {
@@ -294,6 +375,21 @@ mod imp {
             nmi_watchdog: system::nmi_watchdog(),
             nofile: system::nofile_limit(),
             virtual_machine: hypervisor(),
+            rdpmc_setting: ["cpu", "cpu_core", "cpu_atom"].iter().find_map(|p| {
+                fs::read_to_string(Path::new(PMU_ROOT).join(p).join("rdpmc"))
+                    .ok()
+                    .map(|s| {
+                        let v = s.trim().to_string();
+                        let meaning = match v.as_str() {
+                            "0" => "disabled",
+                            "1" => "allowed for processes with a perf mmap",
+                            "2" => "allowed for every process",
+                            _ => "unknown",
+                        };
+                        format!("{p}/rdpmc = {v} ({meaning})")
+                    })
+            }),
+            what_works: super::works::what_works(),
         }
     }
 }
@@ -329,6 +425,8 @@ mod imp {
             nmi_watchdog: None,
             nofile: (0, 0),
             virtual_machine: None,
+            rdpmc_setting: None,
+            what_works: Vec::new(),
         }
     }
 }

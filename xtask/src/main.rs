@@ -3,10 +3,13 @@
 //! - `cargo xtask probe [--json]`: what this machine can count, and why not.
 //! - `cargo xtask test`: builds and runs every test, prints each skip reason
 //!   once and ends with `N passed, N failed, N skipped`.
+//! - `cargo xtask test --matrix`: the suite under every perf_event_paranoid
+//!   level × {root, nobody}, proving each skip is needed.
 //! - `cargo xtask bench`: runs the benchmarks and prints the ratios against
 //!   the baselines measured in the same run.
 
 mod bench;
+mod matrix;
 mod test;
 
 use std::process::ExitCode;

@@ -8,6 +8,13 @@ use std::process::{Command, ExitCode, Stdio};
 /// Options of `cargo xtask test`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct TestArgs {
+    /// Run the suite in every cell of perf_event_paranoid {-1,0,1,2} ×
+    /// {root, nobody} (needs root; restores paranoid afterwards).
+    #[arg(long)]
+    pub matrix: bool,
+    /// With --matrix: print every test binary's output.
+    #[arg(long, requires = "matrix")]
+    pub verbose: bool,
     /// Extra arguments passed to every test binary (after `--`), e.g. a filter.
     #[arg(last = true)]
     pub test_args: Vec<String>,
@@ -89,6 +96,9 @@ fn run_tallied(cmd: &mut Command, tally: &mut Tally) -> bool {
 
 /// Runs the suite; the exit code is non-zero on any failure.
 pub fn run(args: &TestArgs) -> ExitCode {
+    if args.matrix {
+        return crate::matrix::run(args.verbose);
+    }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut tally = Tally::default();
     let mut ok = true;

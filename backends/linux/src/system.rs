@@ -240,9 +240,11 @@ mod tests {
     #[test]
     fn own_process_is_visible_in_procfs() {
         let me = std::process::id() as i32;
-        assert!(process_exists(me));
-        assert!(threads_of(me).unwrap().contains(&gettid()));
-        assert!(parent_of(me).is_some());
+        assert!(process_exists(me), "pid {me}");
+        let threads = threads_of(me).expect("read /proc/self/task");
+        let tid = gettid();
+        assert!(threads.contains(&tid), "tid {tid} not among {threads:?}");
+        assert!(parent_of(me).is_some(), "no parent for {me}");
         assert!(!online_cpus().is_empty());
     }
 }
