@@ -4,6 +4,7 @@
 //! PMCs attached to this process would see the other tests' work.
 
 mod counting;
+mod events;
 mod harness;
 mod workloads;
 
@@ -16,5 +17,6 @@ fn main() {
     let env = pmc::probe::Environment::detect();
     let mut tests = Vec::new();
     tests.extend(counting::tests());
+    tests.extend(events::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }

@@ -3,6 +3,7 @@
 //! It is the Linux backend of the `pmc` crate but stands on its own:
 //!
 //! - [`attr`]: every field of `perf_event_attr`, built safely.
+//! - [`breakpoint`]: validated hardware breakpoints.
 //! - [`event`]: opening events, every ioctl, read formats, group reads.
 //! - [`system`]: the perf sysctls, capabilities and the procfs task tree.
 //! - [`error`]: errors that say what failed, the errno, and what to do.
@@ -27,6 +28,7 @@
 #![warn(missing_docs)]
 
 pub mod attr;
+pub mod breakpoint;
 pub mod error;
 pub mod event;
 pub mod pmu;

@@ -232,6 +232,27 @@ pub(super) fn resolve(request: &EventRequest<'_>) -> Result<LinuxEvent> {
                 format!("r{config:x}"),
             )
         }
+        EventName::Breakpoint { addr, len, access } => {
+            reject_encoding_qualifiers(spec, "a breakpoint")?;
+            let access = match access {
+                spec::BreakpointAccess::Read => la::BreakpointAccess::Read,
+                spec::BreakpointAccess::Write => la::BreakpointAccess::Write,
+                spec::BreakpointAccess::ReadWrite => la::BreakpointAccess::ReadWrite,
+                spec::BreakpointAccess::Execute => la::BreakpointAccess::Execute,
+            };
+            let config = pmc_linux::breakpoint::breakpoint(access, *addr, *len)
+                .map_err(super::from_linux)?;
+            let len = match config {
+                EventConfig::Breakpoint { len, .. } => len,
+                _ => 0,
+            };
+            (
+                vec![config],
+                Class::Breakpoint,
+                software_caps(),
+                format!("mem:{addr:#x}/{len}:{}", breakpoint_access_name(access)),
+            )
+        }
         other => {
             return Err(Error::NotSupported {
                 what: format!("{other:?}"),
@@ -250,6 +271,15 @@ pub(super) fn resolve(request: &EventRequest<'_>) -> Result<LinuxEvent> {
         description,
         filter: q.filter.clone(),
     })
+}
+
+fn breakpoint_access_name(a: la::BreakpointAccess) -> &'static str {
+    match a {
+        la::BreakpointAccess::Read => "r",
+        la::BreakpointAccess::Write => "w",
+        la::BreakpointAccess::ReadWrite => "rw",
+        la::BreakpointAccess::Execute => "x",
+    }
 }
 
 fn interrupts_event() -> Result<LinuxEvent> {
