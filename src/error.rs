@@ -20,7 +20,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// The event specifier is malformed or names nothing (EINVAL).
-    #[error("invalid event specifier {spec:?}: {source}")]
+    #[error("invalid event specifier {spec:?} (EINVAL): {source}")]
     InvalidSpec {
         /// The specifier as given.
         spec: String,
@@ -30,7 +30,7 @@ pub enum Error {
     },
 
     /// An argument breaks the rules of pmc_allocate(3)/pmc_attach(3) (EINVAL).
-    #[error("{op}: {why}")]
+    #[error("{op}: {why} (EINVAL)")]
     InvalidArgument {
         /// The call, e.g. `allocate` or `attach`.
         op: &'static str,
@@ -39,7 +39,7 @@ pub enum Error {
     },
 
     /// The process does not exist (ESRCH).
-    #[error("{op}: no such process {pid}")]
+    #[error("{op}: no such process {pid} (ESRCH)")]
     NoSuchProcess {
         /// The call.
         op: &'static str,
@@ -48,14 +48,14 @@ pub enum Error {
     },
 
     /// The PMC is already attached to this process (EEXIST).
-    #[error("attach: the PMC is already attached to process {pid}")]
+    #[error("attach: the PMC is already attached to process {pid} (EEXIST)")]
     AlreadyAttached {
         /// The pid.
         pid: u32,
     },
 
     /// The PMC is running, or the resource is in use (EBUSY).
-    #[error("{op}: {why}")]
+    #[error("{op}: {why} (EBUSY)")]
     Busy {
         /// The call.
         op: &'static str,
@@ -64,7 +64,7 @@ pub enum Error {
     },
 
     /// The PMC needs a log file and none is configured (libpmc's EDOOFUS).
-    #[error("{op}: a log file is required: {why}; call configure_logfile first")]
+    #[error("{op}: a log file is required (EDOOFUS): {why}; call configure_logfile first")]
     LogRequired {
         /// The call.
         op: &'static str,
@@ -74,7 +74,7 @@ pub enum Error {
 
     /// The event or feature exists in general but not on this CPU, PMU or
     /// kernel (EOPNOTSUPP).
-    #[error("{what} is not supported: {why}")]
+    #[error("{what} is not supported (EOPNOTSUPP): {why}")]
     NotSupported {
         /// The feature.
         what: String,
@@ -83,7 +83,7 @@ pub enum Error {
     },
 
     /// The hardware is absent or disabled, or the CPU is offline (ENXIO).
-    #[error("{what} is unavailable: {why}")]
+    #[error("{what} is unavailable (ENXIO): {why}")]
     Unavailable {
         /// The resource.
         what: String,
@@ -107,7 +107,7 @@ pub enum Error {
     /// time was lost to multiplexing): there is no value to report, which is
     /// not the same as zero.
     #[error(
-        "{what}: the counter was enabled for {time_enabled} ns but never scheduled on the PMU (too many events for the hardware counters); use fewer events or a group"
+        "{what}: the counter was enabled for {time_enabled} ns but never scheduled on the PMU (ENXIO; too many events for the hardware counters): use fewer events or a group"
     )]
     NotCounted {
         /// The PMC.
@@ -128,7 +128,7 @@ pub enum Error {
     },
 
     /// A log stream could not be written or read.
-    #[error("pmclog: {what}")]
+    #[error("pmclog: {what}{}", os_errno.map(|e| format!(" (errno {e}, {})", errno_name(e))).unwrap_or_default())]
     Log {
         /// What went wrong.
         what: String,
@@ -139,7 +139,7 @@ pub enum Error {
     /// There is no backend for this platform (ENXIO): `pmc` builds
     /// everywhere but counts only where a backend exists.
     #[error(
-        "performance counters are not supported on this platform ({platform}): no pmc backend exists for it"
+        "performance counters are not supported on this platform ({platform}): no pmc backend exists for it (ENXIO)"
     )]
     Unsupported {
         /// The target OS.

@@ -12,6 +12,6 @@ pub mod spec;
 mod types;
 
 pub use error::{EDOOFUS, Error, Result};
-pub use machine::{cpuinfo, event_names_of_class, ncpu, npmc, pmcinfo};
+pub use machine::{cpuinfo, event_names_of_class, ncpu, npmc, pmcinfo, process_exists};
 pub use pmc::{DEFAULT_RELOAD_COUNT, MIN_RELOAD_COUNT, PerCpu, Pmc};
 pub use types::*;

@@ -108,3 +108,8 @@ pub fn event_names_of_class(class: &Class) -> Result<Vec<String>> {
 pub fn online_cpus() -> Vec<u32> {
     default_backend().online_cpus()
 }
+
+/// Whether a process exists and has not exited (zombies count as exited).
+pub fn process_exists(pid: u32) -> bool {
+    default_backend().process_exists(pid)
+}

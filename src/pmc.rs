@@ -644,6 +644,27 @@ impl PerCpu {
             .try_fold(0u64, |acc, (_, p)| Ok(acc.wrapping_add(p.read()?)))
     }
 
+    /// The sum over CPUs with raw counts and times (times summed too, so
+    /// the running fraction is the CPUs' average).
+    pub fn read_detailed(&mut self) -> Result<Reading> {
+        let mut sum = Reading {
+            value: 0,
+            raw: 0,
+            time_enabled: 0,
+            time_running: 0,
+            multiplexed: false,
+        };
+        for (_, p) in &mut self.pmcs {
+            let r = p.read_detailed()?;
+            sum.value = sum.value.wrapping_add(r.value);
+            sum.raw = sum.raw.wrapping_add(r.raw);
+            sum.time_enabled = sum.time_enabled.saturating_add(r.time_enabled);
+            sum.time_running = sum.time_running.saturating_add(r.time_running);
+            sum.multiplexed |= r.multiplexed;
+        }
+        Ok(sum)
+    }
+
     /// Each CPU's value.
     pub fn read_each(&mut self) -> Result<Vec<(u32, u64)>> {
         self.pmcs

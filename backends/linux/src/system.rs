@@ -221,6 +221,47 @@ pub fn page_size() -> usize {
     sys::page_size()
 }
 
+/// A process holding perf_event file descriptors.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct PerfUser {
+    /// The process id.
+    pub pid: i32,
+    /// Its command name (`/proc/PID/comm`).
+    pub command: String,
+    /// How many perf_event descriptors it holds.
+    pub events: usize,
+}
+
+/// Every process this caller may inspect that holds perf_event
+/// descriptors, found through `/proc/PID/fd` links to
+/// `anon_inode:[perf_event]`: the most Linux exposes about who uses the
+/// PMU (the events' settings are not visible from outside). Processes
+/// whose fds cannot be read (other users, without root) are skipped.
+pub fn perf_users() -> Vec<PerfUser> {
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut users: Vec<PerfUser> = procs
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let fds = fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+            let events = fds
+                .filter_map(|fd| fs::read_link(fd.ok()?.path()).ok())
+                .filter(|target| target.as_os_str() == "anon_inode:[perf_event]")
+                .count();
+            (events > 0).then(|| PerfUser {
+                pid,
+                command: fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .map(|c| c.trim().to_string())
+                    .unwrap_or_default(),
+                events,
+            })
+        })
+        .collect();
+    users.sort_by_key(|u| u.pid);
+    users
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,5 +287,26 @@ mod tests {
         assert!(threads.contains(&tid), "tid {tid} not among {threads:?}");
         assert!(parent_of(me).is_some(), "no parent for {me}");
         assert!(!online_cpus().is_empty());
+    }
+
+    #[test]
+    fn perf_users_finds_this_process_with_an_open_event() {
+        use crate::attr::{Attr, EventConfig, Software};
+        use crate::event::{Event, OpenFlags, Target};
+        let attr = Attr::new(EventConfig::Software(Software::Dummy))
+            .disabled(true)
+            .exclude_kernel(true);
+        let Ok(_ev) = Event::open(&attr, Target::CALLER, None, OpenFlags::empty()) else {
+            eprintln!("skipped: perf_event_open is not allowed here");
+            return;
+        };
+        let me = std::process::id() as i32;
+        let users = perf_users();
+        let mine = users
+            .iter()
+            .find(|u| u.pid == me)
+            .expect("this process is listed");
+        assert!(mine.events >= 1, "{mine:?}");
+        assert!(!mine.command.is_empty());
     }
 }

@@ -101,13 +101,18 @@ pub(crate) fn from_linux(e: pmc_linux::Error) -> Error {
                 libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV if no_pmu => Error::Unavailable {
                     what: op,
                     why: format!(
-                        "no hardware PMU (virtual machine?): {}",
-                        hint_text.unwrap_or_default()
+                        "{} [kernel: {}]",
+                        hint_text.unwrap_or_else(|| "no hardware PMU (virtual machine?)".into()),
+                        pmc_linux::error::errno_name(errno)
                     ),
                 },
                 libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => Error::NotSupported {
                     what: op,
-                    why: hint_text.unwrap_or_else(|| pmc_linux::error::strerror(errno)),
+                    why: format!(
+                        "{} [kernel: {}]",
+                        hint_text.unwrap_or_else(|| pmc_linux::error::strerror(errno)),
+                        pmc_linux::error::errno_name(errno)
+                    ),
                 },
                 libc::EBUSY => Error::Busy {
                     op: "open",

@@ -1,0 +1,73 @@
+//! Shared parts of `pmcstat` and `pmccontrol`: starting a command held
+//! before `exec` so PMCs can attach to it first, exit codes, and the
+//! count table in text, JSON and CSV.
+
+#![warn(missing_docs)]
+
+pub mod gate;
+pub mod output;
+
+use std::process::ExitCode;
+
+/// Exit status for bad options or event specifiers (as pmcstat(8)).
+pub const EXIT_USAGE: u8 = 2;
+
+/// Prints `tool: error` on one line and picks the exit status: 2 for a bad
+/// specifier or argument, 1 for anything else (whose message carries the
+/// remedy, e.g. the paranoid sysctl).
+pub fn fail(tool: &str, e: &pmc::Error) -> ExitCode {
+    let one_line = e.to_string().replace('\n', " ");
+    eprintln!("{tool}: {one_line}");
+    match e {
+        pmc::Error::InvalidSpec { .. } | pmc::Error::InvalidArgument { .. } => {
+            ExitCode::from(EXIT_USAGE)
+        }
+        _ => ExitCode::FAILURE,
+    }
+}
+
+/// Prints a usage error and returns status 2.
+pub fn usage(tool: &str, message: &str) -> ExitCode {
+    eprintln!("{tool}: {message}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+/// Parses a CPU list (`0-3,6`) or `*` (every online CPU).
+pub fn parse_cpus(list: &str) -> Result<Vec<u32>, String> {
+    if list.trim() == "*" {
+        return Ok(pmc::machine::online_cpus());
+    }
+    let mut cpus = Vec::new();
+    for part in list.split(',').map(str::trim) {
+        let bad = || format!("bad CPU list {list:?}: expected e.g. `0-3,6` or `*`");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (
+                    a.trim().parse().map_err(|_| bad())?,
+                    b.trim().parse().map_err(|_| bad())?,
+                );
+                if a > b {
+                    return Err(bad());
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpus("0-2,5,1").unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_cpus("3-1").is_err());
+        assert!(parse_cpus("x").is_err());
+        assert!(!parse_cpus("*").unwrap().is_empty());
+    }
+}

@@ -1,0 +1,22 @@
+//! The built `pmcstat` and `pmccontrol` run on real commands. The live
+//! suite's harness and workloads are shared (this binary re-executes
+//! itself as the workload, like the live tests do).
+
+#[allow(dead_code)]
+#[path = "../../../tests/live/harness.rs"]
+mod harness;
+#[allow(dead_code)]
+#[path = "../../../tests/live/workloads.rs"]
+mod workloads;
+
+mod tools;
+
+fn main() {
+    workloads::run_if_requested();
+    let mut args = libtest_mimic::Arguments::from_args();
+    if args.test_threads.is_none() {
+        args.test_threads = Some(1);
+    }
+    let env = pmc::probe::Environment::detect();
+    libtest_mimic::run(&args, harness::trials(tools::tests(), &env)).exit();
+}

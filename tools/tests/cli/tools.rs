@@ -1,0 +1,309 @@
+//! pmcstat and pmccontrol, as a user runs them.
+
+use std::process::{Command, Output};
+
+use pmc::probe::Requirement as R;
+
+use crate::ensure;
+use crate::harness::{Context, LiveTest, TestResult, Workload, test};
+
+const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
+const PMCCONTROL: &str = env!("CARGO_BIN_EXE_pmccontrol");
+
+pub fn tests() -> Vec<LiveTest> {
+    vec![
+        test(
+            "pmcstat::instructions_agree_with_perf_stat",
+            vec![
+                R::HardwareCounting,
+                R::Paranoid(2),
+                R::Program("perf".into()),
+            ],
+            instructions_agree_with_perf_stat,
+        ),
+        test(
+            "pmcstat::page_faults_agree_with_perf_stat",
+            vec![R::Paranoid(2), R::Program("perf".into())],
+            page_faults_agree_with_perf_stat,
+        ),
+        test(
+            "pmcstat::the_command_exit_status_passes_through",
+            vec![R::Paranoid(2)],
+            the_command_exit_status_passes_through,
+        ),
+        test(
+            "pmcstat::attach_with_t_counts_a_running_child",
+            vec![R::Paranoid(2)],
+            attach_with_t_counts_a_running_child,
+        ),
+        test(
+            "pmcstat::system_wide_on_cpu_0_counts",
+            vec![R::Paranoid(0)],
+            system_wide_on_cpu_0_counts,
+        ),
+        test(
+            "pmcstat::bad_options_and_specs_exit_2_with_one_line",
+            vec![],
+            bad_options_and_specs_exit_2_with_one_line,
+        ),
+        test(
+            "pmcstat::a_missing_permission_prints_the_sysctl",
+            vec![R::Root, R::PerfEvent, R::Program("setpriv".into())],
+            a_missing_permission_prints_the_sysctl,
+        ),
+        test(
+            "pmccontrol::lists_classes_events_and_users",
+            vec![R::PerfEvent],
+            pmccontrol_lists_classes_events_and_users,
+        ),
+    ]
+}
+
+fn run(program: &str, args: &[&str]) -> Result<Output, libtest_mimic::Failed> {
+    Command::new(program).args(args).output().ctx(program)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The value column of pmcstat's CSV for `label`.
+fn csv_value(csv: &str, label: &str) -> Result<u64, libtest_mimic::Failed> {
+    let quoted = format!("\"{label}\"");
+    csv.lines()
+        .rev()
+        .find(|l| l.contains(&quoted) || l.split(',').nth(1) == Some(label))
+        .and_then(|l| {
+            let rest = l
+                .split_once(if l.contains(&quoted) {
+                    quoted.as_str()
+                } else {
+                    label
+                })?
+                .1;
+            rest.trim_start_matches(',').split(',').next()?.parse().ok()
+        })
+        .ok_or_else(|| format!("no {label} row in pmcstat output:\n{csv}").into())
+}
+
+/// perf stat's count of `event` over this binary running `workload arg`.
+fn perf_stat(event: &str, workload: &str, arg: &str) -> Result<u64, libtest_mimic::Failed> {
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let out = Command::new("perf")
+        .args(["stat", "-x,", "-e", event, "--"])
+        .arg(&exe)
+        .arg(arg)
+        .env(crate::workloads::ENV, workload)
+        .output()
+        .ctx("perf stat")?;
+    let err = text(&out.stderr);
+    let name = event.split(':').next().unwrap_or(event);
+    err.lines()
+        .find(|l| l.contains(name))
+        .and_then(|l| l.split(',').next()?.trim().parse().ok())
+        .ok_or_else(|| format!("no {event} count from perf: {err}").into())
+}
+
+/// pmcstat's count of `spec` over the same workload.
+fn pmcstat_count(spec: &str, workload: &str, arg: &str) -> Result<u64, libtest_mimic::Failed> {
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let exe = exe.to_string_lossy().into_owned();
+    let out = Command::new(PMCSTAT)
+        .args(["-p", spec, "--csv", "--", &exe, arg])
+        .env(crate::workloads::ENV, workload)
+        .output()
+        .ctx("pmcstat")?;
+    ensure!(
+        out.status.success(),
+        "pmcstat failed: {}",
+        text(&out.stderr)
+    );
+    csv_value(&text(&out.stderr), &format!("p/{spec}"))
+}
+
+fn agree(spec: &str, perf_event: &str, workload: &str, arg: &str) -> TestResult {
+    let perf = perf_stat(perf_event, workload, arg)?;
+    let ours = pmcstat_count(spec, workload, arg)?;
+    let diff = (ours as f64 - perf as f64).abs() / perf as f64;
+    println!(
+        "pmcstat -p {spec}: {ours}; perf stat -e {perf_event}: {perf}; {:.4}% apart",
+        diff * 100.0
+    );
+    ensure!(
+        diff < 0.005,
+        "pmcstat {ours} vs perf {perf}: {:.3}% apart",
+        diff * 100.0
+    );
+    Ok(())
+}
+
+fn instructions_agree_with_perf_stat() -> TestResult {
+    agree("instructions,usr", "instructions:u", "loop", "200000000")
+}
+
+fn page_faults_agree_with_perf_stat() -> TestResult {
+    agree("page-faults,usr", "page-faults:u", "touch", "100000")
+}
+
+fn the_command_exit_status_passes_through() -> TestResult {
+    for code in [0, 3, 42] {
+        let out = run(
+            PMCSTAT,
+            &[
+                "-p",
+                "task-clock,usr",
+                "--",
+                "sh",
+                "-c",
+                &format!("exit {code}"),
+            ],
+        )?;
+        ensure!(
+            out.status.code() == Some(code),
+            "exit {code} became {:?}",
+            out.status
+        );
+    }
+    let out = run(
+        PMCSTAT,
+        &["-p", "task-clock,usr", "--", "sh", "-c", "kill -TERM $$"],
+    )?;
+    ensure!(
+        out.status.code() == Some(128 + 15),
+        "killed by SIGTERM became {:?}",
+        out.status
+    );
+    let out = run(
+        PMCSTAT,
+        &["-p", "task-clock,usr", "--", "/nonexistent/program"],
+    )?;
+    ensure!(
+        out.status.code() == Some(127),
+        "a missing program: {:?}",
+        out.status
+    );
+    Ok(())
+}
+
+fn attach_with_t_counts_a_running_child() -> TestResult {
+    let mut w = Workload::spawn("spin", &["400"])?;
+    let pid = w.pid().to_string();
+    let pmcstat = Command::new(PMCSTAT)
+        .args(["-p", "task-clock,usr", "-t", &pid, "--csv"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .ctx("pmcstat -t")?;
+    // Give pmcstat time to attach before the child starts spinning.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    w.go()?;
+    w.wait()?;
+    let out = pmcstat.wait_with_output().ctx("wait pmcstat")?;
+    ensure!(out.status.success(), "pmcstat -t: {}", text(&out.stderr));
+    let ns = csv_value(&text(&out.stderr), "p/task-clock,usr")?;
+    ensure!(ns >= 300_000_000, "a 400 ms spin counted {ns} ns");
+    Ok(())
+}
+
+fn system_wide_on_cpu_0_counts() -> TestResult {
+    let out = run(
+        PMCSTAT,
+        &["-s", "context-switches", "-c", "0", "-l", "0.3", "--csv"],
+    )?;
+    ensure!(out.status.success(), "pmcstat -s: {}", text(&out.stderr));
+    let n = csv_value(&text(&out.stderr), "s/context-switches")?;
+    ensure!(n > 0, "CPU 0 had no context switch in 300 ms");
+    Ok(())
+}
+
+fn bad_options_and_specs_exit_2_with_one_line() -> TestResult {
+    for (args, needle) in [
+        (vec!["-p", "instrutions", "--", "true"], "instructions"),
+        (vec!["-p", "task-clock,bogus=1", "--", "true"], "bogus"),
+        (vec!["--no-such-option"], "--no-such-option"),
+        (vec!["-p", "task-clock"], "-p needs a command"),
+        (vec!["-s", "task-clock", "-c", "9-1"], "CPU list"),
+        (vec!["-p", "task-clock", "-w", "0", "--", "true"], "-w"),
+        (vec![], "no events"),
+    ] {
+        let out = run(PMCSTAT, &args)?;
+        let err = text(&out.stderr);
+        ensure!(
+            out.status.code() == Some(2),
+            "{args:?}: status {:?}, {err}",
+            out.status
+        );
+        ensure!(err.contains(needle), "{args:?}: {err}");
+        let first = err.lines().next().unwrap_or("");
+        ensure!(
+            first.contains(needle) || args.first() == Some(&"--no-such-option"),
+            "{args:?}: the first line must name the problem: {err}"
+        );
+    }
+    Ok(())
+}
+
+fn a_missing_permission_prints_the_sysctl() -> TestResult {
+    let paranoid: i32 = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ctx("read paranoid")?
+        .trim()
+        .parse()
+        .ctx("parse paranoid")?;
+    // As nobody: system-wide counting needs paranoid <= 0.
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--",
+            PMCSTAT,
+        ])
+        .args(["-s", "context-switches", "-c", "0", "-l", "0.1"])
+        .output()
+        .ctx("setpriv pmcstat")?;
+    let err = text(&out.stderr);
+    if paranoid >= 1 {
+        ensure!(
+            out.status.code() == Some(1),
+            "refused run: {:?} {err}",
+            out.status
+        );
+        ensure!(
+            err.contains("perf_event_paranoid"),
+            "no sysctl named: {err}"
+        );
+        ensure!(
+            err.contains("EACCES") || err.contains("EPERM"),
+            "no errno: {err}"
+        );
+    } else {
+        ensure!(out.status.success(), "paranoid {paranoid} allows it: {err}");
+    }
+    Ok(())
+}
+
+fn pmccontrol_lists_classes_events_and_users() -> TestResult {
+    let out = run(PMCCONTROL, &["-L"])?;
+    let list = text(&out.stdout);
+    ensure!(out.status.success(), "pmccontrol -L: {}", text(&out.stderr));
+    ensure!(
+        list.contains("SOFTWARE") && list.contains("\ttask-clock"),
+        "{list}"
+    );
+    let out = run(PMCCONTROL, &["-l", "--json"])?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ctx("pmccontrol -l --json")?;
+    ensure!(v["perf_users"].is_array(), "{v}");
+    let out = run(PMCCONTROL, &["-e", "*"])?;
+    ensure!(out.status.code() == Some(1), "-e: {:?}", out.status);
+    ensure!(
+        text(&out.stderr).contains("no per-counter switch"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = run(PMCCONTROL, &[])?;
+    ensure!(
+        out.status.code() == Some(2),
+        "no arguments: {:?}",
+        out.status
+    );
+    Ok(())
+}
