@@ -27,6 +27,30 @@ pub struct PmuSummary {
     pub events: usize,
     /// The CPUs it counts on, if it says (`cpus`/`cpumask`).
     pub cpus: Option<String>,
+    /// Its `caps/*` files (`max_precise`, `branches`, `pmu_name`, …).
+    pub caps: std::collections::BTreeMap<String, String>,
+}
+
+/// What user-space counter reads (rdpmc) can do here, measured.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadPathReport {
+    /// The core PMU's `rdpmc` sysfs setting with its meaning, if there is
+    /// a core PMU.
+    pub sysfs_setting: Option<String>,
+    /// The self-monitoring event the page was mapped for.
+    pub event: String,
+    /// `cap_user_rdpmc` on that event's real metadata page.
+    pub cap_user_rdpmc: Option<bool>,
+    /// The page's counter index (0: not on a hardware counter).
+    pub index: Option<u32>,
+    /// Median ns of one read(2).
+    pub syscall_ns: Option<f64>,
+    /// Median ns of one rdpmc read, when possible.
+    pub rdpmc_ns: Option<f64>,
+    /// The path the calibration chose (`read(2)` or `rdpmc`).
+    pub chosen: String,
+    /// Why rdpmc was not measured, or why probing failed.
+    pub note: Option<String>,
 }
 
 /// The capability report of this machine.
@@ -52,8 +76,8 @@ pub struct Report {
     pub nofile: (u64, u64),
     /// The hypervisor, when running in a virtual machine.
     pub virtual_machine: Option<String>,
-    /// rdpmc: the sysfs setting of the core PMU, if there is one.
-    pub rdpmc_setting: Option<String>,
+    /// rdpmc versus read(2), measured.
+    pub read_path: ReadPathReport,
     /// Each event class tried in each mode.
     pub what_works: Vec<ClassRow>,
 }
@@ -140,28 +164,61 @@ impl Report {
             }
         );
         let _ = writeln!(s, "hardware counting    {}", yes(e.hardware_counting));
+        let pmu_type = |name: &str| {
+            self.pmus
+                .iter()
+                .find(|p| p.name == name)
+                .map(|p| format!("yes (type {})", opt(p.type_id.map(|t| t.to_string()))))
+                .unwrap_or_else(|| "no".into())
+        };
+        let _ = writeln!(
+            s,
+            "probes               uprobe PMU: {}; kprobe PMU: {}",
+            pmu_type("uprobe"),
+            pmu_type("kprobe")
+        );
+        let rp = &self.read_path;
         let _ = writeln!(
             s,
             "rdpmc                {}",
-            self.rdpmc_setting
+            rp.sysfs_setting
                 .clone()
-                .unwrap_or_else(|| "no core PMU, so no user-space counter reads".into())
+                .unwrap_or_else(|| "no core PMU (no rdpmc sysfs setting)".into())
+        );
+        let _ = writeln!(
+            s,
+            "read path            {} chosen; read(2) {} ns, rdpmc {} (on {}: cap_user_rdpmc={}, index={}){}",
+            rp.chosen,
+            opt(rp.syscall_ns.map(|v| format!("{v:.0}"))),
+            opt(rp.rdpmc_ns.map(|v| format!("{v:.0} ns"))),
+            if rp.event.is_empty() { "-" } else { &rp.event },
+            opt(rp.cap_user_rdpmc.map(|b| yes(b).to_string())),
+            opt(rp.index.map(|v| v.to_string())),
+            rp.note
+                .as_ref()
+                .map(|n| format!("; {n}"))
+                .unwrap_or_default()
         );
         let _ = writeln!(s, "\nPMUs:");
         let _ = writeln!(
             s,
-            "  {:<14} {:>5} {:>7}  {:<10} formats",
-            "name", "type", "events", "cpus"
+            "  {:<14} {:>5} {:>7}  {:<10} {:<28} caps",
+            "name", "type", "events", "cpus", "formats"
         );
         for p in &self.pmus {
             let _ = writeln!(
                 s,
-                "  {:<14} {:>5} {:>7}  {:<10} {}",
+                "  {:<14} {:>5} {:>7}  {:<10} {:<28} {}",
                 p.name,
                 opt(p.type_id.map(|t| t.to_string())),
                 p.events,
                 opt(p.cpus.clone()),
-                p.formats.join(",")
+                p.formats.join(","),
+                p.caps
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             );
         }
         if !self.what_works.is_empty() {
@@ -340,6 +397,70 @@ mod imp {
         })
     }
 
+    /// Maps a self-monitoring event's metadata page and times both read
+    /// paths on it.
+    fn read_path() -> super::ReadPathReport {
+        use pmc_linux::attr::{ReadFormat, Software};
+        use pmc_linux::selfmon::{ReadPath, UserPage};
+        let sysfs_setting = ["cpu", "cpu_core", "cpu_atom"].iter().find_map(|p| {
+            let v = fs::read_to_string(Path::new(PMU_ROOT).join(p).join("rdpmc")).ok()?;
+            let v = v.trim().to_string();
+            let meaning = match v.as_str() {
+                "0" => "disabled",
+                "1" => "allowed for processes with a perf mmap",
+                "2" => "allowed for every process",
+                _ => "unknown",
+            };
+            Some(format!("{p}/rdpmc = {v} ({meaning})"))
+        });
+        let mut report = super::ReadPathReport {
+            sysfs_setting,
+            ..Default::default()
+        };
+        let hardware = Attr::new(EventConfig::Hardware {
+            event: Hardware::Instructions,
+            pmu: None,
+        });
+        let software = Attr::new(EventConfig::Software(Software::TaskClock));
+        let opened = [hardware, software].into_iter().find_map(|a| {
+            let a = a
+                .exclude_kernel(true)
+                .exclude_hv(true)
+                .read_format(ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING);
+            let name = a.describe_event();
+            Event::open(&a, Target::CALLER, None, OpenFlags::empty())
+                .ok()
+                .map(|e| (name, e))
+        });
+        let Some((name, event)) = opened else {
+            report.chosen = "read(2)".into();
+            report.note = Some("no self-monitoring event could be opened".into());
+            return report;
+        };
+        report.event = name;
+        if let Ok(page) = UserPage::map(&event) {
+            let caps = page.caps();
+            report.cap_user_rdpmc = Some(caps.user_rdpmc);
+            report.index = Some(caps.index);
+        }
+        match ReadPath::calibrate(&event) {
+            Ok(c) => {
+                report.syscall_ns = Some(c.syscall_ns);
+                report.rdpmc_ns = c.rdpmc_ns;
+                report.chosen = match c.chosen {
+                    ReadPath::Rdpmc => "rdpmc".into(),
+                    ReadPath::Syscall => "read(2)".into(),
+                };
+                report.note = c.rdpmc_unavailable;
+            }
+            Err(e) => {
+                report.chosen = "read(2)".into();
+                report.note = Some(e.to_string());
+            }
+        }
+        report
+    }
+
     pub(super) fn report() -> Report {
         let environment = environment();
         let pmus = environment
@@ -361,6 +482,10 @@ mod imp {
                         .filter(|e| !e.contains('.'))
                         .count(),
                     cpus: read("cpus").or_else(|| read("cpumask")),
+                    caps: list(&dir.join("caps"))
+                        .into_iter()
+                        .filter_map(|c| Some((c.clone(), read(&format!("caps/{c}"))?)))
+                        .collect(),
                 }
             })
             .collect();
@@ -375,20 +500,7 @@ mod imp {
             nmi_watchdog: system::nmi_watchdog(),
             nofile: system::nofile_limit(),
             virtual_machine: hypervisor(),
-            rdpmc_setting: ["cpu", "cpu_core", "cpu_atom"].iter().find_map(|p| {
-                fs::read_to_string(Path::new(PMU_ROOT).join(p).join("rdpmc"))
-                    .ok()
-                    .map(|s| {
-                        let v = s.trim().to_string();
-                        let meaning = match v.as_str() {
-                            "0" => "disabled",
-                            "1" => "allowed for processes with a perf mmap",
-                            "2" => "allowed for every process",
-                            _ => "unknown",
-                        };
-                        format!("{p}/rdpmc = {v} ({meaning})")
-                    })
-            }),
+            read_path: read_path(),
             what_works: super::works::what_works(),
         }
     }
@@ -425,7 +537,7 @@ mod imp {
             nmi_watchdog: None,
             nofile: (0, 0),
             virtual_machine: None,
-            rdpmc_setting: None,
+            read_path: super::ReadPathReport::default(),
             what_works: Vec::new(),
         }
     }

@@ -6,6 +6,7 @@
 mod counting;
 mod events;
 mod harness;
+mod probe;
 mod workloads;
 
 fn main() {
@@ -18,5 +19,6 @@ fn main() {
     let mut tests = Vec::new();
     tests.extend(counting::tests());
     tests.extend(events::tests());
+    tests.extend(probe::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }

@@ -5,6 +5,7 @@
 //! - [`attr`]: every field of `perf_event_attr`, built safely.
 //! - [`breakpoint`]: validated hardware breakpoints.
 //! - [`event`]: opening events, every ioctl, read formats, group reads.
+//! - [`selfmon`]: user-space `rdpmc` reads with a calibrated choice.
 //! - [`system`]: the perf sysctls, capabilities and the procfs task tree.
 //! - [`error`]: errors that say what failed, the errno, and what to do.
 //!
@@ -35,6 +36,7 @@ pub mod pmu;
 pub mod probe;
 pub mod record;
 pub mod ring;
+pub mod selfmon;
 pub mod system;
 pub mod tracefs;
 

@@ -114,6 +114,16 @@ impl Counters for ProcessCounters {
     fn handles(&self) -> usize {
         self.events.len()
     }
+
+    fn rdpmc_index(&self) -> Option<u32> {
+        // Only a single-thread target can be read with rdpmc, and only on
+        // that thread: the page's index is then this thread's counter.
+        let [event] = self.events.as_slice() else {
+            return None;
+        };
+        let caps = pmc_linux::selfmon::UserPage::map(event).ok()?.caps();
+        (caps.user_rdpmc && caps.index != 0).then(|| caps.index - 1)
+    }
 }
 
 /// A system-wide counter on one CPU (one fd per core PMU).
