@@ -74,6 +74,7 @@ pub struct CounterValue {
 impl CounterValue {
     /// Adds another target's value (sums of raw counts, times and scaled
     /// estimates; an unestimable part makes the sum unestimable).
+    #[inline]
     pub fn accumulate(&mut self, other: CounterValue) {
         self.raw = self.raw.wrapping_add(other.raw);
         self.time_enabled = self.time_enabled.saturating_add(other.time_enabled);
@@ -156,6 +157,14 @@ pub trait Counters: Send + fmt::Debug {
 
     /// The current value, summed over every thread of the target.
     fn read(&mut self) -> Result<CounterValue>;
+
+    /// Only the scaled value (`None`: enabled but never ran): the hot path
+    /// of `Pmc::read`, which backends may serve with less work than
+    /// [`Counters::read`].
+    #[inline]
+    fn read_scaled(&mut self) -> Result<Option<u64>> {
+        Ok(self.read()?.scaled)
+    }
 
     /// Changes the sample period (sampling PMCs).
     fn set_period(&mut self, period: u64) -> Result<()> {

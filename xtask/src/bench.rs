@@ -1,119 +1,103 @@
-//! `cargo xtask bench`: runs the criterion benchmarks and prints each
-//! measurement as a ratio against its baseline from the same run.
+//! `cargo xtask bench`: runs the paired-round read benchmark
+//! (`benches/read_ratio.rs`) and prints each subject as a ratio against the
+//! `read(2)` baseline measured in the same rounds, with its target.
+//! `cargo bench --bench read_path` gives criterion's absolute latencies.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 /// Options of `cargo xtask bench`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
-    /// Only print the ratios of the last run (do not run the benchmarks).
+    /// Also run the criterion benchmarks (absolute latencies, slower).
     #[arg(long)]
-    pub report_only: bool,
+    pub criterion: bool,
 }
 
-/// A measured ratio with its target.
-struct Ratio {
-    what: &'static str,
-    bench: &'static str,
-    subject: &'static str,
-    baseline: &'static str,
-    target: f64,
-}
-
-const RATIOS: &[Ratio] = &[
-    Ratio {
-        what: "pmc TC read vs raw read(2), same attr",
-        bench: "read_path",
-        subject: "pmc_read",
-        baseline: "raw_read",
-        target: 1.02,
-    },
-    Ratio {
-        what: "group of 4 in one read vs one raw read",
-        bench: "read_path",
-        subject: "group4_read",
-        baseline: "raw_read",
-        target: 1.15,
-    },
-];
-
-fn target_dir() -> PathBuf {
-    let out = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .output();
-    out.ok()
-        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
-        .and_then(|v| v["target_directory"].as_str().map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from("target"))
-}
-
-/// The median estimate (ns) criterion stored for a benchmark.
-fn median_ns(root: &Path, group: &str, name: &str) -> Option<f64> {
-    let path = root
-        .join("criterion")
-        .join(group)
-        .join(name)
-        .join("new")
-        .join("estimates.json");
-    let text = std::fs::read_to_string(path).ok()?;
-    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-    v["median"]["point_estimate"].as_f64()
+/// The target for a subject, if it has one, and what it stands for.
+fn target(subject: &str) -> (Option<f64>, &'static str) {
+    match subject {
+        "pmc_read" => (Some(1.02), "pmc TC read vs raw read(2), same attr"),
+        "pmc_linux_read_timed" => (Some(1.02), "pmc-linux Event::read_timed vs raw read(2)"),
+        "group4_read" => (Some(1.15), "group of 4 in one read vs one raw read"),
+        "perf_event2_read" => (None, "perf-event2 Counter::read vs raw read(2)"),
+        "perf_event_read" => (None, "perf-event 0.4 Counter::read vs raw read(2)"),
+        _ => (None, "?"),
+    }
 }
 
 pub fn run(args: &BenchArgs) -> ExitCode {
-    if !args.report_only {
-        let mut benches: Vec<&str> = RATIOS.iter().map(|r| r.bench).collect();
-        benches.dedup();
-        for b in benches {
-            let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-                .args(["bench", "-p", "pmc", "--bench", b, "--", "--noplot"])
-                .status();
-            if !status.is_ok_and(|s| s.success()) {
-                eprintln!("xtask bench: benchmark {b} failed");
-                return ExitCode::FAILURE;
-            }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(&cargo)
+        .args(["bench", "-q", "-p", "pmc", "--bench", "read_ratio"])
+        .stderr(std::process::Stdio::inherit())
+        .output();
+    let out = match out {
+        Ok(o) if o.status.success() => o,
+        Ok(o) => {
+            eprintln!("xtask bench: read_ratio failed ({})", o.status);
+            return ExitCode::FAILURE;
         }
+        Err(e) => {
+            eprintln!("xtask bench: cannot run cargo: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    if rows.is_empty() {
+        eprintln!("xtask bench: read_ratio printed no results");
+        return ExitCode::FAILURE;
     }
-    let root = target_dir();
+    let event = rows[0]["event"].as_str().unwrap_or("?");
     println!(
-        "\n{:<44} {:>10} {:>10} {:>7} {:>7}  verdict",
-        "ratio", "subject", "baseline", "ratio", "target"
+        "read path, event `{event}`, {} paired rounds × {} calls (ratio = median of per-round subject/baseline; IQR in brackets)\n",
+        rows[0]["rounds"], rows[0]["calls_per_round"]
     );
-    let mut missing = false;
-    for r in RATIOS {
-        match (
-            median_ns(&root, r.bench, r.subject),
-            median_ns(&root, r.bench, r.baseline),
-        ) {
-            (Some(s), Some(b)) if b > 0.0 => {
-                let ratio = s / b;
-                println!(
-                    "{:<44} {:>8.1}ns {:>8.1}ns {:>7.3} {:>7.2}  {}",
-                    r.what,
-                    s,
-                    b,
-                    ratio,
-                    r.target,
-                    if ratio <= r.target {
-                        "meets target"
-                    } else {
-                        "MISSES target"
-                    }
-                );
+    println!(
+        "{:<46} {:>10} {:>10} {:>7} {:>17} {:>7}  verdict",
+        "ratio", "subject", "baseline", "ratio", "IQR", "target"
+    );
+    for r in &rows {
+        let subject = r["subject"].as_str().unwrap_or("?");
+        let (goal, what) = target(subject);
+        let ratio = r["ratio"].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "{:<46} {:>8.1}ns {:>8.1}ns {:>7.3} {:>17} {:>7}  {}",
+            what,
+            r["subject_ns"].as_f64().unwrap_or(f64::NAN),
+            r["baseline_ns"].as_f64().unwrap_or(f64::NAN),
+            ratio,
+            format!(
+                "[{:.3}, {:.3}]",
+                r["ratio_q1"].as_f64().unwrap_or(f64::NAN),
+                r["ratio_q3"].as_f64().unwrap_or(f64::NAN)
+            ),
+            goal.map_or("-".into(), |g| format!("{g:.2}")),
+            match goal {
+                Some(g) if ratio <= g => "meets target",
+                Some(_) => "MISSES target",
+                None => "(peer)",
             }
-            _ => {
-                missing = true;
-                println!(
-                    "{:<44} no measurement found for {}/{}",
-                    r.what, r.bench, r.subject
-                );
-            }
+        );
+    }
+    if args.criterion {
+        let status = Command::new(&cargo)
+            .args([
+                "bench",
+                "-p",
+                "pmc",
+                "--bench",
+                "read_path",
+                "--",
+                "--noplot",
+            ])
+            .status();
+        if !status.is_ok_and(|s| s.success()) {
+            eprintln!("xtask bench: criterion read_path failed");
+            return ExitCode::FAILURE;
         }
     }
-    if missing {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    ExitCode::SUCCESS
 }

@@ -75,6 +75,7 @@ impl Count {
     /// as zero. Without the time fields, or when never enabled, it is `value`.
     /// A kernel that reports `running > enabled` is clamped, never trusted to
     /// scale down.
+    #[inline]
     pub fn scaled(&self) -> Option<u64> {
         scale(self.value, self.time_enabled, self.time_running)
     }
@@ -85,7 +86,31 @@ impl Count {
     }
 }
 
+/// A count with its multiplexing times, from [`Event::read_timed`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TimedCount {
+    /// The raw count.
+    pub value: u64,
+    /// Nanoseconds enabled (0 when the read format lacks it).
+    pub time_enabled: u64,
+    /// Nanoseconds on the PMU (0 when the read format lacks it).
+    pub time_running: u64,
+}
+
+impl TimedCount {
+    /// The value scaled for multiplexing (see [`Count::scaled`]); `None`
+    /// when the event was enabled but never ran.
+    #[inline]
+    pub fn scaled(&self) -> Option<u64> {
+        if self.time_enabled == self.time_running {
+            return Some(self.value);
+        }
+        scale(self.value, Some(self.time_enabled), Some(self.time_running))
+    }
+}
+
 /// Multiplexing scale: see [`Count::scaled`].
+#[inline]
 pub fn scale(value: u64, enabled: Option<u64>, running: Option<u64>) -> Option<u64> {
     match (enabled, running) {
         (Some(e), Some(0)) => (e == 0).then_some(value),
@@ -313,35 +338,81 @@ impl Event {
     }
 
     /// The number of u64 words one non-group `read(2)` returns.
+    #[inline]
     fn single_words(&self) -> usize {
-        let f = self.read_format;
-        1 + [
-            ReadFormat::TOTAL_TIME_ENABLED,
-            ReadFormat::TOTAL_TIME_RUNNING,
-            ReadFormat::ID,
-            ReadFormat::LOST,
-        ]
-        .iter()
-        .filter(|b| f.contains(**b))
-        .count()
+        let extra = ReadFormat::TOTAL_TIME_ENABLED
+            | ReadFormat::TOTAL_TIME_RUNNING
+            | ReadFormat::ID
+            | ReadFormat::LOST;
+        1 + (self.read_format & extra).bits().count_ones() as usize
     }
 
     /// Reads the counter (events opened without `ReadFormat::GROUP`).
     /// Allocation-free: one `read(2)` into a stack buffer.
+    #[inline]
     pub fn read(&self) -> Result<Count, Error> {
         if self.read_format.contains(ReadFormat::GROUP) {
-            return Err(Error::invalid(
-                "Event::read",
-                "the event was opened with ReadFormat::GROUP: use read_group",
-            ));
+            return Err(self.group_read_misuse());
         }
         let mut buf = [0u64; 5];
         let want = self.single_words();
-        let n = sys::read_u64s(self.fd.as_fd(), &mut buf[..want])
-            .map_err(|e| Error::os(format!("read(perf fd {})", self.fd.as_raw_fd()), e))?;
+        let n = self.read_words(&mut buf[..want])?;
+        Ok(parse_single(self.read_format, &buf[..n]))
+    }
+
+    /// The value with its enabled and running times: the hot path of a
+    /// counting read. One `read(2)` of three words when the event was
+    /// opened with exactly `TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING`; other
+    /// read formats go through [`Event::read`] (missing times read as 0).
+    #[inline(always)]
+    pub fn read_timed(&self) -> Result<TimedCount, Error> {
+        if self.read_format != ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING {
+            return self.read().map(|c| TimedCount {
+                value: c.value,
+                time_enabled: c.time_enabled.unwrap_or(0),
+                time_running: c.time_running.unwrap_or(0),
+            });
+        }
+        let mut buf = [0u64; 3];
+        self.read_words(&mut buf)?;
+        Ok(TimedCount {
+            value: buf[0],
+            time_enabled: buf[1],
+            time_running: buf[2],
+        })
+    }
+
+    /// One `read(2)` that must fill `buf` exactly; returns the words read.
+    #[inline(always)]
+    fn read_words(&self, buf: &mut [u64]) -> Result<usize, Error> {
+        match sys::read_u64s(self.fd.as_fd(), buf) {
+            Ok(n) if n == buf.len() * 8 => Ok(buf.len()),
+            Ok(n) => Err(self.short_read(n, buf.len() * 8)),
+            Err(e) => Err(self.read_failed(e)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn group_read_misuse(&self) -> Error {
+        Error::invalid(
+            "Event::read",
+            "the event was opened with ReadFormat::GROUP: use read_group",
+        )
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read_failed(&self, errno: i32) -> Error {
+        Error::os(format!("read(perf fd {})", self.fd.as_raw_fd()), errno)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn short_read(&self, n: usize, want: usize) -> Error {
         if n == 0 {
             // A pinned event that could not be scheduled is in error state.
-            return Err(Error::Os {
+            return Error::Os {
                 op: format!("read(perf fd {})", self.fd.as_raw_fd()),
                 errno: libc::ENODATA,
                 hint: Some(Hint::Other(
@@ -349,19 +420,16 @@ impl Event {
                      PMU): reopen it unpinned to allow multiplexing"
                         .into(),
                 )),
-            });
+            };
         }
-        if n != want * 8 {
-            return Err(Error::Os {
-                op: format!(
-                    "read(perf fd {}): short read of {n} bytes",
-                    self.fd.as_raw_fd()
-                ),
-                errno: libc::EIO,
-                hint: None,
-            });
+        Error::Os {
+            op: format!(
+                "read(perf fd {}): short read of {n} bytes, expected {want}",
+                self.fd.as_raw_fd()
+            ),
+            errno: libc::EIO,
+            hint: None,
         }
-        Ok(parse_single(self.read_format, &buf[..want]))
     }
 
     /// Reads a whole group in one `read(2)` (the leader must have been opened
@@ -425,6 +493,7 @@ impl Event {
     }
 }
 
+#[inline]
 fn parse_single(f: ReadFormat, w: &[u64]) -> Count {
     let mut it = w.iter().copied();
     let mut c = Count {

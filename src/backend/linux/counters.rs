@@ -23,14 +23,15 @@ fn open_one(attr: &Attr, target: Target, filter: Option<&str>) -> Result<Event> 
     Ok(event)
 }
 
+#[inline]
 fn read_events(events: &[Event]) -> Result<CounterValue> {
     let mut sum = CounterValue::ZERO;
     for e in events {
-        let c = e.read().map_err(from_linux)?;
+        let c = e.read_timed().map_err(from_linux)?;
         sum.accumulate(CounterValue {
             raw: c.value,
-            time_enabled: c.time_enabled.unwrap_or(0),
-            time_running: c.time_running.unwrap_or(0),
+            time_enabled: c.time_enabled,
+            time_running: c.time_running,
             scaled: c.scaled(),
         });
     }
@@ -102,6 +103,17 @@ impl Counters for ProcessCounters {
 
     fn read(&mut self) -> Result<CounterValue> {
         read_events(&self.events)
+    }
+
+    #[inline]
+    fn read_scaled(&mut self) -> Result<Option<u64>> {
+        match self.events.as_slice() {
+            [one] => {
+                let c = one.read_timed().map_err(from_linux)?;
+                Ok(c.scaled())
+            }
+            _ => Ok(read_events(&self.events)?.scaled),
+        }
     }
 
     fn set_period(&mut self, period: u64) -> Result<()> {

@@ -115,6 +115,7 @@ pub(crate) fn ioctl_query_bpf(fd: BorrowedFd<'_>, ids: &mut [u32]) -> Result<u32
 }
 
 /// `read(2)` into a `u64` buffer (the perf read formats are arrays of u64).
+#[inline(always)]
 pub(crate) fn read_u64s(fd: BorrowedFd<'_>, buf: &mut [u64]) -> Result<usize, i32> {
     loop {
         // SAFETY: `buf` is valid and writable for `size_of_val(buf)` bytes,
