@@ -78,6 +78,9 @@ pub struct Pmc {
     /// `PMC_F_ATTACHED_TO_OWNER`, which makes a later start with no targets
     /// ESRCH instead of re-attaching the owner.
     attached_to_owner: bool,
+    /// The allocating process (cached: a getpid between enable and disable
+    /// would be counted by getpid tracepoints and probes).
+    owner: u32,
     /// Running with one process target and nothing detached: `read` asks
     /// the backend for the scaled value only (see `publish`).
     fast_read: bool,
@@ -164,6 +167,7 @@ impl Pmc {
             Cpu::Any => None,
         };
         let id = PmcId(NEXT_ID.fetch_add(1, Ordering::Relaxed));
+        let owner = backend.caller_pid();
         let mut pmc = Pmc {
             id,
             spec,
@@ -176,6 +180,7 @@ impl Pmc {
             targets: Vec::new(),
             system,
             attached_to_owner: false,
+            owner,
             fast_read: false,
             offset: if mode.is_counting() { count } else { 0 },
             detached: CounterValue::ZERO,
@@ -212,7 +217,7 @@ impl Pmc {
             flags: self.flags,
             cpu: self.cpu,
             state: self.state,
-            owner_pid: self.backend.caller_pid(),
+            owner_pid: self.owner,
             reload_count: self.reload_count,
             targets: self.targets.iter().map(|t| t.pid).collect(),
         }
@@ -280,11 +285,7 @@ impl Pmc {
     }
 
     fn resolve_pid(&self, pid: u32) -> u32 {
-        if pid == 0 {
-            self.backend.caller_pid()
-        } else {
-            pid
-        }
+        if pid == 0 { self.owner } else { pid }
     }
 
     /// Attaches a process PMC to a process (`pmc_attach`); pid 0 is the
@@ -318,7 +319,7 @@ impl Pmc {
             .event
             .open_process(pid, self.flags.contains(Flags::DESCENDANTS))?;
         self.targets.push(Target { pid, counters });
-        if pid == self.backend.caller_pid() {
+        if pid == self.owner {
             self.attached_to_owner = true;
         }
         self.publish();
@@ -517,7 +518,7 @@ impl Pmc {
     /// without DESCENDANTS, whose counter the kernel exposes to user space
     /// have one.
     pub fn get_msr(&self) -> Result<u32> {
-        let caller = self.backend.caller_pid();
+        let caller = self.owner;
         if self.mode.is_system()
             || self.flags.contains(Flags::DESCENDANTS)
             || self.targets.len() != 1

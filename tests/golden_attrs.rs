@@ -149,3 +149,201 @@ fn encoding_qualifiers_on_generic_events_are_refused_with_the_raw_form_as_remedy
     assert_eq!(e.errno(), libc::EOPNOTSUPP, "{e}");
     assert!(e.to_string().contains("cmask"), "{e}");
 }
+
+/// Golden attrs on fixture sysfs trees (machines this one is not).
+mod fixtures {
+    use std::path::{Path, PathBuf};
+
+    use pmc::backend::linux::attrs_for_sysfs;
+    use pmc::{Flags, Mode};
+    use pmc_linux::attr::AttrBit;
+
+    fn root(name: &str) -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("backends/linux/tests/fixtures")
+            .join(name)
+    }
+
+    fn one(spec: &str, mode: Mode, tree: &str) -> (u32, u64, u64, u64, Option<Vec<u32>>) {
+        let tracefs = root("tracefs");
+        let mut v = attrs_for_sysfs(spec, mode, Flags::empty(), 0, &root(tree), Some(&tracefs))
+            .unwrap_or_else(|e| panic!("{spec}: {e}"));
+        assert_eq!(v.len(), 1, "{spec}");
+        let (a, cpus) = v.remove(0);
+        (
+            a.type_id(),
+            a.get_config(),
+            a.get_config1(),
+            a.get_config2(),
+            cpus,
+        )
+    }
+
+    #[test]
+    fn amd_pmu_terms_and_freebsd_qualifiers_encode_through_format_files() {
+        assert_eq!(
+            one("cpu/event=0x1c7/", Mode::TC, "sysfs-amd").1,
+            0x1_0000_00c7
+        );
+        assert_eq!(
+            one(
+                "cpu/event=0xc0,umask=0x1,cmask=1,edge/",
+                Mode::TC,
+                "sysfs-amd"
+            )
+            .1,
+            0xc0 | 1 << 8 | 1 << 24 | 1 << 18
+        );
+        // The same through FreeBSD qualifiers on the PMU and raw forms.
+        assert_eq!(
+            one(
+                "cpu/event=0xc0/,umask=1,cmask=1,edge",
+                Mode::TC,
+                "sysfs-amd"
+            )
+            .1,
+            0xc0 | 1 << 8 | 1 << 24 | 1 << 18
+        );
+        assert_eq!(
+            one("r1c0,cmask=2,inv", Mode::SC, "sysfs-amd").1,
+            0x1c0 | 2 << 24 | 1 << 23
+        );
+        assert_eq!(one("cpu/instructions/", Mode::TC, "sysfs-amd").1, 0xc0);
+        let a = attrs_for_sysfs(
+            "cpu/event=0xc0/u",
+            Mode::TC,
+            Flags::empty(),
+            0,
+            &root("sysfs-amd"),
+            None,
+        )
+        .unwrap();
+        assert!(a[0].0.is_set(AttrBit::EXCLUDE_KERNEL));
+    }
+
+    #[test]
+    fn named_aliases_uncore_and_msr() {
+        let (t, c, _, _, _) = one("tsc", Mode::TC, "sysfs-amd");
+        assert_eq!((t, c), (9, 0));
+        let (t, c, _, _, _) = one("energy-pkg", Mode::SC, "sysfs-amd");
+        assert_eq!((t, c), (12, 2));
+        let (t, c, _, _, cpus) = one(
+            "amd_df/dram_channel_data_controller_0/",
+            Mode::SC,
+            "sysfs-amd",
+        );
+        assert_eq!((t, c, cpus), (11, 0x007 | 0x38 << 8, Some(vec![0, 8])));
+        let e = attrs_for_sysfs(
+            "amd_df/event=1/",
+            Mode::TC,
+            Flags::empty(),
+            0,
+            &root("sysfs-amd"),
+            None,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("uncore"), "{e}");
+    }
+
+    #[test]
+    fn hybrid_generic_events_open_on_every_core_type() {
+        let v = attrs_for_sysfs(
+            "instructions",
+            Mode::TC,
+            Flags::empty(),
+            0,
+            &root("sysfs-hybrid"),
+            None,
+        )
+        .unwrap();
+        let got: Vec<(u32, u64, Option<Vec<u32>>)> = v
+            .into_iter()
+            .map(|(a, c)| (a.type_id(), a.get_config(), c))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 10 << 32 | 1, Some((8..16).collect())),
+                (0, 4 << 32 | 1, Some((0..8).collect())),
+            ]
+        );
+        let v = attrs_for_sysfs(
+            "L1-dcache-load-misses",
+            Mode::SC,
+            Flags::empty(),
+            0,
+            &root("sysfs-hybrid"),
+            None,
+        )
+        .unwrap();
+        assert_eq!(v.len(), 2);
+        assert!(
+            v.iter()
+                .all(|(a, _)| a.type_id() == 3 && a.get_config() & 0xffff_ffff == 0x10000)
+        );
+    }
+
+    #[test]
+    fn probes_and_tracepoints() {
+        let (t, c, _, c2, _) = one("uretprobe:/bin/true:0x40", Mode::TC, "sysfs-amd");
+        assert_eq!((t, c, c2), (8, 1, 0x40));
+        let (t, c, _, c2, _) = one("kprobe:vfs_read+4", Mode::TC, "sysfs-amd");
+        assert_eq!((t, c, c2), (7, 0, 4));
+        let (t, c, _, _, _) = one("syscalls:sys_enter_getpid", Mode::TC, "sysfs-amd");
+        assert_eq!((t, c), (2, 123));
+        let e = attrs_for_sysfs(
+            "syscalls:sys_enter_getpd",
+            Mode::TC,
+            Flags::empty(),
+            0,
+            &root("sysfs-amd"),
+            Some(&root("tracefs")),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("sys_enter_getpid"), "{e}");
+    }
+
+    #[test]
+    fn bad_terms_name_the_valid_ones() {
+        let e = attrs_for_sysfs(
+            "cpu/evnt=1/",
+            Mode::TC,
+            Flags::empty(),
+            0,
+            &root("sysfs-amd"),
+            None,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("event"), "{e}");
+        let e = attrs_for_sysfs(
+            "cpu/event=0xc0/,threshold=3",
+            Mode::TC,
+            Flags::empty(),
+            0,
+            &root("sysfs-amd"),
+            None,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("threshold"), "{e}");
+        let e = attrs_for_sysfs(
+            "nosuchpmu/event=1/",
+            Mode::TC,
+            Flags::empty(),
+            0,
+            &root("sysfs-amd"),
+            None,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("cpu"), "{e}");
+        let e = attrs_for_sysfs(
+            "frobnicate_widgets",
+            Mode::TC,
+            Flags::empty(),
+            0,
+            &root("sysfs-amd"),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.errno(), libc::EOPNOTSUPP, "{e}");
+    }
+}

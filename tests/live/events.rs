@@ -94,3 +94,183 @@ fn bad_breakpoints_are_refused_with_the_reason() -> TestResult {
     }
     Ok(())
 }
+
+pub fn tracepoint_and_probe_tests() -> Vec<LiveTest> {
+    vec![
+        test(
+            "events::getpid_tracepoint_counts_exactly_the_calls",
+            vec![R::TracefsReadable, R::Paranoid(2)],
+            getpid_tracepoint_counts_exactly_the_calls,
+        ),
+        test(
+            "events::a_tracepoint_filter_reduces_the_count_exactly",
+            vec![R::TracefsReadable, R::Paranoid(2)],
+            a_tracepoint_filter_reduces_the_count_exactly,
+        ),
+        test(
+            "events::an_unknown_tracepoint_names_the_closest",
+            vec![R::TracefsReadable],
+            an_unknown_tracepoint_names_the_closest,
+        ),
+        test(
+            "events::uprobe_counts_exactly_the_calls",
+            vec![R::Pmu("uprobe".into()), R::PerfmonCapable],
+            uprobe_counts_exactly_the_calls,
+        ),
+        test(
+            "events::kprobe_counts_kernel_function_calls",
+            vec![R::Pmu("kprobe".into()), R::PerfmonCapable],
+            kprobe_counts_kernel_function_calls,
+        ),
+        test(
+            "events::msr_tsc_counts",
+            vec![R::Pmu("msr".into()), R::Paranoid(0)],
+            msr_tsc_counts,
+        ),
+        test(
+            "events::listing_covers_every_class",
+            vec![R::PerfEvent],
+            listing_covers_every_class,
+        ),
+    ]
+}
+
+fn getpid_tracepoint_counts_exactly_the_calls() -> TestResult {
+    for n in [0u64, 1, 3, 1000] {
+        let counted = count_with("syscalls:sys_enter_getpid,usr", || {
+            for _ in 0..n {
+                std::hint::black_box(std::process::id());
+            }
+        })?;
+        ensure!(counted == n, "{n} getpid calls counted as {counted}");
+    }
+    Ok(())
+}
+
+fn a_tracepoint_filter_reduces_the_count_exactly() -> TestResult {
+    use std::io::Write;
+    let mut null = std::fs::File::create("/dev/null").ctx("open /dev/null")?;
+    let writes = |null: &mut std::fs::File| -> std::io::Result<()> {
+        for len in [3usize, 5, 3, 7, 3] {
+            let n = null.write(&vec![0u8; len])?;
+            assert_eq!(n, len);
+        }
+        Ok(())
+    };
+    let all = count_with("syscalls:sys_enter_write,usr", || {
+        writes(&mut null).expect("write /dev/null");
+    })?;
+    let threes = count_with("syscalls:sys_enter_write,usr,filter=count == 3", || {
+        writes(&mut null).expect("write /dev/null");
+    })?;
+    ensure!(all >= 5, "5 writes counted as {all}");
+    ensure!(
+        threes == 3,
+        "3 writes of 3 bytes counted as {threes} (unfiltered {all})"
+    );
+    Ok(())
+}
+
+fn an_unknown_tracepoint_names_the_closest() -> TestResult {
+    let e = Pmc::allocate(
+        "syscalls:sys_enter_getpd",
+        Mode::TC,
+        Flags::empty(),
+        Cpu::Any,
+    )
+    .err()
+    .ok_or("an unknown tracepoint was accepted")?;
+    let text = e.to_string();
+    ensure!(text.contains("syscalls:sys_enter_getpid"), "{text}");
+    ensure!(e.errno() == libc::EOPNOTSUPP, "{text}");
+    Ok(())
+}
+
+#[inline(never)]
+fn uprobe_target(x: u64) -> u64 {
+    std::hint::black_box(x ^ 0x5a)
+}
+
+/// The C library this process runs on.
+fn libc_path() -> Option<String> {
+    std::fs::read_to_string("/proc/self/maps")
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let p = l.split_whitespace().nth(5)?;
+            p.contains("/libc.so").then(|| p.to_string())
+        })
+}
+
+fn uprobe_counts_exactly_the_calls() -> TestResult {
+    let libc = libc_path().ok_or("libc is not mapped")?;
+    for spec in [
+        format!("uprobe:{libc}:getpid"),
+        format!("uretprobe:{libc}:getpid"),
+    ] {
+        for n in [0u64, 1, 7, 500] {
+            let counted = count_with(&spec, || {
+                for i in 0..n {
+                    std::hint::black_box(std::process::id());
+                    std::hint::black_box(uprobe_target(i));
+                }
+            })?;
+            ensure!(counted == n, "{spec}: {n} calls counted as {counted}");
+        }
+    }
+    Ok(())
+}
+
+fn kprobe_counts_kernel_function_calls() -> TestResult {
+    let n = count_with("kprobe:do_sys_openat2", || {
+        for _ in 0..5 {
+            let _ = std::fs::File::open("/proc/self/stat");
+        }
+    })?;
+    ensure!(n >= 5, "5 opens counted as {n}");
+    Ok(())
+}
+
+fn msr_tsc_counts() -> TestResult {
+    let mut per_cpu = pmc::PerCpu::allocate("tsc", Mode::SC, Flags::empty()).ctx("allocate tsc")?;
+    per_cpu.start().ctx("start")?;
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    per_cpu.stop().ctx("stop")?;
+    let ticks = per_cpu.read().ctx("read")?;
+    ensure!(ticks > 1_000_000, "20 ms of TSC on every CPU read {ticks}");
+    let mut own = Pmc::allocate("msr/tsc/", Mode::TC, Flags::empty(), Cpu::Any).ctx("TC tsc")?;
+    own.start().ctx("start")?;
+    crate::harness::spin_ms(5);
+    own.stop().ctx("stop")?;
+    ensure!(own.read().ctx("read")? > 0, "TC tsc counted nothing");
+    Ok(())
+}
+
+fn listing_covers_every_class() -> TestResult {
+    let info = pmc::cpuinfo().ctx("cpuinfo")?;
+    let mut total = 0;
+    for c in &info.classes {
+        let names = pmc::event_names_of_class(&c.class).ctx("event names")?;
+        println!("{:<12} {:>5} events", c.class.to_string(), names.len());
+        total += names.len();
+        for n in names.iter().filter(|n| !n.contains('<')).take(3) {
+            // Every listed name is allocatable as written (or refused for
+            // a reason other than being unknown).
+            if let Err(e) = Pmc::allocate(n, Mode::SC, Flags::empty(), Cpu::Id(0)) {
+                ensure!(
+                    !matches!(e, pmc::Error::InvalidSpec { .. }),
+                    "listed name {n} does not parse: {e}"
+                );
+            }
+        }
+    }
+    let classes: Vec<String> = info.classes.iter().map(|c| c.class.to_string()).collect();
+    for must in ["software", "breakpoint", "tracepoint"] {
+        ensure!(
+            classes.iter().any(|c| c == must),
+            "no {must} class in {classes:?}"
+        );
+    }
+    ensure!(total > 50, "only {total} events listed");
+    Ok(())
+}

@@ -19,6 +19,7 @@ fn main() {
     let mut tests = Vec::new();
     tests.extend(counting::tests());
     tests.extend(events::tests());
+    tests.extend(events::tracepoint_and_probe_tests());
     tests.extend(probe::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }

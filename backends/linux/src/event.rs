@@ -142,7 +142,34 @@ impl Event {
         group: Option<&Event>,
         flags: OpenFlags,
     ) -> Result<Event, Error> {
+        Event::open_raw(attr, attr.raw, target, group, flags)
+    }
+
+    /// Opens an event whose `config1` is a pointer to a NUL-terminated
+    /// string: the uprobe PMU's binary path, the kprobe PMU's function
+    /// name. The string is borrowed for the duration of the call, which
+    /// is all the kernel needs (see [`crate::probe`]).
+    pub fn open_with_string(
+        attr: &Attr,
+        string: &std::ffi::CStr,
+        target: Target,
+        group: Option<&Event>,
+        flags: OpenFlags,
+    ) -> Result<Event, Error> {
         let mut raw = attr.raw;
+        raw.config1 = string.as_ptr() as usize as u64;
+        Event::open_raw(attr, raw, target, group, flags)
+    }
+
+    fn open_raw(
+        attr: &Attr,
+        raw: abi::RawAttr,
+        target: Target,
+        group: Option<&Event>,
+        flags: OpenFlags,
+    ) -> Result<Event, Error> {
+        let first = raw;
+        let mut raw = raw;
         let fl = flags.bits() | abi::PERF_FLAG_FD_CLOEXEC;
         let group_fd = group.map(|g| g.fd.as_fd());
         let mut result = sys::perf_event_open(&mut raw, target.pid, target.cpu, group_fd, fl);
@@ -152,7 +179,7 @@ impl Event {
         {
             let kernel_size = raw.size as usize;
             if attr.to_bytes()[kernel_size..].iter().all(|b| *b == 0) {
-                raw = attr.raw;
+                raw = first;
                 raw.size = kernel_size as u32;
                 result = sys::perf_event_open(&mut raw, target.pid, target.cpu, group_fd, fl);
             }

@@ -15,8 +15,13 @@ use super::resolve::LinuxEvent;
 use crate::backend::{CounterValue, Counters};
 use crate::{Error, Result};
 
-fn open_one(attr: &Attr, target: Target, filter: Option<&str>) -> Result<Event> {
-    let event = Event::open(attr, target, None, OpenFlags::empty()).map_err(from_linux)?;
+fn open_one(attr: &Attr, target: Target, event: &LinuxEvent) -> Result<Event> {
+    let opened = match &event.string {
+        Some(s) => Event::open_with_string(attr, s, target, None, OpenFlags::empty()),
+        None => Event::open(attr, target, None, OpenFlags::empty()),
+    };
+    let filter = event.filter.as_deref();
+    let event = opened.map_err(from_linux)?;
     if let Some(f) = filter {
         event.set_filter(f).map_err(from_linux)?;
     }
@@ -65,7 +70,7 @@ impl ProcessCounters {
             };
             for tid in tids {
                 for attr in &event.attrs {
-                    match open_with_fallback(attr, Target::task(tid), event.filter.as_deref()) {
+                    match open_with_fallback(attr, Target::task(tid), event) {
                         Ok(e) => events.push(e),
                         // The thread exited between listing and opening.
                         Err(e) if e.os_errno() == Some(libc::ESRCH) && tid != p => continue,
@@ -83,10 +88,10 @@ impl ProcessCounters {
 
 /// Opens, retrying without `inherit_thread` on kernels older than 5.13 that
 /// reject it (their inherited counters then include child processes too).
-fn open_with_fallback(attr: &Attr, target: Target, filter: Option<&str>) -> Result<Event> {
-    match open_one(attr, target, filter) {
+fn open_with_fallback(attr: &Attr, target: Target, event: &LinuxEvent) -> Result<Event> {
+    match open_one(attr, target, event) {
         Err(e) if e.os_errno() == Some(libc::EINVAL) && attr.is_set(AttrBit::INHERIT_THREAD) => {
-            open_one(&attr.inherit_thread(false), target, filter)
+            open_one(&attr.inherit_thread(false), target, event)
         }
         other => other,
     }
@@ -146,11 +151,22 @@ pub(super) struct CpuCounters {
 
 impl CpuCounters {
     pub(super) fn open(event: &LinuxEvent, cpu: u32) -> Result<CpuCounters> {
-        let events = event
-            .attrs
-            .iter()
-            .map(|a| open_one(a, Target::cpu(cpu), event.filter.as_deref()))
-            .collect::<Result<Vec<_>>>()?;
+        // Each attr counts only on its PMU's CPUs (hybrid core types,
+        // uncore cpumasks).
+        let mut events = Vec::new();
+        for (attr, cpus) in event.attrs.iter().zip(&event.cpus) {
+            if cpus.as_ref().is_some_and(|c| !c.contains(&cpu)) {
+                continue;
+            }
+            events.push(open_one(attr, Target::cpu(cpu), event)?);
+        }
+        if events.is_empty() {
+            let cpus: Vec<u32> = event.cpus.iter().flatten().flatten().copied().collect();
+            return Err(Error::Unavailable {
+                what: format!("{} on CPU {cpu}", event.description),
+                why: format!("its PMU counts only on CPUs {cpus:?}; choose one of them"),
+            });
+        }
         Ok(CpuCounters { events })
     }
 }

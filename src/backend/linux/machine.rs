@@ -144,6 +144,38 @@ pub(super) fn event_names(class: &Class) -> Result<Vec<String>> {
         Class::Hardware => Hardware::ALL.iter().map(|h| h.name().to_string()).collect(),
         Class::Cache => CacheEvent::all().map(|c| c.name()).collect(),
         Class::Software => Software::ALL.iter().map(|s| s.name().to_string()).collect(),
-        _ => Vec::new(),
+        Class::Raw => {
+            let mut v = vec!["r<hex config>".to_string()];
+            for p in pmc_linux::pmu::core_pmus(std::path::Path::new(pmc_linux::pmu::SYSFS_ROOT)) {
+                v.extend(p.events.iter().map(|e| format!("{}/{}/", p.name, e.name)));
+            }
+            v
+        }
+        Class::Tracepoint => pmc_linux::tracefs::Tracefs::locate()
+            .and_then(|t| t.list())
+            .map_err(super::from_linux)?
+            .into_iter()
+            .map(|(s, e)| format!("{s}:{e}"))
+            .collect(),
+        Class::Breakpoint => vec!["mem:<addr>[/<1|2|4|8>][:r|w|rw|x]".into()],
+        Class::Uprobe => vec![
+            "uprobe:<absolute path>:<symbol>[+<offset>]".into(),
+            "uprobe:<absolute path>:<file offset>".into(),
+            "uretprobe:<absolute path>:<symbol>".into(),
+        ],
+        Class::Kprobe => vec![
+            "kprobe:<function>[+<offset>]".into(),
+            "kprobe:<address>".into(),
+            "kretprobe:<function>".into(),
+        ],
+        Class::Pmu(name) => {
+            let pmu =
+                pmc_linux::pmu::Pmu::find(std::path::Path::new(pmc_linux::pmu::SYSFS_ROOT), name)
+                    .map_err(super::from_linux)?;
+            pmu.events
+                .iter()
+                .map(|e| format!("{}/{}/", pmu.name, e.name))
+                .collect()
+        }
     })
 }

@@ -70,17 +70,50 @@ pub fn attrs_for(
     flags: crate::Flags,
     count: u64,
 ) -> Result<Vec<pmc_linux::attr::Attr>> {
+    Ok(plan(spec, mode, flags, count, &resolve::Sysfs::system())?
+        .into_iter()
+        .map(|(a, _)| a)
+        .collect())
+}
+
+/// Like [`attrs_for`], against another sysfs PMU tree and tracefs root
+/// (fixture trees of machines this one is not), with each attr's CPUs.
+pub fn attrs_for_sysfs(
+    spec: &str,
+    mode: crate::Mode,
+    flags: crate::Flags,
+    count: u64,
+    pmu_root: &std::path::Path,
+    tracefs_root: Option<&std::path::Path>,
+) -> Result<Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>> {
+    let sysfs = resolve::Sysfs {
+        pmu_root: pmu_root.to_path_buf(),
+        tracefs: tracefs_root.map(std::path::Path::to_path_buf),
+    };
+    plan(spec, mode, flags, count, &sysfs)
+}
+
+fn plan(
+    spec: &str,
+    mode: crate::Mode,
+    flags: crate::Flags,
+    count: u64,
+    sysfs: &resolve::Sysfs,
+) -> Result<Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>> {
     let parsed = crate::spec::parse(spec).map_err(|source| Error::InvalidSpec {
         spec: spec.to_string(),
         source,
     })?;
-    let event = resolve::resolve(&EventRequest {
-        spec: &parsed,
-        mode,
-        flags,
-        sample_period: count,
-    })?;
-    Ok(event.attrs)
+    let event = resolve::resolve_in(
+        &EventRequest {
+            spec: &parsed,
+            mode,
+            flags,
+            sample_period: count,
+        },
+        sysfs,
+    )?;
+    Ok(event.attrs.into_iter().zip(event.cpus).collect())
 }
 
 /// Converts a binding error into the portable error, choosing the libpmc

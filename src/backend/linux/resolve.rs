@@ -1,6 +1,10 @@
 //! Event specifier → `perf_event_attr`.
 
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+
 use pmc_linux::attr::{self as la, Attr, EventConfig, ReadFormat};
+use pmc_linux::pmu::{self as lpmu, Pmu};
 
 use super::counters::{CpuCounters, ProcessCounters};
 use crate::backend::{Counters, EventRequest, PreparedEvent};
@@ -11,6 +15,10 @@ use crate::{Capabilities, Class, Error, Flags, Result};
 #[derive(Debug)]
 pub(super) struct LinuxEvent {
     pub(super) attrs: Vec<Attr>,
+    /// For each attr, the CPUs its PMU counts on (`None`: any CPU).
+    pub(super) cpus: Vec<Option<Vec<u32>>>,
+    /// The string `config1` points to (uprobe path, kprobe function).
+    pub(super) string: Option<CString>,
     pub(super) class: Class,
     pub(super) caps: Capabilities,
     pub(super) description: String,
@@ -169,36 +177,331 @@ fn encoding_qualifiers(q: &Qualifiers) -> Vec<&'static str> {
     v
 }
 
-fn reject_encoding_qualifiers(spec: &EventSpec, what: &str) -> Result<()> {
+fn encoding_qualifier_error(spec: &EventSpec, what: &str) -> Error {
     let q = encoding_qualifiers(&spec.qualifiers);
-    if q.is_empty() {
-        return Ok(());
-    }
-    Err(Error::NotSupported {
+    Error::NotSupported {
         what: format!("qualifier(s) {} on {what}", q.join(", ")),
         why: "they change the hardware event encoding, which generic events do not expose; \
               use the raw or PMU form, e.g. `cpu/event=0xc0,umask=0x0,cmask=1/` or `r…`"
             .into(),
+    }
+}
+
+fn reject_encoding_qualifiers(spec: &EventSpec, what: &str) -> Result<()> {
+    if encoding_qualifiers(&spec.qualifiers).is_empty() {
+        Ok(())
+    } else {
+        Err(encoding_qualifier_error(spec, what))
+    }
+}
+
+/// Where the resolver looks for PMUs and tracepoints.
+#[derive(Clone, Debug)]
+pub(super) struct Sysfs {
+    pub(super) pmu_root: PathBuf,
+    /// `None`: locate tracefs on this machine.
+    pub(super) tracefs: Option<PathBuf>,
+}
+
+impl Sysfs {
+    pub(super) fn system() -> Sysfs {
+        Sysfs {
+            pmu_root: PathBuf::from(lpmu::SYSFS_ROOT),
+            tracefs: None,
+        }
+    }
+}
+
+/// One attr to open and the CPUs it may count on.
+type Planned = (Attr, Option<Vec<u32>>);
+
+/// The generic-event attrs for the core PMU(s): one per core PMU with the
+/// extended type on hybrid machines (each counting on its own CPUs), a
+/// plain one elsewhere.
+fn core_attrs(sysfs: &Sysfs, make: impl Fn(Option<u32>) -> EventConfig) -> Vec<Planned> {
+    let cores = lpmu::core_pmus(&sysfs.pmu_root);
+    if cores.len() > 1 {
+        cores
+            .into_iter()
+            .map(|p| (Attr::new(make(Some(p.type_id))), p.cpus))
+            .collect()
+    } else {
+        vec![(Attr::new(make(None)), None)]
+    }
+}
+
+fn not_supported(e: pmc_linux::Error) -> Error {
+    super::from_linux(e)
+}
+
+/// The FreeBSD qualifiers that set format fields, as PMU terms.
+fn qualifier_terms(q: &Qualifiers) -> Vec<lpmu::Term> {
+    use lpmu::{Term, TermValue as V};
+    let mut t = Vec::new();
+    if q.edge {
+        t.push(Term::new("edge", V::Flag));
+    }
+    if q.inv {
+        t.push(Term::new("inv", V::Flag));
+    }
+    if let Some(c) = q.cmask {
+        t.push(Term::new("cmask", V::Number(u64::from(c))));
+    }
+    if let Some(u) = q.umask {
+        t.push(Term::new("umask", V::Number(u64::from(u))));
+    }
+    if let Some(th) = q.threshold {
+        t.push(Term::new("threshold", V::Number(u64::from(th))));
+    }
+    if q.anythread {
+        t.push(Term::new("any", V::Flag));
+    }
+    t
+}
+
+/// Checks that `pmu` has a format field for every qualifier term.
+fn check_qualifier_fields(pmu: &Pmu, terms: &[lpmu::Term]) -> Result<()> {
+    for t in terms {
+        if pmu.format(&t.name).is_none() {
+            let fields: Vec<&str> = pmu.formats.iter().map(|f| f.name.as_str()).collect();
+            return Err(Error::NotSupported {
+                what: format!("qualifier `{}` on PMU {}", t.name, pmu.name),
+                why: format!(
+                    "the PMU has no `{}` format field (it has: {})",
+                    t.name,
+                    fields.join(", ")
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn spec_terms(terms: &[spec::Term]) -> Vec<lpmu::Term> {
+    terms
+        .iter()
+        .map(|t| {
+            lpmu::Term::new(
+                t.name.clone(),
+                match &t.value {
+                    spec::TermValue::Flag => lpmu::TermValue::Flag,
+                    spec::TermValue::Number(n) => lpmu::TermValue::Number(*n),
+                    spec::TermValue::Str(s) => lpmu::TermValue::Str(s.clone()),
+                },
+            )
+        })
+        .collect()
+}
+
+/// A `pmu/terms/` event (and named aliases resolved to one).
+fn pmu_event(
+    sysfs: &Sysfs,
+    request: &EventRequest<'_>,
+    pmu: &str,
+    terms: &[lpmu::Term],
+) -> Result<(Vec<Planned>, Class, Capabilities, String)> {
+    let pmu = Pmu::find(&sysfs.pmu_root, pmu).map_err(not_supported)?;
+    let q = qualifier_terms(&request.spec.qualifiers);
+    check_qualifier_fields(&pmu, &q)?;
+    let mut all = terms.to_vec();
+    all.extend(q);
+    let enc = pmu.encode(&all).map_err(not_supported)?;
+    if request.mode.is_process() && !pmu.is_core() && pmu.cpus.is_some() {
+        return Err(Error::NotSupported {
+            what: format!("process mode on PMU {}", pmu.name),
+            why: format!(
+                "{} is an uncore/system PMU (it counts on CPUs {:?}); allocate it in SC or SS \
+                 mode on one of those CPUs",
+                pmu.name,
+                pmu.cpus.clone().unwrap_or_default()
+            ),
+        });
+    }
+    let config = EventConfig::Dynamic {
+        pmu_type: pmu.type_id,
+        config: enc.config[0],
+        config1: enc.config[1],
+        config2: enc.config[2],
+        config3: enc.config[3],
+    };
+    let caps = if pmu
+        .formats
+        .iter()
+        .any(|f| f.name == "edge" || f.name == "cmask")
+    {
+        raw_caps()
+    } else {
+        software_caps()
+    };
+    let described: Vec<String> = terms
+        .iter()
+        .map(|t| match &t.value {
+            lpmu::TermValue::Flag => t.name.clone(),
+            lpmu::TermValue::Number(n) => format!("{}={n:#x}", t.name),
+            lpmu::TermValue::Str(s) => format!("{}={s}", t.name),
+        })
+        .collect();
+    Ok((
+        vec![(Attr::new(config), pmu.cpus.clone())],
+        Class::Pmu(pmu.name.clone()),
+        caps,
+        format!("{}/{}/", pmu.name, described.join(",")),
+    ))
+}
+
+/// A name the parser did not know: a sysfs event alias of some PMU (core
+/// PMUs first), else an error listing the closest known names.
+fn named_event(
+    sysfs: &Sysfs,
+    request: &EventRequest<'_>,
+    name: &str,
+) -> Result<(Vec<Planned>, Class, Capabilities, String)> {
+    let pmus = Pmu::all(&sysfs.pmu_root);
+    let lower = name.to_ascii_lowercase();
+    let mut owners: Vec<&Pmu> = pmus
+        .iter()
+        .filter(|p| p.events.iter().any(|e| e.name.eq_ignore_ascii_case(&lower)))
+        .collect();
+    owners.sort_by_key(|p| !p.is_core());
+    if let Some(first) = owners.first() {
+        let alias = first
+            .events
+            .iter()
+            .find(|e| e.name.eq_ignore_ascii_case(&lower))
+            .map(|e| e.name.clone())
+            .unwrap_or_default();
+        let term = [lpmu::Term::new(alias, lpmu::TermValue::Flag)];
+        if first.is_core() && owners.iter().filter(|p| p.is_core()).count() > 1 {
+            // Hybrid: the alias on every core PMU that has it.
+            let mut planned = Vec::new();
+            let mut last = None;
+            for p in owners.iter().filter(|p| p.is_core()) {
+                let (mut a, class, caps, desc) = pmu_event(sysfs, request, &p.name, &term)?;
+                planned.append(&mut a);
+                last = Some((class, caps, desc));
+            }
+            let (class, caps, desc) = last.expect("at least two core PMUs");
+            return Ok((planned, class, caps, desc));
+        }
+        return pmu_event(sysfs, request, &first.name.clone(), &term);
+    }
+    let mut known: Vec<String> = crate::spec::generic_names()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    for p in &pmus {
+        known.extend(p.events.iter().map(|e| e.name.clone()));
+    }
+    let near = lpmu::closest(&lower, known.iter().map(String::as_str), 5);
+    Err(Error::NotSupported {
+        what: format!("event `{name}`"),
+        why: format!(
+            "it is not a generic name nor an event alias of any PMU in {}{}; native \
+             names of CPUs without sysfs aliases need the PMU form `cpu/event=0x..,umask=0x../`",
+            sysfs.pmu_root.display(),
+            if near.is_empty() {
+                String::new()
+            } else {
+                format!(" (closest: {})", near.join(", "))
+            }
+        ),
     })
 }
 
-/// The generic-event configs for the core PMU(s).
-fn core_configs(make: impl Fn(Option<u32>) -> EventConfig) -> Vec<EventConfig> {
-    vec![make(None)]
+fn tracepoint_event(
+    sysfs: &Sysfs,
+    subsystem: &str,
+    event: &str,
+) -> Result<(Vec<Planned>, Class, Capabilities, String)> {
+    let tracefs = match &sysfs.tracefs {
+        Some(root) => pmc_linux::tracefs::Tracefs::at(root.clone()),
+        None => pmc_linux::tracefs::Tracefs::locate().map_err(not_supported)?,
+    };
+    let id = tracefs
+        .tracepoint_id(subsystem, event)
+        .map_err(|e| match e {
+            pmc_linux::Error::File { why, .. } if why.starts_with("no tracepoint") => {
+                Error::NotSupported {
+                    what: format!("tracepoint {subsystem}:{event}"),
+                    why,
+                }
+            }
+            other => not_supported(other),
+        })?;
+    Ok((
+        vec![(Attr::new(EventConfig::Tracepoint(id)), None)],
+        Class::Tracepoint,
+        software_caps(),
+        format!("{subsystem}:{event}"),
+    ))
+}
+
+fn probe_event(
+    sysfs: &Sysfs,
+    p: &spec::ProbeSpec,
+) -> Result<(Vec<Planned>, Class, Capabilities, String, CString)> {
+    use pmc_linux::probe::Probe;
+    use spec::ProbeKind as K;
+    let root = &sysfs.pmu_root;
+    let (probe, class, desc) = match p.kind {
+        K::Uprobe | K::Uretprobe => {
+            let path = Path::new(&p.path);
+            let offset = match &p.symbol {
+                Some(sym) => pmc_linux::probe::symbol_file_offset(path, sym)
+                    .map_err(not_supported)?
+                    .wrapping_add(p.offset),
+                None => p.offset,
+            };
+            let probe =
+                Probe::uprobe(root, path, offset, p.kind == K::Uretprobe).map_err(not_supported)?;
+            (
+                probe,
+                Class::Uprobe,
+                format!("uprobe:{}+{offset:#x}", p.path),
+            )
+        }
+        K::Kprobe | K::Kretprobe => {
+            let ret = p.kind == K::Kretprobe;
+            let probe = match &p.symbol {
+                Some(sym) => Probe::kprobe(root, sym, p.offset, ret),
+                None => Probe::kprobe_at(root, p.offset, ret),
+            }
+            .map_err(not_supported)?;
+            let desc = match &p.symbol {
+                Some(sym) => format!("kprobe:{sym}+{:#x}", p.offset),
+                None => format!("kprobe:{:#x}", p.offset),
+            };
+            (probe, Class::Kprobe, desc)
+        }
+    };
+    let string = probe.target().cloned().unwrap_or_default();
+    Ok((
+        vec![(*probe.attr(), None)],
+        class,
+        software_caps(),
+        desc,
+        string,
+    ))
 }
 
 /// Resolves a request into attrs, class and capabilities.
 pub(super) fn resolve(request: &EventRequest<'_>) -> Result<LinuxEvent> {
+    resolve_in(request, &Sysfs::system())
+}
+
+/// [`resolve`] against the given sysfs/tracefs roots.
+pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<LinuxEvent> {
     let spec = request.spec;
     let q = &spec.qualifiers;
-    let (configs, class, caps, description) = match &spec.event {
+    let mut string = None;
+    let (planned, class, caps, description) = match &spec.event {
         EventName::Hardware(h) => {
             reject_encoding_qualifiers(spec, "a generic hardware event")?;
             let Some(event) = hardware_event(*h) else {
                 return interrupts_event();
             };
             (
-                core_configs(|pmu| EventConfig::Hardware { event, pmu }),
+                core_attrs(sysfs, |pmu| EventConfig::Hardware { event, pmu }),
                 Class::Hardware,
                 hardware_caps(),
                 event.name().to_string(),
@@ -208,25 +511,40 @@ pub(super) fn resolve(request: &EventRequest<'_>) -> Result<LinuxEvent> {
             reject_encoding_qualifiers(spec, "a generic cache event")?;
             let event = cache_event(*c);
             (
-                core_configs(|pmu| EventConfig::Cache { event, pmu }),
+                core_attrs(sysfs, |pmu| EventConfig::Cache { event, pmu }),
                 Class::Cache,
                 hardware_caps(),
                 event.name(),
             )
         }
         EventName::Software(s) => {
+            reject_encoding_qualifiers(spec, "a software event")?;
             let event = software_event(*s);
             (
-                vec![EventConfig::Software(event)],
+                vec![(Attr::new(EventConfig::Software(event)), None)],
                 Class::Software,
                 software_caps(),
                 event.name().to_string(),
             )
         }
         EventName::Raw(config) => {
-            reject_encoding_qualifiers(spec, "a raw event without a core PMU format")?;
+            let q_terms = qualifier_terms(q);
+            let mut config = *config;
+            if !q_terms.is_empty() {
+                // FreeBSD qualifiers on a raw event go through the core
+                // PMU's format fields.
+                let cores = lpmu::core_pmus(&sysfs.pmu_root);
+                let [core] = cores.as_slice() else {
+                    return Err(encoding_qualifier_error(
+                        spec,
+                        "a raw event on a machine without a single core PMU format",
+                    ));
+                };
+                check_qualifier_fields(core, &q_terms)?;
+                config |= core.encode(&q_terms).map_err(not_supported)?.config[0];
+            }
             (
-                vec![EventConfig::Raw(*config)],
+                vec![(Attr::new(EventConfig::Raw(config)), None)],
                 Class::Raw,
                 raw_caps(),
                 format!("r{config:x}"),
@@ -247,25 +565,41 @@ pub(super) fn resolve(request: &EventRequest<'_>) -> Result<LinuxEvent> {
                 _ => 0,
             };
             (
-                vec![config],
+                vec![(Attr::new(config), None)],
                 Class::Breakpoint,
                 software_caps(),
                 format!("mem:{addr:#x}/{len}:{}", breakpoint_access_name(access)),
             )
         }
-        other => {
-            return Err(Error::NotSupported {
-                what: format!("{other:?}"),
-                why: "this event form is not wired into the Linux backend yet".into(),
-            });
+        EventName::Pmu { pmu, terms } => pmu_event(sysfs, request, pmu, &spec_terms(terms))?,
+        EventName::Named(name) => named_event(sysfs, request, name)?,
+        EventName::Tracepoint { subsystem, event } => {
+            reject_encoding_qualifiers(spec, "a tracepoint")?;
+            tracepoint_event(sysfs, subsystem, event)?
+        }
+        EventName::Probe(p) => {
+            reject_encoding_qualifiers(spec, "a probe")?;
+            let (planned, class, caps, desc, s) = probe_event(sysfs, p)?;
+            string = Some(s);
+            (planned, class, caps, desc)
         }
     };
-    let attrs = configs
-        .into_iter()
-        .map(|c| mode_attr(Attr::new(c), request))
-        .collect::<Result<Vec<_>>>()?;
+    if q.filter.is_some() && class != Class::Tracepoint {
+        return Err(Error::invalid(
+            "allocate",
+            format!("`filter=` applies to tracepoints only, not to {description}"),
+        ));
+    }
+    let mut attrs = Vec::with_capacity(planned.len());
+    let mut cpus = Vec::with_capacity(planned.len());
+    for (attr, c) in planned {
+        attrs.push(mode_attr(attr, request)?);
+        cpus.push(c);
+    }
     Ok(LinuxEvent {
         attrs,
+        cpus,
+        string,
         class,
         caps,
         description,

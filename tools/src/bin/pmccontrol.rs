@@ -70,11 +70,16 @@ fn main() -> ExitCode {
 
 fn list_events(json: bool) -> Result<(), ExitCode> {
     let info = pmc::cpuinfo().map_err(|e| fail(TOOL, &e))?;
-    let mut classes = Vec::new();
-    for c in &info.classes {
-        let names = pmc::event_names_of_class(&c.class).map_err(|e| fail(TOOL, &e))?;
-        classes.push((c.clone(), names));
-    }
+    // A class whose events cannot be listed (tracefs not mounted, …) says
+    // why instead of hiding the others.
+    let classes: Vec<_> = info
+        .classes
+        .iter()
+        .map(|c| {
+            let names = pmc::event_names_of_class(&c.class).map_err(|e| e.to_string());
+            (c.clone(), names)
+        })
+        .collect();
     if json {
         let v: Vec<_> = classes
             .iter()
@@ -84,7 +89,8 @@ fn list_events(json: bool) -> Result<(), ExitCode> {
                     "width": c.width,
                     "num": c.num,
                     "caps": format!("{:?}", c.caps),
-                    "events": names,
+                    "events": names.as_ref().ok(),
+                    "unavailable": names.as_ref().err(),
                 })
             })
             .collect();
@@ -100,8 +106,13 @@ fn list_events(json: bool) -> Result<(), ExitCode> {
     );
     for (c, names) in &classes {
         println!("{}", c.class.name().to_ascii_uppercase());
-        for n in names {
-            println!("\t{n}");
+        match names {
+            Ok(names) => {
+                for n in names {
+                    println!("\t{n}");
+                }
+            }
+            Err(why) => println!("\t# cannot list: {why}"),
         }
     }
     Ok(())
