@@ -1,0 +1,695 @@
+use proptest::prelude::*;
+
+use super::*;
+
+/// Builds a record: header + body (padded to 8 bytes as the kernel does).
+fn rec(record_type: u32, misc: u16, body: &[u8]) -> Vec<u8> {
+    let mut body = body.to_vec();
+    while body.len() % 8 != 0 {
+        body.push(0);
+    }
+    let size = (8 + body.len()) as u16;
+    let mut v = Vec::new();
+    v.extend_from_slice(&record_type.to_ne_bytes());
+    v.extend_from_slice(&misc.to_ne_bytes());
+    v.extend_from_slice(&size.to_ne_bytes());
+    v.extend_from_slice(&body);
+    v
+}
+
+#[derive(Default)]
+struct Body(Vec<u8>);
+
+impl Body {
+    fn u64(mut self, v: u64) -> Self {
+        self.0.extend_from_slice(&v.to_ne_bytes());
+        self
+    }
+    fn u32(mut self, v: u32) -> Self {
+        self.0.extend_from_slice(&v.to_ne_bytes());
+        self
+    }
+    fn u16(mut self, v: u16) -> Self {
+        self.0.extend_from_slice(&v.to_ne_bytes());
+        self
+    }
+    fn bytes(mut self, b: &[u8]) -> Self {
+        self.0.extend_from_slice(b);
+        self
+    }
+    fn str8(self, s: &str) -> Self {
+        let mut b = s.as_bytes().to_vec();
+        b.push(0);
+        while b.len() % 8 != 0 {
+            b.push(0);
+        }
+        self.bytes(&b)
+    }
+}
+
+fn tid_time_parser() -> RecordParser {
+    RecordParser {
+        sample_type: SampleType::TID | SampleType::TIME,
+        sample_id_all: true,
+        ..RecordParser::default()
+    }
+}
+
+fn trailer(b: Body) -> Body {
+    b.u32(11).u32(12).u64(999)
+}
+
+fn sid() -> SampleId {
+    SampleId {
+        pid: Some(11),
+        tid: Some(12),
+        time: Some(999),
+        ..SampleId::default()
+    }
+}
+
+#[test]
+fn every_non_sample_record_type_decodes() {
+    let p = tid_time_parser();
+    let cases: Vec<(Vec<u8>, Record<'static>)> = vec![
+        (
+            rec(
+                kind::MMAP,
+                misc::BIT13,
+                &trailer(
+                    Body::default()
+                        .u32(1)
+                        .u32(2)
+                        .u64(0x1000)
+                        .u64(0x2000)
+                        .u64(0)
+                        .str8("/lib/a.so"),
+                )
+                .0,
+            ),
+            Record::Mmap {
+                pid: 1,
+                tid: 2,
+                addr: 0x1000,
+                len: 0x2000,
+                pgoff: 0,
+                filename: b"/lib/a.so",
+                data: true,
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(kind::LOST, 0, &trailer(Body::default().u64(7).u64(42)).0),
+            Record::Lost {
+                id: 7,
+                lost: 42,
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::COMM,
+                misc::BIT13,
+                &trailer(Body::default().u32(5).u32(5).str8("true")).0,
+            ),
+            Record::Comm {
+                pid: 5,
+                tid: 5,
+                comm: b"true",
+                exec: true,
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::EXIT,
+                0,
+                &trailer(Body::default().u32(5).u32(1).u32(5).u32(1).u64(77)).0,
+            ),
+            Record::Exit {
+                pid: 5,
+                ppid: 1,
+                tid: 5,
+                ptid: 1,
+                time: 77,
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::FORK,
+                0,
+                &trailer(Body::default().u32(6).u32(5).u32(6).u32(5).u64(78)).0,
+            ),
+            Record::Fork {
+                pid: 6,
+                ppid: 5,
+                tid: 6,
+                ptid: 5,
+                time: 78,
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::THROTTLE,
+                0,
+                &trailer(Body::default().u64(1).u64(2).u64(3)).0,
+            ),
+            Record::Throttle {
+                time: 1,
+                id: 2,
+                stream_id: 3,
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::UNTHROTTLE,
+                0,
+                &trailer(Body::default().u64(1).u64(2).u64(3)).0,
+            ),
+            Record::Unthrottle {
+                time: 1,
+                id: 2,
+                stream_id: 3,
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::AUX,
+                0,
+                &trailer(Body::default().u64(1).u64(2).u64(3)).0,
+            ),
+            Record::Aux {
+                aux_offset: 1,
+                aux_size: 2,
+                flags: 3,
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::ITRACE_START,
+                0,
+                &trailer(Body::default().u32(1).u32(2)).0,
+            ),
+            Record::ItraceStart {
+                pid: 1,
+                tid: 2,
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(kind::LOST_SAMPLES, 0, &trailer(Body::default().u64(9)).0),
+            Record::LostSamples {
+                lost: 9,
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::SWITCH,
+                misc::BIT13 | misc::BIT14,
+                &trailer(Body::default()).0,
+            ),
+            Record::Switch {
+                out: true,
+                preempt: true,
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::SWITCH_CPU_WIDE,
+                0,
+                &trailer(Body::default().u32(3).u32(4)).0,
+            ),
+            Record::SwitchCpuWide {
+                next_prev_pid: 3,
+                next_prev_tid: 4,
+                out: false,
+                preempt: false,
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::KSYMBOL,
+                0,
+                &trailer(
+                    Body::default()
+                        .u64(0xffff)
+                        .u32(16)
+                        .u16(1)
+                        .u16(0)
+                        .str8("bpf_prog"),
+                )
+                .0,
+            ),
+            Record::Ksymbol {
+                addr: 0xffff,
+                len: 16,
+                ksym_type: 1,
+                flags: 0,
+                name: b"bpf_prog",
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::BPF_EVENT,
+                0,
+                &trailer(
+                    Body::default()
+                        .u16(1)
+                        .u16(0)
+                        .u32(33)
+                        .bytes(&[1, 2, 3, 4, 5, 6, 7, 8]),
+                )
+                .0,
+            ),
+            Record::BpfEvent {
+                event_type: 1,
+                flags: 0,
+                id: 33,
+                tag: [1, 2, 3, 4, 5, 6, 7, 8],
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::CGROUP,
+                0,
+                &trailer(Body::default().u64(4).str8("/user.slice")).0,
+            ),
+            Record::Cgroup {
+                id: 4,
+                path: b"/user.slice",
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::TEXT_POKE,
+                0,
+                &trailer(Body::default().u64(0x10).u16(2).u16(2).bytes(&[1, 2, 3, 4])).0,
+            ),
+            Record::TextPoke {
+                addr: 0x10,
+                old_len: 2,
+                new_len: 2,
+                bytes: &[1, 2, 3, 4],
+                sample_id: sid(),
+            },
+        ),
+        (
+            rec(
+                kind::AUX_OUTPUT_HW_ID,
+                0,
+                &trailer(Body::default().u64(5)).0,
+            ),
+            Record::AuxOutputHwId {
+                hw_id: 5,
+                sample_id: sid(),
+            },
+        ),
+    ];
+    for (bytes, want) in &cases {
+        assert_eq!(&p.parse(bytes, 0).unwrap(), want);
+    }
+    // Records whose payload holds arrays.
+    let ns = rec(
+        kind::NAMESPACES,
+        0,
+        &trailer(
+            Body::default()
+                .u32(1)
+                .u32(1)
+                .u64(2)
+                .u64(10)
+                .u64(11)
+                .u64(20)
+                .u64(21),
+        )
+        .0,
+    );
+    match p.parse(&ns, 0).unwrap() {
+        Record::Namespaces { namespaces, .. } => {
+            assert_eq!(namespaces.to_vec(), vec![10, 11, 20, 21])
+        }
+        other => panic!("{other:?}"),
+    }
+    let inode = rec(
+        kind::MMAP2,
+        0,
+        &trailer(
+            Body::default()
+                .u32(1)
+                .u32(1)
+                .u64(0x400000)
+                .u64(0x1000)
+                .u64(0)
+                .u32(8)
+                .u32(1)
+                .u64(1234)
+                .u64(1)
+                .u32(5)
+                .u32(2)
+                .str8("/bin/x"),
+        )
+        .0,
+    );
+    match p.parse(&inode, 0).unwrap() {
+        Record::Mmap2 {
+            file:
+                FileId::Inode {
+                    maj: 8,
+                    min: 1,
+                    ino: 1234,
+                    ino_generation: 1,
+                },
+            prot: 5,
+            flags: 2,
+            filename,
+            ..
+        } => assert_eq!(filename, b"/bin/x"),
+        other => panic!("{other:?}"),
+    }
+    let mut id = [0u8; 20];
+    id[..4].copy_from_slice(&[0xde, 0xad, 0xbe, 0xef]);
+    let build = rec(
+        kind::MMAP2,
+        misc::BIT14,
+        &trailer(
+            Body::default()
+                .u32(1)
+                .u32(1)
+                .u64(0)
+                .u64(0)
+                .u64(0)
+                .bytes(&[4, 0, 0, 0])
+                .bytes(&id)
+                .u32(5)
+                .u32(2)
+                .str8("/bin/y"),
+        )
+        .0,
+    );
+    match p.parse(&build, 0).unwrap() {
+        Record::Mmap2 {
+            file: FileId::BuildId(b),
+            ..
+        } => assert_eq!(b, &[0xde, 0xad, 0xbe, 0xef]),
+        other => panic!("{other:?}"),
+    }
+    let unknown = rec(99, 3, &[1, 2, 3, 4, 5, 6, 7, 8]);
+    assert!(
+        matches!(p.parse(&unknown, 0).unwrap(), Record::Unknown { record_type: 99, misc: 3, body } if body.len() == 8)
+    );
+}
+
+#[test]
+fn read_records_honour_read_format() {
+    let group = RecordParser {
+        read_format: ReadFormat::GROUP | ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::ID,
+        ..RecordParser::default()
+    };
+    let bytes = rec(
+        kind::READ,
+        0,
+        &Body::default()
+            .u32(1)
+            .u32(2)
+            .u64(2)
+            .u64(100)
+            .u64(5)
+            .u64(50)
+            .u64(6)
+            .u64(60)
+            .0,
+    );
+    let Record::Read { values, .. } = group.parse(&bytes, 0).unwrap() else {
+        panic!()
+    };
+    assert_eq!(values.time_enabled, Some(100));
+    let v: Vec<_> = values.values().collect();
+    assert_eq!(
+        v,
+        vec![
+            ReadValue {
+                value: 5,
+                id: Some(50),
+                lost: None
+            },
+            ReadValue {
+                value: 6,
+                id: Some(60),
+                lost: None
+            }
+        ]
+    );
+    let single = RecordParser {
+        read_format: ReadFormat::TOTAL_TIME_ENABLED
+            | ReadFormat::TOTAL_TIME_RUNNING
+            | ReadFormat::ID
+            | ReadFormat::LOST,
+        ..RecordParser::default()
+    };
+    let bytes = rec(
+        kind::READ,
+        0,
+        &Body::default()
+            .u32(1)
+            .u32(2)
+            .u64(9)
+            .u64(100)
+            .u64(90)
+            .u64(3)
+            .u64(0)
+            .0,
+    );
+    let Record::Read { values, .. } = single.parse(&bytes, 0).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        (values.time_enabled, values.time_running),
+        (Some(100), Some(90))
+    );
+    assert_eq!(
+        values.values().collect::<Vec<_>>(),
+        vec![ReadValue {
+            value: 9,
+            id: Some(3),
+            lost: Some(0)
+        }]
+    );
+}
+
+#[test]
+fn samples_decode_every_field_in_abi_order() {
+    let p = RecordParser {
+        sample_type: SampleType::IDENTIFIER
+            | SampleType::IP
+            | SampleType::TID
+            | SampleType::TIME
+            | SampleType::ADDR
+            | SampleType::ID
+            | SampleType::STREAM_ID
+            | SampleType::CPU
+            | SampleType::PERIOD
+            | SampleType::READ
+            | SampleType::CALLCHAIN
+            | SampleType::RAW
+            | SampleType::BRANCH_STACK
+            | SampleType::REGS_USER
+            | SampleType::STACK_USER
+            | SampleType::WEIGHT_STRUCT
+            | SampleType::DATA_SRC
+            | SampleType::TRANSACTION
+            | SampleType::REGS_INTR
+            | SampleType::PHYS_ADDR
+            | SampleType::CGROUP
+            | SampleType::DATA_PAGE_SIZE
+            | SampleType::CODE_PAGE_SIZE
+            | SampleType::AUX,
+        read_format: ReadFormat::TOTAL_TIME_ENABLED,
+        regs_user: 2,
+        regs_intr: 1,
+        branch_hw_index: true,
+        ..RecordParser::default()
+    };
+    let body = Body::default()
+        .u64(1) // identifier
+        .u64(0x4000) // ip
+        .u32(10)
+        .u32(11) // pid tid
+        .u64(12) // time
+        .u64(13) // addr
+        .u64(14) // id
+        .u64(15) // stream_id
+        .u32(1)
+        .u32(0) // cpu res
+        .u64(16) // period
+        .u64(17)
+        .u64(18) // read: value, enabled
+        .u64(3)
+        .u64(context::USER)
+        .u64(0x4000)
+        .u64(0x5000) // callchain
+        .u32(4)
+        .bytes(&[9, 9, 9, 9]) // raw (size 4 + 4 bytes = 8)
+        .u64(1)
+        .u64(77)
+        .u64(0xa)
+        .u64(0xb)
+        .u64(0xc) // branch nr, hw_idx, entry
+        .u64(2)
+        .u64(100)
+        .u64(101) // regs_user abi 64, 2 regs
+        .u64(8)
+        .bytes(&[7; 8])
+        .u64(8) // stack_user
+        .u32(300)
+        .u16(2)
+        .u16(3) // weight struct
+        .u64(19) // data_src
+        .u64(20) // transaction
+        .u64(2)
+        .u64(200) // regs_intr
+        .u64(21) // phys_addr
+        .u64(22) // cgroup
+        .u64(4096) // data page size
+        .u64(8192) // code page size
+        .u64(8)
+        .bytes(&[5; 8]); // aux
+    let bytes = rec(kind::SAMPLE, misc::USER, &body.0);
+    let Record::Sample(s) = p.parse(&bytes, 0).unwrap() else {
+        panic!()
+    };
+    assert!(s.is_user());
+    assert_eq!(
+        (s.identifier, s.ip, s.pid, s.tid, s.time),
+        (Some(1), Some(0x4000), Some(10), Some(11), Some(12))
+    );
+    assert_eq!(
+        (s.addr, s.id, s.stream_id, s.cpu, s.period),
+        (Some(13), Some(14), Some(15), Some(1), Some(16))
+    );
+    let read = s.read.unwrap();
+    assert_eq!(
+        (read.time_enabled, read.values().next().unwrap().value),
+        (Some(18), 17)
+    );
+    assert_eq!(
+        s.callchain.unwrap().to_vec(),
+        vec![context::USER, 0x4000, 0x5000]
+    );
+    assert_eq!(s.raw, Some(&[9u8, 9, 9, 9][..]));
+    let b = s.branch_stack.unwrap();
+    assert_eq!(b.hw_index, Some(77));
+    assert_eq!(
+        b.entries().collect::<Vec<_>>(),
+        vec![Branch {
+            from: 0xa,
+            to: 0xb,
+            flags: 0xc
+        }]
+    );
+    assert_eq!(s.regs_user.unwrap().regs.to_vec(), vec![100, 101]);
+    assert_eq!(s.stack_user.unwrap().dyn_size, 8);
+    assert_eq!(
+        s.weight,
+        Some(Weight::Struct {
+            var1: 300,
+            var2: 2,
+            var3: 3
+        })
+    );
+    assert_eq!(
+        (s.data_src, s.transaction, s.phys_addr, s.cgroup),
+        (Some(19), Some(20), Some(21), Some(22))
+    );
+    assert_eq!(s.regs_intr.unwrap().regs.to_vec(), vec![200]);
+    assert_eq!(
+        (s.data_page_size, s.code_page_size),
+        (Some(4096), Some(8192))
+    );
+    assert_eq!(s.aux, Some(&[5u8; 8][..]));
+}
+
+#[test]
+fn truncated_and_corrupt_streams_are_errors_with_offsets() {
+    let p = tid_time_parser();
+    let good = rec(kind::LOST, 0, &trailer(Body::default().u64(1).u64(2)).0);
+    let mut stream = good.clone();
+    stream.extend_from_slice(&good[..12]);
+    let out: Vec<_> = p.records(&stream).collect();
+    assert_eq!(out.len(), 2);
+    assert!(out[0].is_ok());
+    let e = out[1].as_ref().unwrap_err().to_string();
+    assert!(e.contains(&format!("byte {}", good.len())), "{e}");
+    // A sample whose callchain claims more entries than the record holds.
+    let p = RecordParser {
+        sample_type: SampleType::CALLCHAIN,
+        ..RecordParser::default()
+    };
+    let bad = rec(kind::SAMPLE, 0, &Body::default().u64(1000).u64(1).0);
+    let e = p.parse(&bad, 64).unwrap_err().to_string();
+    assert!(e.contains("callchain") && e.contains("byte 64"), "{e}");
+}
+
+#[test]
+fn owned_records_outlive_their_buffer() {
+    let p = tid_time_parser();
+    let owned = {
+        let bytes = rec(kind::LOST_SAMPLES, 0, &trailer(Body::default().u64(3)).0);
+        OwnedRecord::new(&bytes)
+    };
+    assert_eq!(
+        owned.parse(&p).unwrap(),
+        Record::LostSamples {
+            lost: 3,
+            sample_id: sid()
+        }
+    );
+}
+
+fn any_parser() -> impl Strategy<Value = RecordParser> {
+    (
+        any::<u32>(),
+        any::<u8>(),
+        any::<bool>(),
+        0u32..4,
+        0u32..4,
+        any::<bool>(),
+    )
+        .prop_map(|(st, rf, all, ru, ri, hw)| RecordParser {
+            sample_type: SampleType::from_bits_truncate(u64::from(st)),
+            read_format: ReadFormat::from_bits_truncate(u64::from(rf)),
+            sample_id_all: all,
+            regs_user: ru,
+            regs_intr: ri,
+            branch_hw_index: hw,
+        })
+}
+
+proptest! {
+    #[test]
+    fn random_streams_never_panic(p in any_parser(), bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
+        for r in p.records(&bytes) {
+            let _ = r;
+        }
+    }
+
+    #[test]
+    fn random_bodies_with_valid_headers_never_panic(
+        p in any_parser(),
+        t in 0u32..25,
+        body in proptest::collection::vec(any::<u8>(), 0..256),
+    ) {
+        let bytes = rec(t, 0, &body);
+        let _ = p.parse(&bytes, 0);
+    }
+}
