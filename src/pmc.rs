@@ -156,17 +156,18 @@ impl Pmc {
                 why: format!("it is not online (online: {:?})", backend.online_cpus()),
             });
         }
+        let id = PmcId(NEXT_ID.fetch_add(1, Ordering::Relaxed));
         let event = backend.prepare(&EventRequest {
             spec: &spec,
             mode,
             flags,
             sample_period: reload_count,
+            pmcid: id.0,
         })?;
         let system = match cpu {
             Cpu::Id(n) => Some(event.open_cpu(n)?),
             Cpu::Any => None,
         };
-        let id = PmcId(NEXT_ID.fetch_add(1, Ordering::Relaxed));
         let owner = backend.caller_pid();
         let mut pmc = Pmc {
             id,
@@ -191,6 +192,14 @@ impl Pmc {
             reload_count,
         };
         pmc.publish();
+        if crate::log::sink::is_configured() {
+            let _ = crate::log::sink::write(&crate::log::LogRecord::PmcAllocateDyn {
+                pmcid: id.0,
+                event: 0,
+                flags: flags.bits(),
+                name: pmc.spec.text.clone(),
+            });
+        }
         Ok(pmc)
     }
 
@@ -319,6 +328,16 @@ impl Pmc {
             .event
             .open_process(pid, self.flags.contains(Flags::DESCENDANTS))?;
         self.targets.push(Target { pid, counters });
+        if crate::log::sink::is_configured() {
+            let path = std::fs::read_link(format!("/proc/{pid}/exe"))
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            let _ = crate::log::sink::write(&crate::log::LogRecord::PmcAttach {
+                pmcid: self.id.0,
+                pid,
+                path,
+            });
+        }
         if pid == self.owner {
             self.attached_to_owner = true;
         }
@@ -354,6 +373,12 @@ impl Pmc {
         }
         let value = target.counters.read()?;
         self.detached.accumulate(value);
+        if crate::log::sink::is_configured() {
+            let _ = crate::log::sink::write(&crate::log::LogRecord::PmcDetach {
+                pmcid: self.id.0,
+                pid,
+            });
+        }
         self.publish();
         Ok(())
     }
@@ -375,6 +400,7 @@ impl Pmc {
                 pid: 0,
             });
         }
+        self.require_log_if_needed()?;
         for t in &mut self.targets {
             t.counters.set_period(self.reload_count)?;
             t.counters.enable()?;
@@ -460,6 +486,30 @@ impl Pmc {
             self.read_live()
         } else {
             Ok(self.saved)
+        }
+    }
+
+    /// hwpmc's rule: a system sampling PMC, a process sampling PMC
+    /// attached to another process, and the `LOG_PROC*` flags need a log.
+    fn require_log_if_needed(&self) -> Result<()> {
+        if crate::log::sink::is_configured() {
+            return Ok(());
+        }
+        let why = if self.mode == Mode::SS {
+            Some("a system sampling PMC writes its samples to the log".to_string())
+        } else if self.mode == Mode::TS && self.targets.iter().any(|t| t.pid != self.owner) {
+            Some("a process sampling PMC attached to another process logs its samples".into())
+        } else if self
+            .flags
+            .intersects(Flags::LOG_PROCEXIT | Flags::LOG_PROCCSW)
+        {
+            Some(format!("{:?} writes process events to the log", self.flags))
+        } else {
+            None
+        };
+        match why {
+            Some(why) => Err(Error::LogRequired { op: "start", why }),
+            None => Ok(()),
         }
     }
 

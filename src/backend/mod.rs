@@ -31,9 +31,24 @@ cfg_if::cfg_if! {
         fn make_default() -> Arc<dyn Backend> {
             Arc::new(linux::LinuxBackend::new())
         }
+        /// CLOCK_MONOTONIC in nanoseconds (the log's clock).
+        pub(crate) fn monotonic_ns() -> u64 {
+            pmc_linux::system::monotonic_ns()
+        }
+        /// Moves the samples the PMCs produced into the log.
+        pub(crate) fn drain_samples() {
+            linux::sampling::drain_all();
+        }
     } else {
         fn make_default() -> Arc<dyn Backend> {
             Arc::new(unsupported::UnsupportedBackend)
+        }
+        /// No backend here produces samples.
+        pub(crate) fn drain_samples() {}
+        /// Nanoseconds since the first call (no platform clock here).
+        pub(crate) fn monotonic_ns() -> u64 {
+            static START: OnceLock<std::time::Instant> = OnceLock::new();
+            START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
         }
     }
 }
@@ -55,6 +70,8 @@ pub struct EventRequest<'a> {
     pub flags: Flags,
     /// For sampling modes, the reload count (sample period).
     pub sample_period: u64,
+    /// The PMC's id (written in its log records).
+    pub pmcid: u32,
 }
 
 /// One counter's value as a backend reads it.

@@ -7,6 +7,7 @@ mod counting;
 mod events;
 mod harness;
 mod probe;
+mod sampling;
 mod workloads;
 
 fn main() {
@@ -21,5 +22,6 @@ fn main() {
     tests.extend(events::tests());
     tests.extend(events::tracepoint_and_probe_tests());
     tests.extend(probe::tests());
+    tests.extend(sampling::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }

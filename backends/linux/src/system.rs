@@ -48,6 +48,11 @@ pub fn nmi_watchdog() -> Option<i32> {
     read_sysctl("nmi_watchdog")
 }
 
+/// CLOCK_MONOTONIC now, in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    sys::monotonic_ns()
+}
+
 /// The kernel release (`uname -r`).
 pub fn kernel_release() -> String {
     fs::read_to_string("/proc/sys/kernel/osrelease")

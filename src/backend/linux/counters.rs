@@ -10,8 +10,13 @@ use pmc_linux::attr::{Attr, AttrBit};
 use pmc_linux::event::{Event, OpenFlags, Target};
 use pmc_linux::system;
 
+use std::sync::{Arc, Mutex};
+
+use pmc_linux::ring::RingBuffer;
+
 use super::from_linux;
 use super::resolve::LinuxEvent;
+use super::sampling::{self, RingSet};
 use crate::backend::{CounterValue, Counters};
 use crate::{Error, Result};
 
@@ -28,17 +33,30 @@ fn open_one(attr: &Attr, target: Target, event: &LinuxEvent) -> Result<Event> {
     Ok(event)
 }
 
+/// Sums the events of a target. An event that never ran contributes
+/// nothing (a thread's per-CPU event on a CPU it never used); the sum is
+/// "never counted" only when no event ran although time was enabled.
 #[inline]
 fn read_events(events: &[Event]) -> Result<CounterValue> {
     let mut sum = CounterValue::ZERO;
+    let mut any_ran = false;
     for e in events {
         let c = e.read_timed().map_err(from_linux)?;
+        let scaled = if c.time_running == 0 {
+            Some(0)
+        } else {
+            any_ran = true;
+            c.scaled()
+        };
         sum.accumulate(CounterValue {
             raw: c.value,
             time_enabled: c.time_enabled,
             time_running: c.time_running,
-            scaled: c.scaled(),
+            scaled,
         });
+    }
+    if !any_ran && sum.time_enabled > 0 {
+        sum.scaled = None;
     }
     Ok(sum)
 }
@@ -50,7 +68,47 @@ fn for_each(events: &[Event], f: impl Fn(&Event) -> pmc_linux::error::Result<()>
 /// The counters of a process tree.
 #[derive(Debug)]
 pub(super) struct ProcessCounters {
-    events: Vec<Event>,
+    /// Shared with the ring set, which reads the final value when the
+    /// target exits (LOG_PROCEXIT).
+    events: Arc<Vec<Event>>,
+    /// Logging targets: the per-CPU rings (drained at stop and drop).
+    rings: Option<Arc<Mutex<RingSet>>>,
+}
+
+/// Maps one ring per CPU and routes the other events of that CPU into it;
+/// `events` are (cpu, event) pairs. Falls back to smaller rings when the
+/// mlock limit refuses the default size.
+fn map_rings(
+    event: &LinuxEvent,
+    cpus: &[i32],
+    events: &[Event],
+    root: Option<(u32, Arc<Vec<Event>>)>,
+) -> Result<Option<Arc<Mutex<RingSet>>>> {
+    let Some(plan) = &event.log else {
+        return Ok(None);
+    };
+    let mut rings = Vec::new();
+    let mut owner_of_cpu: Vec<(i32, usize)> = Vec::new();
+    for (i, (cpu, ev)) in cpus.iter().zip(events).enumerate() {
+        if let Some((_, owner)) = owner_of_cpu.iter().find(|(c, _)| c == cpu) {
+            ev.set_output(Some(&events[*owner])).map_err(from_linux)?;
+            continue;
+        }
+        let mut pages = plan.pages;
+        let ring = loop {
+            match RingBuffer::new(ev, pages) {
+                Ok(r) => break r,
+                Err(e) if pages > 1 && matches!(e.errno(), libc::EPERM | libc::ENOMEM) => {
+                    pages /= 2
+                }
+                Err(e) => return Err(from_linux(e)),
+            }
+        };
+        rings.push(ring);
+        owner_of_cpu.push((*cpu, i));
+    }
+    let attr = event.attrs.first().copied().unwrap_or_default();
+    Ok(Some(RingSet::new(plan.clone(), &attr, rings, root)))
 }
 
 impl ProcessCounters {
@@ -60,7 +118,17 @@ impl ProcessCounters {
         if descendants {
             processes.extend(system::descendants_of(root));
         }
-        let mut events = Vec::new();
+        // Logging events are mapped, and perf maps inherited per-task
+        // events only per CPU: one per (thread, CPU) then.
+        let cpus: Vec<i32> = if event.log.is_some() {
+            system::online_cpus()
+                .into_iter()
+                .map(|c| c as i32)
+                .collect()
+        } else {
+            vec![-1]
+        };
+        let mut events: Vec<(i32, Event)> = Vec::new();
         for p in processes {
             let tids = match system::threads_of(p) {
                 Ok(t) => t,
@@ -70,11 +138,14 @@ impl ProcessCounters {
             };
             for tid in tids {
                 for attr in &event.attrs {
-                    match open_with_fallback(attr, Target::task(tid), event) {
-                        Ok(e) => events.push(e),
-                        // The thread exited between listing and opening.
-                        Err(e) if e.os_errno() == Some(libc::ESRCH) && tid != p => continue,
-                        Err(e) => return Err(e),
+                    for &cpu in &cpus {
+                        let target = Target { pid: tid, cpu };
+                        match open_with_fallback(attr, target, event) {
+                            Ok(e) => events.push((cpu, e)),
+                            // The thread exited between listing and opening.
+                            Err(e) if e.os_errno() == Some(libc::ESRCH) && tid != p => break,
+                            Err(e) => return Err(e),
+                        }
                     }
                 }
             }
@@ -82,7 +153,27 @@ impl ProcessCounters {
         if events.is_empty() {
             return Err(Error::NoSuchProcess { op: "attach", pid });
         }
-        Ok(ProcessCounters { events })
+        let (cpus, events): (Vec<i32>, Vec<Event>) = events.into_iter().unzip();
+        let events = Arc::new(events);
+        let rings = map_rings(event, &cpus, &events, Some((pid, events.clone())))?;
+        Ok(ProcessCounters { events, rings })
+    }
+}
+
+impl Drop for ProcessCounters {
+    fn drop(&mut self) {
+        // Whatever the rings still hold goes to the log before they unmap.
+        if let Some(r) = &self.rings {
+            sampling::drain_set(r);
+        }
+    }
+}
+
+impl Drop for CpuCounters {
+    fn drop(&mut self) {
+        if let Some(r) = &self.rings {
+            sampling::drain_set(r);
+        }
     }
 }
 
@@ -103,7 +194,11 @@ impl Counters for ProcessCounters {
     }
 
     fn disable(&mut self) -> Result<()> {
-        for_each(&self.events, Event::disable)
+        for_each(&self.events, Event::disable)?;
+        if let Some(r) = &self.rings {
+            sampling::drain_set(r);
+        }
+        Ok(())
     }
 
     fn read(&mut self) -> Result<CounterValue> {
@@ -147,6 +242,7 @@ impl Counters for ProcessCounters {
 #[derive(Debug)]
 pub(super) struct CpuCounters {
     events: Vec<Event>,
+    rings: Option<Arc<Mutex<RingSet>>>,
 }
 
 impl CpuCounters {
@@ -167,7 +263,9 @@ impl CpuCounters {
                 why: format!("its PMU counts only on CPUs {cpus:?}; choose one of them"),
             });
         }
-        Ok(CpuCounters { events })
+        let cpus = vec![cpu as i32; events.len()];
+        let rings = map_rings(event, &cpus, &events, None)?;
+        Ok(CpuCounters { events, rings })
     }
 }
 
@@ -177,7 +275,11 @@ impl Counters for CpuCounters {
     }
 
     fn disable(&mut self) -> Result<()> {
-        for_each(&self.events, Event::disable)
+        for_each(&self.events, Event::disable)?;
+        if let Some(r) = &self.rings {
+            sampling::drain_set(r);
+        }
+        Ok(())
     }
 
     fn read(&mut self) -> Result<CounterValue> {

@@ -10,6 +10,7 @@
 mod counters;
 mod machine;
 mod resolve;
+pub(crate) mod sampling;
 
 use pmc_linux::system;
 
@@ -110,6 +111,7 @@ fn plan(
             mode,
             flags,
             sample_period: count,
+            pmcid: 0,
         },
         sysfs,
     )?;

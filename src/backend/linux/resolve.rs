@@ -19,6 +19,8 @@ pub(super) struct LinuxEvent {
     pub(super) cpus: Vec<Option<Vec<u32>>>,
     /// The string `config1` points to (uprobe path, kprobe function).
     pub(super) string: Option<CString>,
+    /// Sampling or `LOG_PROC*`: rings and what to log.
+    pub(super) log: Option<super::sampling::LogPlan>,
     pub(super) class: Class,
     pub(super) caps: Capabilities,
     pub(super) description: String,
@@ -590,15 +592,37 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
             format!("`filter=` applies to tracepoints only, not to {description}"),
         ));
     }
+    if request.flags.contains(Flags::LOG_PROCCSW) {
+        return Err(Error::NotSupported {
+            what: "LOG_PROCCSW".into(),
+            why: "per-context-switch values are not produced on Linux yet; LOG_PROCEXIT and \
+                  sampling logs are"
+                .into(),
+        });
+    }
+    let sampling = request.mode.is_sampling();
+    let log = (sampling || request.flags.contains(Flags::LOG_PROCEXIT)).then(|| {
+        super::sampling::LogPlan {
+            pmcid: request.pmcid,
+            flags: request.flags,
+            sampling,
+            pages: crate::log::sink::buffer_pages(),
+        }
+    });
     let mut attrs = Vec::with_capacity(planned.len());
     let mut cpus = Vec::with_capacity(planned.len());
     for (attr, c) in planned {
-        attrs.push(mode_attr(attr, request)?);
+        let mut a = mode_attr(attr, request)?;
+        if log.is_some() {
+            a = super::sampling::logging_attr(a, request.flags, sampling);
+        }
+        attrs.push(a);
         cpus.push(c);
     }
     Ok(LinuxEvent {
         attrs,
         cpus,
+        log,
         string,
         class,
         caps,

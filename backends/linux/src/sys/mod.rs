@@ -275,3 +275,18 @@ pub(crate) fn page_size() -> usize {
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if n <= 0 { 4096 } else { n as usize }
 }
+
+/// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds (the clock perf stamps
+/// records with when `use_clockid` selects it).
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the kernel to fill.
+    let ret = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if ret != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).wrapping_mul(1_000_000_000) + ts.tv_nsec as u64
+}
