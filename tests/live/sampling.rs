@@ -322,7 +322,7 @@ fn write_tracepoint_samples_decode_count() -> TestResult {
     let mut counts = Vec::new();
     while let Some(bytes) = ring.next_record() {
         if let Ok(Record::Sample(s)) = parser.parse(bytes, 0) {
-            let raw = s.raw.ok_or("no raw data")?;
+            let raw = s.raw().ok_or("no raw data")?;
             match format.decode(raw, "count") {
                 Some(FieldValue::Unsigned(n)) => counts.push(n),
                 other => return Err(format!("count decoded as {other:?}").into()),

@@ -13,6 +13,10 @@ pub struct BenchArgs {
     pub criterion: bool,
 }
 
+fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "MISSED" }
+}
+
 /// The target for a subject, if it has one, and what it stands for.
 fn target(subject: &str) -> (Option<f64>, &'static str) {
     match subject {
@@ -81,6 +85,53 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                 None => "(peer)",
             }
         );
+    }
+    // Record decoding and sampling overhead (issue targets: ≥ 50 M samples/s
+    // and ≥ 2× perf-event-data; 0 lost and a slowdown no worse than perf's).
+    for (pkg, bench) in [("pmc-linux", "decode"), ("pmc", "sampling_overhead")] {
+        let out = Command::new(&cargo)
+            .args(["bench", "-q", "-p", pkg, "--bench", bench])
+            .stderr(std::process::Stdio::inherit())
+            .output();
+        let Ok(out) = out.map_err(|e| eprintln!("xtask bench: {bench}: {e}")) else {
+            return ExitCode::FAILURE;
+        };
+        if !out.status.success() {
+            eprintln!("xtask bench: {bench} failed ({})", out.status);
+            return ExitCode::FAILURE;
+        }
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            match v["subject"].as_str() {
+                Some("decode") => {
+                    let ours = v["ours_per_s"].as_f64().unwrap_or(0.0);
+                    let ratio = v["ratio"].as_f64().unwrap_or(0.0);
+                    println!(
+                        "\nrecord decode: {:.1} M samples/s, {:.2}x perf-event-data ({:.1} M/s)                          [targets: 50 M/s {}, 2x {}]",
+                        ours / 1e6,
+                        ratio,
+                        v["peer_per_s"].as_f64().unwrap_or(0.0) / 1e6,
+                        verdict(ours >= 50e6),
+                        verdict(ratio >= 2.0)
+                    );
+                }
+                Some("sampling") => {
+                    let ours = v["pmc_slowdown"].as_f64().unwrap_or(f64::NAN);
+                    let perf = v["perf_slowdown"].as_f64();
+                    let lost = v["lost"].as_u64().unwrap_or(u64::MAX);
+                    println!(
+                        "sampling at 10 kHz with callchains: workload slowdown {ours:.3}x with pmc, {}                          with perf record -g; {} samples, {lost} lost [targets: lost 0 {}, slowdown <= perf's {}]",
+                        perf.map_or("n/a".into(), |p| format!("{p:.3}x")),
+                        v["samples"],
+                        verdict(lost == 0),
+                        perf.map_or("n/a", |p| verdict(ours <= p))
+                    );
+                }
+                _ => {}
+            }
+        }
     }
     if args.criterion {
         let status = Command::new(&cargo)

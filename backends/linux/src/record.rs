@@ -250,10 +250,11 @@ pub enum Weight {
     },
 }
 
-/// A `PERF_RECORD_SAMPLE`: every field the sample type asked for.
+/// Every field of a `PERF_RECORD_SAMPLE` the sample type asked for,
+/// decoded at once (see [`Sample::fields`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[allow(missing_docs)]
-pub struct Sample<'a> {
+pub struct SampleFields<'a> {
     /// The header's misc bits (CPU mode, exact IP).
     pub misc: u16,
     pub identifier: Option<u64>,
@@ -285,10 +286,211 @@ pub struct Sample<'a> {
     pub aux: Option<&'a [u8]>,
 }
 
-impl Sample<'_> {
+/// A `PERF_RECORD_SAMPLE`, decoded lazily: the fixed-size fields (ip,
+/// tid, time, …) are read at their precomputed offsets, the variable ones
+/// (callchain, raw, …) by walking the record. The bytes were checked when
+/// the record was parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample<'a> {
+    misc: u16,
+    body: &'a [u8],
+    offset: usize,
+    layout: Layout,
+    parser: RecordParser,
+}
+
+/// Offsets of the fixed-size sample fields (`u16::MAX`: absent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Layout {
+    identifier: u16,
+    ip: u16,
+    tid: u16,
+    time: u16,
+    addr: u16,
+    id: u16,
+    stream_id: u16,
+    cpu: u16,
+    period: u16,
+    /// Size of the fixed prefix.
+    fixed: u16,
+}
+
+const ABSENT: u16 = u16::MAX;
+
+impl Layout {
+    #[inline]
+    fn of(t: SampleType) -> Layout {
+        let mut at = 0u16;
+        let mut field = |flag: SampleType| {
+            if t.contains(flag) {
+                let o = at;
+                at += 8;
+                o
+            } else {
+                ABSENT
+            }
+        };
+        let identifier = field(SampleType::IDENTIFIER);
+        let ip = field(SampleType::IP);
+        let tid = field(SampleType::TID);
+        let time = field(SampleType::TIME);
+        let addr = field(SampleType::ADDR);
+        let id = field(SampleType::ID);
+        let stream_id = field(SampleType::STREAM_ID);
+        let cpu = field(SampleType::CPU);
+        let period = field(SampleType::PERIOD);
+        Layout {
+            identifier,
+            ip,
+            tid,
+            time,
+            addr,
+            id,
+            stream_id,
+            cpu,
+            period,
+            fixed: at,
+        }
+    }
+}
+
+/// The sample types whose fields come after the fixed prefix.
+const VARIABLE: SampleType = SampleType::READ
+    .union(SampleType::CALLCHAIN)
+    .union(SampleType::RAW)
+    .union(SampleType::BRANCH_STACK)
+    .union(SampleType::REGS_USER)
+    .union(SampleType::STACK_USER)
+    .union(SampleType::WEIGHT)
+    .union(SampleType::WEIGHT_STRUCT)
+    .union(SampleType::DATA_SRC)
+    .union(SampleType::TRANSACTION)
+    .union(SampleType::REGS_INTR)
+    .union(SampleType::PHYS_ADDR)
+    .union(SampleType::CGROUP)
+    .union(SampleType::DATA_PAGE_SIZE)
+    .union(SampleType::CODE_PAGE_SIZE)
+    .union(SampleType::AUX);
+
+impl<'a> Sample<'a> {
+    #[inline]
+    fn u64_at(&self, off: u16) -> Option<u64> {
+        if off == ABSENT {
+            return None;
+        }
+        let o = usize::from(off);
+        let b = self.body.get(o..o + 8)?;
+        Some(u64::from_ne_bytes([
+            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+        ]))
+    }
+
+    #[inline]
+    fn u32_at(&self, off: u16, second: bool) -> Option<u32> {
+        if off == ABSENT {
+            return None;
+        }
+        let o = usize::from(off) + if second { 4 } else { 0 };
+        let b = self.body.get(o..o + 4)?;
+        Some(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// The header's misc bits (CPU mode, exact IP).
+    pub fn misc(&self) -> u16 {
+        self.misc
+    }
+
     /// Whether the sample was taken in user mode.
     pub fn is_user(&self) -> bool {
         self.misc & misc::CPUMODE_MASK == misc::USER
+    }
+
+    /// `PERF_SAMPLE_IDENTIFIER`
+    #[inline]
+    pub fn identifier(&self) -> Option<u64> {
+        self.u64_at(self.layout.identifier)
+    }
+
+    /// `PERF_SAMPLE_IP`
+    #[inline]
+    pub fn ip(&self) -> Option<u64> {
+        self.u64_at(self.layout.ip)
+    }
+
+    /// `PERF_SAMPLE_TID`: the process id.
+    #[inline]
+    pub fn pid(&self) -> Option<u32> {
+        self.u32_at(self.layout.tid, false)
+    }
+
+    /// `PERF_SAMPLE_TID`: the thread id.
+    #[inline]
+    pub fn tid(&self) -> Option<u32> {
+        self.u32_at(self.layout.tid, true)
+    }
+
+    /// `PERF_SAMPLE_TIME`
+    #[inline]
+    pub fn time(&self) -> Option<u64> {
+        self.u64_at(self.layout.time)
+    }
+
+    /// `PERF_SAMPLE_ADDR`
+    #[inline]
+    pub fn addr(&self) -> Option<u64> {
+        self.u64_at(self.layout.addr)
+    }
+
+    /// `PERF_SAMPLE_ID`
+    #[inline]
+    pub fn id(&self) -> Option<u64> {
+        self.u64_at(self.layout.id)
+    }
+
+    /// `PERF_SAMPLE_STREAM_ID`
+    #[inline]
+    pub fn stream_id(&self) -> Option<u64> {
+        self.u64_at(self.layout.stream_id)
+    }
+
+    /// `PERF_SAMPLE_CPU`
+    #[inline]
+    pub fn cpu(&self) -> Option<u32> {
+        self.u32_at(self.layout.cpu, false)
+    }
+
+    /// `PERF_SAMPLE_PERIOD`
+    #[inline]
+    pub fn period(&self) -> Option<u64> {
+        self.u64_at(self.layout.period)
+    }
+
+    /// Every field, decoded (walks the variable part).
+    pub fn fields(&self) -> Result<SampleFields<'a>> {
+        let mut c = Cursor {
+            bytes: self.body,
+            pos: 0,
+            base: self.offset + 8,
+            record: self.offset,
+        };
+        self.parser.sample(self.misc, &mut c)
+    }
+
+    /// `PERF_SAMPLE_CALLCHAIN`: instruction pointers with `context::*`
+    /// markers between contexts.
+    pub fn callchain(&self) -> Option<U64s<'a>> {
+        self.fields().ok()?.callchain
+    }
+
+    /// `PERF_SAMPLE_RAW` (tracepoint data: decode with
+    /// `tracefs::Format::decode`).
+    pub fn raw(&self) -> Option<&'a [u8]> {
+        self.fields().ok()?.raw
+    }
+
+    /// `PERF_SAMPLE_READ`
+    pub fn read(&self) -> Option<ReadValues<'a>> {
+        self.fields().ok()?.read
     }
 }
 
@@ -668,11 +870,11 @@ impl RecordParser {
         })
     }
 
-    fn sample<'a>(&self, misc: u16, c: &mut Cursor<'a>) -> Result<Sample<'a>> {
+    fn sample<'a>(&self, misc: u16, c: &mut Cursor<'a>) -> Result<SampleFields<'a>> {
         let t = self.sample_type;
-        let mut s = Sample {
+        let mut s = SampleFields {
             misc,
-            ..Sample::default()
+            ..SampleFields::default()
         };
         if t.contains(SampleType::IDENTIFIER) {
             s.identifier = Some(c.u64("identifier")?);
@@ -788,6 +990,7 @@ impl RecordParser {
     /// Decodes one record (`bytes` starts with its 8-byte header and is
     /// exactly `header.size` long). `offset` is where it sits in its stream,
     /// for error messages.
+    #[inline]
     pub fn parse<'a>(&self, bytes: &'a [u8], offset: usize) -> Result<Record<'a>> {
         if bytes.len() < 8 {
             return Err(Error::invalid(
@@ -809,14 +1012,41 @@ impl RecordParser {
         }
         let body = &bytes[8..size];
         if record_type == kind::SAMPLE {
-            let mut c = Cursor {
-                bytes: body,
-                pos: 0,
-                base: offset + 8,
-                record: offset,
+            let layout = Layout::of(self.sample_type);
+            let sample = Sample {
+                misc,
+                body,
+                offset,
+                layout,
+                parser: *self,
             };
-            return Ok(Record::Sample(self.sample(misc, &mut c)?));
+            if self.sample_type.intersects(VARIABLE) {
+                // Walk once so that a malformed record fails here.
+                sample.fields()?;
+            } else if body.len() < usize::from(layout.fixed) {
+                return Err(Error::invalid(
+                    format!("record at byte {offset}"),
+                    format!(
+                        "a sample of {} bytes, the sample type needs {}",
+                        body.len(),
+                        layout.fixed
+                    ),
+                ));
+            }
+            return Ok(Record::Sample(sample));
         }
+        self.parse_other(record_type, misc, body, offset)
+    }
+
+    /// Every record but samples.
+    #[inline]
+    fn parse_other<'a>(
+        &self,
+        record_type: u32,
+        misc: u16,
+        body: &'a [u8],
+        offset: usize,
+    ) -> Result<Record<'a>> {
         // Non-sample records: the sample_id trailer sits at the end.
         let trailer = self.sample_id_size();
         let known = (kind::MMAP..=kind::AUX_OUTPUT_HW_ID).contains(&record_type);
@@ -1058,6 +1288,7 @@ pub struct Records<'a> {
 impl<'a> Iterator for Records<'a> {
     type Item = Result<(usize, Record<'a>)>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed || self.pos >= self.stream.len() {
             return None;

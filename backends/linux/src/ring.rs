@@ -232,7 +232,7 @@ mod tests {
             while let Some(bytes) = ring.next_record() {
                 match parser.parse(bytes, 0).unwrap() {
                     Record::Sample(s) => {
-                        assert_eq!(s.tid, Some(me));
+                        assert_eq!(s.tid(), Some(me));
                         samples += 1;
                     }
                     Record::Lost { .. } | Record::Throttle { .. } | Record::Unthrottle { .. } => {}

@@ -133,14 +133,14 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
     let pmcid = plan.pmcid;
     match record {
         Record::Sample(s) if plan.sampling => {
-            let time = s.time.unwrap_or(0);
+            let time = s.time().unwrap_or(0);
             let (pid, tid, cpu) = (
-                s.pid.unwrap_or(0),
-                s.tid.unwrap_or(0),
-                s.cpu.unwrap_or(0) as u16,
+                s.pid().unwrap_or(0),
+                s.tid().unwrap_or(0),
+                s.cpu().unwrap_or(0) as u16,
             );
             let user = s.is_user();
-            let Some(chain) = s.callchain else {
+            let Some(chain) = s.callchain() else {
                 out.push((
                     time,
                     LogRecord::Callchain {
@@ -149,7 +149,7 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
                         pmcid,
                         cpu,
                         userspace: user,
-                        pcs: vec![s.ip.unwrap_or(0)],
+                        pcs: vec![s.ip().unwrap_or(0)],
                     },
                 ));
                 return;

@@ -565,10 +565,30 @@ fn samples_decode_every_field_in_abi_order() {
         .u64(8)
         .bytes(&[5; 8]); // aux
     let bytes = rec(kind::SAMPLE, misc::USER, &body.0);
-    let Record::Sample(s) = p.parse(&bytes, 0).unwrap() else {
+    let Record::Sample(view) = p.parse(&bytes, 0).unwrap() else {
         panic!()
     };
-    assert!(s.is_user());
+    assert!(view.is_user());
+    assert_eq!(
+        (
+            view.ip(),
+            view.pid(),
+            view.tid(),
+            view.time(),
+            view.cpu(),
+            view.period()
+        ),
+        (
+            Some(0x4000),
+            Some(10),
+            Some(11),
+            Some(12),
+            Some(1),
+            Some(16)
+        )
+    );
+    assert_eq!(view.callchain().unwrap().len(), 3);
+    let s = view.fields().unwrap();
     assert_eq!(
         (s.identifier, s.ip, s.pid, s.tid, s.time),
         (Some(1), Some(0x4000), Some(10), Some(11), Some(12))
