@@ -183,8 +183,20 @@ fn a_traced_childs_fork_exec_exit_appear_in_order() -> TestResult {
     };
     let exec = pos(&|r| matches!(r, LogRecord::ProcExec { pid, .. } if *pid == newpid))
         .ok_or("no PROCEXEC of the grandchild")?;
-    let exit = pos(&|r| matches!(r, LogRecord::SysExit { pid } if *pid == newpid))
-        .ok_or("no SYSEXIT of the grandchild")?;
+    let exit =
+        pos(&|r| matches!(r, LogRecord::SysExit { pid } if *pid == newpid)).ok_or_else(|| {
+            let seen: Vec<String> = events
+                .iter()
+                .filter(|e| {
+                    !matches!(
+                        e.record,
+                        LogRecord::Callchain { .. } | LogRecord::MapIn { .. }
+                    )
+                })
+                .map(|e| format!("{}@{}", e.record, e.timestamp))
+                .collect();
+            format!("no SYSEXIT of the grandchild {newpid}; saw {seen:?}")
+        })?;
     ensure!(
         fork < exec && exec < exit,
         "order fork {fork}, exec {exec}, exit {exit}"

@@ -56,6 +56,10 @@ pub(super) struct RingSet {
 
 static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
 
+/// Held from taking records out of rings until they are in the log, so a
+/// flush or close never overtakes records a concurrent drain holds.
+static DRAINING: Mutex<()> = Mutex::new(());
+
 impl RingSet {
     pub(super) fn new(
         plan: LogPlan,
@@ -318,6 +322,7 @@ impl Sink<'_> {
 
 /// Drains every live ring set into the log (or discards, without one).
 pub(crate) fn drain_all() {
+    let _draining = DRAINING.lock().unwrap_or_else(|p| p.into_inner());
     let sets: Vec<Arc<Mutex<RingSet>>> = {
         let mut reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
         reg.retain(|w| w.strong_count() > 0);
@@ -345,6 +350,7 @@ pub(crate) fn drain_all() {
 
 /// Drains one set now (at stop and release, so nothing is lost).
 pub(super) fn drain_set(set: &Arc<Mutex<RingSet>>) {
+    let _draining = DRAINING.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = Vec::new();
     set.lock()
         .unwrap_or_else(|p| p.into_inner())
