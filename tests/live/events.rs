@@ -250,7 +250,16 @@ fn listing_covers_every_class() -> TestResult {
     let info = pmc::cpuinfo().ctx("cpuinfo")?;
     let mut total = 0;
     for c in &info.classes {
-        let names = pmc::event_names_of_class(&c.class).ctx("event names")?;
+        let names = match pmc::event_names_of_class(&c.class) {
+            Ok(n) => n,
+            // tracefs unreadable for this user: the error must say so.
+            Err(e) if c.class == pmc::Class::Tracepoint && e.is_environmental() => {
+                ensure!(e.to_string().contains("tracefs"), "{e}");
+                println!("{:<12} not listable here: {e}", c.class.to_string());
+                continue;
+            }
+            Err(e) => return Err(format!("event names of {}: {e}", c.class).into()),
+        };
         println!("{:<12} {:>5} events", c.class.to_string(), names.len());
         total += names.len();
         for n in names.iter().filter(|n| !n.contains('<')).take(3) {
@@ -271,6 +280,11 @@ fn listing_covers_every_class() -> TestResult {
             "no {must} class in {classes:?}"
         );
     }
-    ensure!(total > 50, "only {total} events listed");
+    let floor = if pmc::event_names_of_class(&pmc::Class::Tracepoint).is_ok() {
+        50
+    } else {
+        10
+    };
+    ensure!(total > floor, "only {total} events listed");
     Ok(())
 }

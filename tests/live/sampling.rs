@@ -109,9 +109,14 @@ fn sampling_caller_function() -> u64 {
 fn ts_samples_land_in_the_busy_function_with_its_caller() -> TestResult {
     let me = std::process::id();
     let events = with_log(|| {
-        let mut pmc =
-            Pmc::allocate_with_count("cpu-clock", Mode::TS, Flags::CALLCHAIN, Cpu::Any, 100_000)
-                .ctx("allocate TS")?;
+        let mut pmc = Pmc::allocate_with_count(
+            "cpu-clock,usr",
+            Mode::TS,
+            Flags::CALLCHAIN,
+            Cpu::Any,
+            100_000,
+        )
+        .ctx("allocate TS")?;
         pmc.start().ctx("start")?;
         std::hint::black_box(sampling_caller_function());
         pmc.stop().ctx("stop")?;
@@ -213,9 +218,14 @@ fn a_traced_childs_fork_exec_exit_appear_in_order() -> TestResult {
 fn a_tiny_buffer_loses_samples_as_dropnotify() -> TestResult {
     sink::set_buffer_pages(1).ctx("set_buffer_pages")?;
     let events = with_log(|| {
-        let mut pmc =
-            Pmc::allocate_with_count("cpu-clock", Mode::TS, Flags::CALLCHAIN, Cpu::Any, 20_000)
-                .ctx("allocate")?;
+        let mut pmc = Pmc::allocate_with_count(
+            "cpu-clock,usr",
+            Mode::TS,
+            Flags::CALLCHAIN,
+            Cpu::Any,
+            20_000,
+        )
+        .ctx("allocate")?;
         pmc.start().ctx("start")?;
         std::hint::black_box(busy_loop_for_sampling(200));
         pmc.stop().ctx("stop")?;

@@ -30,6 +30,8 @@ pub struct Tally {
     pub reasons: BTreeMap<String, Vec<String>>,
     /// Names of failed tests.
     pub failures: Vec<String>,
+    /// Inside libtest's closing `failures:` list.
+    in_failure_list: bool,
 }
 
 impl Tally {
@@ -46,6 +48,24 @@ impl Tally {
             self.failed += num(" failed");
             self.skipped += num(" ignored");
             return;
+        }
+        // The closing list of failed names catches tests whose own output
+        // split their `test … FAILED` line.
+        if line == "failures:" {
+            self.in_failure_list = true;
+            return;
+        }
+        if self.in_failure_list {
+            match line.strip_prefix("    ") {
+                Some(name) if !name.contains(' ') && !name.is_empty() => {
+                    if !self.failures.iter().any(|f| f == name) {
+                        self.failures.push(name.to_string());
+                    }
+                    return;
+                }
+                _ if line.is_empty() || line.starts_with("----") => return,
+                _ => self.in_failure_list = false,
+            }
         }
         let Some(rest) = line.strip_prefix("test ") else {
             return;
@@ -68,7 +88,9 @@ impl Tally {
                     .entry(reason)
                     .or_default()
                     .push(name.trim_end().to_string());
-            } else if outcome.starts_with("FAILED") {
+            } else if outcome.starts_with("FAILED")
+                && !self.failures.iter().any(|f| f == name.trim_end())
+            {
                 self.failures.push(name.trim_end().to_string());
             }
         }
@@ -161,13 +183,19 @@ mod tests {
             "test c ... ignored, needs root",
             "test d ... FAILED",
             "test e ... ignored",
+            "test f ... printed output",
+            "FAILED",
+            "failures:",
+            "    f",
+            "    d",
+            "",
             "test result: FAILED. 1 passed; 1 failed; 3 ignored; 0 measured; 0 filtered out; finished in 0.01s",
             "test result: ok. 7 passed; 0 failed; 0 ignored; 0 measured; 2 filtered out",
         ] {
             t.line(l);
         }
         assert_eq!((t.passed, t.failed, t.skipped), (8, 1, 3));
-        assert_eq!(t.failures, vec!["d".to_string()]);
+        assert_eq!(t.failures, vec!["d".to_string(), "f".to_string()]);
         assert_eq!(t.reasons["no hardware PMU"], vec!["b".to_string()]);
         assert_eq!(t.reasons["needs root"], vec!["c".to_string()]);
         assert_eq!(t.reasons["no reason given"], vec!["e".to_string()]);
