@@ -244,6 +244,7 @@ fn what_works_table(rows: &[ClassRow]) -> String {
         for (_, outcome) in &row.outcomes {
             let cell = match outcome {
                 Outcome::Works => "ok".to_string(),
+                Outcome::UserOnly => "usr only".to_string(),
                 Outcome::NotApplicable => "-".to_string(),
                 Outcome::Fails { kind, detail } => {
                     // The same failure in several modes differs only in

@@ -10,6 +10,9 @@ use crate::Mode;
 pub enum Outcome {
     /// The event opened, enabled and read.
     Works,
+    /// Only user-mode counting is allowed (`,usr`): the paranoid level
+    /// forbids kernel counting to this caller.
+    UserOnly,
     /// The combination does not apply (e.g. callchains in a counting mode).
     NotApplicable,
     /// It failed.
@@ -110,6 +113,28 @@ mod imp {
     }
 
     fn try_one(spec: &str, mode: Mode, extra: Extra) -> Outcome {
+        match try_spec(spec, mode, extra) {
+            Outcome::Fails { kind, detail }
+                if matches!(kind.as_str(), "EACCES" | "EPERM") && !spec.contains(",usr") =>
+            {
+                match try_spec(&format!("{spec},usr"), mode, extra) {
+                    Outcome::Works => Outcome::UserOnly,
+                    // Still refused for privilege: the first error says it.
+                    Outcome::Fails { kind: k2, .. }
+                        if matches!(k2.as_str(), "EACCES" | "EPERM") =>
+                    {
+                        Outcome::Fails { kind, detail }
+                    }
+                    // Otherwise the user-mode attempt names what else is
+                    // missing (no PMU, no tracefs, …).
+                    other => other,
+                }
+            }
+            other => other,
+        }
+    }
+
+    fn try_spec(spec: &str, mode: Mode, extra: Extra) -> Outcome {
         let sampling_only = !matches!(extra, Extra::None);
         if sampling_only && !mode.is_sampling() {
             return Outcome::NotApplicable;

@@ -43,7 +43,9 @@ fn what_works_agrees_with_perf_stat() -> TestResult {
             continue;
         };
         let perf = perf_supports(&perf_event)?;
-        let ours_ok = *ours == Outcome::Works;
+        // perf stat drops to user mode by itself where kernel counting is
+        // forbidden; the probe reports that as "usr only".
+        let ours_ok = matches!(ours, Outcome::Works | Outcome::UserOnly);
         println!(
             "{:<10} pmc probe: {ours_ok:<5} perf stat: {perf}",
             row.class
