@@ -16,7 +16,7 @@
 //!   `read` returns (kept as an offset over the hardware count).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::backend::{self, Backend, CounterValue, Counters, EventRequest, PreparedEvent};
@@ -31,12 +31,43 @@ pub const DEFAULT_RELOAD_COUNT: u64 = 65_536;
 pub const MIN_RELOAD_COUNT: u64 = 1_000;
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
-static REGISTRY: Mutex<BTreeMap<u32, PmcInfo>> = Mutex::new(BTreeMap::new());
+/// The pmcinfo rows of this process's PMCs. The state is shared through an
+/// atomic so that start/stop, the hot path, take no lock.
+static REGISTRY: Mutex<BTreeMap<u32, (PmcInfo, Arc<AtomicU8>)>> = Mutex::new(BTreeMap::new());
+
+fn state_from_u8(v: u8) -> State {
+    match v {
+        0 => State::Disabled,
+        1 => State::Free,
+        2 => State::Allocated,
+        3 => State::Stopped,
+        4 => State::Running,
+        _ => State::Deleted,
+    }
+}
+
+fn state_to_u8(s: State) -> u8 {
+    match s {
+        State::Disabled => 0,
+        State::Free => 1,
+        State::Allocated => 2,
+        State::Stopped => 3,
+        State::Running => 4,
+        State::Deleted => 5,
+    }
+}
 
 pub(crate) fn registry_snapshot() -> Vec<PmcInfo> {
     REGISTRY
         .lock()
-        .map(|r| r.values().cloned().collect())
+        .map(|r| {
+            r.values()
+                .map(|(info, state)| PmcInfo {
+                    state: state_from_u8(state.load(Ordering::Relaxed)),
+                    ..info.clone()
+                })
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -84,6 +115,8 @@ pub struct Pmc {
     /// Running with one process target and nothing detached: `read` asks
     /// the backend for the scaled value only (see `publish`).
     fast_read: bool,
+    /// This PMC's state as the pmcinfo registry sees it.
+    shared_state: Arc<AtomicU8>,
     /// Added to the hardware count so that `read` returns what `write`/`set`
     /// asked for (wrapping arithmetic: the value is modulo 2^64 like a
     /// 64-bit counter).
@@ -183,6 +216,7 @@ impl Pmc {
             attached_to_owner: false,
             owner,
             fast_read: false,
+            shared_state: Arc::new(AtomicU8::new(state_to_u8(State::Allocated))),
             offset: if mode.is_counting() { count } else { 0 },
             detached: CounterValue::ZERO,
             saved: Reading {
@@ -210,10 +244,23 @@ impl Pmc {
             && self.system.is_none()
             && self.targets.len() == 1
             && self.detached == CounterValue::ZERO;
+        self.shared_state
+            .store(state_to_u8(self.state), Ordering::Relaxed);
         let info = self.info();
         if let Ok(mut r) = REGISTRY.lock() {
-            r.insert(self.id.0, info);
+            r.insert(self.id.0, (info, self.shared_state.clone()));
         }
+    }
+
+    /// A state change on the hot path (start/stop): no lock, no allocation.
+    fn set_state(&mut self, state: State) {
+        self.state = state;
+        self.shared_state
+            .store(state_to_u8(state), Ordering::Relaxed);
+        self.fast_read = state == State::Running
+            && self.system.is_none()
+            && self.targets.len() == 1
+            && self.detached == CounterValue::ZERO;
     }
 
     /// A description of this PMC (`pmc_pmcinfo` row).
@@ -401,16 +448,20 @@ impl Pmc {
             });
         }
         self.require_log_if_needed()?;
+        let sampling = self.mode.is_sampling();
         for t in &mut self.targets {
-            t.counters.set_period(self.reload_count)?;
+            if sampling {
+                t.counters.set_period(self.reload_count)?;
+            }
             t.counters.enable()?;
         }
         if let Some(s) = &mut self.system {
-            s.set_period(self.reload_count)?;
+            if sampling {
+                s.set_period(self.reload_count)?;
+            }
             s.enable()?;
         }
-        self.state = State::Running;
-        self.publish();
+        self.set_state(State::Running);
         Ok(())
     }
 
@@ -424,15 +475,23 @@ impl Pmc {
                 return Err(Error::invalid("stop", "the PMC was never started"));
             }
         }
+        let lean = self.fast_read;
         for t in &mut self.targets {
             t.counters.disable()?;
         }
         if let Some(s) = &mut self.system {
             s.disable()?;
         }
-        self.state = State::Stopped;
-        self.saved = self.read_live()?;
-        self.publish();
+        self.set_state(State::Stopped);
+        // The counters are disabled now, so this value stays what they
+        // hold; `read_detailed` reads them again for raw and times.
+        self.saved.value = match (lean, self.targets.first_mut()) {
+            (true, Some(t)) => match t.counters.read_scaled()? {
+                Some(v) => v.wrapping_add(self.offset),
+                None => self.read_live()?.value,
+            },
+            _ => self.read_live()?.value,
+        };
         Ok(())
     }
 
@@ -477,24 +536,25 @@ impl Pmc {
                 None => self.read_live().map(|r| r.value),
             };
         }
-        Ok(self.read_detailed()?.value)
+        if self.state != State::Running {
+            return Ok(self.saved.value);
+        }
+        Ok(self.read_live()?.value)
     }
 
     /// Like [`Pmc::read`], with the raw count and the enabled/running times.
     pub fn read_detailed(&mut self) -> Result<Reading> {
-        if self.state == State::Running {
-            self.read_live()
-        } else {
-            Ok(self.saved)
+        match self.state {
+            // Stopped counters are disabled: reading them gives the values
+            // they held at stop, with the raw count and times.
+            State::Running | State::Stopped => self.read_live(),
+            _ => Ok(self.saved),
         }
     }
 
     /// hwpmc's rule: a system sampling PMC, a process sampling PMC
     /// attached to another process, and the `LOG_PROC*` flags need a log.
     fn require_log_if_needed(&self) -> Result<()> {
-        if crate::log::sink::is_configured() {
-            return Ok(());
-        }
         let why = if self.mode == Mode::SS {
             Some("a system sampling PMC writes its samples to the log".to_string())
         } else if self.mode == Mode::TS && self.targets.iter().any(|t| t.pid != self.owner) {
@@ -507,9 +567,12 @@ impl Pmc {
         } else {
             None
         };
+        // Only PMCs that need a log look for one (a lock).
         match why {
-            Some(why) => Err(Error::LogRequired { op: "start", why }),
-            None => Ok(()),
+            Some(why) if !crate::log::sink::is_configured() => {
+                Err(Error::LogRequired { op: "start", why })
+            }
+            _ => Ok(()),
         }
     }
 

@@ -141,11 +141,13 @@ pub fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |d| d.count())
 }
 
-/// Spins on the CPU for `ms` milliseconds of wall time.
+/// Spins on the CPU for `ms` milliseconds of this thread's CPU time.
 pub fn spin_ms(ms: u64) -> u64 {
-    let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+    // Spin for `ms` of this thread's CPU time, not wall time: on a loaded
+    // machine a wall-clock spin gets less CPU than the tests expect.
+    let end = pmc_linux::system::thread_cpu_ns() + ms * 1_000_000;
     let mut x = 0u64;
-    while std::time::Instant::now() < end {
+    while pmc_linux::system::thread_cpu_ns() < end {
         for i in 0..1000u64 {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
         }

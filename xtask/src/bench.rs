@@ -88,7 +88,11 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     }
     // Record decoding and sampling overhead (issue targets: ≥ 50 M samples/s
     // and ≥ 2× perf-event-data; 0 lost and a slowdown no worse than perf's).
-    for (pkg, bench) in [("pmc-linux", "decode"), ("pmc", "sampling_overhead")] {
+    for (pkg, bench) in [
+        ("pmc-linux", "decode"),
+        ("pmc", "sampling_overhead"),
+        ("pmc", "bracket_instructions"),
+    ] {
         let out = Command::new(&cargo)
             .args(["bench", "-q", "-p", pkg, "--bench", bench])
             .stderr(std::process::Stdio::inherit())
@@ -129,6 +133,19 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                         perf.map_or("n/a", |p| verdict(ours <= p))
                     );
                 }
+                Some("bracket") => match v["skipped"].as_str() {
+                    Some(why) => println!("start/read/stop bracket: not measured ({why})"),
+                    None => {
+                        let added = v["added"].as_f64().unwrap_or(f64::NAN);
+                        println!(
+                            "start/read/stop bracket: {} user instructions with pmc, {} with raw \
+                             ioctls/read(2); pmc adds {added:.0} [target <= 100 {}]",
+                            v["pmc_per_bracket"],
+                            v["raw_per_bracket"],
+                            verdict(added <= 100.0)
+                        );
+                    }
+                },
                 _ => {}
             }
         }

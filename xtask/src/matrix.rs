@@ -68,6 +68,8 @@ struct Cell {
     too_strict: Vec<String>,
     /// Binaries that did not run to completion (crash, exec failure).
     broken: Vec<String>,
+    /// Each failed test's message, from a second run of it alone.
+    messages: Vec<(String, String)>,
 }
 
 /// Restores perf_event_paranoid when dropped and on Ctrl-C.
@@ -233,6 +235,33 @@ fn run_cell(bins: &[TestBinary], user: User, verbose: bool) -> Cell {
                 }
             }
         }
+        // Say why each failure failed: run it alone and keep its message.
+        for test in &tally.failures {
+            let args = vec![
+                "--exact".to_string(),
+                test.clone(),
+                "--nocapture".to_string(),
+            ];
+            let mut cmd = user.command(&bin.path);
+            cmd.args(&args).current_dir(&bin.package_dir);
+            let message = cmd
+                .output()
+                .map(|o| {
+                    let text = String::from_utf8_lossy(&o.stdout).into_owned()
+                        + &String::from_utf8_lossy(&o.stderr);
+                    text.lines()
+                        .filter(|l| {
+                            !l.trim().is_empty()
+                                && !l.starts_with("running ")
+                                && !l.starts_with("test result")
+                        })
+                        .take(6)
+                        .collect::<Vec<_>>()
+                        .join(" | ")
+                })
+                .unwrap_or_else(|e| format!("could not rerun: {e}"));
+            cell.messages.push((test.clone(), message));
+        }
         merge(&mut cell.tally, tally);
     }
     cell
@@ -314,6 +343,11 @@ fn run_inner(verbose: bool) -> Result<bool, String> {
             cell.tally.skipped,
             notes.join("; ")
         );
+    }
+    for ((level, user), cell) in &cells {
+        for (test, message) in &cell.messages {
+            println!("  [{level:>2} {user}] {test}: {message}");
+        }
     }
     println!("\nskip reasons per cell:");
     for ((level, user), cell) in &cells {

@@ -48,6 +48,12 @@ pub fn nmi_watchdog() -> Option<i32> {
     read_sysctl("nmi_watchdog")
 }
 
+/// CPU time the calling thread has used, in nanoseconds
+/// (`CLOCK_THREAD_CPUTIME_ID`).
+pub fn thread_cpu_ns() -> u64 {
+    sys::thread_cpu_ns()
+}
+
 /// CLOCK_MONOTONIC now, in nanoseconds.
 pub fn monotonic_ns() -> u64 {
     sys::monotonic_ns()

@@ -290,3 +290,17 @@ pub(crate) fn monotonic_ns() -> u64 {
     }
     (ts.tv_sec as u64).wrapping_mul(1_000_000_000) + ts.tv_nsec as u64
 }
+
+/// CPU time consumed by the calling thread, in nanoseconds.
+pub(crate) fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the kernel to fill.
+    let ret = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if ret != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64).wrapping_mul(1_000_000_000) + ts.tv_nsec as u64
+}
