@@ -347,3 +347,13 @@ mod fixtures {
         assert_eq!(e.errno(), libc::EOPNOTSUPP, "{e}");
     }
 }
+
+/// Native names through libpfm4 (only with the `libpfm` feature).
+#[cfg(feature = "libpfm")]
+#[test]
+fn libpfm_native_names_resolve() {
+    let a = attrs_for("perf::instructions:u", Mode::TC, Flags::empty(), 0).unwrap();
+    assert_eq!((a[0].type_id(), a[0].get_config()), (0, 1));
+    assert!(a[0].is_set(AttrBit::EXCLUDE_KERNEL));
+    assert!(a[0].is_set(AttrBit::DISABLED), "mode settings still apply");
+}

@@ -53,7 +53,7 @@ mod imp {
     use pmc_linux::event::{Event, OpenFlags, Target};
 
     use super::{ClassRow, MODES, Outcome};
-    use crate::backend::linux::attrs_for;
+    use crate::backend::linux::plan_for;
     use crate::{Flags, Mode};
 
     /// A variable whose address the breakpoint row watches.
@@ -143,8 +143,8 @@ mod imp {
             Extra::Callchain => Flags::CALLCHAIN,
             _ => Flags::empty(),
         };
-        let attrs = match attrs_for(spec, mode, flags, 100_000) {
-            Ok(a) => a,
+        let plan = match plan_for(spec, mode, flags, 100_000) {
+            Ok(p) => p,
             Err(e) => {
                 let kind = match e.errno() {
                     libc::EOPNOTSUPP => "unsupported".to_string(),
@@ -158,7 +158,7 @@ mod imp {
         } else {
             Target::CALLER
         };
-        for attr in attrs {
+        for (attr, _) in plan.attrs {
             let attr: Attr = match extra {
                 Extra::None => attr,
                 Extra::Callchain => {
@@ -171,7 +171,11 @@ mod imp {
                         .branch_sample_type(BranchSampleType::ANY | BranchSampleType::USER)
                 }
             };
-            let result = Event::open(&attr, target, None, OpenFlags::empty()).and_then(|ev| {
+            let opened = match &plan.config1_string {
+                Some(s) => Event::open_with_string(&attr, s, target, None, OpenFlags::empty()),
+                None => Event::open(&attr, target, None, OpenFlags::empty()),
+            };
+            let result = opened.and_then(|ev| {
                 ev.enable()?;
                 // Give the event something to see: a write to the watched
                 // variable, and a getpid (libc function and system call).

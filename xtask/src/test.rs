@@ -142,6 +142,30 @@ pub fn run(args: &TestArgs) -> ExitCode {
     doc.args(["test", "--workspace", "--doc", "--no-fail-fast", "--"]);
     doc.args(&args.test_args);
     ok &= run_tallied(&mut doc, &mut tally);
+    // The optional libpfm4 feature, where the library is installed.
+    if std::path::Path::new("/usr/include/perfmon/pfmlib.h").exists() {
+        for (pkg, target) in [("pmc-linux", "--lib"), ("pmc", "--test=golden_attrs")] {
+            let mut pfm = Command::new(&cargo);
+            pfm.args([
+                "test",
+                "-p",
+                pkg,
+                "--features",
+                "libpfm",
+                target,
+                "--",
+                "pfm",
+            ]);
+            ok &= run_tallied(&mut pfm, &mut tally);
+        }
+    } else {
+        tally.skipped += 1;
+        tally
+            .reasons
+            .entry("libpfm4-dev is not installed (/usr/include/perfmon/pfmlib.h)".into())
+            .or_default()
+            .push("feature libpfm: pfm::tests, golden_attrs::libpfm_native_names_resolve".into());
+    }
 
     if !tally.reasons.is_empty() {
         println!("\nskipped tests, by reason:");

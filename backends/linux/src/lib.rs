@@ -32,6 +32,8 @@ pub mod attr;
 pub mod breakpoint;
 pub mod error;
 pub mod event;
+#[cfg(feature = "libpfm")]
+pub mod pfm;
 pub mod pmu;
 pub mod probe;
 pub mod record;

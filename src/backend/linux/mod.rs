@@ -94,6 +94,26 @@ pub fn attrs_for_sysfs(
     plan(spec, mode, flags, count, &sysfs)
 }
 
+/// Everything needed to open what `allocate` would open: the attrs with
+/// their CPUs, and the string a probe's `config1` must point to (open
+/// those with `Event::open_with_string`).
+#[derive(Debug)]
+pub struct Plan {
+    /// The attrs and the CPUs each may count on.
+    pub attrs: Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>,
+    /// The uprobe path or kprobe function name, for probes.
+    pub config1_string: Option<std::ffi::CString>,
+}
+
+/// The [`Plan`] for a specifier on this machine.
+pub fn plan_for(spec: &str, mode: crate::Mode, flags: crate::Flags, count: u64) -> Result<Plan> {
+    let event = resolve_spec(spec, mode, flags, count, &resolve::Sysfs::system())?;
+    Ok(Plan {
+        attrs: event.attrs.into_iter().zip(event.cpus).collect(),
+        config1_string: event.string,
+    })
+}
+
 fn plan(
     spec: &str,
     mode: crate::Mode,
@@ -101,11 +121,22 @@ fn plan(
     count: u64,
     sysfs: &resolve::Sysfs,
 ) -> Result<Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>> {
+    let event = resolve_spec(spec, mode, flags, count, sysfs)?;
+    Ok(event.attrs.into_iter().zip(event.cpus).collect())
+}
+
+fn resolve_spec(
+    spec: &str,
+    mode: crate::Mode,
+    flags: crate::Flags,
+    count: u64,
+    sysfs: &resolve::Sysfs,
+) -> Result<resolve::LinuxEvent> {
     let parsed = crate::spec::parse(spec).map_err(|source| Error::InvalidSpec {
         spec: spec.to_string(),
         source,
     })?;
-    let event = resolve::resolve_in(
+    resolve::resolve_in(
         &EventRequest {
             spec: &parsed,
             mode,
@@ -114,8 +145,7 @@ fn plan(
             pmcid: 0,
         },
         sysfs,
-    )?;
-    Ok(event.attrs.into_iter().zip(event.cpus).collect())
+    )
 }
 
 /// Converts a binding error into the portable error, choosing the libpmc

@@ -387,6 +387,22 @@ fn named_event(
         }
         return pmu_event(sysfs, request, &first.name.clone(), &term);
     }
+    #[cfg(feature = "libpfm")]
+    if let Ok(attr) = pmc_linux::pfm::encode(name) {
+        let class = match attr.type_id() {
+            0 => Class::Hardware,
+            1 => Class::Software,
+            3 => Class::Cache,
+            4 => Class::Raw,
+            _ => Class::Pmu("libpfm4".into()),
+        };
+        return Ok((
+            vec![(attr, None)],
+            class,
+            raw_caps(),
+            format!("{name} (libpfm4)"),
+        ));
+    }
     let mut known: Vec<String> = crate::spec::generic_names()
         .into_iter()
         .map(|(n, _)| n)

@@ -8,6 +8,8 @@
 pub mod abi;
 #[allow(dead_code)] // used by the ring-buffer and rdpmc layers
 pub(crate) mod mmap;
+#[cfg(feature = "libpfm")]
+pub(crate) mod pfm;
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
