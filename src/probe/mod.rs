@@ -464,30 +464,18 @@ mod imp {
 
     pub(super) fn report() -> Report {
         let environment = environment();
-        let pmus = environment
-            .pmus
-            .iter()
-            .map(|name| {
-                let dir = Path::new(PMU_ROOT).join(name);
-                let read = |f: &str| {
-                    fs::read_to_string(dir.join(f))
-                        .ok()
-                        .map(|s| s.trim().to_string())
-                };
-                PmuSummary {
-                    name: name.clone(),
-                    type_id: read("type").and_then(|t| t.parse().ok()),
-                    formats: list(&dir.join("format")),
-                    events: list(&dir.join("events"))
-                        .iter()
-                        .filter(|e| !e.contains('.'))
-                        .count(),
-                    cpus: read("cpus").or_else(|| read("cpumask")),
-                    caps: list(&dir.join("caps"))
-                        .into_iter()
-                        .filter_map(|c| Some((c.clone(), read(&format!("caps/{c}"))?)))
-                        .collect(),
-                }
+        let pmus = pmc_linux::pmu::Pmu::all_system()
+            .into_iter()
+            .map(|p| PmuSummary {
+                formats: p.formats.iter().map(|f| f.name.clone()).collect(),
+                events: p.events.len(),
+                cpus: p
+                    .cpus
+                    .as_ref()
+                    .map(|c| c.iter().map(u32::to_string).collect::<Vec<_>>().join(",")),
+                caps: p.caps.clone(),
+                type_id: Some(p.type_id),
+                name: p.name,
             })
             .collect();
         Report {

@@ -59,20 +59,6 @@ mod imp {
     /// A variable whose address the breakpoint row watches.
     static WATCHED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-    /// The C library this process runs on, whose `getpid` the uprobe row
-    /// probes (std's `process::id` calls it).
-    fn libc_path() -> String {
-        std::fs::read_to_string("/proc/self/maps")
-            .ok()
-            .and_then(|maps| {
-                maps.lines()
-                    .filter_map(|l| l.split_whitespace().nth(5))
-                    .find(|p| p.contains("/libc.so") || p.contains("/libc-"))
-                    .map(str::to_string)
-            })
-            .unwrap_or_else(|| "/lib/x86_64-linux-gnu/libc.so.6".into())
-    }
-
     #[derive(Clone, Copy)]
     enum Extra {
         None,
@@ -95,7 +81,13 @@ mod imp {
             ("breakpoint", format!("mem:{watched:#x}/8:w"), Extra::None),
             (
                 "uprobe",
-                format!("uprobe:{}:getpid", libc_path()),
+                format!(
+                    "uprobe:{}:getpid",
+                    pmc_linux::probe::mapped_library("/libc.so").map_or_else(
+                        || "/lib/x86_64-linux-gnu/libc.so.6".into(),
+                        |p| p.display().to_string()
+                    )
+                ),
                 Extra::None,
             ),
             ("kprobe", "kprobe:do_sys_openat2".into(), Extra::None),

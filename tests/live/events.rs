@@ -191,19 +191,11 @@ fn uprobe_target(x: u64) -> u64 {
     std::hint::black_box(x ^ 0x5a)
 }
 
-/// The C library this process runs on.
-fn libc_path() -> Option<String> {
-    std::fs::read_to_string("/proc/self/maps")
-        .ok()?
-        .lines()
-        .find_map(|l| {
-            let p = l.split_whitespace().nth(5)?;
-            p.contains("/libc.so").then(|| p.to_string())
-        })
-}
-
 fn uprobe_counts_exactly_the_calls() -> TestResult {
-    let libc = libc_path().ok_or("libc is not mapped")?;
+    let libc = pmc_linux::probe::mapped_library("/libc.so")
+        .ok_or("libc is not mapped")?
+        .display()
+        .to_string();
     for spec in [
         format!("uprobe:{libc}:getpid"),
         format!("uretprobe:{libc}:getpid"),

@@ -214,3 +214,15 @@ pub fn symbol_file_offset(path: &Path, symbol: &str) -> Result<u64> {
         hint: None,
     })
 }
+
+/// The path of a library this process has mapped whose file name contains
+/// `fragment` (e.g. `"/libc.so"`), from `/proc/self/maps`: where to put a
+/// uprobe on a shared library function.
+pub fn mapped_library(fragment: &str) -> Option<std::path::PathBuf> {
+    std::fs::read_to_string("/proc/self/maps")
+        .ok()?
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains(fragment))
+        .map(std::path::PathBuf::from)
+}

@@ -26,16 +26,6 @@ fn own_symbol() -> Option<(PathBuf, String)> {
     Some((exe, name))
 }
 
-fn libc_path() -> Option<String> {
-    std::fs::read_to_string("/proc/self/maps")
-        .ok()?
-        .lines()
-        .find_map(|l| {
-            let p = l.split_whitespace().nth(5)?;
-            (p.contains("/libc.so")).then(|| p.to_string())
-        })
-}
-
 fn count_calls(probe: &Probe, calls: impl Fn(u64)) -> Vec<(u64, u64)> {
     let ev = probe
         .open(Target::CALLER, None, OpenFlags::empty())
@@ -85,10 +75,10 @@ fn uprobes_count_exactly_the_calls() {
         assert_eq!(counted, n, "{n} calls of {sym}");
     }
     // A libc function, and its return probe.
-    let libc = libc_path().expect("libc is mapped");
-    let off = symbol_file_offset(Path::new(&libc), "getpid").unwrap();
+    let libc = pmc_linux::probe::mapped_library("/libc.so").expect("libc is mapped");
+    let off = symbol_file_offset(&libc, "getpid").unwrap();
     for ret in [false, true] {
-        let probe = Probe::uprobe(root, Path::new(&libc), off, ret)
+        let probe = Probe::uprobe(root, &libc, off, ret)
             .unwrap()
             .configure(configure);
         for (n, counted) in count_calls(&probe, |_| {

@@ -144,7 +144,7 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
                 s.cpu().unwrap_or(0) as u16,
             );
             let user = s.is_user();
-            let Some(chain) = s.callchain() else {
+            let mut chain = |userspace: bool, pcs: Vec<u64>| {
                 out.push((
                     time,
                     LogRecord::Callchain {
@@ -152,17 +152,20 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
                         tid,
                         pmcid,
                         cpu,
-                        userspace: user,
-                        pcs: vec![s.ip().unwrap_or(0)],
+                        userspace,
+                        pcs,
                     },
                 ));
+            };
+            let Some(callchain) = s.callchain() else {
+                chain(user, vec![s.ip().unwrap_or(0)]);
                 return;
             };
             // Split the chain at its context markers.
             let mut kernel = Vec::new();
             let mut userland = Vec::new();
             let mut in_user = user;
-            for pc in chain.iter() {
+            for pc in callchain.iter() {
                 match pc {
                     context::KERNEL => in_user = false,
                     context::USER => in_user = true,
@@ -172,42 +175,12 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
                 }
             }
             if user {
-                out.push((
-                    time,
-                    LogRecord::Callchain {
-                        pid,
-                        tid,
-                        pmcid,
-                        cpu,
-                        userspace: true,
-                        pcs: userland,
-                    },
-                ));
+                chain(true, userland);
             } else {
-                out.push((
-                    time,
-                    LogRecord::Callchain {
-                        pid,
-                        tid,
-                        pmcid,
-                        cpu,
-                        userspace: false,
-                        pcs: kernel,
-                    },
-                ));
+                chain(false, kernel);
                 // USERCALLCHAIN: the user stack of a kernel sample too.
                 if plan.flags.contains(Flags::USERCALLCHAIN) && !userland.is_empty() {
-                    out.push((
-                        time,
-                        LogRecord::Callchain {
-                            pid,
-                            tid,
-                            pmcid,
-                            cpu,
-                            userspace: true,
-                            pcs: userland,
-                        },
-                    ));
+                    chain(true, userland);
                 }
             }
         }
