@@ -50,6 +50,26 @@ pub fn touch_fresh_pages(pages: usize) -> u64 {
         .sum()
 }
 
+/// Spins `ms` of CPU time in plain arithmetic: no calls inside the hot
+/// loop, so a profile's top function is this one.
+#[inline(never)]
+pub fn hot_function_for_profiling(ms: u64) -> u64 {
+    let end = pmc_linux::system::thread_cpu_ns() + ms * 1_000_000;
+    let mut x = 1u64;
+    loop {
+        let mut i = 0u64;
+        while i < 200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            i += 1;
+        }
+        if pmc_linux::system::thread_cpu_ns() >= end {
+            return x;
+        }
+    }
+}
+
 /// Runs the workload named in the environment, if any, and exits.
 pub fn run_if_requested() {
     let Ok(name) = std::env::var(ENV) else {
@@ -112,6 +132,10 @@ pub fn run_if_requested() {
         "touch-handshake" => {
             ready_then_wait();
             std::hint::black_box(touch_fresh_pages(arg(1, 1000) as usize));
+        }
+        // A profile target: `hot_function_for_profiling` for `ms` of CPU.
+        "hot" => {
+            std::hint::black_box(hot_function_for_profiling(arg(1, 300)));
         }
         // Spins `ms` at once (no handshake).
         "spin-now" => {

@@ -184,9 +184,12 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
                 }
             }
         }
+        // MAP_IN's start is where the object's file offset 0 would be (its
+        // load base, as hwpmc logs it): a pc maps to file offset pc - start.
         Record::Mmap2 {
             pid,
             addr,
+            pgoff,
             filename,
             sample_id,
             ..
@@ -194,6 +197,7 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
         | Record::Mmap {
             pid,
             addr,
+            pgoff,
             filename,
             sample_id,
             ..
@@ -201,7 +205,7 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
             sample_id.time.unwrap_or(0),
             LogRecord::MapIn {
                 pid: *pid,
-                start: *addr,
+                start: addr.wrapping_sub(*pgoff),
                 path: String::from_utf8_lossy(filename).into_owned(),
             },
         )),

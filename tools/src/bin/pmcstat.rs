@@ -2,7 +2,7 @@
 //! system, with FreeBSD pmcstat(8)'s options.
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,6 +31,34 @@ struct Args {
     /// Count SPEC system-wide on the CPUs of -c (system counting mode, SC).
     #[arg(short = 's', value_name = "SPEC")]
     system: Vec<String>,
+    /// Sample SPEC in the target process(es) (process sampling mode, TS).
+    #[arg(short = 'P', value_name = "SPEC")]
+    process_sampling: Vec<String>,
+    /// Sample SPEC system-wide on the CPUs of -c (system sampling mode, SS).
+    #[arg(short = 'S', value_name = "SPEC")]
+    system_sampling: Vec<String>,
+    /// Reload count: events between samples.
+    #[arg(short = 'n', value_name = "COUNT", default_value_t = 65536)]
+    reload: u64,
+    /// Toggle callchain capture (on by default).
+    #[arg(short = 'N')]
+    no_callchains: bool,
+    /// Also capture the user stack of samples taken in the kernel.
+    #[arg(short = 'U')]
+    user_callchains: bool,
+    /// Write the samples' pmclog to FILE.
+    #[arg(short = 'O', value_name = "FILE", conflicts_with = "read_log")]
+    log_out: Option<std::path::PathBuf>,
+    /// Read a pmclog FILE instead of measuring: dump its records, or report
+    /// with -G / --folded.
+    #[arg(short = 'R', value_name = "FILE")]
+    read_log: Option<std::path::PathBuf>,
+    /// Write a call graph with symbols to FILE (`-` for standard output).
+    #[arg(short = 'G', value_name = "FILE")]
+    callgraph: Option<std::path::PathBuf>,
+    /// Write folded stacks (flamegraph input) to FILE (`-` for standard output).
+    #[arg(long, value_name = "FILE")]
+    folded: Option<std::path::PathBuf>,
     /// CPUs for system PMCs: a list such as `0-3,6`, or `*` for all.
     #[arg(short = 'c', value_name = "CPUS", default_value = "*")]
     cpus: String,
@@ -111,10 +139,26 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<ExitCode, ExitCode> {
-    if args.process.is_empty() && args.system.is_empty() {
+    if let Some(log) = &args.read_log {
+        return read_log(&args, log);
+    }
+    let sampling = !args.process_sampling.is_empty() || !args.system_sampling.is_empty();
+    if args.process.is_empty() && args.system.is_empty() && !sampling {
         return Err(usage(
             TOOL,
-            "no events: give -p SPEC or -s SPEC (see --help)",
+            "no events: give -p/-s SPEC to count or -P/-S SPEC to sample (see --help)",
+        ));
+    }
+    if sampling && args.log_out.is_none() && args.callgraph.is_none() && args.folded.is_none() {
+        return Err(usage(
+            TOOL,
+            "sampling writes a log: give -O FILE, or -G/--folded FILE to report directly",
+        ));
+    }
+    if !args.process_sampling.is_empty() && args.pid.is_none() && args.command.is_empty() {
+        return Err(usage(
+            TOOL,
+            "-P needs a command (after --) or -t PID to sample",
         ));
     }
     if !args.process.is_empty() && args.pid.is_none() && args.command.is_empty() {
@@ -154,6 +198,57 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         counters.push(Counter::System(format!("s/{spec}"), per_cpu));
     }
 
+    // The log first, so that allocations are logged too.
+    let memory_log = pmc::log::sink::MemoryLog::new();
+    if sampling {
+        let configured = match &args.log_out {
+            Some(path) => std::fs::File::create(path)
+                .map_err(|e| {
+                    eprintln!("{TOOL}: cannot create {}: {e}", path.display());
+                    ExitCode::FAILURE
+                })
+                .and_then(|f| pmc::log::sink::configure_logfile(f).map_err(|e| fail(TOOL, &e))),
+            None => {
+                pmc::log::sink::configure_logfile(memory_log.clone()).map_err(|e| fail(TOOL, &e))
+            }
+        };
+        configured?;
+    }
+    let mut sample_flags = Flags::empty();
+    if !args.no_callchains {
+        sample_flags |= Flags::CALLCHAIN;
+        if args.user_callchains {
+            sample_flags |= Flags::USERCALLCHAIN;
+        }
+    }
+    let mut samplers: Vec<Pmc> = Vec::new();
+    for spec in &args.process_sampling {
+        let flags = sample_flags
+            | if args.descendants {
+                Flags::DESCENDANTS
+            } else {
+                Flags::empty()
+            };
+        samplers.push(
+            Pmc::allocate_with_count(spec, Mode::TS, flags, pmc::Cpu::Any, args.reload)
+                .map_err(|e| fail(TOOL, &e))?,
+        );
+    }
+    for spec in &args.system_sampling {
+        for &cpu in &cpus {
+            samplers.push(
+                Pmc::allocate_with_count(
+                    spec,
+                    Mode::SS,
+                    sample_flags,
+                    pmc::Cpu::Id(cpu),
+                    args.reload,
+                )
+                .map_err(|e| fail(TOOL, &e))?,
+            );
+        }
+    }
+
     let mut held = if args.command.is_empty() {
         None
     } else {
@@ -168,8 +263,18 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
             p.attach(pid).map_err(|e| fail(TOOL, &e))?;
         }
     }
+    for p in &mut samplers {
+        if p.mode() == Mode::TS
+            && let Some(pid) = target
+        {
+            p.attach(pid).map_err(|e| fail(TOOL, &e))?;
+        }
+    }
     for c in &mut counters {
         c.start().map_err(|e| fail(TOOL, &e))?;
+    }
+    for p in &mut samplers {
+        p.start().map_err(|e| fail(TOOL, &e))?;
     }
     if let Some(h) = &mut held {
         h.release().map_err(|e| {
@@ -207,6 +312,9 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
     let mut next_tick = interval.map(|i| start + i);
     let mut last: Vec<Reading> = Vec::new();
     let mut exit = ExitCode::SUCCESS;
+    // Progress on a terminal only: piped output stays clean.
+    let progress = sampling && !args.quiet && std::io::stderr().is_terminal();
+    let mut last_progress = Instant::now();
     loop {
         if let Some(h) = &mut held
             && let Some(status) = h.try_wait().map_err(|e| {
@@ -234,23 +342,51 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         }
         if let Some(tick) = next_tick
             && Instant::now() >= tick
+            && !counters.is_empty()
         {
             let samples = sample(&mut counters, &mut last, args.cumulative)?;
             emit(&mut sink, &mut printer, start, &samples)?;
             next_tick = interval.map(|i| tick + i);
+        }
+        if progress && last_progress.elapsed() >= Duration::from_secs(1) {
+            last_progress = Instant::now();
+            eprint!(
+                "\r{TOOL}: sampling, {:.0} s elapsed",
+                start.elapsed().as_secs_f64()
+            );
         }
         std::thread::sleep(Duration::from_millis(5));
     }
     for c in &mut counters {
         c.stop().map_err(|e| fail(TOOL, &e))?;
     }
+    for p in &mut samplers {
+        p.stop().map_err(|e| fail(TOOL, &e))?;
+    }
+    drop(samplers);
+    if sampling {
+        if progress {
+            eprintln!();
+        }
+        pmc::log::sink::close_logfile().map_err(|e| fail(TOOL, &e))?;
+        let events = match &args.log_out {
+            Some(path) => read_events(path)?,
+            None => memory_log.events().map_err(|e| {
+                eprintln!("{TOOL}: {e}");
+                ExitCode::FAILURE
+            })?,
+        };
+        write_reports(&args, &events)?;
+    }
     // The last line: the rest of the interval, or the totals without -w.
-    let samples = sample(
-        &mut counters,
-        &mut last,
-        args.cumulative || interval.is_none(),
-    )?;
-    emit(&mut sink, &mut printer, start, &samples)?;
+    if !counters.is_empty() {
+        let samples = sample(
+            &mut counters,
+            &mut last,
+            args.cumulative || interval.is_none(),
+        )?;
+        emit(&mut sink, &mut printer, start, &samples)?;
+    }
     // With -l, the command keeps running; wait for it so its status passes through.
     if let Some(h) = &mut held
         && deadline.is_some()
@@ -304,4 +440,70 @@ fn emit(
             eprintln!("{TOOL}: writing counts: {e}");
             ExitCode::FAILURE
         })
+}
+
+fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEvent>, ExitCode> {
+    let file = std::fs::File::open(path).map_err(|e| {
+        eprintln!("{TOOL}: cannot open {}: {e}", path.display());
+        ExitCode::FAILURE
+    })?;
+    pmc::log::LogReader::from_reader(file)
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|e| {
+            eprintln!("{TOOL}: {}: {e}", path.display());
+            ExitCode::FAILURE
+        })
+}
+
+fn write_to(path: &std::path::Path, text: &str) -> Result<(), ExitCode> {
+    let r = if path.as_os_str() == "-" {
+        std::io::stdout().write_all(text.as_bytes())
+    } else {
+        std::fs::write(path, text)
+    };
+    r.map_err(|e| {
+        eprintln!("{TOOL}: cannot write {}: {e}", path.display());
+        ExitCode::FAILURE
+    })
+}
+
+fn write_reports(args: &Args, events: &[pmc::log::LogEvent]) -> Result<(), ExitCode> {
+    if let Some(path) = &args.callgraph {
+        write_to(path, &pmc_tools::report::callgraph(events))?;
+    }
+    if let Some(path) = &args.folded {
+        write_to(path, &pmc_tools::report::folded(events))?;
+    }
+    Ok(())
+}
+
+/// `-R FILE`: dump the log's records, or write the reports asked for.
+fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
+    if !(args.process.is_empty()
+        && args.system.is_empty()
+        && args.process_sampling.is_empty()
+        && args.system_sampling.is_empty()
+        && args.command.is_empty()
+        && args.pid.is_none())
+    {
+        return Err(usage(
+            TOOL,
+            "-R reads a log: it excludes event specs, -t and a command",
+        ));
+    }
+    let events = read_events(path)?;
+    if args.callgraph.is_some() || args.folded.is_some() {
+        write_reports(args, &events)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut text = String::new();
+    for e in &events {
+        text.push_str(&e.record.to_string());
+        text.push('\n');
+    }
+    match &args.output {
+        Some(p) => write_to(p, &text)?,
+        None => write_to(std::path::Path::new("-"), &text)?,
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -52,6 +52,11 @@ pub fn tests() -> Vec<LiveTest> {
             a_missing_permission_prints_the_sysctl,
         ),
         test(
+            "pmcstat::a_sampled_programs_hot_function_tops_the_callgraph",
+            vec![R::Paranoid(1)],
+            a_sampled_programs_hot_function_tops_the_callgraph,
+        ),
+        test(
             "pmccontrol::lists_classes_events_and_users",
             vec![R::PerfEvent],
             pmccontrol_lists_classes_events_and_users,
@@ -305,5 +310,88 @@ fn pmccontrol_lists_classes_events_and_users() -> TestResult {
         "no arguments: {:?}",
         out.status
     );
+    Ok(())
+}
+
+fn a_sampled_programs_hot_function_tops_the_callgraph() -> TestResult {
+    let dir = std::env::temp_dir().join(format!("pmcstat-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ctx("temp dir")?;
+    let log = dir.join("samples.pmclog");
+    let graph = dir.join("callgraph.txt");
+    let folded = dir.join("folded.txt");
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let exe = exe.to_string_lossy().into_owned();
+    let log_s = log.to_string_lossy().into_owned();
+    let out = Command::new(PMCSTAT)
+        .args([
+            "-P",
+            "cpu-clock,usr",
+            "-n",
+            "100000",
+            "-O",
+            &log_s,
+            "--",
+            &exe,
+            "300",
+        ])
+        .env(crate::workloads::ENV, "hot")
+        .output()
+        .ctx("pmcstat -P")?;
+    ensure!(out.status.success(), "pmcstat -P: {}", text(&out.stderr));
+    let out = run(
+        PMCSTAT,
+        &[
+            "-R",
+            &log_s,
+            "-G",
+            &graph.to_string_lossy(),
+            "--folded",
+            &folded.to_string_lossy(),
+        ],
+    )?;
+    ensure!(out.status.success(), "pmcstat -R -G: {}", text(&out.stderr));
+    let g = std::fs::read_to_string(&graph).ctx("read callgraph")?;
+    let first = g.lines().nth(1).unwrap_or("");
+    println!(
+        "callgraph head: {} | {first}",
+        g.lines().next().unwrap_or("")
+    );
+    ensure!(
+        first.contains("hot_function_for_profiling"),
+        "top of the callgraph: {g}"
+    );
+    let pct: f64 = first
+        .trim()
+        .split('%')
+        .next()
+        .unwrap_or("0")
+        .trim()
+        .parse()
+        .unwrap_or(0.0);
+    ensure!(
+        pct >= 50.0,
+        "the hot function has only {pct}% of samples: {g}"
+    );
+    let f = std::fs::read_to_string(&folded).ctx("read folded")?;
+    ensure!(
+        f.lines().any(|l| l.contains("hot_function_for_profiling")
+            && l.rsplit(' ')
+                .next()
+                .is_some_and(|n| n.parse::<u64>().is_ok())),
+        "folded stacks: {f}"
+    );
+    let dump = run(PMCSTAT, &["-R", &log_s])?;
+    let d = text(&dump.stdout);
+    ensure!(
+        d.starts_with("initlog") && d.contains("\ncallchain "),
+        "dump: {d}"
+    );
+    let bad = run(PMCSTAT, &["-R", &log_s, "-p", "task-clock"])?;
+    ensure!(
+        bad.status.code() == Some(2),
+        "-R with specs: {:?}",
+        bad.status
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
