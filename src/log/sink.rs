@@ -64,8 +64,28 @@ pub(crate) fn write(record: &LogRecord) -> Result<()> {
     write_at(record, now())
 }
 
+static SAMPLES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static LOST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Samples (CALLCHAIN records) and lost samples (DROPNOTIFY counts)
+/// written to logs by this process so far: for progress displays.
+pub fn stats() -> (u64, u64) {
+    use std::sync::atomic::Ordering::Relaxed;
+    (SAMPLES.load(Relaxed), LOST.load(Relaxed))
+}
+
 /// Appends a record with its own timestamp, if a log is configured.
 pub(crate) fn write_at(record: &LogRecord, timestamp: u64) -> Result<()> {
+    use std::sync::atomic::Ordering::Relaxed;
+    match record {
+        LogRecord::Callchain { .. } => {
+            SAMPLES.fetch_add(1, Relaxed);
+        }
+        LogRecord::Dropnotify { lost } => {
+            LOST.fetch_add(u64::from(*lost), Relaxed);
+        }
+        _ => {}
+    }
     match lock().as_mut() {
         Some(w) => w.write(record, timestamp),
         None => Err(no_log("writelog")),

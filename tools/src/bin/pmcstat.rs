@@ -350,8 +350,9 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         }
         if progress && last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
+            let (samples, lost) = pmc::log::sink::stats();
             eprint!(
-                "\r{TOOL}: sampling, {:.0} s elapsed",
+                "\r{TOOL}: {:.0} s elapsed, {samples} samples, {lost} lost",
                 start.elapsed().as_secs_f64()
             );
         }
