@@ -53,7 +53,7 @@ pub fn tests() -> Vec<LiveTest> {
         ),
         test(
             "pmcstat::a_sampled_programs_hot_function_tops_the_callgraph",
-            vec![R::Paranoid(1)],
+            vec![R::Paranoid(2)],
             a_sampled_programs_hot_function_tops_the_callgraph,
         ),
         test(
