@@ -81,6 +81,13 @@ fn main() {
         })
         .collect();
     let mut counts = GroupCount::with_capacity(4);
+    // The same group read with read(2) directly: what the kernel alone costs.
+    let raw_group = File::from(
+        std::os::fd::AsFd::as_fd(&leader)
+            .try_clone_to_owned()
+            .expect("dup leader"),
+    );
+    let mut group_buf = [0u8; 8 * 7];
 
     let mut pe2 = if hardware {
         perf_event2::Builder::new(perf_event2::events::Hardware::INSTRUCTIONS)
@@ -142,6 +149,12 @@ fn main() {
             Box::new(|| {
                 leader.read_group(&mut counts).expect("group read");
                 black_box(counts.get(3));
+            }),
+        ),
+        (
+            "raw_group4_read",
+            Box::new(|| {
+                black_box((&raw_group).read(&mut group_buf).expect("group read(2)"));
             }),
         ),
     ];

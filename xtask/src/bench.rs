@@ -25,6 +25,7 @@ fn target(subject: &str) -> (Option<f64>, &'static str) {
         "group4_read" => (Some(1.15), "group of 4 in one read vs one raw read"),
         "perf_event2_read" => (None, "perf-event2 Counter::read vs raw read(2)"),
         "perf_event_read" => (None, "perf-event 0.4 Counter::read vs raw read(2)"),
+        "raw_group4_read" => (None, "read(2) of the same group of 4 (kernel cost)"),
         _ => (None, "?"),
     }
 }
