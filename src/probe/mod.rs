@@ -289,17 +289,6 @@ mod imp {
 
     const PMU_ROOT: &str = "/sys/bus/event_source/devices";
 
-    fn list(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> = fs::read_dir(dir)
-            .map(|d| {
-                d.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        v.sort();
-        v
-    }
-
     fn tracefs() -> Tracefs {
         for root in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
             let events = Path::new(root).join("events");
@@ -348,7 +337,7 @@ mod imp {
             cap_sys_admin: has(system::CAP_SYS_ADMIN),
             cap_sys_ptrace: has(system::CAP_SYS_PTRACE),
             cap_ipc_lock: has(system::CAP_IPC_LOCK),
-            pmus: list(Path::new(PMU_ROOT)),
+            pmus: pmc_linux::pmu::pmu_names(Path::new(PMU_ROOT)),
             hardware_counting: hardware_counts(),
             tracefs: tracefs(),
         }

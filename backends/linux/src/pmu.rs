@@ -191,6 +191,11 @@ fn names_in(dir: &Path) -> Vec<String> {
     v
 }
 
+/// The names of the PMUs under `root`, sorted (no files read).
+pub fn pmu_names(root: &Path) -> Vec<String> {
+    names_in(root)
+}
+
 /// Parses `a=b,c,d=0x1` (event alias contents and PMU term lists).
 pub fn parse_terms(text: &str) -> Result<Vec<Term>> {
     text.trim()
