@@ -189,12 +189,21 @@ fn open_with_fallback(attr: &Attr, target: Target, event: &LinuxEvent) -> Result
 }
 
 impl Counters for ProcessCounters {
+    #[inline]
     fn enable(&mut self) -> Result<()> {
+        if let [one] = self.events.as_slice() {
+            return one.enable().map_err(from_linux);
+        }
         for_each(&self.events, Event::enable)
     }
 
+    #[inline]
     fn disable(&mut self) -> Result<()> {
-        for_each(&self.events, Event::disable)?;
+        if let [one] = self.events.as_slice() {
+            one.disable().map_err(from_linux)?;
+        } else {
+            for_each(&self.events, Event::disable)?;
+        }
         if let Some(r) = &self.rings {
             sampling::drain_set(r);
         }
