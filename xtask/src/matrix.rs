@@ -235,8 +235,19 @@ fn run_cell(bins: &[TestBinary], user: User, verbose: bool) -> Cell {
                 }
             }
         }
-        // Say why each failure failed: run it alone and keep its message.
+        // Say why each failure failed: the message libtest printed, else
+        // (a test whose output split its result line) run it alone.
         for test in &tally.failures {
+            if let Some(lines) = tally.messages.get(test) {
+                let message = lines
+                    .iter()
+                    .take(6)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" | ");
+                cell.messages.push((test.clone(), message));
+                continue;
+            }
             let args = vec![
                 "--exact".to_string(),
                 test.clone(),
@@ -258,6 +269,11 @@ fn run_cell(bins: &[TestBinary], user: User, verbose: bool) -> Cell {
                         .take(6)
                         .collect::<Vec<_>>()
                         .join(" | ")
+                        + if o.status.success() {
+                            " (passed when re-run alone: flaky?)"
+                        } else {
+                            ""
+                        }
                 })
                 .unwrap_or_else(|e| format!("could not rerun: {e}"));
             cell.messages.push((test.clone(), message));

@@ -30,8 +30,12 @@ pub struct Tally {
     pub reasons: BTreeMap<String, Vec<String>>,
     /// Names of failed tests.
     pub failures: Vec<String>,
+    /// Failed test → the message it printed in libtest's `failures:` section.
+    pub messages: BTreeMap<String, Vec<String>>,
     /// Inside libtest's closing `failures:` list.
     in_failure_list: bool,
+    /// The failed test whose `---- name ----` message is being read.
+    reading_message_of: Option<String>,
 }
 
 impl Tally {
@@ -53,6 +57,26 @@ impl Tally {
         // split their `test … FAILED` line.
         if line == "failures:" {
             self.in_failure_list = true;
+            self.reading_message_of = None;
+            return;
+        }
+        if self.in_failure_list {
+            let header = line.strip_prefix("---- ").and_then(|l| {
+                l.strip_suffix(" stdout ----")
+                    .or_else(|| l.strip_suffix(" ----"))
+            });
+            if let Some(name) = header {
+                self.reading_message_of = Some(name.to_string());
+                return;
+            }
+        }
+        if let Some(name) = &self.reading_message_of {
+            if !line.trim().is_empty() {
+                self.messages
+                    .entry(name.clone())
+                    .or_default()
+                    .push(line.to_string());
+            }
             return;
         }
         if self.in_failure_list {
@@ -180,6 +204,9 @@ pub fn run(args: &TestArgs) -> ExitCode {
         println!("\nfailed tests:");
         for t in &tally.failures {
             println!("  {t}");
+            for line in tally.messages.get(t).into_iter().flatten().take(6) {
+                println!("      {line}");
+            }
         }
     }
     println!(
@@ -210,6 +237,15 @@ mod tests {
             "test f ... printed output",
             "FAILED",
             "failures:",
+            "",
+            "---- d ----",
+            "only 12 of 40 samples in the loop",
+            "",
+            "---- f stdout ----",
+            "thread 'f' panicked",
+            "test x ... ok (inside a message, not a result)",
+            "",
+            "failures:",
             "    f",
             "    d",
             "",
@@ -223,5 +259,8 @@ mod tests {
         assert_eq!(t.reasons["no hardware PMU"], vec!["b".to_string()]);
         assert_eq!(t.reasons["needs root"], vec!["c".to_string()]);
         assert_eq!(t.reasons["no reason given"], vec!["e".to_string()]);
+        assert_eq!(t.messages["d"], vec!["only 12 of 40 samples in the loop"]);
+        assert_eq!(t.messages["f"].len(), 2);
+        assert!(!t.reasons.contains_key("x"));
     }
 }
