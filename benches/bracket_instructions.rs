@@ -5,7 +5,11 @@
 //! read: what start/read/stop does, stop saving the value); the difference per
 //! bracket is what the library adds. (`instructions:u` would do the same
 //! on a machine with a PMU; callgrind works everywhere.) Prints one JSON
-//! line; skips with a reason when valgrind is missing.
+//! line per method, `instructions:u` first (skipped with the reason where
+//! there is no hardware PMU), then callgrind (skipped when valgrind is
+//! missing). The raw side is `pmc-linux`'s `Event::*_errno` calls, which
+//! inline to the bare syscall and an errno check: the floor any caller of
+//! these syscalls pays.
 
 use std::process::Command;
 
@@ -30,13 +34,42 @@ fn pmc_brackets(p: &mut Pmc) -> u64 {
 fn raw_brackets(e: &Event) -> u64 {
     let mut sum = 0u64;
     for _ in 0..BRACKETS {
-        e.enable().expect("enable");
-        sum = sum.wrapping_add(e.read_timed().expect("read").value);
-        e.disable().expect("disable");
+        e.enable_errno().expect("enable");
+        sum = sum.wrapping_add(e.read_timed_errno().expect("read").value);
+        e.disable_errno().expect("disable");
         // pmc_stop saves the value: the same read here.
-        sum = sum.wrapping_add(e.read_timed().expect("read").value);
+        sum = sum.wrapping_add(e.read_timed_errno().expect("read").value);
     }
     sum
+}
+
+/// The same comparison with an `instructions:u` counter where the machine
+/// has one (a hardware PMU): user-space instructions retired per bracket.
+fn counted_with_instructions_u() -> Result<(f64, f64), String> {
+    let mut p =
+        Pmc::allocate(SPEC, Mode::TC, Flags::empty(), Cpu::Any).map_err(|e| e.to_string())?;
+    p.attach(0).map_err(|e| e.to_string())?;
+    let attr = pmc::backend::linux::attrs_for(SPEC, Mode::TC, Flags::empty(), 0)
+        .map_err(|e| e.to_string())?[0];
+    let e =
+        Event::open(&attr, Target::CALLER, None, OpenFlags::empty()).map_err(|e| e.to_string())?;
+    let mut insns = Pmc::allocate("instructions,usr", Mode::TC, Flags::empty(), Cpu::Any)
+        .map_err(|e| e.to_string())?;
+    let mut per_bracket = |f: &mut dyn FnMut()| -> Result<f64, String> {
+        let before = insns.read().unwrap_or(0);
+        insns.start().map_err(|e| e.to_string())?;
+        f();
+        insns.stop().map_err(|e| e.to_string())?;
+        let after = insns.read().map_err(|e| e.to_string())?;
+        Ok((after - before) as f64 / BRACKETS as f64)
+    };
+    let ours = per_bracket(&mut || {
+        std::hint::black_box(pmc_brackets(&mut p));
+    })?;
+    let raw = per_bracket(&mut || {
+        std::hint::black_box(raw_brackets(&e));
+    })?;
+    Ok((ours, raw))
 }
 
 fn child() {
@@ -77,6 +110,16 @@ fn main() {
     if std::env::var_os("PMC_BRACKET_CHILD").is_some() {
         child();
         return;
+    }
+    match counted_with_instructions_u() {
+        Ok((ours, raw)) => println!(
+            "{{\"subject\":\"bracket_instructions_u\",\"pmc_per_bracket\":{ours:.1},\"raw_per_bracket\":{raw:.1},\"added\":{:.1}}}",
+            ours - raw
+        ),
+        Err(why) => println!(
+            "{{\"subject\":\"bracket_instructions_u\",\"skipped\":{:?}}}",
+            format!("no instructions:u counter here ({why}); callgrind below counts instead")
+        ),
     }
     if Command::new("valgrind").arg("--version").output().is_err() {
         println!("{{\"subject\":\"bracket\",\"skipped\":\"valgrind is not installed\"}}");

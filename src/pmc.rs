@@ -19,7 +19,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::backend::{self, Backend, CounterValue, Counters, EventRequest, PreparedEvent};
+use crate::backend::{
+    self, Backend, CounterValue, Counters, EventRequest, HotCounter, PreparedEvent,
+};
 use crate::machine::PmcInfo;
 use crate::spec::{self, EventSpec};
 use crate::{Capabilities, Class, Cpu, Error, Flags, Mode, PmcId, Reading, Result, State};
@@ -112,9 +114,13 @@ pub struct Pmc {
     /// The allocating process (cached: a getpid between enable and disable
     /// would be counted by getpid tracepoints and probes).
     owner: u32,
-    /// Running with one process target and nothing detached: `read` asks
-    /// the backend for the scaled value only (see `publish`).
-    fast_read: bool,
+    /// One process target, no CPU counter, nothing detached (see
+    /// `publish`): `read` asks the backend for the scaled value only.
+    single_target: bool,
+    /// A counting PMC with one process target that is one plain counter,
+    /// nothing detached, no CPU counter and no log flags: `start`, `read`
+    /// and `stop` call it directly (the bracket profilers put around code).
+    hot: Option<HotCounter>,
     /// This PMC's state as the pmcinfo registry sees it.
     shared_state: Arc<AtomicU8>,
     /// Added to the hardware count so that `read` returns what `write`/`set`
@@ -215,7 +221,8 @@ impl Pmc {
             system,
             attached_to_owner: false,
             owner,
-            fast_read: false,
+            hot: None,
+            single_target: false,
             shared_state: Arc::new(AtomicU8::new(state_to_u8(State::Allocated))),
             offset: if mode.is_counting() { count } else { 0 },
             detached: CounterValue::ZERO,
@@ -240,10 +247,17 @@ impl Pmc {
     /// Records a state change: the pmcinfo row, and whether `read` may take
     /// its lean path.
     fn publish(&mut self) {
-        self.fast_read = self.state == State::Running
-            && self.system.is_none()
-            && self.targets.len() == 1
-            && self.detached == CounterValue::ZERO;
+        self.single_target =
+            self.system.is_none() && self.targets.len() == 1 && self.detached == CounterValue::ZERO;
+        let lone_counter = self.single_target
+            && self.mode.is_counting()
+            && !self
+                .flags
+                .intersects(Flags::LOG_PROCEXIT | Flags::LOG_PROCCSW);
+        self.hot = match self.targets.first() {
+            Some(t) if lone_counter => t.counters.hot(),
+            _ => None,
+        };
         self.shared_state
             .store(state_to_u8(self.state), Ordering::Relaxed);
         let info = self.info();
@@ -253,14 +267,11 @@ impl Pmc {
     }
 
     /// A state change on the hot path (start/stop): no lock, no allocation.
+    #[inline]
     fn set_state(&mut self, state: State) {
         self.state = state;
         self.shared_state
             .store(state_to_u8(state), Ordering::Relaxed);
-        self.fast_read = state == State::Running
-            && self.system.is_none()
-            && self.targets.len() == 1
-            && self.detached == CounterValue::ZERO;
     }
 
     /// A description of this PMC (`pmc_pmcinfo` row).
@@ -432,7 +443,20 @@ impl Pmc {
 
     /// Starts the PMC (`pmc_start`). A process PMC that was never attached
     /// is attached to the caller first. Starting a running PMC succeeds.
+    #[inline]
     pub fn start(&mut self) -> Result<()> {
+        if let Some(hot) = &self.hot
+            && self.state != State::Running
+            && hot.enable()
+        {
+            self.set_state(State::Running);
+            return Ok(());
+        }
+        self.start_general()
+    }
+
+    #[inline(never)]
+    fn start_general(&mut self) -> Result<()> {
         if self.state == State::Running {
             return Ok(());
         }
@@ -467,7 +491,21 @@ impl Pmc {
 
     /// Stops the PMC (`pmc_stop`) and saves its value. Stopping a stopped
     /// PMC succeeds; stopping one that never started is EINVAL.
+    #[inline]
     pub fn stop(&mut self) -> Result<()> {
+        if let Some(hot) = &self.hot
+            && self.state == State::Running
+            && let Some(value) = hot.disable_and_read_scaled()
+        {
+            self.set_state(State::Stopped);
+            self.saved.value = value.wrapping_add(self.offset);
+            return Ok(());
+        }
+        self.stop_general()
+    }
+
+    #[inline(never)]
+    fn stop_general(&mut self) -> Result<()> {
         match self.state {
             State::Running => {}
             State::Stopped => return Ok(()),
@@ -475,7 +513,7 @@ impl Pmc {
                 return Err(Error::invalid("stop", "the PMC was never started"));
             }
         }
-        let lean = self.fast_read;
+        let lean = self.single_target;
         for t in &mut self.targets {
             t.counters.disable()?;
         }
@@ -525,10 +563,24 @@ impl Pmc {
     /// ([`Error::NotCounted`]), never a silent 0.
     #[inline]
     pub fn read(&mut self) -> Result<u64> {
-        // The common case, one running process target and nothing detached,
-        // takes the backend's lean path: this is the call profilers make in
-        // loops.
-        if self.fast_read
+        // The call profilers make in loops: a running PMC that is one plain
+        // counter reads it directly; anything else (or a failed read, to
+        // report it in full) takes the general path.
+        if let Some(hot) = &self.hot
+            && self.state == State::Running
+            && let Some(value) = hot.read_scaled()
+        {
+            return Ok(value.wrapping_add(self.offset));
+        }
+        self.read_general()
+    }
+
+    #[inline(never)]
+    fn read_general(&mut self) -> Result<u64> {
+        // One running process target and nothing detached: the backend's
+        // scaled-only read.
+        if self.state == State::Running
+            && self.single_target
             && let Some(target) = self.targets.first_mut()
         {
             return match target.counters.read_scaled()? {

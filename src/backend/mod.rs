@@ -28,6 +28,7 @@ pub mod unsupported;
 cfg_if::cfg_if! {
     if #[cfg(any(target_os = "linux", target_os = "android"))] {
         pub mod linux;
+        pub use linux::HotCounter;
         fn make_default() -> Arc<dyn Backend> {
             Arc::new(linux::LinuxBackend::new())
         }
@@ -42,6 +43,20 @@ cfg_if::cfg_if! {
     } else {
         fn make_default() -> Arc<dyn Backend> {
             Arc::new(unsupported::UnsupportedBackend)
+        }
+        /// No backend here has a direct counter handle.
+        #[derive(Debug, Clone)]
+        pub enum HotCounter {}
+        impl HotCounter {
+            pub(crate) fn enable(&self) -> bool {
+                match *self {}
+            }
+            pub(crate) fn disable_and_read_scaled(&self) -> Option<u64> {
+                match *self {}
+            }
+            pub(crate) fn read_scaled(&self) -> Option<u64> {
+                match *self {}
+            }
         }
         /// No backend here produces samples.
         pub(crate) fn drain_samples() {}
@@ -198,5 +213,12 @@ pub trait Counters: Send + fmt::Debug {
     /// The number of kernel objects (fds) this target holds.
     fn handles(&self) -> usize {
         1
+    }
+
+    /// A handle `Pmc` may start, read and stop directly, without dynamic
+    /// dispatch: offered by targets that are one plain counter (no rings,
+    /// no per-thread sum). Shares the counter; valid as long as it lives.
+    fn hot(&self) -> Option<HotCounter> {
+        None
     }
 }

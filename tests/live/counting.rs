@@ -69,6 +69,11 @@ pub fn tests() -> Vec<LiveTest> {
             start_attaches_the_caller_and_stop_saves_the_value,
         ),
         test(
+            "counting::a_single_threaded_process_brackets_its_own_work",
+            vec![R::Paranoid(2)],
+            a_single_threaded_process_brackets_its_own_work,
+        ),
+        test(
             "counting::detach_keeps_the_detached_value",
             vec![R::Paranoid(2)],
             detach_keeps_the_detached_value,
@@ -353,6 +358,20 @@ fn start_attaches_the_caller_and_stop_saves_the_value() -> TestResult {
         "a stopped PMC must keep its value"
     );
     ensure!(saved >= 15_000_000, "20 ms spin counted {saved} ns");
+    Ok(())
+}
+
+/// The same semantics in a single-threaded process, where the PMC is one
+/// fd and start/read/stop take their direct path.
+fn a_single_threaded_process_brackets_its_own_work() -> TestResult {
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let out = std::process::Command::new(exe)
+        .env(crate::workloads::ENV, "self-bracket")
+        .output()
+        .ctx("run self-bracket")?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    println!("{}", text.trim());
+    ensure!(out.status.success(), "{}", text.trim());
     Ok(())
 }
 

@@ -85,6 +85,15 @@ pub fn run_if_requested() {
         "loop" => {
             std::hint::black_box(known_loop(arg(1, 100_000_000)));
         }
+        // A single-threaded process bracketing its own work (no handshake):
+        // the case where `Pmc` starts, reads and stops its counter directly.
+        "self-bracket" => match self_bracket() {
+            Ok(line) => println!("{line}"),
+            Err(e) => {
+                println!("failed: {e}");
+                std::process::exit(1);
+            }
+        },
         // Like "loop" but with the handshake, for attaching first.
         "loop-handshake" => {
             ready_then_wait();
@@ -147,4 +156,54 @@ pub fn run_if_requested() {
         }
     }
     std::process::exit(0);
+}
+
+/// start/read/stop/write on a PMC attached to this (single-threaded)
+/// process; returns a summary line or what went wrong.
+fn self_bracket() -> Result<String, String> {
+    use pmc::{Cpu, Flags, Mode, Pmc};
+    let e = |what: &str| {
+        let what = what.to_string();
+        move |err: pmc::Error| format!("{what}: {err}")
+    };
+    let mut pmc = Pmc::allocate("page-faults,usr", Mode::TC, Flags::empty(), Cpu::Any)
+        .map_err(e("allocate"))?;
+    pmc.start().map_err(e("start"))?;
+    if pmc.handles() != 1 {
+        return Err(format!("{} fds for one thread", pmc.handles()));
+    }
+    touch_fresh_pages(1000);
+    let running = pmc.read().map_err(e("read running"))?;
+    pmc.stop().map_err(e("stop"))?;
+    pmc.stop().map_err(e("second stop"))?;
+    let stopped = pmc.read().map_err(e("read stopped"))?;
+    touch_fresh_pages(1000);
+    let still = pmc.read().map_err(e("read later"))?;
+    if running < 1000 || stopped < running || still != stopped {
+        return Err(format!(
+            "running {running}, stopped {stopped}, later {still} (1000 pages touched)"
+        ));
+    }
+    pmc.start().map_err(e("restart"))?;
+    pmc.start().map_err(e("second start"))?;
+    touch_fresh_pages(500);
+    pmc.stop().map_err(e("stop again"))?;
+    let resumed = pmc.read().map_err(e("read resumed"))?;
+    // 500 pages while running; the 1000 touched while stopped must not count.
+    if !(stopped + 500..stopped + 700).contains(&resumed) {
+        return Err(format!(
+            "{resumed} after 500 more pages on top of {stopped} (1000 touched while stopped)"
+        ));
+    }
+    pmc.write(7).map_err(e("write"))?;
+    pmc.start().map_err(e("start after write"))?;
+    touch_fresh_pages(100);
+    pmc.stop().map_err(e("stop after write"))?;
+    let written = pmc.read().map_err(e("read after write"))?;
+    if !(107..resumed).contains(&written) {
+        return Err(format!("{written} after write(7) and 100 pages"));
+    }
+    Ok(format!(
+        "running {running} stopped {stopped} resumed {resumed} written {written}"
+    ))
 }

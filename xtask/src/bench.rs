@@ -134,19 +134,28 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                         perf.map_or("n/a", |p| verdict(ours <= p))
                     );
                 }
-                Some("bracket") => match v["skipped"].as_str() {
-                    Some(why) => println!("start/read/stop bracket: not measured ({why})"),
-                    None => {
-                        let added = v["added"].as_f64().unwrap_or(f64::NAN);
-                        println!(
-                            "start/read/stop bracket: {} user instructions with pmc, {} with raw \
-                             ioctls/read(2); pmc adds {added:.0} [target <= 100 {}]",
-                            v["pmc_per_bracket"],
-                            v["raw_per_bracket"],
-                            verdict(added <= 100.0)
-                        );
+                Some(subject @ ("bracket" | "bracket_instructions_u")) => {
+                    let how = if subject == "bracket" {
+                        "counted by callgrind"
+                    } else {
+                        "counted by instructions:u"
+                    };
+                    match v["skipped"].as_str() {
+                        Some(why) => {
+                            println!("start/read/stop bracket ({how}): not measured ({why})")
+                        }
+                        None => {
+                            let added = v["added"].as_f64().unwrap_or(f64::NAN);
+                            println!(
+                                "start/read/stop bracket ({how}): {} user instructions with pmc, \
+                                 {} with raw ioctls/read(2); pmc adds {added:.0} [target <= 100 {}]",
+                                v["pmc_per_bracket"],
+                                v["raw_per_bracket"],
+                                verdict(added <= 100.0)
+                            );
+                        }
                     }
-                },
+                }
                 _ => {}
             }
         }

@@ -213,25 +213,51 @@ impl Event {
         self.sampling
     }
 
-    fn ioctl(&self, name: &str, request: u64, arg: u64) -> Result<i32, Error> {
-        sys::ioctl_int(self.fd.as_fd(), request, arg).map_err(|e| {
-            Error::os(
-                format!("ioctl({name}) on perf fd {}", self.fd.as_raw_fd()),
-                e,
-            )
-        })
+    // Inlined so the ioctl is all a caller pays on success; building the
+    // error is out of line.
+    #[inline]
+    fn ioctl(&self, name: &'static str, request: u64, arg: u64) -> Result<i32, Error> {
+        match sys::ioctl_int(self.fd.as_fd(), request, arg) {
+            Ok(v) => Ok(v),
+            Err(e) => Err(self.ioctl_failed(name, e)),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn ioctl_failed(&self, name: &str, errno: i32) -> Error {
+        Error::os(
+            format!("ioctl({name}) on perf fd {}", self.fd.as_raw_fd()),
+            errno,
+        )
     }
 
     /// `PERF_EVENT_IOC_ENABLE`.
+    #[inline]
     pub fn enable(&self) -> Result<(), Error> {
         self.ioctl("PERF_EVENT_IOC_ENABLE", abi::PERF_EVENT_IOC_ENABLE, 0)
             .map(drop)
     }
 
     /// `PERF_EVENT_IOC_DISABLE`.
+    #[inline]
     pub fn disable(&self) -> Result<(), Error> {
         self.ioctl("PERF_EVENT_IOC_DISABLE", abi::PERF_EVENT_IOC_DISABLE, 0)
             .map(drop)
+    }
+
+    /// [`Event::enable`] reporting only the errno (see
+    /// [`Event::read_timed_errno`]).
+    #[inline]
+    pub fn enable_errno(&self) -> Result<(), i32> {
+        sys::ioctl_int(self.fd.as_fd(), abi::PERF_EVENT_IOC_ENABLE, 0).map(drop)
+    }
+
+    /// [`Event::disable`] reporting only the errno (see
+    /// [`Event::read_timed_errno`]).
+    #[inline]
+    pub fn disable_errno(&self) -> Result<(), i32> {
+        sys::ioctl_int(self.fd.as_fd(), abi::PERF_EVENT_IOC_DISABLE, 0).map(drop)
     }
 
     /// `PERF_EVENT_IOC_RESET`: the count goes to zero (times are kept).
@@ -407,6 +433,27 @@ impl Event {
             time_enabled: buf[1],
             time_running: buf[2],
         })
+    }
+
+    /// [`Event::read_timed`] reporting only an errno (`EINVAL` when the read
+    /// format is not exactly the two times, `EIO` for a short read): for hot
+    /// paths that build their own error, or retry through `read_timed`, on
+    /// failure. Nothing is built on the way.
+    #[inline(always)]
+    pub fn read_timed_errno(&self) -> Result<TimedCount, i32> {
+        if self.read_format != ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING {
+            return Err(libc::EINVAL);
+        }
+        let mut buf = [0u64; 3];
+        match sys::read_u64s(self.fd.as_fd(), &mut buf) {
+            Ok(24) => Ok(TimedCount {
+                value: buf[0],
+                time_enabled: buf[1],
+                time_running: buf[2],
+            }),
+            Ok(_) => Err(libc::EIO),
+            Err(e) => Err(e),
+        }
     }
 
     /// One `read(2)` that must fill `buf` exactly; returns the words read.

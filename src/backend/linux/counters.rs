@@ -70,7 +70,7 @@ fn for_each(events: &[Event], f: impl Fn(&Event) -> pmc_linux::error::Result<()>
 pub(super) struct ProcessCounters {
     /// Shared with the ring set, which reads the final value when the
     /// target exits (LOG_PROCEXIT).
-    events: Arc<Vec<Event>>,
+    events: Arc<[Event]>,
     /// Logging targets: the per-CPU rings (drained at stop and drop).
     rings: Option<Arc<Mutex<RingSet>>>,
 }
@@ -82,7 +82,7 @@ fn map_rings(
     event: &LinuxEvent,
     cpus: &[i32],
     events: &[Event],
-    root: Option<(u32, Arc<Vec<Event>>)>,
+    root: Option<(u32, Arc<[Event]>)>,
 ) -> Result<Option<Arc<Mutex<RingSet>>>> {
     let Some(plan) = &event.log else {
         return Ok(None);
@@ -154,7 +154,7 @@ impl ProcessCounters {
             return Err(Error::NoSuchProcess { op: "attach", pid });
         }
         let (cpus, events): (Vec<i32>, Vec<Event>) = events.into_iter().unzip();
-        let events = Arc::new(events);
+        let events = Arc::<[Event]>::from(events);
         let rings = map_rings(event, &cpus, &events, Some((pid, events.clone())))?;
         Ok(ProcessCounters { events, rings })
     }
@@ -191,7 +191,7 @@ fn open_with_fallback(attr: &Attr, target: Target, event: &LinuxEvent) -> Result
 impl Counters for ProcessCounters {
     #[inline]
     fn enable(&mut self) -> Result<()> {
-        if let [one] = self.events.as_slice() {
+        if let [one] = &self.events[..] {
             return one.enable().map_err(from_linux);
         }
         for_each(&self.events, Event::enable)
@@ -199,7 +199,7 @@ impl Counters for ProcessCounters {
 
     #[inline]
     fn disable(&mut self) -> Result<()> {
-        if let [one] = self.events.as_slice() {
+        if let [one] = &self.events[..] {
             one.disable().map_err(from_linux)?;
         } else {
             for_each(&self.events, Event::disable)?;
@@ -216,7 +216,7 @@ impl Counters for ProcessCounters {
 
     #[inline]
     fn read_scaled(&mut self) -> Result<Option<u64>> {
-        match self.events.as_slice() {
+        match &self.events[..] {
             [one] => {
                 let c = one.read_timed().map_err(from_linux)?;
                 Ok(c.scaled())
@@ -236,14 +236,59 @@ impl Counters for ProcessCounters {
         self.events.len()
     }
 
+    fn hot(&self) -> Option<HotCounter> {
+        (self.events.len() == 1 && self.rings.is_none()).then(|| HotCounter(self.events.clone()))
+    }
+
     fn rdpmc_index(&self) -> Option<u32> {
         // Only a single-thread target can be read with rdpmc, and only on
         // that thread: the page's index is then this thread's counter.
-        let [event] = self.events.as_slice() else {
+        let [event] = &self.events[..] else {
             return None;
         };
         let caps = pmc_linux::selfmon::UserPage::map(event).ok()?.caps();
         (caps.user_rdpmc && caps.index != 0).then(|| caps.index - 1)
+    }
+}
+
+/// A target that is one plain counting fd, shared with its
+/// `ProcessCounters` (see [`Counters::hot`]): each call is the binding's
+/// inlined syscall, errors converted out of line.
+#[derive(Debug, Clone)]
+pub struct HotCounter(Arc<[Event]>);
+
+impl HotCounter {
+    #[inline]
+    fn event(&self) -> &Event {
+        // `Counters::hot` hands out only one-event targets.
+        &self.0[0]
+    }
+
+    // Each call answers only "did it work": on failure `Pmc` takes its
+    // general path, which repeats the (idempotent) operation through
+    // `Counters` and reports the error in full. Nothing here builds an
+    // error on success, so the hot path is the syscall and a compare.
+
+    /// Enables; false when the ioctl failed.
+    #[inline(always)]
+    pub(crate) fn enable(&self) -> bool {
+        self.event().enable_errno().is_ok()
+    }
+
+    /// Disables, then reads the scaled value (`Pmc::stop`); `None` when
+    /// either failed or the counter never ran.
+    #[inline(always)]
+    pub(crate) fn disable_and_read_scaled(&self) -> Option<u64> {
+        let event = self.event();
+        event.disable_errno().ok()?;
+        event.read_timed_errno().ok()?.scaled()
+    }
+
+    /// The scaled value; `None` when the read failed or the counter was
+    /// enabled but never ran.
+    #[inline(always)]
+    pub(crate) fn read_scaled(&self) -> Option<u64> {
+        self.event().read_timed_errno().ok()?.scaled()
     }
 }
 

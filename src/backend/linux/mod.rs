@@ -8,6 +8,7 @@
 //!   mapping of `pmc_linux::Error` into [`crate::Error`].
 
 mod counters;
+pub use counters::HotCounter;
 mod machine;
 mod resolve;
 pub(crate) mod sampling;
@@ -151,6 +152,8 @@ fn resolve_spec(
 /// Converts a binding error into the portable error, choosing the libpmc
 /// errno: EACCES/EPERM → EPERM, a missing PMU → ENXIO, an event the PMU
 /// lacks → EOPNOTSUPP, ESRCH → ESRCH, EBUSY → EBUSY.
+#[cold]
+#[inline(never)]
 pub(crate) fn from_linux(e: pmc_linux::Error) -> Error {
     use pmc_linux::{Error as L, Hint};
     match e {

@@ -51,7 +51,7 @@ pub(super) struct RingSet {
     /// Records dropped because the log was closed or missing.
     pub(super) discarded: u64,
     /// The attached process and its events, read when it exits.
-    root: Option<(u32, Arc<Vec<pmc_linux::event::Event>>)>,
+    root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
 }
 
 static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
@@ -65,7 +65,7 @@ impl RingSet {
         plan: LogPlan,
         attr: &Attr,
         rings: Vec<RingBuffer>,
-        root: Option<(u32, Arc<Vec<pmc_linux::event::Event>>)>,
+        root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
     ) -> Arc<Mutex<RingSet>> {
         let set = Arc::new(Mutex::new(RingSet {
             plan,

@@ -54,6 +54,7 @@ pub(crate) fn perf_event_open(
 }
 
 /// An ioctl whose argument is a plain integer (or unused).
+#[inline]
 pub(crate) fn ioctl_int(fd: BorrowedFd<'_>, request: u64, arg: u64) -> Result<i32, i32> {
     // SAFETY: the perf ioctls called through this wrapper take their
     // argument by value (ENABLE, DISABLE, RESET, REFRESH, SET_OUTPUT,
@@ -117,24 +118,40 @@ pub(crate) fn ioctl_query_bpf(fd: BorrowedFd<'_>, ids: &mut [u32]) -> Result<u32
 }
 
 /// `read(2)` into a `u64` buffer (the perf read formats are arrays of u64).
+/// The first attempt is inline; a failure (EINTR retries) is out of line,
+/// which keeps callers' hot paths short.
 #[inline(always)]
 pub(crate) fn read_u64s(fd: BorrowedFd<'_>, buf: &mut [u64]) -> Result<usize, i32> {
+    match read_u64s_once(fd, buf) {
+        Ok(n) => Ok(n),
+        Err(_) => read_u64s_retrying(fd, buf),
+    }
+}
+
+#[inline(always)]
+fn read_u64s_once(fd: BorrowedFd<'_>, buf: &mut [u64]) -> Result<usize, ()> {
+    // SAFETY: `buf` is valid and writable for `size_of_val(buf)` bytes,
+    // and any byte pattern is a valid u64.
+    let ret = unsafe {
+        libc::read(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            core::mem::size_of_val(buf),
+        )
+    };
+    usize::try_from(ret).map_err(drop)
+}
+
+#[cold]
+#[inline(never)]
+fn read_u64s_retrying(fd: BorrowedFd<'_>, buf: &mut [u64]) -> Result<usize, i32> {
     loop {
-        // SAFETY: `buf` is valid and writable for `size_of_val(buf)` bytes,
-        // and any byte pattern is a valid u64.
-        let ret = unsafe {
-            libc::read(
-                fd.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                core::mem::size_of_val(buf),
-            )
-        };
-        if ret >= 0 {
-            return Ok(ret as usize);
-        }
         let e = last_errno();
         if e != libc::EINTR {
             return Err(e);
+        }
+        if let Ok(n) = read_u64s_once(fd, buf) {
+            return Ok(n);
         }
     }
 }
