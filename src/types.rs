@@ -87,7 +87,8 @@ bitflags::bitflags! {
     pub struct Flags: u32 {
         /// Also follow the current and future children of every target.
         const DESCENDANTS = 0x2;
-        /// Log the counter delta at every context switch (needs a log).
+        /// Log the counter delta at every context switch (needs a log;
+        /// TC only, as in hwpmc; on Linux also perf_event_paranoid <= 1).
         const LOG_PROCCSW = 0x4;
         /// Log the accumulated value when a target exits (needs a log).
         const LOG_PROCEXIT = 0x8;

@@ -32,6 +32,16 @@ pub fn tests() -> Vec<LiveTest> {
             log_required_rules,
         ),
         test(
+            "sampling::log_proccsw_slices_add_up_to_the_counted_value",
+            vec![R::Paranoid(1), R::TracefsReadable],
+            log_proccsw_slices_add_up_to_the_counted_value,
+        ),
+        test(
+            "sampling::log_procexit_with_descendants_gives_each_process_its_own_value",
+            vec![R::Paranoid(1), R::TracefsReadable],
+            log_procexit_with_descendants_gives_each_process_its_own_value,
+        ),
+        test(
             "sampling::log_procexit_logs_the_exiting_childs_value",
             vec![R::Paranoid(1)],
             log_procexit_logs_the_exiting_childs_value,
@@ -316,6 +326,119 @@ fn log_procexit_logs_the_exiting_childs_value() -> TestResult {
     ensure!(
         *value >= 100_000_000,
         "the child spun 150 ms, logged {value} ns"
+    );
+    Ok(())
+}
+
+/// Runs `workload args` under a TC `page-faults,usr` PMC with `flags`,
+/// attached before it starts; returns the log and the PMC's final value.
+fn logged_child_run(
+    flags: Flags,
+    workload: &str,
+    args: &[&str],
+) -> Result<(Vec<LogEvent>, u32, u64), libtest_mimic::Failed> {
+    let (mut child, mut total) = (0, 0);
+    let events = with_log(|| {
+        let mut w = Workload::spawn(workload, args)?;
+        child = w.pid();
+        let mut pmc =
+            Pmc::allocate("page-faults,usr", Mode::TC, flags, Cpu::Any).ctx("allocate")?;
+        pmc.attach(w.pid()).ctx("attach")?;
+        pmc.start().ctx("start")?;
+        w.go()?;
+        w.wait()?;
+        pmc.stop().ctx("stop")?;
+        total = pmc.read().ctx("read")?;
+        Ok(())
+    })?;
+    Ok((events, child, total))
+}
+
+fn log_proccsw_slices_add_up_to_the_counted_value() -> TestResult {
+    const ROUNDS: usize = 20;
+    let (events, child, total) = logged_child_run(
+        Flags::LOG_PROCCSW | Flags::LOG_PROCEXIT,
+        "touch-sleep",
+        &["20"],
+    )?;
+    let slices: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e.record {
+            LogRecord::ProcCsw { pid, value, .. } if pid == child => Some(value),
+            _ => None,
+        })
+        .collect();
+    let exit = events.iter().find_map(|e| match e.record {
+        LogRecord::ProcExit { pid, value, .. } if pid == child => Some(value),
+        _ => None,
+    });
+    let sum: u64 = slices.iter().sum();
+    let busy = slices.iter().filter(|v| **v >= 50).count();
+    println!(
+        "{} PROCCSW slices ({busy} with >= 50 faults) sum to {sum}; PMC {total}; PROCEXIT {exit:?}",
+        slices.len()
+    );
+    ensure!(
+        slices.len() > ROUNDS,
+        "{} slices for {ROUNDS} sleeps",
+        slices.len()
+    );
+    // Each round's slice, and the last one that exit ends.
+    ensure!(
+        busy >= ROUNDS,
+        "only {busy} slices hold a round's 50 page faults"
+    );
+    ensure!(
+        sum == total,
+        "the slices sum to {sum}, the PMC counted {total}"
+    );
+    ensure!(
+        exit == Some(total),
+        "PROCEXIT says {exit:?}, the PMC counted {total}"
+    );
+    Ok(())
+}
+
+fn log_procexit_with_descendants_gives_each_process_its_own_value() -> TestResult {
+    const GRANDCHILD: u64 = 2000;
+    const OWN: u64 = 6000;
+    let (events, child, total) = logged_child_run(
+        Flags::LOG_PROCEXIT | Flags::DESCENDANTS,
+        "fork-touch",
+        &[&GRANDCHILD.to_string(), &OWN.to_string()],
+    )?;
+    let exits: Vec<(u32, u64)> = events
+        .iter()
+        .filter_map(|e| match e.record {
+            LogRecord::ProcExit { pid, value, .. } => Some((pid, value)),
+            _ => None,
+        })
+        .collect();
+    println!("PROCEXIT records: {exits:?}; PMC {total}");
+    let own = exits
+        .iter()
+        .find(|(pid, _)| *pid == child)
+        .map(|e| e.1)
+        .ok_or("no PROCEXIT for the child")?;
+    let others: Vec<u64> = exits
+        .iter()
+        .filter(|(pid, _)| *pid != child)
+        .map(|e| e.1)
+        .collect();
+    let [grandchild] = others[..] else {
+        return Err(format!("expected one grandchild PROCEXIT, got {others:?}").into());
+    };
+    ensure!(
+        (GRANDCHILD..OWN).contains(&grandchild),
+        "the grandchild touched {GRANDCHILD} pages, logged {grandchild}"
+    );
+    ensure!(
+        (OWN..OWN + GRANDCHILD).contains(&own),
+        "the child touched {OWN} pages itself, logged {own}"
+    );
+    ensure!(
+        own + grandchild == total,
+        "{own} + {grandchild} logged, the PMC counted {total}"
     );
     Ok(())
 }

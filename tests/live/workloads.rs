@@ -133,6 +133,31 @@ pub fn run_if_requested() {
                 .expect("spawn grandchild");
             assert!(status.success());
         }
+        // `rounds` times: touch 50 fresh pages, then sleep 1 ms (a context
+        // switch per round); then 50 more pages in the slice that exit ends.
+        "touch-sleep" => {
+            let rounds = arg(1, 20);
+            ready_then_wait();
+            for _ in 0..rounds {
+                std::hint::black_box(touch_fresh_pages(50));
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            std::hint::black_box(touch_fresh_pages(50));
+        }
+        // Runs a grandchild that touches `child` fresh pages and exits, then
+        // touches `own` pages itself.
+        "fork-touch" => {
+            let (child, own) = (arg(1, 2000), arg(2, 6000));
+            ready_then_wait();
+            let exe = std::env::current_exe().expect("current_exe");
+            let status = Command::new(exe)
+                .env(ENV, "touch")
+                .arg(child.to_string())
+                .status()
+                .expect("spawn grandchild");
+            assert!(status.success());
+            std::hint::black_box(touch_fresh_pages(own as usize));
+        }
         // Touches `n` fresh pages (no handshake: for `perf stat`).
         "touch" => {
             std::hint::black_box(touch_fresh_pages(arg(1, 1000) as usize));

@@ -33,15 +33,31 @@ fn open_one(attr: &Attr, target: Target, event: &LinuxEvent) -> Result<Event> {
     Ok(event)
 }
 
-/// Sums the events of a target. An event that never ran contributes
-/// nothing (a thread's per-CPU event on a CPU it never used); the sum is
-/// "never counted" only when no event ran although time was enabled.
+/// Sums the events of a target. `chunks` splits `events` into the
+/// per-CPU instances of one thread's counter (empty: one event each): such
+/// an instance is enabled whenever its thread runs but runs only while the
+/// thread is on its CPU, so each chunk is scaled as one counter, by its
+/// summed running time against its enabled time. An event that never ran
+/// contributes nothing (a thread's per-CPU event on a CPU it never used);
+/// the sum is "never counted" only when no event ran although time was
+/// enabled.
 #[inline]
-fn read_events(events: &[Event]) -> Result<CounterValue> {
+fn read_events(events: &[Event], chunks: &[usize]) -> Result<CounterValue> {
     let mut sum = CounterValue::ZERO;
     let mut any_ran = false;
-    for e in events {
-        let c = e.read_timed().map_err(from_linux)?;
+    let mut rest = events;
+    let mut sizes = chunks.iter().copied();
+    while !rest.is_empty() {
+        let n = sizes.next().unwrap_or(1).clamp(1, rest.len());
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        let mut c = pmc_linux::event::TimedCount::default();
+        for e in chunk {
+            let one = e.read_timed().map_err(from_linux)?;
+            c.value = c.value.wrapping_add(one.value);
+            c.time_running = c.time_running.saturating_add(one.time_running);
+            c.time_enabled = c.time_enabled.max(one.time_enabled);
+        }
         let scaled = if c.time_running == 0 {
             Some(0)
         } else {
@@ -51,7 +67,7 @@ fn read_events(events: &[Event]) -> Result<CounterValue> {
         sum.accumulate(CounterValue {
             raw: c.value,
             time_enabled: c.time_enabled,
-            time_running: c.time_running,
+            time_running: c.time_running.min(c.time_enabled),
             scaled,
         });
     }
@@ -73,6 +89,12 @@ pub(super) struct ProcessCounters {
     events: Arc<[Event]>,
     /// Logging targets: the per-CPU rings (drained at stop and drop).
     rings: Option<Arc<Mutex<RingSet>>>,
+    /// The slice siblings grouped under the counters (see
+    /// `sampling::SliceSiblings`); kept open, never read directly.
+    siblings: Vec<Event>,
+    /// How `events` splits into per-CPU instances of one thread's counter
+    /// (see `read_events`).
+    chunks: Vec<usize>,
 }
 
 /// Maps one ring per CPU and routes the other events of that CPU into it;
@@ -82,6 +104,7 @@ fn map_rings(
     event: &LinuxEvent,
     cpus: &[i32],
     events: &[Event],
+    siblings: &[(i32, Event)],
     root: Option<(u32, Arc<[Event]>)>,
 ) -> Result<Option<Arc<Mutex<RingSet>>>> {
     let Some(plan) = &event.log else {
@@ -107,8 +130,21 @@ fn map_rings(
         rings.push(ring);
         owner_of_cpu.push((*cpu, i));
     }
+    for (cpu, sibling) in siblings {
+        if let Some((_, owner)) = owner_of_cpu.iter().find(|(c, _)| c == cpu) {
+            sibling
+                .set_output(Some(&events[*owner]))
+                .map_err(from_linux)?;
+        }
+    }
     let attr = event.attrs.first().copied().unwrap_or_default();
-    Ok(Some(RingSet::new(plan.clone(), &attr, rings, root)))
+    Ok(Some(RingSet::new(
+        plan.clone(),
+        &attr,
+        rings,
+        root,
+        event.slices.as_ref(),
+    )))
 }
 
 impl ProcessCounters {
@@ -129,6 +165,8 @@ impl ProcessCounters {
             vec![-1]
         };
         let mut events: Vec<(i32, Event)> = Vec::new();
+        let mut siblings: Vec<(i32, Event)> = Vec::new();
+        let mut chunks = Vec::new();
         for p in processes {
             let tids = match system::threads_of(p) {
                 Ok(t) => t,
@@ -138,14 +176,35 @@ impl ProcessCounters {
             };
             for tid in tids {
                 for attr in &event.attrs {
+                    let first = events.len();
                     for &cpu in &cpus {
                         let target = Target { pid: tid, cpu };
-                        match open_with_fallback(attr, target, event) {
-                            Ok(e) => events.push((cpu, e)),
+                        let leader = match open_with_fallback(attr, target, event) {
+                            Ok(e) => e,
                             // The thread exited between listing and opening.
                             Err(e) if e.os_errno() == Some(libc::ESRCH) && tid != p => break,
                             Err(e) => return Err(e),
+                        };
+                        let mut group = Vec::new();
+                        for sibling in event.slices.iter().flat_map(|s| s.attrs()) {
+                            match Event::open(sibling, target, Some(&leader), OpenFlags::empty()) {
+                                Ok(e) => group.push((cpu, e)),
+                                Err(e) if e.errno() == libc::ESRCH && tid != p => break,
+                                Err(e) => return Err(from_linux(e)),
+                            }
                         }
+                        if event
+                            .slices
+                            .as_ref()
+                            .is_some_and(|s| s.attrs().count() != group.len())
+                        {
+                            break;
+                        }
+                        siblings.extend(group);
+                        events.push((cpu, leader));
+                    }
+                    if events.len() > first {
+                        chunks.push(events.len() - first);
                     }
                 }
             }
@@ -155,8 +214,19 @@ impl ProcessCounters {
         }
         let (cpus, events): (Vec<i32>, Vec<Event>) = events.into_iter().unzip();
         let events = Arc::<[Event]>::from(events);
-        let rings = map_rings(event, &cpus, &events, Some((pid, events.clone())))?;
-        Ok(ProcessCounters { events, rings })
+        let rings = map_rings(
+            event,
+            &cpus,
+            &events,
+            &siblings,
+            Some((pid, events.clone())),
+        )?;
+        Ok(ProcessCounters {
+            events,
+            rings,
+            siblings: siblings.into_iter().map(|(_, e)| e).collect(),
+            chunks,
+        })
     }
 }
 
@@ -211,7 +281,7 @@ impl Counters for ProcessCounters {
     }
 
     fn read(&mut self) -> Result<CounterValue> {
-        read_events(&self.events)
+        read_events(&self.events, &self.chunks)
     }
 
     #[inline]
@@ -221,7 +291,7 @@ impl Counters for ProcessCounters {
                 let c = one.read_timed().map_err(from_linux)?;
                 Ok(c.scaled())
             }
-            _ => Ok(read_events(&self.events)?.scaled),
+            _ => Ok(read_events(&self.events, &self.chunks)?.scaled),
         }
     }
 
@@ -233,7 +303,7 @@ impl Counters for ProcessCounters {
     }
 
     fn handles(&self) -> usize {
-        self.events.len()
+        self.events.len() + self.siblings.len()
     }
 
     fn hot(&self) -> Option<HotCounter> {
@@ -318,7 +388,7 @@ impl CpuCounters {
             });
         }
         let cpus = vec![cpu as i32; events.len()];
-        let rings = map_rings(event, &cpus, &events, None)?;
+        let rings = map_rings(event, &cpus, &events, &[], None)?;
         Ok(CpuCounters { events, rings })
     }
 }
@@ -337,7 +407,7 @@ impl Counters for CpuCounters {
     }
 
     fn read(&mut self) -> Result<CounterValue> {
-        read_events(&self.events)
+        read_events(&self.events, &[])
     }
 
     fn set_period(&mut self, period: u64) -> Result<()> {

@@ -21,6 +21,10 @@ pub(super) struct LinuxEvent {
     pub(super) string: Option<CString>,
     /// Sampling or `LOG_PROC*`: rings and what to log.
     pub(super) log: Option<super::sampling::LogPlan>,
+    /// Per-thread values for `LOG_PROCCSW` and per-process `LOG_PROCEXIT`:
+    /// the attrs of the sampling siblings grouped under each counter (see
+    /// `sampling::SliceSiblings`).
+    pub(super) slices: Option<super::sampling::SliceSiblings>,
     pub(super) class: Class,
     pub(super) caps: Capabilities,
     pub(super) description: String,
@@ -608,22 +612,16 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
             format!("`filter=` applies to tracepoints only, not to {description}"),
         ));
     }
-    if request.flags.contains(Flags::LOG_PROCCSW) {
-        return Err(Error::NotSupported {
-            what: "LOG_PROCCSW".into(),
-            why: "per-context-switch values are not produced on Linux yet; LOG_PROCEXIT and \
-                  sampling logs are"
-                .into(),
-        });
-    }
     let sampling = request.mode.is_sampling();
-    let log = (sampling || request.flags.contains(Flags::LOG_PROCEXIT)).then(|| {
-        super::sampling::LogPlan {
-            pmcid: request.pmcid,
-            flags: request.flags,
-            sampling,
-            pages: crate::log::sink::buffer_pages(),
-        }
+    let log = (sampling
+        || request
+            .flags
+            .intersects(Flags::LOG_PROCEXIT | Flags::LOG_PROCCSW))
+    .then(|| super::sampling::LogPlan {
+        pmcid: request.pmcid,
+        flags: request.flags,
+        sampling,
+        pages: crate::log::sink::buffer_pages(),
     });
     let mut attrs = Vec::with_capacity(planned.len());
     let mut cpus = Vec::with_capacity(planned.len());
@@ -635,6 +633,15 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
         attrs.push(a);
         cpus.push(c);
     }
+    let slices = match attrs.first() {
+        Some(leader) if super::sampling::SliceSiblings::wanted(request.mode, request.flags) => {
+            Some(super::sampling::SliceSiblings::new(
+                leader,
+                exit_tracepoint(sysfs, request.flags)?,
+            ))
+        }
+        _ => None,
+    };
     Ok(LinuxEvent {
         attrs,
         cpus,
@@ -644,7 +651,31 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
         caps,
         description,
         filter: q.filter.clone(),
+        slices,
     })
+}
+
+/// The `sched:sched_process_exit` id for the exit sibling: required for
+/// per-process exit values under DESCENDANTS; otherwise taken when tracefs
+/// is there (without it, a thread's last slice before exit is not logged).
+fn exit_tracepoint(sysfs: &Sysfs, flags: Flags) -> Result<Option<u64>> {
+    let required = flags.contains(Flags::LOG_PROCEXIT | Flags::DESCENDANTS);
+    let tracefs = match &sysfs.tracefs {
+        Some(root) => Ok(pmc_linux::tracefs::Tracefs::at(root.clone())),
+        None => pmc_linux::tracefs::Tracefs::locate(),
+    };
+    match tracefs.and_then(|t| t.tracepoint_id("sched", "sched_process_exit")) {
+        Ok(id) => Ok(Some(id)),
+        Err(_) if !required => Ok(None),
+        Err(e) => Err(Error::NotSupported {
+            what: "LOG_PROCEXIT with DESCENDANTS".into(),
+            why: format!(
+                "each process's value at exit is read by the sched:sched_process_exit \
+                 tracepoint, which needs tracefs: {e} (as root: \
+                 `mount -t tracefs nodev /sys/kernel/tracing`)"
+            ),
+        }),
+    }
 }
 
 fn breakpoint_access_name(a: la::BreakpointAccess) -> &'static str {

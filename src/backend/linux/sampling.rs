@@ -9,17 +9,79 @@
 //! MAP_IN, exec COMMs to PROCEXEC, FORK to PROCFORK, process EXIT to
 //! SYSEXIT (and PROCEXIT with the value under LOG_PROCEXIT), LOST to
 //! DROPNOTIFY.
+//!
+//! Per-thread values (LOG_PROCCSW, and LOG_PROCEXIT for descendants) come
+//! from sampling siblings grouped under each counter (`SliceSiblings`):
+//! perf has no record that carries a counter's value at a context switch
+//! or an exit, but a sibling that samples with `PERF_SAMPLE_READ` of the
+//! group reads the counter at exactly that moment.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Once, Weak};
 use std::time::Duration;
 
-use pmc_linux::attr::{Attr, AttrBit, SampleType};
-use pmc_linux::record::{Record, RecordParser, context};
+use pmc_linux::attr::{Attr, AttrBit, EventConfig, ReadFormat, SampleType, Software};
+use pmc_linux::record::{Record, RecordParser, Sample, context, kind};
 use pmc_linux::ring::RingBuffer;
 
-use crate::Flags;
 use crate::log::LogRecord;
+use crate::{Flags, Mode};
+
+/// The siblings that sample a counter's per-thread value, each reading the
+/// group (the counter leads it) when it fires:
+/// - `switch`: the `context-switches` software event, period 1: fires as a
+///   thread is switched out, so consecutive values of one (thread, CPU)
+///   differ by that slice's count (hwpmc's PROCCSW);
+/// - `exit`: the `sched:sched_process_exit` tracepoint, which fires in the
+///   exiting thread before its counters are torn down: its last slice.
+///
+/// A thread's value is the sum of its slices, a process's the sum of its
+/// threads', exact per process even where children inherit the counter.
+/// Both fire in the kernel, so they need `perf_event_paranoid` <= 1 (or
+/// CAP_PERFMON) even for a user-mode counter.
+#[derive(Clone, Debug)]
+pub(super) struct SliceSiblings {
+    pub(super) switch: Attr,
+    pub(super) exit: Option<Attr>,
+}
+
+impl SliceSiblings {
+    /// Whether a PMC needs them: hwpmc logs PROCCSW for counting process
+    /// PMCs only, and per-process exit values matter once descendants are
+    /// followed.
+    pub(super) fn wanted(mode: Mode, flags: Flags) -> bool {
+        mode == Mode::TC
+            && (flags.contains(Flags::LOG_PROCCSW)
+                || flags.contains(Flags::LOG_PROCEXIT | Flags::DESCENDANTS))
+    }
+
+    /// Siblings for `leader` (a logging counter attr); `exit_tracepoint` is
+    /// the id of `sched:sched_process_exit` when exit values are wanted.
+    pub(super) fn new(leader: &Attr, exit_tracepoint: Option<u64>) -> SliceSiblings {
+        let sibling = |event| {
+            Attr::new(event)
+                .inherit(leader.is_set(AttrBit::INHERIT))
+                .inherit_thread(leader.is_set(AttrBit::INHERIT_THREAD))
+                .sample_period(1)
+                // The leader's sample_id fields, so every record in the
+                // shared ring ends with the same trailer.
+                .sample_type(leader.get_sample_type() | SampleType::READ)
+                .read_format(ReadFormat::GROUP)
+                .set(AttrBit::SAMPLE_ID_ALL, 1)
+                .set(AttrBit::USE_CLOCKID, 1)
+                .clockid(leader.get_clockid())
+        };
+        SliceSiblings {
+            switch: sibling(EventConfig::Software(Software::ContextSwitches)),
+            exit: exit_tracepoint.map(|id| sibling(EventConfig::Tracepoint(id))),
+        }
+    }
+
+    /// The attrs to open under each counter, in group order.
+    pub(super) fn attrs(&self) -> impl Iterator<Item = &Attr> {
+        std::iter::once(&self.switch).chain(self.exit.as_ref())
+    }
+}
 
 /// What a logging event needs beyond counting.
 #[derive(Clone, Debug)]
@@ -36,8 +98,26 @@ pub(super) struct LogPlan {
 #[derive(Debug)]
 enum Item {
     Log(LogRecord),
-    ChildValue { pid: u32, value: u64 },
-    ProcExit { pid: u32 },
+    ChildValue {
+        pid: u32,
+        value: u64,
+    },
+    ProcExit {
+        pid: u32,
+    },
+    /// A sibling's sample: the counter's value for (tid, cpu) as the
+    /// thread was switched out (or exited).
+    Slice {
+        pid: u32,
+        tid: u32,
+        cpu: u32,
+        value: u64,
+    },
+    /// A thread's EXIT record: after all its samples, so its slice
+    /// bookkeeping ends here.
+    ThreadGone {
+        tid: u32,
+    },
 }
 
 /// The rings of one target and how to turn their records into pmclog.
@@ -52,6 +132,14 @@ pub(super) struct RingSet {
     pub(super) discarded: u64,
     /// The attached process and its events, read when it exits.
     root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
+    /// Parses the slice siblings' samples (their sample type adds READ).
+    slice_parser: Option<RecordParser>,
+    /// Whether an exit sibling gives each thread's last slice.
+    exit_slices: bool,
+    /// The counter's value at the last slice of each (tid, cpu).
+    last_slice: HashMap<(u32, u32), u64>,
+    /// The sum of each live process's slices.
+    process_value: HashMap<u32, u64>,
 }
 
 static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
@@ -66,6 +154,7 @@ impl RingSet {
         attr: &Attr,
         rings: Vec<RingBuffer>,
         root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
+        slices: Option<&SliceSiblings>,
     ) -> Arc<Mutex<RingSet>> {
         let set = Arc::new(Mutex::new(RingSet {
             plan,
@@ -74,6 +163,10 @@ impl RingSet {
             exited_values: HashMap::new(),
             discarded: 0,
             root,
+            slice_parser: slices.map(|s| RecordParser::for_attr(&s.switch)),
+            exit_slices: slices.is_some_and(|s| s.exit.is_some()),
+            last_slice: HashMap::new(),
+            process_value: HashMap::new(),
         }));
         REGISTRY
             .lock()
@@ -88,8 +181,18 @@ impl RingSet {
         let parser = self.parser;
         let plan = self.plan.clone();
         let mut items = Vec::new();
+        let slice_parser = self.slice_parser;
         for ring in &mut self.rings {
             while let Some(bytes) = ring.next_record() {
+                let is_sample = bytes.get(..4) == Some(&kind::SAMPLE.to_ne_bytes()[..]);
+                if let (Some(p), true) = (&slice_parser, is_sample) {
+                    if let Ok(Record::Sample(s)) = p.parse(bytes, 0)
+                        && let Some(item) = slice_item(&s)
+                    {
+                        items.push(item);
+                    }
+                    continue;
+                }
                 let Ok(record) = parser.parse(bytes, 0) else {
                     continue;
                 };
@@ -104,11 +207,43 @@ impl RingSet {
                 Item::ChildValue { pid, value } => {
                     *self.exited_values.entry(pid).or_default() += value;
                 }
+                Item::ThreadGone { tid } => {
+                    self.last_slice.retain(|(t, _), _| *t != tid);
+                }
+                Item::Slice {
+                    pid,
+                    tid,
+                    cpu,
+                    value,
+                } => {
+                    let last = self.last_slice.entry((tid, cpu)).or_insert(0);
+                    let delta = value.wrapping_sub(*last);
+                    *last = value;
+                    let total = self.process_value.entry(pid).or_default();
+                    *total = total.wrapping_add(delta);
+                    if plan.flags.contains(Flags::LOG_PROCCSW) {
+                        out.push((
+                            t,
+                            LogRecord::ProcCsw {
+                                pmcid: plan.pmcid,
+                                value: delta,
+                                pid,
+                                tid,
+                            },
+                        ));
+                    }
+                }
                 Item::ProcExit { pid } => {
-                    // A child's value comes from its READ record (where the
-                    // kernel emits them); the attached process's from its
-                    // own events, final once it has exited.
+                    let slices = self.process_value.remove(&pid);
+                    if !plan.flags.contains(Flags::LOG_PROCEXIT) {
+                        continue;
+                    }
+                    // With exit slices, the sum of the process's own
+                    // slices; else a child's READ record (where the kernel
+                    // emits one) or, for the attached process, its events,
+                    // final once it has exited.
                     let value = match (&self.root, self.exited_values.remove(&pid)) {
+                        _ if self.exit_slices => slices.unwrap_or(0),
                         (_, Some(v)) => v,
                         (Some((root, events)), None) if *root == pid => events
                             .iter()
@@ -260,15 +395,18 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
             ));
         }
         Record::Exit { pid, tid, time, .. } if pid == tid => {
-            if plan.flags.contains(Flags::LOG_PROCEXIT) {
-                out.0.push((*time, Item::ProcExit { pid: *pid }));
-            }
+            // Also ends the process's slice bookkeeping.
+            out.0.push((*time, Item::ThreadGone { tid: *tid }));
+            out.0.push((*time, Item::ProcExit { pid: *pid }));
             if plan.sampling {
                 out.push((*time, LogRecord::SysExit { pid: *pid }));
             }
         }
-        Record::Exit { tid, time, .. } if plan.sampling => {
-            out.push((*time, LogRecord::ThrExit { tid: *tid }));
+        Record::Exit { tid, time, .. } => {
+            out.0.push((*time, Item::ThreadGone { tid: *tid }));
+            if plan.sampling {
+                out.push((*time, LogRecord::ThrExit { tid: *tid }));
+            }
         }
         Record::Lost {
             lost, sample_id, ..
@@ -286,6 +424,21 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
         )),
         _ => {}
     }
+}
+
+/// The slice a sibling's sample reports: the group's first value is the
+/// counter's.
+fn slice_item(s: &Sample<'_>) -> Option<(u64, Item)> {
+    let value = s.read()?.values().next()?.value;
+    Some((
+        s.time().unwrap_or(0),
+        Item::Slice {
+            pid: s.pid()?,
+            tid: s.tid()?,
+            cpu: s.cpu().unwrap_or(0),
+            value,
+        },
+    ))
 }
 
 /// Pushes log records as items.
