@@ -290,67 +290,80 @@ pub struct SampleFields<'a> {
 /// tid, time, …) are read at their precomputed offsets, the variable ones
 /// (callchain, raw, …) by walking the record. The bytes were checked when
 /// the record was parsed.
+///
+/// Every field is a full word: the decoder builds one per record, and
+/// narrow fields were stored narrow and reloaded wide (store-forwarding
+/// stalls that halved the decode rate).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample<'a> {
-    misc: u16,
     body: &'a [u8],
     offset: usize,
     layout: Layout,
-    parser: RecordParser,
+    sample_type: SampleType,
+    /// misc (bits 0-15), read_format (16-31), registers in
+    /// `sample_regs_user` (32-39) and `sample_regs_intr` (40-47),
+    /// `branch_hw_index` (48).
+    format: u64,
 }
 
-/// Offsets of the fixed-size sample fields (`u16::MAX`: absent).
+/// Offsets of the fixed-size sample fields, one nibble each (offset / 8;
+/// 15: absent), in the order of [`FIXED`]; nibble 9 is the prefix size / 8.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Layout {
-    identifier: u16,
-    ip: u16,
-    tid: u16,
-    time: u16,
-    addr: u16,
-    id: u16,
-    stream_id: u16,
-    cpu: u16,
-    period: u16,
-    /// Size of the fixed prefix.
-    fixed: u16,
-}
+struct Layout(u64);
 
-const ABSENT: u16 = u16::MAX;
+/// The fixed-size sample fields, in record order.
+const FIXED: [SampleType; 9] = [
+    SampleType::IDENTIFIER,
+    SampleType::IP,
+    SampleType::TID,
+    SampleType::TIME,
+    SampleType::ADDR,
+    SampleType::ID,
+    SampleType::STREAM_ID,
+    SampleType::CPU,
+    SampleType::PERIOD,
+];
+
+const ABSENT: u64 = 15;
 
 impl Layout {
+    const IDENTIFIER: u32 = 0;
+    const IP: u32 = 1;
+    const TID: u32 = 2;
+    const TIME: u32 = 3;
+    const ADDR: u32 = 4;
+    const ID: u32 = 5;
+    const STREAM_ID: u32 = 6;
+    const CPU: u32 = 7;
+    const PERIOD: u32 = 8;
+
     #[inline]
     fn of(t: SampleType) -> Layout {
-        let mut at = 0u16;
-        let mut field = |flag: SampleType| {
-            if t.contains(flag) {
-                let o = at;
-                at += 8;
-                o
+        let mut v = 0u64;
+        let mut at = 0u64;
+        for (k, flag) in FIXED.iter().enumerate() {
+            let nibble = if t.contains(*flag) {
+                at += 1;
+                at - 1
             } else {
                 ABSENT
-            }
-        };
-        let identifier = field(SampleType::IDENTIFIER);
-        let ip = field(SampleType::IP);
-        let tid = field(SampleType::TID);
-        let time = field(SampleType::TIME);
-        let addr = field(SampleType::ADDR);
-        let id = field(SampleType::ID);
-        let stream_id = field(SampleType::STREAM_ID);
-        let cpu = field(SampleType::CPU);
-        let period = field(SampleType::PERIOD);
-        Layout {
-            identifier,
-            ip,
-            tid,
-            time,
-            addr,
-            id,
-            stream_id,
-            cpu,
-            period,
-            fixed: at,
+            };
+            v |= nibble << (4 * k);
         }
+        Layout(v | at << 36)
+    }
+
+    /// The byte offset of fixed field `k`, if present.
+    #[inline]
+    fn offset(self, k: u32) -> Option<usize> {
+        let n = (self.0 >> (4 * k)) & 15;
+        (n != ABSENT).then_some(n as usize * 8)
+    }
+
+    /// The size of the fixed prefix.
+    #[inline]
+    fn fixed(self) -> usize {
+        ((self.0 >> 36) & 15) as usize * 8
     }
 }
 
@@ -374,11 +387,8 @@ const VARIABLE: SampleType = SampleType::READ
 
 impl<'a> Sample<'a> {
     #[inline]
-    fn u64_at(&self, off: u16) -> Option<u64> {
-        if off == ABSENT {
-            return None;
-        }
-        let o = usize::from(off);
+    fn u64_at(&self, field: u32) -> Option<u64> {
+        let o = self.layout.offset(field)?;
         let b = self.body.get(o..o + 8)?;
         Some(u64::from_ne_bytes([
             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
@@ -386,83 +396,92 @@ impl<'a> Sample<'a> {
     }
 
     #[inline]
-    fn u32_at(&self, off: u16, second: bool) -> Option<u32> {
-        if off == ABSENT {
-            return None;
-        }
-        let o = usize::from(off) + if second { 4 } else { 0 };
+    fn u32_at(&self, field: u32, second: bool) -> Option<u32> {
+        let o = self.layout.offset(field)? + if second { 4 } else { 0 };
         let b = self.body.get(o..o + 4)?;
         Some(u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    /// The parser these fields were laid out by (for the variable walk).
+    fn parser(&self) -> RecordParser {
+        RecordParser {
+            sample_type: self.sample_type,
+            read_format: ReadFormat::from_bits_retain((self.format >> 16) & 0xffff),
+            sample_id_all: false,
+            regs_user: ((self.format >> 32) & 0xff) as u32,
+            regs_intr: ((self.format >> 40) & 0xff) as u32,
+            branch_hw_index: self.format >> 48 & 1 == 1,
+        }
+    }
+
     /// The header's misc bits (CPU mode, exact IP).
     pub fn misc(&self) -> u16 {
-        self.misc
+        self.format as u16
     }
 
     /// Whether the sample was taken in user mode.
     pub fn is_user(&self) -> bool {
-        self.misc & misc::CPUMODE_MASK == misc::USER
+        self.misc() & misc::CPUMODE_MASK == misc::USER
     }
 
     /// `PERF_SAMPLE_IDENTIFIER`
     #[inline]
     pub fn identifier(&self) -> Option<u64> {
-        self.u64_at(self.layout.identifier)
+        self.u64_at(Layout::IDENTIFIER)
     }
 
     /// `PERF_SAMPLE_IP`
     #[inline]
     pub fn ip(&self) -> Option<u64> {
-        self.u64_at(self.layout.ip)
+        self.u64_at(Layout::IP)
     }
 
     /// `PERF_SAMPLE_TID`: the process id.
     #[inline]
     pub fn pid(&self) -> Option<u32> {
-        self.u32_at(self.layout.tid, false)
+        self.u32_at(Layout::TID, false)
     }
 
     /// `PERF_SAMPLE_TID`: the thread id.
     #[inline]
     pub fn tid(&self) -> Option<u32> {
-        self.u32_at(self.layout.tid, true)
+        self.u32_at(Layout::TID, true)
     }
 
     /// `PERF_SAMPLE_TIME`
     #[inline]
     pub fn time(&self) -> Option<u64> {
-        self.u64_at(self.layout.time)
+        self.u64_at(Layout::TIME)
     }
 
     /// `PERF_SAMPLE_ADDR`
     #[inline]
     pub fn addr(&self) -> Option<u64> {
-        self.u64_at(self.layout.addr)
+        self.u64_at(Layout::ADDR)
     }
 
     /// `PERF_SAMPLE_ID`
     #[inline]
     pub fn id(&self) -> Option<u64> {
-        self.u64_at(self.layout.id)
+        self.u64_at(Layout::ID)
     }
 
     /// `PERF_SAMPLE_STREAM_ID`
     #[inline]
     pub fn stream_id(&self) -> Option<u64> {
-        self.u64_at(self.layout.stream_id)
+        self.u64_at(Layout::STREAM_ID)
     }
 
     /// `PERF_SAMPLE_CPU`
     #[inline]
     pub fn cpu(&self) -> Option<u32> {
-        self.u32_at(self.layout.cpu, false)
+        self.u32_at(Layout::CPU, false)
     }
 
     /// `PERF_SAMPLE_PERIOD`
     #[inline]
     pub fn period(&self) -> Option<u64> {
-        self.u64_at(self.layout.period)
+        self.u64_at(Layout::PERIOD)
     }
 
     /// Every field, decoded (walks the variable part).
@@ -473,7 +492,7 @@ impl<'a> Sample<'a> {
             base: self.offset + 8,
             record: self.offset,
         };
-        self.parser.sample(self.misc, &mut c)
+        self.parser().sample(self.misc(), &mut c)
     }
 
     /// `PERF_SAMPLE_CALLCHAIN`: instruction pointers with `context::*`
@@ -771,6 +790,16 @@ impl RecordParser {
         }
     }
 
+    /// [`Sample::format`]: what the variable walk needs besides the type.
+    #[inline]
+    fn sample_format(&self, misc: u16) -> u64 {
+        u64::from(misc)
+            | (self.read_format.bits() & 0xffff) << 16
+            | u64::from(self.regs_user.min(255)) << 32
+            | u64::from(self.regs_intr.min(255)) << 40
+            | u64::from(self.branch_hw_index) << 48
+    }
+
     /// The size of the `sample_id` trailer.
     fn sample_id_size(&self) -> usize {
         if !self.sample_id_all {
@@ -992,6 +1021,13 @@ impl RecordParser {
     /// for error messages.
     #[inline]
     pub fn parse<'a>(&self, bytes: &'a [u8], offset: usize) -> Result<Record<'a>> {
+        self.parse_with(Layout::of(self.sample_type), bytes, offset)
+    }
+
+    /// [`RecordParser::parse`] with the sample layout computed once per
+    /// stream (see [`Records`]).
+    #[inline(always)]
+    fn parse_with<'a>(&self, layout: Layout, bytes: &'a [u8], offset: usize) -> Result<Record<'a>> {
         if bytes.len() < 8 {
             return Err(Error::invalid(
                 format!("record at byte {offset}"),
@@ -1012,24 +1048,23 @@ impl RecordParser {
         }
         let body = &bytes[8..size];
         if record_type == kind::SAMPLE {
-            let layout = Layout::of(self.sample_type);
             let sample = Sample {
-                misc,
                 body,
                 offset,
                 layout,
-                parser: *self,
+                sample_type: self.sample_type,
+                format: self.sample_format(misc),
             };
             if self.sample_type.intersects(VARIABLE) {
                 // Walk once so that a malformed record fails here.
                 sample.fields()?;
-            } else if body.len() < usize::from(layout.fixed) {
+            } else if body.len() < layout.fixed() {
                 return Err(Error::invalid(
                     format!("record at byte {offset}"),
                     format!(
                         "a sample of {} bytes, the sample type needs {}",
                         body.len(),
-                        layout.fixed
+                        layout.fixed()
                     ),
                 ));
             }
@@ -1269,6 +1304,7 @@ impl RecordParser {
     pub fn records<'a>(&self, stream: &'a [u8]) -> Records<'a> {
         Records {
             parser: *self,
+            layout: Layout::of(self.sample_type),
             stream,
             pos: 0,
             failed: false,
@@ -1280,6 +1316,7 @@ impl RecordParser {
 #[derive(Debug)]
 pub struct Records<'a> {
     parser: RecordParser,
+    layout: Layout,
     stream: &'a [u8],
     pos: usize,
     failed: bool,
@@ -1310,7 +1347,7 @@ impl<'a> Iterator for Records<'a> {
         }
         let at = self.pos;
         self.pos += size;
-        match self.parser.parse(&rest[..size], at) {
+        match self.parser.parse_with(self.layout, &rest[..size], at) {
             Ok(r) => Some(Ok((at, r))),
             Err(e) => {
                 self.failed = true;
