@@ -133,9 +133,12 @@ fn main() {
     let mut base = Vec::new();
     let mut ours = Vec::new();
     let mut perf = Vec::new();
+    // pmc's time over perf's in the same round: pairs out the machine's
+    // drift between rounds.
+    let mut versus_perf = Vec::new();
     let mut lost = 0;
     let mut samples = 0;
-    for _ in 0..5 {
+    for _ in 0..7 {
         base.push(alone());
         let (t, l, s) = under_pmc();
         ours.push(t);
@@ -143,15 +146,24 @@ fn main() {
         samples += s;
         if let Some(p) = under_perf() {
             perf.push(p);
+            versus_perf.push(t / p);
         }
     }
     let base = median(base);
     let ours = median(ours);
     let perf = (!perf.is_empty()).then(|| median(perf));
+    let quartiles = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 4], v[v.len() / 2], v[v.len() * 3 / 4])
+    };
+    let versus = (!versus_perf.is_empty()).then(|| quartiles(versus_perf));
     println!(
-        "{{\"subject\":\"sampling\",\"alone_ns\":{base:.0},\"pmc_ns\":{ours:.0},\"perf_ns\":{},\"pmc_slowdown\":{:.4},\"perf_slowdown\":{},\"lost\":{lost},\"samples\":{samples}}}",
+        "{{\"subject\":\"sampling\",\"alone_ns\":{base:.0},\"pmc_ns\":{ours:.0},\"perf_ns\":{},\"pmc_slowdown\":{:.4},\"perf_slowdown\":{},\"pmc_over_perf\":{},\"pmc_over_perf_q1\":{},\"pmc_over_perf_q3\":{},\"lost\":{lost},\"samples\":{samples}}}",
         perf.map_or("null".into(), |p| format!("{p:.0}")),
         ours / base,
         perf.map_or("null".into(), |p| format!("{:.4}", p / base)),
+        versus.map_or("null".into(), |v| format!("{:.4}", v.1)),
+        versus.map_or("null".into(), |v| format!("{:.4}", v.0)),
+        versus.map_or("null".into(), |v| format!("{:.4}", v.2)),
     );
 }

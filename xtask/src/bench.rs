@@ -126,12 +126,19 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                     let ours = v["pmc_slowdown"].as_f64().unwrap_or(f64::NAN);
                     let perf = v["perf_slowdown"].as_f64();
                     let lost = v["lost"].as_u64().unwrap_or(u64::MAX);
+                    // Paired per round: pmc's workload time over perf's.
+                    let paired = v["pmc_over_perf"].as_f64();
                     println!(
-                        "sampling at 10 kHz with callchains: workload slowdown {ours:.3}x with pmc, {}                          with perf record -g; {} samples, {lost} lost [targets: lost 0 {}, slowdown <= perf's {}]",
+                        "sampling at 10 kHz with callchains: workload slowdown {ours:.3}x with pmc, {} \
+                         with perf record -g; pmc/perf per round {} [{}, {}]; {} samples, {lost} lost \
+                         [targets: lost 0 {}, slowdown <= perf's {}]",
                         perf.map_or("n/a".into(), |p| format!("{p:.3}x")),
+                        paired.map_or("n/a".into(), |p| format!("{p:.3}")),
+                        v["pmc_over_perf_q1"],
+                        v["pmc_over_perf_q3"],
                         v["samples"],
                         verdict(lost == 0),
-                        perf.map_or("n/a", |p| verdict(ours <= p))
+                        paired.map_or("n/a", |p| verdict(p <= 1.0))
                     );
                 }
                 Some(subject @ ("bracket" | "bracket_instructions_u")) => {
