@@ -695,11 +695,41 @@ fn any_parser() -> impl Strategy<Value = RecordParser> {
         })
 }
 
+/// Touches every accessor of a decoded record, as a consumer would.
+fn use_record(r: &Record<'_>) {
+    if let Record::Sample(s) = r {
+        let _ = (
+            s.misc(),
+            s.is_user(),
+            s.identifier(),
+            s.ip(),
+            s.pid(),
+            s.tid(),
+        );
+        let _ = (
+            s.time(),
+            s.addr(),
+            s.id(),
+            s.stream_id(),
+            s.cpu(),
+            s.period(),
+        );
+        let _ = (s.callchain(), s.raw(), s.read().map(|r| r.values().count()));
+        if let Ok(f) = s.fields() {
+            let _ = f.branch_stack.map(|b| b.entries().count());
+            let _ = f.callchain.map(|c| c.to_vec());
+        }
+    }
+    let _ = format!("{r:?}");
+}
+
 proptest! {
     #[test]
     fn random_streams_never_panic(p in any_parser(), bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
         for r in p.records(&bytes) {
-            let _ = r;
+            if let Ok((_, r)) = r {
+                use_record(&r);
+            }
         }
     }
 
@@ -710,6 +740,8 @@ proptest! {
         body in proptest::collection::vec(any::<u8>(), 0..256),
     ) {
         let bytes = rec(t, 0, &body);
-        let _ = p.parse(&bytes, 0);
+        if let Ok(r) = p.parse(&bytes, 0) {
+            use_record(&r);
+        }
     }
 }
