@@ -726,10 +726,9 @@ fn use_record(r: &Record<'_>) {
 proptest! {
     #[test]
     fn random_streams_never_panic(p in any_parser(), bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-        for r in p.records(&bytes) {
-            if let Ok((_, r)) = r {
-                use_record(&r);
-            }
+        // The iterator ends after the first error.
+        for (_, r) in p.records(&bytes).flatten() {
+            use_record(&r);
         }
     }
 
