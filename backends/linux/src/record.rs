@@ -822,6 +822,10 @@ impl RecordParser {
 
     fn sample_id(&self, c: &mut Cursor<'_>) -> Result<SampleId> {
         let mut s = SampleId::default();
+        if !self.sample_id_all {
+            // Without sample_id_all, non-sample records carry no trailer.
+            return Ok(s);
+        }
         let t = self.sample_type;
         if t.contains(SampleType::TID) {
             s.pid = Some(c.u32("sample_id pid")?);

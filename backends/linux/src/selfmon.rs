@@ -211,46 +211,4 @@ impl FastReader {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::attr::{Attr, EventConfig, ReadFormat, Software};
-    use crate::event::{OpenFlags, Target};
-
-    fn task_clock() -> Option<Event> {
-        let attr = Attr::new(EventConfig::Software(Software::TaskClock))
-            .exclude_kernel(true)
-            .read_format(ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING);
-        Event::open(&attr, Target::CALLER, None, OpenFlags::empty()).ok()
-    }
-
-    #[test]
-    fn software_events_have_no_rdpmc_and_fall_back_to_read() {
-        let Some(ev) = task_clock() else {
-            eprintln!("skipped: perf_event_open is not allowed here");
-            return;
-        };
-        let page = UserPage::map(&ev).unwrap();
-        assert_eq!(page.caps().index, 0, "software events are not on a counter");
-        assert_eq!(page.read(), None);
-        let reader = FastReader::new(&ev, ReadPath::Rdpmc).unwrap();
-        let a = reader.read(&ev).unwrap().value;
-        let b = ev.read().unwrap().value;
-        let c = reader.read(&ev).unwrap().value;
-        assert!(a <= b && b <= c, "monotonic across paths: {a} {b} {c}");
-        assert!(c > 0);
-    }
-
-    #[test]
-    fn calibration_picks_read_when_rdpmc_is_unusable() {
-        let Some(ev) = task_clock() else {
-            eprintln!("skipped: perf_event_open is not allowed here");
-            return;
-        };
-        let cal = ReadPath::calibrate(&ev).unwrap();
-        assert!(cal.syscall_ns > 0.0);
-        assert_eq!(cal.chosen, ReadPath::Syscall);
-        assert!(cal.rdpmc_ns.is_none());
-        assert!(cal.rdpmc_unavailable.is_some());
-    }
-}
+// Tests against the kernel: `tests/live.rs`.

@@ -98,20 +98,3 @@ fn hybrid_core_pmus_are_found_with_their_cpus() {
             .any(|p| p.name == "cpu")
     );
 }
-
-#[test]
-fn this_machine_lists_its_pmus() {
-    let all = Pmu::all_system();
-    if all.is_empty() {
-        eprintln!("skipped: no /sys/bus/event_source/devices here");
-        return;
-    }
-    let software = all
-        .iter()
-        .find(|p| p.name == "software")
-        .expect("software PMU");
-    assert_eq!(software.type_id, 1);
-    if let Some(msr) = all.iter().find(|p| p.name == "msr") {
-        assert!(msr.alias("tsc").is_some(), "msr lists tsc: {msr:?}");
-    }
-}

@@ -744,3 +744,21 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn without_sample_id_all_other_records_have_no_trailer() {
+    // The sample type names TID and TIME, but only samples carry them.
+    let p = RecordParser {
+        sample_id_all: false,
+        ..tid_time_parser()
+    };
+    let bytes = rec(kind::LOST, 0, &Body::default().u64(7).u64(42).0);
+    assert_eq!(
+        p.parse(&bytes, 0).unwrap(),
+        Record::Lost {
+            id: 7,
+            lost: 42,
+            sample_id: SampleId::default()
+        }
+    );
+}

@@ -1,0 +1,585 @@
+//! The binding against this machine's kernel: rings, self-monitoring,
+//! sysfs, probes. Each test says at run time what it needs; when the
+//! machine lacks it the test is reported `ignored` with the reason (never
+//! passed silently). `PMC_LIVE_FORCE=1` runs them anyway, as `cargo xtask
+//! test --matrix` does to prove each skip.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use object::{Object, ObjectSymbol};
+use pmc_linux::attr::{Attr, EventConfig, ReadFormat, SampleType, Software};
+use pmc_linux::event::{Event, OpenFlags, Target};
+use pmc_linux::pmu::{Pmu, SYSFS_ROOT};
+use pmc_linux::probe::{Probe, symbol_file_offset};
+use pmc_linux::record::{Record, RecordParser};
+use pmc_linux::ring::{RingBuffer, Wait};
+use pmc_linux::selfmon::{FastReader, ReadPath, UserPage};
+use pmc_linux::system;
+
+type Outcome = Result<Completion, Failed>;
+type LiveTest = (&'static str, fn() -> Outcome);
+
+/// Skips with `reason` unless `holds` (or the run is forced).
+macro_rules! require {
+    ($holds:expr, $($reason:tt)+) => {
+        if !$holds && std::env::var_os("PMC_LIVE_FORCE").is_none() {
+            return Ok(Completion::ignored_with(format!($($reason)+)));
+        }
+    };
+}
+
+/// Fails with a message unless `cond` holds.
+macro_rules! ensure {
+    ($cond:expr, $($msg:tt)+) => {
+        let holds: bool = $cond;
+        if !holds {
+            return Err(Failed::from(format!($($msg)+)));
+        }
+    };
+}
+
+fn fail(what: &str, e: impl std::fmt::Display) -> Failed {
+    Failed::from(format!("{what}: {e}"))
+}
+
+/// A user-space self-monitoring event: what perf_event_paranoid 2 allows
+/// everyone. `None` with the kernel's answer when even that is refused.
+fn self_event(attr: &Attr) -> Result<Event, String> {
+    Event::open(attr, Target::CALLER, None, OpenFlags::empty()).map_err(|e| e.to_string())
+}
+
+fn sampling(event: Software, period: u64) -> Attr {
+    Attr::new(EventConfig::Software(event))
+        .exclude_kernel(true)
+        .sample_period(period)
+        .sample_type(SampleType::IP | SampleType::TID | SampleType::TIME | SampleType::ID)
+        .disabled(true)
+}
+
+/// Spins `ms` of this thread's CPU time.
+fn spin_cpu_ms(ms: u64) {
+    let end = system::thread_cpu_ns() + ms * 1_000_000;
+    while system::thread_cpu_ns() < end {
+        std::hint::black_box((0..1000u64).sum::<u64>());
+    }
+}
+
+/// Counts the samples waiting in `ring` (and gives their space back).
+fn drain_samples(ring: &mut RingBuffer, parser: &RecordParser) -> Result<Vec<(u64, u32)>, Failed> {
+    let mut out = Vec::new();
+    while let Some(bytes) = ring.next_record() {
+        if let Record::Sample(s) = parser.parse(bytes, 0).map_err(|e| fail("parse", e))? {
+            out.push((s.id().unwrap_or(0), s.tid().unwrap_or(0)));
+        }
+    }
+    ring.release();
+    Ok(out)
+}
+
+fn ring_sizes_must_be_powers_of_two() -> Outcome {
+    let ev = self_event(&sampling(Software::Dummy, 1));
+    require!(
+        ev.is_ok(),
+        "perf_event_open refused a user-space self-monitoring event: {:?}",
+        ev.as_ref().err()
+    );
+    let ev = ev.map_err(|e| fail("open", e))?;
+    for n in [0, 3, 6] {
+        ensure!(RingBuffer::new(&ev, n).is_err(), "{n} data pages accepted");
+    }
+    let one = RingBuffer::new(&ev, 1)
+        .map_err(|e| fail("1 page", e))?
+        .data_size();
+    drop(RingBuffer::new(&ev, 1));
+    let ev2 = self_event(&sampling(Software::Dummy, 1)).map_err(|e| fail("open", e))?;
+    let two = RingBuffer::new(&ev2, 2)
+        .map_err(|e| fail("2 pages", e))?
+        .data_size();
+    ensure!(
+        one == system::page_size() && two == 2 * one,
+        "sizes {one} and {two}"
+    );
+    Ok(Completion::Completed)
+}
+
+fn ring_samples_arrive_and_wrap_without_losing_framing() -> Outcome {
+    let attr = sampling(Software::CpuClock, 20_000);
+    let ev = self_event(&attr);
+    require!(
+        ev.is_ok(),
+        "perf_event_open refused a user-space self-monitoring event: {:?}",
+        ev.as_ref().err()
+    );
+    let ev = ev.map_err(|e| fail("open", e))?;
+    let mut ring = RingBuffer::new(&ev, 1).map_err(|e| fail("ring", e))?;
+    let parser = RecordParser::for_attr(&attr);
+    let me = system::gettid() as u32;
+    ev.enable().map_err(|e| fail("enable", e))?;
+    let mut samples = 0;
+    let end = system::thread_cpu_ns() + 200_000_000;
+    // 200 ms at 50 kHz wraps a one-page ring many times.
+    while system::thread_cpu_ns() < end {
+        std::hint::black_box((0..1000u64).sum::<u64>());
+        for (_, tid) in drain_samples(&mut ring, &parser)? {
+            ensure!(tid == me, "a sample of thread {tid}, not {me}");
+            samples += 1;
+        }
+    }
+    ev.disable().map_err(|e| fail("disable", e))?;
+    ensure!(samples > 1000, "{samples} samples in 200 ms at 50 kHz");
+    Ok(Completion::Completed)
+}
+
+fn ring_wait_times_out_then_hangs_up_when_the_target_exits() -> Outcome {
+    // Nothing happens on a disabled event: the wait times out.
+    let idle = self_event(&sampling(Software::CpuClock, 100_000));
+    require!(
+        idle.is_ok(),
+        "perf_event_open refused a user-space self-monitoring event: {:?}",
+        idle.as_ref().err()
+    );
+    let idle = idle.map_err(|e| fail("open", e))?;
+    let ring = RingBuffer::new(&idle, 2).map_err(|e| fail("ring", e))?;
+    let t = Instant::now();
+    let w = ring
+        .wait(Some(Duration::from_millis(50)))
+        .map_err(|e| fail("wait", e))?;
+    ensure!(w == Wait::Timeout, "an idle ring said {w:?}");
+    ensure!(
+        t.elapsed() >= Duration::from_millis(40),
+        "timed out after {:?}",
+        t.elapsed()
+    );
+    // A busy child: samples make the ring ready; its exit hangs up.
+    let mut child = Command::new("sh")
+        .args([
+            "-c",
+            "read go; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done",
+        ])
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|e| fail("spawn sh", e))?;
+    let attr = sampling(Software::CpuClock, 100_000).disabled(false);
+    let target = Target {
+        pid: child.id() as i32,
+        cpu: -1,
+    };
+    let ev = Event::open(&attr, target, None, OpenFlags::empty())
+        .map_err(|e| fail("open on the child", e))?;
+    let mut ring = RingBuffer::new(&ev, 8).map_err(|e| fail("ring", e))?;
+    let parser = RecordParser::for_attr(&attr);
+    drop(child.stdin.take());
+    let started = Instant::now();
+    let (mut samples, mut readies) = (0, 0);
+    let hung_up = loop {
+        ensure!(
+            started.elapsed() < Duration::from_secs(20),
+            "no hang-up 20 s after the child started"
+        );
+        match ring
+            .wait(Some(Duration::from_millis(500)))
+            .map_err(|e| fail("wait", e))?
+        {
+            Wait::Ready => {
+                readies += 1;
+                samples += drain_samples(&mut ring, &parser)?.len();
+            }
+            Wait::Timeout => {}
+            Wait::HungUp => break true,
+        }
+    };
+    samples += drain_samples(&mut ring, &parser)?.len();
+    let status = child.wait().map_err(|e| fail("wait child", e))?;
+    println!("{samples} samples over {readies} wake-ups, then hang-up ({status})");
+    ensure!(
+        hung_up && samples > 10,
+        "{samples} samples before the hang-up"
+    );
+    Ok(Completion::Completed)
+}
+
+fn ring_pause_output_holds_back_samples() -> Outcome {
+    let attr = sampling(Software::CpuClock, 50_000);
+    let ev = self_event(&attr);
+    require!(
+        ev.is_ok(),
+        "perf_event_open refused a user-space self-monitoring event: {:?}",
+        ev.as_ref().err()
+    );
+    let ev = ev.map_err(|e| fail("open", e))?;
+    let mut ring = RingBuffer::new(&ev, 16).map_err(|e| fail("ring", e))?;
+    let parser = RecordParser::for_attr(&attr);
+    ev.enable().map_err(|e| fail("enable", e))?;
+    ev.pause_output(true).map_err(|e| fail("pause", e))?;
+    drain_samples(&mut ring, &parser)?;
+    spin_cpu_ms(50);
+    let paused = drain_samples(&mut ring, &parser)?.len();
+    ev.pause_output(false).map_err(|e| fail("resume", e))?;
+    spin_cpu_ms(50);
+    ev.disable().map_err(|e| fail("disable", e))?;
+    let resumed = drain_samples(&mut ring, &parser)?.len();
+    println!("{paused} samples while paused, {resumed} after resuming");
+    ensure!(paused == 0, "{paused} samples written while paused");
+    ensure!(
+        resumed > 100,
+        "only {resumed} samples in 50 ms at 20 kHz after resuming"
+    );
+    Ok(Completion::Completed)
+}
+
+fn ring_set_output_routes_two_events_into_one_ring() -> Outcome {
+    let a = sampling(Software::CpuClock, 100_000);
+    let b = sampling(Software::TaskClock, 100_000);
+    let first = self_event(&a);
+    require!(
+        first.is_ok(),
+        "perf_event_open refused a user-space self-monitoring event: {:?}",
+        first.as_ref().err()
+    );
+    let first = first.map_err(|e| fail("open", e))?;
+    let second = self_event(&b).map_err(|e| fail("open", e))?;
+    let mut ring = RingBuffer::new(&first, 16).map_err(|e| fail("ring", e))?;
+    second
+        .set_output(Some(&first))
+        .map_err(|e| fail("set_output", e))?;
+    let ids = (
+        first.id().map_err(|e| fail("id", e))?,
+        second.id().map_err(|e| fail("id", e))?,
+    );
+    first.enable().map_err(|e| fail("enable", e))?;
+    second.enable().map_err(|e| fail("enable", e))?;
+    spin_cpu_ms(50);
+    first.disable().map_err(|e| fail("disable", e))?;
+    second.disable().map_err(|e| fail("disable", e))?;
+    let samples = drain_samples(&mut ring, &RecordParser::for_attr(&a))?;
+    let of = |id| samples.iter().filter(|(i, _)| *i == id).count();
+    println!(
+        "{} samples of the first event, {} of the second",
+        of(ids.0),
+        of(ids.1)
+    );
+    ensure!(
+        of(ids.0) > 100 && of(ids.1) > 100,
+        "ids {ids:?} in {} samples",
+        samples.len()
+    );
+    Ok(Completion::Completed)
+}
+
+fn ring_beyond_the_mlock_limit_names_the_sysctl() -> Outcome {
+    const IPC_LOCK: u32 = 14;
+    require!(
+        !system::has_capability(IPC_LOCK),
+        "CAP_IPC_LOCK lifts perf_event_mlock_kb for this caller"
+    );
+    // The kernel allows perf_event_mlock_kb per CPU, then charges the rest
+    // to RLIMIT_MEMLOCK.
+    let memlock_kb = locked_memory_limit_kb();
+    require!(memlock_kb.is_some(), "RLIMIT_MEMLOCK is unlimited here");
+    let limit_kb = system::mlock_kb().unwrap_or(516) * system::online_cpu_count() as u64
+        + memlock_kb.unwrap_or(0);
+    let pages = ((limit_kb * 1024) as usize / system::page_size() * 2).next_power_of_two();
+    let ev = self_event(&sampling(Software::Dummy, 1)).map_err(|e| fail("open", e))?;
+    match RingBuffer::new(&ev, pages) {
+        Ok(_) => Err(Failed::from(format!(
+            "{pages} pages mapped beyond {limit_kb} KiB"
+        ))),
+        Err(e) => {
+            let text = e.to_string();
+            println!("{text}");
+            ensure!(
+                text.contains("perf_event_mlock_kb"),
+                "the error does not name the sysctl: {text}"
+            );
+            Ok(Completion::Completed)
+        }
+    }
+}
+
+/// RLIMIT_MEMLOCK in KiB, from /proc/self/limits (`None`: unlimited).
+fn locked_memory_limit_kb() -> Option<u64> {
+    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max locked memory"))?;
+    let soft = line.split_whitespace().nth(3)?;
+    soft.parse::<u64>().ok().map(|bytes| bytes / 1024)
+}
+
+fn task_clock() -> Result<Event, String> {
+    self_event(
+        &Attr::new(EventConfig::Software(Software::TaskClock))
+            .exclude_kernel(true)
+            .read_format(ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING),
+    )
+}
+
+fn selfmon_software_events_fall_back_to_read() -> Outcome {
+    let ev = task_clock();
+    require!(
+        ev.is_ok(),
+        "perf_event_open refused a user-space self-monitoring event: {:?}",
+        ev.as_ref().err()
+    );
+    let ev = ev.map_err(|e| fail("open", e))?;
+    let page = UserPage::map(&ev).map_err(|e| fail("map", e))?;
+    ensure!(
+        page.caps().index == 0,
+        "a software event on a hardware counter"
+    );
+    ensure!(page.read().is_none(), "rdpmc read a software event");
+    let reader = FastReader::new(&ev, ReadPath::Rdpmc).map_err(|e| fail("reader", e))?;
+    let a = reader.read(&ev).map_err(|e| fail("read", e))?.value;
+    let b = ev.read().map_err(|e| fail("read", e))?.value;
+    let c = reader.read(&ev).map_err(|e| fail("read", e))?.value;
+    ensure!(
+        a <= b && b <= c && c > 0,
+        "not monotonic across paths: {a} {b} {c}"
+    );
+    Ok(Completion::Completed)
+}
+
+fn selfmon_calibration_picks_read_when_rdpmc_is_unusable() -> Outcome {
+    let ev = task_clock();
+    require!(
+        ev.is_ok(),
+        "perf_event_open refused a user-space self-monitoring event: {:?}",
+        ev.as_ref().err()
+    );
+    let ev = ev.map_err(|e| fail("open", e))?;
+    let cal = ReadPath::calibrate(&ev).map_err(|e| fail("calibrate", e))?;
+    println!("{cal:?}");
+    ensure!(
+        cal.syscall_ns > 0.0,
+        "read(2) measured at {} ns",
+        cal.syscall_ns
+    );
+    ensure!(
+        cal.chosen == ReadPath::Syscall && cal.rdpmc_ns.is_none(),
+        "{cal:?}"
+    );
+    ensure!(cal.rdpmc_unavailable.is_some(), "no reason given: {cal:?}");
+    Ok(Completion::Completed)
+}
+
+fn perf_users_finds_this_process_with_an_open_event() -> Outcome {
+    let ev = self_event(&sampling(Software::Dummy, 1));
+    require!(
+        ev.is_ok(),
+        "perf_event_open refused a user-space self-monitoring event: {:?}",
+        ev.as_ref().err()
+    );
+    let me = std::process::id() as i32;
+    let users = system::perf_users();
+    let mine = users
+        .iter()
+        .find(|u| u.pid == me)
+        .ok_or("this process is not listed")?;
+    ensure!(mine.events >= 1 && !mine.command.is_empty(), "{mine:?}");
+    Ok(Completion::Completed)
+}
+
+fn this_machine_lists_its_pmus() -> Outcome {
+    let all = Pmu::all_system();
+    require!(!all.is_empty(), "no PMUs in /sys/bus/event_source/devices");
+    let software = all
+        .iter()
+        .find(|p| p.name == "software")
+        .ok_or("no software PMU")?;
+    ensure!(
+        software.type_id == 1,
+        "software PMU type {}",
+        software.type_id
+    );
+    if let Some(msr) = all.iter().find(|p| p.name == "msr") {
+        ensure!(msr.alias("tsc").is_some(), "msr lists no tsc: {msr:?}");
+    }
+    Ok(Completion::Completed)
+}
+
+#[inline(never)]
+fn uprobe_target_function(x: u64) -> u64 {
+    std::hint::black_box(x.rotate_left(7))
+}
+
+/// This test binary's mangled name for `uprobe_target_function`.
+fn own_symbol() -> Option<(PathBuf, String)> {
+    let exe = std::env::current_exe().ok()?;
+    let data = std::fs::read(&exe).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let name = file
+        .symbols()
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .find(|n| n.contains("uprobe_target_function"))?;
+    Some((exe, name))
+}
+
+fn count_calls(probe: &Probe, calls: impl Fn(u64)) -> Vec<(u64, u64)> {
+    let ev = probe
+        .open(Target::CALLER, None, OpenFlags::empty())
+        .expect("open uprobe");
+    let mut out = Vec::new();
+    for n in [0u64, 1, 7, 1000] {
+        ev.reset().unwrap();
+        ev.enable().unwrap();
+        for i in 0..n {
+            calls(i);
+        }
+        ev.disable().unwrap();
+        out.push((n, ev.read().unwrap().value));
+    }
+    out
+}
+
+fn uprobes_count_exactly_the_calls() -> Outcome {
+    let root = Path::new(SYSFS_ROOT);
+    require!(root.join("uprobe").exists(), "no uprobe PMU on this kernel");
+    let configure = |a: pmc_linux::attr::Attr| {
+        a.disabled(true)
+            .exclude_kernel(false)
+            .read_format(ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING)
+    };
+    // A function of this binary, found by its (mangled) symbol.
+    let (exe, sym) = own_symbol().expect("the test binary keeps its symbols");
+    let off = symbol_file_offset(&exe, &sym).unwrap();
+    let probe = match Probe::uprobe(root, &exe, off, false) {
+        Ok(p) => p.configure(configure),
+        Err(e) => panic!("{e}"),
+    };
+    require!(
+        system::perfmon_capable(),
+        "uprobes need CAP_PERFMON or CAP_SYS_ADMIN"
+    );
+    for (n, counted) in count_calls(&probe, |i| {
+        std::hint::black_box(uprobe_target_function(i));
+    }) {
+        assert_eq!(counted, n, "{n} calls of {sym}");
+    }
+    // A libc function, and its return probe.
+    let libc = pmc_linux::probe::mapped_library("/libc.so").expect("libc is mapped");
+    let off = symbol_file_offset(&libc, "getpid").unwrap();
+    for ret in [false, true] {
+        let probe = Probe::uprobe(root, &libc, off, ret)
+            .unwrap()
+            .configure(configure);
+        for (n, counted) in count_calls(&probe, |_| {
+            std::hint::black_box(std::process::id());
+        }) {
+            assert_eq!(counted, n, "{n} getpid calls (ret={ret})");
+        }
+    }
+    Ok(Completion::Completed)
+}
+
+fn symbol_lookup_errors_name_the_closest_symbols() -> Outcome {
+    let Some((exe, _)) = own_symbol() else {
+        panic!("the test binary keeps its symbols");
+    };
+    let e = symbol_file_offset(&exe, "no_such_symbol_anywhere_xyz").unwrap_err();
+    assert_eq!(e.errno(), libc::ENOENT, "{e}");
+    let e = symbol_file_offset(Path::new("/nonexistent/bin"), "main").unwrap_err();
+    assert!(e.to_string().contains("/nonexistent/bin"), "{e}");
+    Ok(Completion::Completed)
+}
+
+fn kprobes_count_kernel_function_calls() -> Outcome {
+    let root = Path::new(SYSFS_ROOT);
+    if !root.join("kprobe").exists() {
+        // Without the PMU the error says so; counting is then impossible.
+        let e = Probe::kprobe(root, "do_sys_openat2", 0, false)
+            .err()
+            .ok_or("a kprobe without a kprobe PMU")?;
+        ensure!(e.to_string().contains("kprobe"), "{e}");
+    }
+    require!(root.join("kprobe").exists(), "no kprobe PMU on this kernel");
+    require!(
+        system::perfmon_capable(),
+        "kprobes need CAP_PERFMON or CAP_SYS_ADMIN"
+    );
+    match Probe::kprobe(root, "do_sys_openat2", 0, false) {
+        Err(e) => panic!("{e}"),
+        Ok(p) => {
+            let ev =
+                p.configure(|a| a.disabled(true))
+                    .open(Target::CALLER, None, OpenFlags::empty());
+            match ev {
+                Ok(ev) => {
+                    ev.enable().unwrap();
+                    let _ = std::fs::File::open("/proc/self/stat");
+                    ev.disable().unwrap();
+                    assert!(ev.read().unwrap().value >= 1);
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+    Ok(Completion::Completed)
+}
+
+fn main() {
+    let mut args = Arguments::from_args();
+    // Probes and self-monitoring count this process: one test at a time.
+    args.test_threads = Some(1);
+    let tests: [LiveTest; 13] = [
+        (
+            "ring::sizes_must_be_powers_of_two",
+            ring_sizes_must_be_powers_of_two,
+        ),
+        (
+            "ring::samples_arrive_and_wrap_without_losing_framing",
+            ring_samples_arrive_and_wrap_without_losing_framing,
+        ),
+        (
+            "ring::wait_times_out_then_hangs_up_when_the_target_exits",
+            ring_wait_times_out_then_hangs_up_when_the_target_exits,
+        ),
+        (
+            "ring::pause_output_holds_back_samples",
+            ring_pause_output_holds_back_samples,
+        ),
+        (
+            "ring::set_output_routes_two_events_into_one_ring",
+            ring_set_output_routes_two_events_into_one_ring,
+        ),
+        (
+            "ring::beyond_the_mlock_limit_names_the_sysctl",
+            ring_beyond_the_mlock_limit_names_the_sysctl,
+        ),
+        (
+            "selfmon::software_events_fall_back_to_read",
+            selfmon_software_events_fall_back_to_read,
+        ),
+        (
+            "selfmon::calibration_picks_read_when_rdpmc_is_unusable",
+            selfmon_calibration_picks_read_when_rdpmc_is_unusable,
+        ),
+        (
+            "system::perf_users_finds_this_process_with_an_open_event",
+            perf_users_finds_this_process_with_an_open_event,
+        ),
+        (
+            "pmu::this_machine_lists_its_pmus",
+            this_machine_lists_its_pmus,
+        ),
+        (
+            "probe::uprobes_count_exactly_the_calls",
+            uprobes_count_exactly_the_calls,
+        ),
+        (
+            "probe::symbol_lookup_errors_name_the_closest_symbols",
+            symbol_lookup_errors_name_the_closest_symbols,
+        ),
+        (
+            "probe::kprobes_count_kernel_function_calls",
+            kprobes_count_kernel_function_calls,
+        ),
+    ];
+    let trials = tests
+        .into_iter()
+        .map(|(name, f)| Trial::ignorable_test(name, f))
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
