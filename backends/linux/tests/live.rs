@@ -275,6 +275,10 @@ fn ring_beyond_the_mlock_limit_names_the_sysctl() -> Outcome {
         !system::has_capability(IPC_LOCK),
         "CAP_IPC_LOCK lifts perf_event_mlock_kb for this caller"
     );
+    require!(
+        system::paranoid().is_some_and(|p| p > -1),
+        "at perf_event_paranoid -1 the kernel applies no perf mlock limit"
+    );
     // The kernel allows perf_event_mlock_kb per CPU, then charges the rest
     // to RLIMIT_MEMLOCK.
     let memlock_kb = locked_memory_limit_kb();
