@@ -37,6 +37,11 @@ pub fn tests() -> Vec<LiveTest> {
             log_proccsw_slices_add_up_to_the_counted_value,
         ),
         test(
+            "sampling::log_proccsw_refused_by_paranoid_says_why",
+            vec![R::RestrictedTo(2)],
+            log_proccsw_refused_by_paranoid_says_why,
+        ),
+        test(
             "sampling::log_procexit_with_descendants_gives_each_process_its_own_value",
             vec![R::Paranoid(1), R::TracefsReadable],
             log_procexit_with_descendants_gives_each_process_its_own_value,
@@ -396,6 +401,29 @@ fn log_proccsw_slices_add_up_to_the_counted_value() -> TestResult {
         exit == Some(total),
         "PROCEXIT says {exit:?}, the PMC counted {total}"
     );
+    Ok(())
+}
+
+fn log_proccsw_refused_by_paranoid_says_why() -> TestResult {
+    let mut error = None;
+    with_log(|| {
+        let mut pmc = Pmc::allocate("page-faults,usr", Mode::TC, Flags::LOG_PROCCSW, Cpu::Any)
+            .ctx("allocate")?;
+        error = pmc.start().err();
+        Ok(())
+    })?;
+    let e = error.ok_or("LOG_PROCCSW allowed although kernel samples are refused")?;
+    ensure!(e.errno() == libc::EPERM, "{e}");
+    let msg = e.to_string();
+    println!("{msg}");
+    for needle in [
+        "LOG_PROCCSW",
+        "context switches",
+        "perf_event_paranoid",
+        "sysctl",
+    ] {
+        ensure!(msg.contains(needle), "message lacks {needle:?}: {msg}");
+    }
     Ok(())
 }
 

@@ -190,7 +190,7 @@ impl ProcessCounters {
                             match Event::open(sibling, target, Some(&leader), OpenFlags::empty()) {
                                 Ok(e) => group.push((cpu, e)),
                                 Err(e) if e.errno() == libc::ESRCH && tid != p => break,
-                                Err(e) => return Err(from_linux(e)),
+                                Err(e) => return Err(sibling_error(from_linux(e))),
                             }
                         }
                         if event
@@ -244,6 +244,27 @@ impl Drop for CpuCounters {
         if let Some(r) = &self.rings {
             sampling::drain_set(r);
         }
+    }
+}
+
+/// Says why a slice sibling was opened: its permission error is about
+/// kernel-side sampling, which the counter itself may not need.
+fn sibling_error(e: Error) -> Error {
+    match e {
+        Error::PermissionDenied { op, os_errno, .. } => Error::PermissionDenied {
+            op: format!(
+                "{op}, which LOG_PROCCSW and per-process LOG_PROCEXIT use to read the counter \
+                 at context switches and exits (kernel-side samples, even for a user-mode counter)"
+            ),
+            os_errno,
+            hint: Some(format!(
+                "kernel-side samples need kernel.perf_event_paranoid <= 1 (it is {}); run \
+                 `sysctl -w kernel.perf_event_paranoid=1` as root, or grant the program \
+                 CAP_PERFMON (Linux >= 5.8) or CAP_SYS_ADMIN",
+                system::paranoid().map_or("unknown".into(), |p| p.to_string())
+            )),
+        },
+        other => other,
     }
 }
 
