@@ -3,11 +3,18 @@
 //! It is the Linux backend of the `pmc` crate but stands on its own:
 //!
 //! - [`attr`]: every field of `perf_event_attr`, built safely.
-//! - [`breakpoint`]: validated hardware breakpoints.
 //! - [`event`]: opening events, every ioctl, read formats, group reads.
+//! - [`ring`]: the mmap ring buffer: zero-copy records, wait with timeout.
+//! - [`record`]: every `PERF_RECORD_*` and `PERF_SAMPLE_*`, decoded lazily.
+//! - [`pmu`], [`tracefs`], [`probe`], [`breakpoint`]: sysfs PMUs and their
+//!   format fields, tracepoints and their formats, uprobes/kprobes,
+//!   validated hardware breakpoints.
 //! - [`selfmon`]: user-space `rdpmc` reads with a calibrated choice.
 //! - [`system`]: the perf sysctls, capabilities and the procfs task tree.
+//! - `pfm` (feature `libpfm`): native event names through libpfm4.
 //! - [`error`]: errors that say what failed, the errno, and what to do.
+//!
+//! `examples/sample_self.rs` samples its own loop through a ring buffer.
 //!
 //! All `unsafe` code lives in the private `sys` module.
 //!
