@@ -53,7 +53,7 @@ fn main() -> Result<(), pmc_linux::Error> {
 
     let total: u64 = hits.values().sum();
     let mut top: Vec<_> = hits.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1));
+    top.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
     println!(
         "{total} samples; busiest instruction pointers (`busy` is at {:p}):",
         busy as fn(u64) -> u64
