@@ -31,6 +31,24 @@ macro_rules! require {
     };
 }
 
+/// Opens a user-space self-monitoring event (what perf_event_paranoid 2
+/// allows everyone), or skips with the kernel's answer when even that is
+/// refused.
+macro_rules! self_event_or_skip {
+    ($attr:expr) => {
+        match self_event($attr) {
+            Ok(event) => event,
+            Err(e) => {
+                require!(
+                    false,
+                    "perf_event_open refused a user-space self-monitoring event: {e}"
+                );
+                return Err(fail("open", e));
+            }
+        }
+    };
+}
+
 /// Fails with a message unless `cond` holds.
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {
@@ -45,8 +63,7 @@ fn fail(what: &str, e: impl std::fmt::Display) -> Failed {
     Failed::from(format!("{what}: {e}"))
 }
 
-/// A user-space self-monitoring event: what perf_event_paranoid 2 allows
-/// everyone. `None` with the kernel's answer when even that is refused.
+/// A user-space self-monitoring event, or the kernel's answer.
 fn self_event(attr: &Attr) -> Result<Event, String> {
     Event::open(attr, Target::CALLER, None, OpenFlags::empty()).map_err(|e| e.to_string())
 }
@@ -80,20 +97,13 @@ fn drain_samples(ring: &mut RingBuffer, parser: &RecordParser) -> Result<Vec<(u6
 }
 
 fn ring_sizes_must_be_powers_of_two() -> Outcome {
-    let ev = self_event(&sampling(Software::Dummy, 1));
-    require!(
-        ev.is_ok(),
-        "perf_event_open refused a user-space self-monitoring event: {:?}",
-        ev.as_ref().err()
-    );
-    let ev = ev.map_err(|e| fail("open", e))?;
+    let ev = self_event_or_skip!(&sampling(Software::Dummy, 1));
     for n in [0, 3, 6] {
         ensure!(RingBuffer::new(&ev, n).is_err(), "{n} data pages accepted");
     }
     let one = RingBuffer::new(&ev, 1)
         .map_err(|e| fail("1 page", e))?
         .data_size();
-    drop(RingBuffer::new(&ev, 1));
     let ev2 = self_event(&sampling(Software::Dummy, 1)).map_err(|e| fail("open", e))?;
     let two = RingBuffer::new(&ev2, 2)
         .map_err(|e| fail("2 pages", e))?
@@ -107,13 +117,7 @@ fn ring_sizes_must_be_powers_of_two() -> Outcome {
 
 fn ring_samples_arrive_and_wrap_without_losing_framing() -> Outcome {
     let attr = sampling(Software::CpuClock, 20_000);
-    let ev = self_event(&attr);
-    require!(
-        ev.is_ok(),
-        "perf_event_open refused a user-space self-monitoring event: {:?}",
-        ev.as_ref().err()
-    );
-    let ev = ev.map_err(|e| fail("open", e))?;
+    let ev = self_event_or_skip!(&attr);
     let mut ring = RingBuffer::new(&ev, 1).map_err(|e| fail("ring", e))?;
     let parser = RecordParser::for_attr(&attr);
     let me = system::gettid() as u32;
@@ -135,13 +139,7 @@ fn ring_samples_arrive_and_wrap_without_losing_framing() -> Outcome {
 
 fn ring_wait_times_out_then_hangs_up_when_the_target_exits() -> Outcome {
     // Nothing happens on a disabled event: the wait times out.
-    let idle = self_event(&sampling(Software::CpuClock, 100_000));
-    require!(
-        idle.is_ok(),
-        "perf_event_open refused a user-space self-monitoring event: {:?}",
-        idle.as_ref().err()
-    );
-    let idle = idle.map_err(|e| fail("open", e))?;
+    let idle = self_event_or_skip!(&sampling(Software::CpuClock, 100_000));
     let ring = RingBuffer::new(&idle, 2).map_err(|e| fail("ring", e))?;
     let t = Instant::now();
     let w = ring
@@ -203,13 +201,7 @@ fn ring_wait_times_out_then_hangs_up_when_the_target_exits() -> Outcome {
 
 fn ring_pause_output_holds_back_samples() -> Outcome {
     let attr = sampling(Software::CpuClock, 50_000);
-    let ev = self_event(&attr);
-    require!(
-        ev.is_ok(),
-        "perf_event_open refused a user-space self-monitoring event: {:?}",
-        ev.as_ref().err()
-    );
-    let ev = ev.map_err(|e| fail("open", e))?;
+    let ev = self_event_or_skip!(&attr);
     let mut ring = RingBuffer::new(&ev, 16).map_err(|e| fail("ring", e))?;
     let parser = RecordParser::for_attr(&attr);
     ev.enable().map_err(|e| fail("enable", e))?;
@@ -233,13 +225,7 @@ fn ring_pause_output_holds_back_samples() -> Outcome {
 fn ring_set_output_routes_two_events_into_one_ring() -> Outcome {
     let a = sampling(Software::CpuClock, 100_000);
     let b = sampling(Software::TaskClock, 100_000);
-    let first = self_event(&a);
-    require!(
-        first.is_ok(),
-        "perf_event_open refused a user-space self-monitoring event: {:?}",
-        first.as_ref().err()
-    );
-    let first = first.map_err(|e| fail("open", e))?;
+    let first = self_event_or_skip!(&a);
     let second = self_event(&b).map_err(|e| fail("open", e))?;
     let mut ring = RingBuffer::new(&first, 16).map_err(|e| fail("ring", e))?;
     second
@@ -313,22 +299,14 @@ fn locked_memory_limit_kb() -> Option<u64> {
     soft.parse::<u64>().ok().map(|bytes| bytes / 1024)
 }
 
-fn task_clock() -> Result<Event, String> {
-    self_event(
-        &Attr::new(EventConfig::Software(Software::TaskClock))
-            .exclude_kernel(true)
-            .read_format(ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING),
-    )
+fn task_clock_attr() -> Attr {
+    Attr::new(EventConfig::Software(Software::TaskClock))
+        .exclude_kernel(true)
+        .read_format(ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING)
 }
 
 fn selfmon_software_events_fall_back_to_read() -> Outcome {
-    let ev = task_clock();
-    require!(
-        ev.is_ok(),
-        "perf_event_open refused a user-space self-monitoring event: {:?}",
-        ev.as_ref().err()
-    );
-    let ev = ev.map_err(|e| fail("open", e))?;
+    let ev = self_event_or_skip!(&task_clock_attr());
     let page = UserPage::map(&ev).map_err(|e| fail("map", e))?;
     ensure!(
         page.caps().index == 0,
@@ -347,13 +325,7 @@ fn selfmon_software_events_fall_back_to_read() -> Outcome {
 }
 
 fn selfmon_calibration_picks_read_when_rdpmc_is_unusable() -> Outcome {
-    let ev = task_clock();
-    require!(
-        ev.is_ok(),
-        "perf_event_open refused a user-space self-monitoring event: {:?}",
-        ev.as_ref().err()
-    );
-    let ev = ev.map_err(|e| fail("open", e))?;
+    let ev = self_event_or_skip!(&task_clock_attr());
     let cal = ReadPath::calibrate(&ev).map_err(|e| fail("calibrate", e))?;
     println!("{cal:?}");
     ensure!(
@@ -370,12 +342,7 @@ fn selfmon_calibration_picks_read_when_rdpmc_is_unusable() -> Outcome {
 }
 
 fn perf_users_finds_this_process_with_an_open_event() -> Outcome {
-    let ev = self_event(&sampling(Software::Dummy, 1));
-    require!(
-        ev.is_ok(),
-        "perf_event_open refused a user-space self-monitoring event: {:?}",
-        ev.as_ref().err()
-    );
+    let _open = self_event_or_skip!(&sampling(Software::Dummy, 1));
     let me = std::process::id() as i32;
     let users = system::perf_users();
     let mine = users
