@@ -96,31 +96,11 @@ fn sampling_anchor_symbol() -> u64 {
     std::hint::black_box(1)
 }
 
-/// Spins `ms` of this thread's CPU time in plain arithmetic: no calls in
-/// the hot loop, so samples land in this function itself. CPU time, not
-/// wall time, so a loaded machine (the matrix runs suites side by side)
-/// still yields the samples the test expects.
-#[inline(never)]
-fn busy_loop_for_sampling(ms: u64) -> u64 {
-    let end = pmc_linux::system::thread_cpu_ns() + ms * 1_000_000;
-    let mut x = 1u64;
-    loop {
-        let mut i = 0u64;
-        while i < 1_000_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            i += 1;
-        }
-        if pmc_linux::system::thread_cpu_ns() >= end {
-            return x;
-        }
-    }
-}
-
 #[inline(never)]
 fn sampling_caller_function() -> u64 {
-    std::hint::black_box(busy_loop_for_sampling(300))
+    // Spins on CPU time, not wall time: under the matrix's load it still
+    // yields the samples the test expects.
+    std::hint::black_box(crate::workloads::hot_function_for_profiling(300))
 }
 
 fn ts_samples_land_in_the_busy_function_with_its_caller() -> TestResult {
@@ -142,7 +122,7 @@ fn ts_samples_land_in_the_busy_function_with_its_caller() -> TestResult {
         pmc.stop().ctx("stop")?;
         Ok(())
     })?;
-    let busy = symbol_range("busy_loop_for_sampling")?;
+    let busy = symbol_range("hot_function_for_profiling")?;
     let caller = symbol_range("sampling_caller_function")?;
     let chains: Vec<&Vec<u64>> = events
         .iter()
@@ -248,7 +228,7 @@ fn a_tiny_buffer_loses_samples_as_dropnotify() -> TestResult {
         )
         .ctx("allocate")?;
         pmc.start().ctx("start")?;
-        std::hint::black_box(busy_loop_for_sampling(200));
+        std::hint::black_box(crate::workloads::hot_function_for_profiling(200));
         pmc.stop().ctx("stop")?;
         Ok(())
     });
