@@ -298,26 +298,22 @@ pub(crate) fn page_size() -> usize {
 /// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds (the clock perf stamps
 /// records with when `use_clockid` selects it).
 pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for the kernel to fill.
-    let ret = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    if ret != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64).wrapping_mul(1_000_000_000) + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 /// CPU time consumed by the calling thread, in nanoseconds.
 pub(crate) fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// `clock_gettime(clock)` in nanoseconds; 0 if the clock is unavailable.
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `ts` is a valid timespec for the kernel to fill.
-    let ret = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let ret = unsafe { libc::clock_gettime(clock, &mut ts) };
     if ret != 0 {
         return 0;
     }
