@@ -43,9 +43,9 @@ fn raw_brackets(e: &Event) -> u64 {
     sum
 }
 
-/// The same comparison with an `instructions:u` counter where the machine
-/// has one (a hardware PMU): user-space instructions retired per bracket.
-fn counted_with_instructions_u() -> Result<(f64, f64), String> {
+/// The two sides, on identical attrs: a `Pmc` attached to this
+/// (single-threaded) process and the binding's event for the same spec.
+fn pair() -> Result<(Pmc, Event), String> {
     let mut p =
         Pmc::allocate(SPEC, Mode::TC, Flags::empty(), Cpu::Any).map_err(|e| e.to_string())?;
     p.attach(0).map_err(|e| e.to_string())?;
@@ -53,6 +53,13 @@ fn counted_with_instructions_u() -> Result<(f64, f64), String> {
         .map_err(|e| e.to_string())?[0];
     let e =
         Event::open(&attr, Target::CALLER, None, OpenFlags::empty()).map_err(|e| e.to_string())?;
+    Ok((p, e))
+}
+
+/// The same comparison with an `instructions:u` counter where the machine
+/// has one (a hardware PMU): user-space instructions retired per bracket.
+fn counted_with_instructions_u() -> Result<(f64, f64), String> {
+    let (mut p, e) = pair()?;
     let mut insns = Pmc::allocate("instructions,usr", Mode::TC, Flags::empty(), Cpu::Any)
         .map_err(|e| e.to_string())?;
     let mut per_bracket = |f: &mut dyn FnMut()| -> Result<f64, String> {
@@ -72,11 +79,9 @@ fn counted_with_instructions_u() -> Result<(f64, f64), String> {
     Ok((ours, raw))
 }
 
+/// Runs both sides under callgrind (see `instructions_in`).
 fn child() {
-    let mut p = Pmc::allocate(SPEC, Mode::TC, Flags::empty(), Cpu::Any).expect("allocate");
-    p.attach(0).expect("attach");
-    let attr = pmc::backend::linux::attrs_for(SPEC, Mode::TC, Flags::empty(), 0).expect("attr")[0];
-    let e = Event::open(&attr, Target::CALLER, None, OpenFlags::empty()).expect("open");
+    let (mut p, e) = pair().expect("open both sides");
     std::hint::black_box(pmc_brackets(&mut p));
     std::hint::black_box(raw_brackets(&e));
 }
