@@ -235,15 +235,15 @@ impl Event {
     /// `PERF_EVENT_IOC_ENABLE`.
     #[inline]
     pub fn enable(&self) -> Result<(), Error> {
-        self.ioctl("PERF_EVENT_IOC_ENABLE", abi::PERF_EVENT_IOC_ENABLE, 0)
-            .map(drop)
+        self.enable_errno()
+            .map_err(|e| self.ioctl_failed("PERF_EVENT_IOC_ENABLE", e))
     }
 
     /// `PERF_EVENT_IOC_DISABLE`.
     #[inline]
     pub fn disable(&self) -> Result<(), Error> {
-        self.ioctl("PERF_EVENT_IOC_DISABLE", abi::PERF_EVENT_IOC_DISABLE, 0)
-            .map(drop)
+        self.disable_errno()
+            .map_err(|e| self.ioctl_failed("PERF_EVENT_IOC_DISABLE", e))
     }
 
     /// [`Event::enable`] reporting only the errno (see
