@@ -27,15 +27,14 @@ fn member(event: Software, leader: bool) -> Attr {
         })
 }
 
-/// Touches `pages` fresh anonymous pages (one minor fault each: the
-/// allocation is far above malloc's mmap threshold, so it is a new mapping).
+/// Touches `pages` fresh anonymous pages: one minor fault each.
 fn touch_fresh_pages(pages: usize) {
     let page = pmc_linux::system::page_size();
-    let mut buf: Vec<u8> = Vec::with_capacity(pages * page);
-    // One byte per page, written through the spare capacity (never read).
-    let spare = buf.spare_capacity_mut();
+    // A zeroed allocation above glibc's largest mmap threshold (32 MiB) is
+    // always a new anonymous mapping, whatever was freed before.
+    let mut buf = vec![0u8; (pages * page).max(64 << 20)];
     for p in 0..pages {
-        spare[p * page].write(1);
+        buf[p * page] = 1;
     }
     std::hint::black_box(&buf);
 }
