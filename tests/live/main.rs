@@ -5,6 +5,7 @@
 
 mod counting;
 mod events;
+mod fd_leak;
 mod harness;
 mod probe;
 mod sampling;
@@ -22,6 +23,7 @@ fn main() {
     tests.extend(events::tests());
     tests.extend(events::tracepoint_and_probe_tests());
     tests.extend(probe::tests());
+    tests.extend(fd_leak::tests());
     tests.extend(sampling::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }
