@@ -219,17 +219,20 @@ pub fn run_if_requested() {
         "touch-sleep" => {
             let rounds = arg(1, 20);
             ready_then_wait();
+            let start = Usage::now();
             for _ in 0..rounds {
                 std::hint::black_box(touch_fresh_pages(50));
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
             std::hint::black_box(touch_fresh_pages(50));
+            println!("{}", Usage::line_since(start));
         }
         // Runs a grandchild that touches `child` fresh pages and exits, then
         // touches `own` pages itself.
         "fork-touch" => {
             let (child, own) = (arg(1, 2000), arg(2, 6000));
             ready_then_wait();
+            let start = Usage::now();
             let exe = std::env::current_exe().expect("current_exe");
             let status = Command::new(exe)
                 .env(ENV, "touch")
@@ -238,6 +241,7 @@ pub fn run_if_requested() {
                 .expect("spawn grandchild");
             assert!(status.success());
             std::hint::black_box(touch_fresh_pages(own as usize));
+            println!("{}", Usage::line_since(start));
         }
         // Touches `n` fresh pages (no handshake: for `perf stat`).
         "touch" => {
