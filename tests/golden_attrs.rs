@@ -252,6 +252,26 @@ const GOLDEN: &[(&str, Mode, Flags, u64, &str)] = &[
         0,
         "type=4 config=0x28401c0 config1=0x0 config2=0x0 bits=[disabled] read_format=0x3 sample_type=0x0 period=0",
     ),
+    // FreeBSD's Intel qualifiers (lib/libpmc/libpmc.c IAP_KW_ANYTHREAD
+    // "anythread", IAP_KW_EDGE, IAP_KW_INV, IAP_KW_CMASK) land on the bits
+    // hwpmc programs (sys/dev/hwpmc/hwpmc_core.h: IAP_EVSEL 0-7, IAP_UMASK
+    // 8-15, IAP_EDGE 1<<18, IAP_ANY 1<<21, IAP_INV 1<<23, IAP_CMASK <<24):
+    // the PMU-term row above without `pc` (1<<19).
+    (
+        "rc0,umask=1,anythread,edge,inv,cmask=2",
+        Mode::SC,
+        Flags::empty(),
+        0,
+        "type=4 config=0x2a401c0 config1=0x0 config2=0x0 bits=[disabled] read_format=0x3 sample_type=0x0 period=0",
+    ),
+    // The mem-loads alias by its bare name (resolved through events/).
+    (
+        "mem-loads",
+        Mode::SC,
+        Flags::empty(),
+        0,
+        "type=4 config=0x1cd config1=0x3 config2=0x0 bits=[disabled] read_format=0x3 sample_type=0x0 period=0",
+    ),
     // LOG_PROCCSW on a counting PMC: the counter becomes a logging attr
     // (TID|TIME|ID|CPU = 0xc6, side-band records, the monotonic clock).
     (
@@ -400,6 +420,29 @@ fn hybrid_generic_events_carry_the_pmu_type_in_the_upper_config_bits() {
         checked += 1;
     }
     assert_eq!(checked, 10 + 42);
+}
+
+/// `:P` on a hybrid machine: the lowest `caps/max_precise` of the core
+/// PMUs, so the attr opens on each core type (the fixture's cpu_atom
+/// publishes none: 0).
+#[test]
+fn hybrid_max_precise_is_the_lowest_of_the_core_pmus() {
+    let v = pmc::backend::linux::attrs_for_sysfs(
+        "cycles:P",
+        Mode::SC,
+        Flags::empty(),
+        0,
+        &fixture("sysfs-hybrid"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(v.len(), 2);
+    for (a, _) in &v {
+        assert_eq!(a.get(AttrBit::PRECISE_IP), 0, "{}", summary(a));
+    }
+    // On the Ice Lake fixture the one core PMU's 3.
+    let a = icx("cycles:P", Mode::SC, Flags::empty(), 0).unwrap();
+    assert_eq!(a[0].get(AttrBit::PRECISE_IP), 3);
 }
 
 /// LOG_PROCCSW: the counter leads a group with a context-switch sibling
