@@ -9,6 +9,7 @@ mod fd_leak;
 mod harness;
 mod probe;
 mod sampling;
+mod scaling;
 mod workloads;
 
 fn main() {
@@ -25,5 +26,6 @@ fn main() {
     tests.extend(probe::tests());
     tests.extend(fd_leak::tests());
     tests.extend(sampling::tests());
+    tests.extend(scaling::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }
