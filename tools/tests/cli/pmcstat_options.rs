@@ -64,6 +64,11 @@ pub fn tests() -> Vec<LiveTest> {
             options_that_cannot_apply_say_why,
         ),
         test(
+            "pmcstat_options::top_view_without_a_terminal_prints_frames",
+            vec![R::Paranoid(2)],
+            top_view_without_a_terminal_prints_frames,
+        ),
+        test(
             "pmcstat_options::top_view_in_tmux_shows_the_hot_function_and_q_quits",
             vec![R::Paranoid(2), R::Program("tmux".into())],
             top_view_in_tmux_shows_the_hot_function_and_q_quits,
@@ -175,6 +180,46 @@ fn exit_totals_of_e_equal_the_counted_total() -> TestResult {
     let value: u64 = exits[0][2].parse().ctx("exitval value")?;
     ensure!(value == total, "exit value {value} vs counted {total}");
     ensure!(total >= 3000, "3000 fresh pages touched, {total} faults");
+    // With -d, a record per process of the tree (pmcstat(8): "useful for
+    // mapping the performance characteristics of a complex pipeline").
+    let out = pmcstat(
+        &[
+            "-d",
+            "-E",
+            "-p",
+            "page-faults,usr",
+            "--csv",
+            "--",
+            &exe,
+            "2000",
+            "6000",
+        ],
+        "fork-touch",
+        true,
+    )?;
+    let err = text(&out.stderr);
+    let total = csv_total(&err, "p/page-faults,usr")?;
+    let exits = records(&err, "exitval");
+    let forks = records(&err, "fork");
+    println!("-d: counted {total}; exit records {exits:?}; forks {forks:?}");
+    ensure!(
+        exits.len() == 2,
+        "parent and child, two exit records: {err}"
+    );
+    let value = |pid: &str| -> Result<u64, libtest_mimic::Failed> {
+        exits
+            .iter()
+            .find(|f| f[1] == pid)
+            .and_then(|f| f[2].parse().ok())
+            .ok_or_else(|| format!("no exit record for {pid}: {err}").into())
+    };
+    let (parent, child) = (forks[0][0], forks[0][1]);
+    let (p, c) = (value(parent)?, value(child)?);
+    ensure!(
+        c >= 2000 && p >= 6000,
+        "child {c} (2000 pages), parent {p} (6000 pages)"
+    );
+    ensure!(p + c == total, "exit values {p} + {c} vs counted {total}");
     Ok(())
 }
 
@@ -655,6 +700,17 @@ fn top_view_in_tmux_shows_the_hot_function_and_q_quits() -> TestResult {
         samples_shown(&tmux.wait_for(10, |s| s.contains("accumulation mode"))?).unwrap_or(0);
     let later = tmux.wait_for(10, |s| samples_shown(s).is_some_and(|n| n > before))?;
     println!("samples: {before} → {:?}", samples_shown(&later));
+    // Space pauses the display: the count stays; space again resumes.
+    tmux.run(&["send-keys", "Space"])?;
+    let paused = samples_shown(&tmux.wait_for(10, |s| s.contains("=> pause"))?);
+    std::thread::sleep(Duration::from_millis(1000));
+    let still = samples_shown(&tmux.run(&["capture-pane", "-p"])?);
+    ensure!(
+        paused == still,
+        "paused display changed: {paused:?} → {still:?}"
+    );
+    tmux.run(&["send-keys", "Space"])?;
+    tmux.wait_for(10, |s| samples_shown(s) != paused)?;
     tmux.run(&["send-keys", "q"])?;
     let after = tmux.wait_for(15, |s| s.contains("EXIT:"))?;
     println!("{}", after.trim());
@@ -682,5 +738,39 @@ fn top_view_in_tmux_shows_the_hot_function_and_q_quits() -> TestResult {
         "the workload still runs: {}",
         text(&left.stdout)
     );
+    Ok(())
+}
+
+fn top_view_without_a_terminal_prints_frames() -> TestResult {
+    // Piped, the view prints a frame per interval and ends with the command.
+    let out = pmcstat(
+        &[
+            "-T",
+            "-P",
+            "cpu-clock,usr",
+            "-n",
+            "1000000",
+            "-w",
+            "0.2",
+            "--",
+            &exe()?,
+            "1500",
+        ],
+        "hot",
+        false,
+    )?;
+    let o = text(&out.stdout);
+    let frames = o.matches("PMC: [cpu-clock,usr] Samples: ").count();
+    let hot = o
+        .lines()
+        .filter(|l| l.contains("hot_function_for_profiling") && !l.contains("CALLERS"))
+        .count();
+    println!("{frames} frames, {hot} with the hot function");
+    ensure!(
+        frames >= 3,
+        "1.5 s at 0.2 s intervals, {frames} frames:\n{o}"
+    );
+    ensure!(hot >= 2, "the hot function in {hot} frames:\n{o}");
+    ensure!(!o.contains('\u{1b}'), "escape sequences in piped output");
     Ok(())
 }
