@@ -78,8 +78,6 @@ pub struct TopView {
     selected: usize,
     awaiting_mode: bool,
     status: String,
-    /// Records already taken in.
-    seen: usize,
     resolver: Resolver,
     /// pmcid → event name, in allocation order.
     pmcs: Vec<(u32, String)>,
@@ -103,7 +101,6 @@ impl TopView {
             selected: 0,
             awaiting_mode: false,
             status: String::new(),
-            seen: 0,
             resolver: Resolver::default(),
             pmcs: Vec::new(),
             total: HashMap::new(),
@@ -116,11 +113,9 @@ impl TopView {
         self.paused
     }
 
-    /// Takes in the records after those already seen (`events` is the
-    /// whole log so far); they become the new delta.
-    pub fn update(&mut self, events: &[LogEvent]) {
-        let new = events.get(self.seen..).unwrap_or(&[]);
-        self.seen = events.len();
+    /// Takes in the records logged since the last update; they become the
+    /// new delta.
+    pub fn update(&mut self, new: &[LogEvent]) {
         self.resolver.learn(new);
         let mut delta: HashMap<u32, PmcAgg> = HashMap::new();
         for e in new {
@@ -441,7 +436,7 @@ fn draw(view: &TopView) -> std::io::Result<()> {
 }
 
 /// Runs the view until `q` or until `done()` says the target is gone:
-/// every `interval`, `fetch()` gives the whole log so far. On a terminal the
+/// every `interval`, `fetch()` gives the records logged since its last call. On a terminal the
 /// view takes the screen and reads keys; otherwise it prints one frame per
 /// interval to standard output.
 pub fn run(
@@ -566,7 +561,7 @@ mod tests {
             "one caller, no share: {screen:?}"
         );
         // Delta mode: nothing new, nothing shown; accumulated: all of it.
-        v.update(&log);
+        v.update(&[]);
         assert_eq!(
             v.render(100, 20)[0],
             "PMC: [cpu-clock] Samples: 0 (0.0%) , 0 unresolved"

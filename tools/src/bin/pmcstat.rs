@@ -593,13 +593,7 @@ fn write_reports(
     events: &[pmc::log::LogEvent],
     from_log: bool,
 ) -> Result<(), ExitCode> {
-    let root = match &args.fs_root {
-        Some(r) => Some(std::path::absolute(r).map_err(|e| {
-            eprintln!("{TOOL}: -r {}: {e}", r.display());
-            ExitCode::from(pmc_tools::EXIT_USAGE)
-        })?),
-        None => None,
-    };
+    let root = fs_root(args)?;
     let events = annotate::prepare(
         events,
         root.as_deref(),
@@ -628,6 +622,19 @@ fn write_reports(
         }
     }
     Ok(())
+}
+
+/// `-r ROOT` as an absolute path.
+fn fs_root(args: &Args) -> Result<Option<std::path::PathBuf>, ExitCode> {
+    args.fs_root
+        .as_ref()
+        .map(|r| {
+            std::path::absolute(r).map_err(|e| {
+                eprintln!("{TOOL}: -r {}: {e}", r.display());
+                ExitCode::from(pmc_tools::EXIT_USAGE)
+            })
+        })
+        .transpose()
 }
 
 /// `-L` / `-u SPEC`: list or describe the machine's events.
@@ -701,12 +708,6 @@ fn check_options(args: &Args) -> Result<Option<(f64, bool)>, ExitCode> {
             _ => return Err(bad()),
         }
     }
-    if args.depth.is_some() && args.top {
-        return Err(usage(
-            TOOL,
-            "-z limits the callchains of -G/--folded/-a reports; the top view shows callers only",
-        ));
-    }
     Ok(args.top.then_some((threshold, skiplink)))
 }
 
@@ -724,12 +725,34 @@ fn watch(
     let mut view = top::TopView::new(threshold, skiplink, args.show_address);
     let interval = Duration::from_secs_f64(args.interval.unwrap_or(5.0));
     let mut status = None;
+    let root = fs_root(args)?;
+    // Parse only what was logged since the last refresh.
+    let mut reader = pmc::log::LogReader::from_memory();
+    let mut fed = 0;
     let ended = top::run(
         &mut view,
         interval,
         || {
             pmc::log::sink::flush_logfile().map_err(|e| e.to_string())?;
-            memory_log.events()
+            let bytes = memory_log.bytes();
+            reader.feed(bytes.get(fed..).unwrap_or(&[]));
+            fed = bytes.len();
+            let mut new = Vec::new();
+            loop {
+                match reader.read() {
+                    pmc::log::ReadState::Ok(e) => new.push(e),
+                    pmc::log::ReadState::Error(e) => return Err(format!("the log: {e}")),
+                    pmc::log::ReadState::Eof | pmc::log::ReadState::RequireData => {
+                        // -r, -i and -z apply to the view as to reports.
+                        return Ok(annotate::prepare(
+                            &new,
+                            root.as_deref(),
+                            args.thread,
+                            args.depth.map(|d| d as usize),
+                        ));
+                    }
+                }
+            }
         },
         || {
             if interrupted.load(Ordering::SeqCst) {

@@ -772,5 +772,37 @@ fn top_view_without_a_terminal_prints_frames() -> TestResult {
     );
     ensure!(hot >= 2, "the hot function in {hot} frames:\n{o}");
     ensure!(!o.contains('\u{1b}'), "escape sequences in piped output");
+    // -I: the leaf as its address, its caller still named.
+    let out = pmcstat(
+        &[
+            "-T",
+            "-I",
+            "-P",
+            "cpu-clock,usr",
+            "-n",
+            "1000000",
+            "-w",
+            "0.2",
+            "--",
+            &exe()?,
+            "600",
+        ],
+        "hot",
+        false,
+    )?;
+    let o = text(&out.stdout);
+    let rows: Vec<&str> = o
+        .lines()
+        .filter(|l| l.contains("run_if_requested") && !l.contains("CALLERS"))
+        .collect();
+    println!("-I rows: {:?}", rows.first());
+    ensure!(!rows.is_empty(), "no rows with the caller:\n{o}");
+    ensure!(
+        rows.iter().all(|r| r
+            .split_whitespace()
+            .nth(2)
+            .is_some_and(|f| f.starts_with("0x"))),
+        "-I shows names for leaves:\n{o}"
+    );
     Ok(())
 }
