@@ -252,7 +252,7 @@ impl TopView {
                 self.skiplink = !self.skiplink;
                 let _ = write!(
                     self.status,
-                    "skip link {}",
+                    "skip empty link {}",
                     if self.skiplink { "on" } else { "off" }
                 );
             }
