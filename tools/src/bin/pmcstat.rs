@@ -781,9 +781,19 @@ fn watch(
     if ended == top::Ended::Quit
         && let Some(h) = held.as_mut()
     {
+        use nix::sys::signal::{Signal, kill};
         let pid = nix::unistd::Pid::from_raw(h.pid() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
-        let _ = h.wait();
+        let _ = kill(pid, Signal::SIGINT);
+        // A command that ignores SIGINT is killed after 2 s.
+        let end = Instant::now() + Duration::from_secs(2);
+        while matches!(h.try_wait(), Ok(None)) {
+            if Instant::now() >= end {
+                let _ = kill(pid, Signal::SIGKILL);
+                let _ = h.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

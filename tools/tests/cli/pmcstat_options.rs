@@ -738,6 +738,20 @@ fn top_view_in_tmux_shows_the_hot_function_and_q_quits() -> TestResult {
         "the workload still runs: {}",
         text(&left.stdout)
     );
+    // A command that ignores SIGINT is killed: q still ends pmcstat.
+    let tmux = Tmux(format!("pmcstat-top-int-{}", std::process::id()));
+    let script = format!(
+        "{PMCSTAT} -T -P cpu-clock,usr -w 0.3 -- sh -c 'trap \"\" INT; while :; do :; done'; \
+         echo EXIT:$?; sleep 60"
+    );
+    tmux.run(&["new-session", "-d", "-x", "150", "-y", "30", &script])?;
+    tmux.wait_for(30, |s| s.starts_with("PMC: [cpu-clock,usr]"))?;
+    tmux.run(&["send-keys", "q"])?;
+    let after = tmux.wait_for(15, |s| s.contains("EXIT:"))?;
+    ensure!(
+        after.contains("EXIT:0"),
+        "q with a SIGINT-proof command: {after}"
+    );
     Ok(())
 }
 
