@@ -205,3 +205,28 @@ fn a_machine_without_a_core_pmu_gets_a_reason() {
         .to_string();
     assert!(e.contains("no core PMU"), "{e}");
 }
+
+#[test]
+fn every_model_of_the_table_encodes_with_intel_format_fields() {
+    // The generator writes only the fields jevents.py maps for core events
+    // (event, umask, cmask, inv, edge, any, offcore_rsp, ldlat, frontend),
+    // each within the widths of the Intel core PMU's format files.
+    let cpu = Pmu::find(&fixture("sysfs-intel-skx"), "cpu").unwrap();
+    let models = EventTable::parse_all(INTEL_TABLE).unwrap();
+    assert_eq!(
+        models.len(),
+        37,
+        "Intel core rows of linux 6.12 mapfile.csv"
+    );
+    let mut events = 0;
+    for (pattern, table) in &models {
+        assert!(pattern.starts_with("GenuineIntel-"), "{pattern}");
+        assert!(!table.events().is_empty(), "{}", table.model());
+        for e in table.events() {
+            cpu.encode(&e.terms)
+                .unwrap_or_else(|err| panic!("{} {}: {err}", table.model(), e.name));
+        }
+        events += table.events().len();
+    }
+    assert_eq!(events, 15479);
+}

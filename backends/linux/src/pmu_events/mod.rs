@@ -58,43 +58,40 @@ impl EventTable {
     /// pattern matches `cpuid`, the first one in file order; `None` when no
     /// section matches. A line that does not parse is an error naming it.
     pub fn parse(text: &str, cpuid: &str) -> Result<Option<EventTable>> {
-        let mut model: Option<String> = None;
-        let mut events = Vec::new();
-        for (number, line) in text.lines().enumerate() {
-            if line.is_empty() || line.starts_with('#') {
+        let mut lines = table_lines(text);
+        let model = lines.by_ref().find_map(|(_, line)| {
+            let (dir, pattern) = header(line)?;
+            cpuid_matches(pattern, cpuid).then(|| dir.to_string())
+        });
+        let Some(model) = model else {
+            return Ok(None);
+        };
+        let events = section_events(lines.take_while(|(_, l)| header(l).is_none()))?;
+        Ok(Some(EventTable { model, events }))
+    }
+
+    /// Every section of `text` with its CPUID pattern, in file order (for
+    /// checks over a whole table).
+    pub fn parse_all(text: &str) -> Result<Vec<(String, EventTable)>> {
+        let mut out = Vec::new();
+        let mut lines = table_lines(text).peekable();
+        while let Some((_, line)) = lines.next() {
+            let Some((dir, pattern)) = header(line) else {
                 continue;
-            }
-            if let Some(header) = line.strip_prefix('>') {
-                if model.is_some() {
-                    break;
-                }
-                let mut cols = header.split('\t');
-                let (dir, pattern) = (cols.next().unwrap_or(""), cols.next().unwrap_or(""));
-                if cpuid_matches(pattern, cpuid) {
-                    model = Some(dir.to_string());
-                }
-                continue;
-            }
-            if model.is_none() {
-                continue;
-            }
-            let mut cols = line.split('\t');
-            let (Some(name), Some(terms)) = (cols.next(), cols.next()) else {
-                return Err(Error::invalid(
-                    format!("native event table line {}", number + 1),
-                    "expected `name<TAB>terms[<TAB>pmu]`",
-                ));
             };
-            events.push(NativeEvent {
-                name: name.to_ascii_lowercase(),
-                terms: parse_terms(terms)?,
-                pmu: cols.next().filter(|p| !p.is_empty()).map(str::to_string),
-            });
+            let mut body = Vec::new();
+            while let Some(next) = lines.next_if(|(_, l)| header(l).is_none()) {
+                body.push(next);
+            }
+            out.push((
+                pattern.to_string(),
+                EventTable {
+                    model: dir.to_string(),
+                    events: section_events(body.into_iter())?,
+                },
+            ));
         }
-        Ok(model.map(|model| {
-            events.sort_by(|a, b| a.name.cmp(&b.name));
-            EventTable { model, events }
-        }))
+        Ok(out)
     }
 
     /// The table for `cpuid`: from the file named by `PMC_PMU_EVENTS` if
@@ -202,6 +199,41 @@ impl EventTable {
             many => Ok(many.iter().map(|p| (p, first)).collect()),
         })
     }
+}
+
+/// The numbered lines of a table that are not blank or comments.
+fn table_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+}
+
+/// `(dir, pattern)` of a section header line (`>dir<TAB>pattern<TAB>…`).
+fn header(line: &str) -> Option<(&str, &str)> {
+    let mut cols = line.strip_prefix('>')?.split('\t');
+    Some((cols.next().unwrap_or(""), cols.next().unwrap_or("")))
+}
+
+/// The events of one section's lines, sorted by name (stable: the
+/// entries of one name keep their order).
+fn section_events<'a>(lines: impl Iterator<Item = (usize, &'a str)>) -> Result<Vec<NativeEvent>> {
+    let mut events = Vec::new();
+    for (number, line) in lines {
+        let mut cols = line.split('\t');
+        let (Some(name), Some(terms)) = (cols.next(), cols.next()) else {
+            return Err(Error::invalid(
+                format!("native event table line {}", number + 1),
+                "expected `name<TAB>terms[<TAB>pmu]`",
+            ));
+        };
+        events.push(NativeEvent {
+            name: name.to_ascii_lowercase(),
+            terms: parse_terms(terms)?,
+            pmu: cols.next().filter(|p| !p.is_empty()).map(str::to_string),
+        });
+    }
+    events.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(events)
 }
 
 /// Whether a `mapfile.csv` pattern matches `cpuid` as perf matches it
