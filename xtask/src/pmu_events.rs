@@ -83,6 +83,13 @@ pub fn generate(
     let map = std::fs::read_to_string(&mapfile)
         .map_err(|e| format!("cannot read {}: {e}", mapfile.display()))?;
     let mut text = String::from(HEADER);
+    if vendor_prefix != Some("GenuineIntel-") {
+        text.push_str(
+            "#\n# This table includes non-Intel models (AMD's JSON carries no licence of\n\
+             # its own: the kernel's GPL-2.0 applies): for local use through\n\
+             # PMC_PMU_EVENTS only, not for redistribution with pmc.\n",
+        );
+    }
     let (mut models, mut events) = (0, 0);
     for line in map.lines().skip(1) {
         let cols: Vec<&str> = line.split(',').collect();
