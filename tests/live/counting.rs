@@ -139,7 +139,7 @@ fn perf_stat(event: &str, workload: &str, arg: &str) -> Result<u64, Failed> {
 /// Counts `spec` over `workload`'s handshake variant with a TC PMC
 /// attached to the child, and checks it against `perf stat` on the same
 /// work within `tolerance` (relative).
-fn agrees_with_perf_stat(
+pub fn agrees_with_perf_stat(
     spec: &str,
     perf_event: &str,
     workload: &str,

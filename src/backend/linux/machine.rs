@@ -146,8 +146,15 @@ pub(super) fn event_names(class: &Class) -> Result<Vec<String>> {
         Class::Software => Software::ALL.iter().map(|s| s.name().to_string()).collect(),
         Class::Raw => {
             let mut v = vec!["r<hex config>".to_string()];
-            for p in pmc_linux::pmu::core_pmus(std::path::Path::new(pmc_linux::pmu::SYSFS_ROOT)) {
+            let cores = pmc_linux::pmu::core_pmus(std::path::Path::new(pmc_linux::pmu::SYSFS_ROOT));
+            for p in &cores {
                 v.extend(p.events.iter().map(|e| format!("{}/{}/", p.name, e.name)));
+            }
+            // The CPU's native (pmu-events) names, where a core PMU counts them.
+            if let Some(table) =
+                pmc_linux::pmu_events::EventTable::host().filter(|_| !cores.is_empty())
+            {
+                v.extend(table.names().map(str::to_string));
             }
             v
         }

@@ -91,6 +91,26 @@ pub fn attrs_for_sysfs(
     let sysfs = resolve::Sysfs {
         pmu_root: pmu_root.to_path_buf(),
         tracefs: tracefs_root.map(std::path::Path::to_path_buf),
+        cpuid: None,
+    };
+    plan(spec, mode, flags, count, &sysfs)
+}
+
+/// Like [`attrs_for_sysfs`] for the CPU of CPUID string `cpuid`
+/// (`GenuineIntel-6-55-4`), whose native event table (`inst_retired.any`,
+/// …) applies.
+pub fn attrs_for_cpu(
+    spec: &str,
+    mode: crate::Mode,
+    flags: crate::Flags,
+    count: u64,
+    pmu_root: &std::path::Path,
+    cpuid: &str,
+) -> Result<Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>> {
+    let sysfs = resolve::Sysfs {
+        pmu_root: pmu_root.to_path_buf(),
+        tracefs: None,
+        cpuid: Some(cpuid.to_string()),
     };
     plan(spec, mode, flags, count, &sysfs)
 }

@@ -11,6 +11,8 @@ use crate::backend::{Counters, EventRequest, PreparedEvent};
 use crate::spec::{self, EventName, EventSpec, Precise, Qualifiers};
 use crate::{Capabilities, Class, Error, Flags, Result};
 
+mod native;
+
 /// A resolved event: one attr per core PMU (several on hybrid CPUs).
 #[derive(Debug)]
 pub(super) struct LinuxEvent {
@@ -207,6 +209,9 @@ pub(super) struct Sysfs {
     pub(super) pmu_root: PathBuf,
     /// `None`: locate tracefs on this machine.
     pub(super) tracefs: Option<PathBuf>,
+    /// The CPUID string (`GenuineIntel-6-55-4`) choosing the native event
+    /// table; `None`: no table.
+    pub(super) cpuid: Option<String>,
 }
 
 impl Sysfs {
@@ -214,6 +219,7 @@ impl Sysfs {
         Sysfs {
             pmu_root: PathBuf::from(lpmu::SYSFS_ROOT),
             tracefs: None,
+            cpuid: pmc_linux::pmu_events::host_cpuid().map(str::to_string),
         }
     }
 }
@@ -391,6 +397,9 @@ fn named_event(
         }
         return pmu_event(sysfs, request, &first.name.clone(), &term);
     }
+    if let Some(found) = native::native_event(sysfs, request, &lower) {
+        return found;
+    }
     #[cfg(feature = "libpfm")]
     if let Ok(attr) = pmc_linux::pfm::encode(name) {
         let class = match attr.type_id() {
@@ -414,13 +423,15 @@ fn named_event(
     for p in &pmus {
         known.extend(p.events.iter().map(|e| e.name.clone()));
     }
+    known.extend(native::names(sysfs));
     let near = lpmu::closest(&lower, known.iter().map(String::as_str), 5);
     Err(Error::NotSupported {
         what: format!("event `{name}`"),
         why: format!(
-            "it is not a generic name nor an event alias of any PMU in {}{}; native \
-             names of CPUs without sysfs aliases need the PMU form `cpu/event=0x..,umask=0x../`",
+            "it is not a generic name nor an event alias of any PMU in {}, {}{}; other \
+             native events need the PMU form `cpu/event=0x..,umask=0x../`",
             sysfs.pmu_root.display(),
+            native::why_not(sysfs),
             if near.is_empty() {
                 String::new()
             } else {
