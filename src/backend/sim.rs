@@ -27,6 +27,8 @@ pub struct SimBackend {
     caller: u32,
     /// The rdpmc index counters report (0: none, else index + 1).
     rdpmc: Arc<AtomicU32>,
+    /// The errno every open fails with (0: opens work).
+    refuse: Arc<AtomicU32>,
 }
 
 /// Simulated time: every tick adds to the enabled time of enabled counters,
@@ -58,6 +60,7 @@ impl SimBackend {
             offline: Mutex::new(BTreeSet::new()),
             caller: 1000,
             rdpmc: Arc::new(AtomicU32::new(0)),
+            refuse: Arc::new(AtomicU32::new(0)),
         })
     }
 
@@ -103,6 +106,14 @@ impl SimBackend {
         }
     }
 
+    /// Makes every open fail with `errno` (`None`: opens work again), as
+    /// on a machine that cannot count the event (ENOENT for a missing PMU,
+    /// EACCES for paranoid).
+    pub fn refuse_opens(&self, errno: Option<i32>) {
+        self.refuse
+            .store(errno.map_or(0, |e| e.unsigned_abs()), Ordering::SeqCst);
+    }
+
     /// Makes every counter report this user-space rdpmc index (`None`:
     /// user-space reads are not allowed, as on a machine without a PMU).
     pub fn set_rdpmc_index(&self, index: Option<u32>) {
@@ -146,6 +157,7 @@ impl Backend for SimBackend {
             class,
             clock: self.clock.clone(),
             rdpmc: self.rdpmc.clone(),
+            refuse: self.refuse.clone(),
         }))
     }
 
@@ -219,6 +231,20 @@ struct SimEvent {
     class: Class,
     clock: Arc<SimClock>,
     rdpmc: Arc<AtomicU32>,
+    refuse: Arc<AtomicU32>,
+}
+
+impl SimEvent {
+    fn check_open(&self, target: &str) -> Result<()> {
+        match self.refuse.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            errno => Err(Error::Os {
+                op: format!("sim open of {} on {target}", self.class),
+                os_errno: errno as i32,
+                hint: Some("refused by SimBackend::refuse_opens".into()),
+            }),
+        }
+    }
 }
 
 impl PreparedEvent for SimEvent {
@@ -238,12 +264,18 @@ impl PreparedEvent for SimEvent {
         format!("sim {}", self.class)
     }
 
-    fn open_process(&self, _pid: u32, _descendants: bool) -> Result<Box<dyn Counters>> {
+    fn open_process(&self, pid: u32, _descendants: bool) -> Result<Box<dyn Counters>> {
+        self.check_open(&format!("process {pid}"))?;
         Ok(Box::new(SimCounter::new(self)))
     }
 
-    fn open_cpu(&self, _cpu: u32) -> Result<Box<dyn Counters>> {
+    fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {
+        self.check_open(&format!("cpu {cpu}"))?;
         Ok(Box::new(SimCounter::new(self)))
+    }
+
+    fn trial_open(&self) -> Result<()> {
+        self.check_open("the calling thread")
     }
 }
 

@@ -194,6 +194,38 @@ fn an_unknown_event_name_is_einval() {
     assert!(e.to_string().contains("no-such-event"), "{e}");
 }
 
+// ---- §4: errors at allocate ----
+
+#[test]
+fn an_event_that_cannot_be_opened_fails_at_allocate_not_later() {
+    // hwpmc_mod.c pmc_do_op_pmcallocate finds (pcd_allocate_pmc) or
+    // configures (pcd_config_pmc) the hardware at allocate and fails there;
+    // process PMCs still open their counters only at attach.
+    let sim = SimBackend::new(2);
+    sim.refuse_opens(Some(libc::ENOENT));
+    for (mode, cpu) in [
+        (Mode::TC, Cpu::Any),
+        (Mode::TS, Cpu::Any),
+        (Mode::SC, Cpu::Id(1)),
+    ] {
+        let e = sim_pmc(&sim, mode, Flags::empty(), cpu).unwrap_err();
+        assert_eq!(e.errno(), libc::ENOENT, "{mode}: {e}");
+        assert!(e.to_string().contains("refuse_opens"), "{e}");
+    }
+    sim.refuse_opens(Some(libc::EACCES));
+    assert_eq!(tc_err(&sim), libc::EACCES);
+    sim.refuse_opens(None);
+    let p = tc(&sim);
+    assert!(p.targets().is_empty(), "the trial leaves no target behind");
+    assert_eq!(p.handles(), 0, "nor a handle");
+}
+
+fn tc_err(sim: &Arc<SimBackend>) -> i32 {
+    sim_pmc(sim, Mode::TC, Flags::empty(), Cpu::Any)
+        .unwrap_err()
+        .errno()
+}
+
 // ---- §5: lifecycle rules of hwpmc_mod.c ----
 
 #[test]

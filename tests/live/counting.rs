@@ -59,6 +59,11 @@ pub fn tests() -> Vec<LiveTest> {
             tc_write_sets_the_value_and_set_does_not,
         ),
         test(
+            "counting::ts_read_is_the_events_left_before_the_next_sample",
+            vec![R::Paranoid(2)],
+            ts_read_is_the_events_left_before_the_next_sample,
+        ),
+        test(
             "counting::detach_is_esrch_unmonitored_einval_for_another_pmc",
             vec![R::Paranoid(2)],
             detach_is_esrch_unmonitored_einval_for_another_pmc,
@@ -339,6 +344,38 @@ fn tc_write_sets_the_value_and_set_does_not() -> TestResult {
     let old = pmc.rw(1000).ctx("rw")?;
     ensure!(old == 7, "rw returned {old}, not the previous 7");
     ensure!(pmc.read().ctx("read")? == 1000, "after rw(1000)");
+    Ok(())
+}
+
+fn ts_read_is_the_events_left_before_the_next_sample() -> TestResult {
+    // hwpmc_mod.c PMC_OP_PMCRW: a running TS PMC attached to its owner
+    // reads the hardware, which for a sampling PMC is the events left
+    // before the next interrupt; stopped, it reads pm_savedvalue, which only
+    // a write sets, and a write is not the reload count.
+    const PERIOD: u64 = 1_000_000; // 1 ms of task-clock
+    let mut pmc =
+        Pmc::allocate_with_count("task-clock,usr", Mode::TS, Flags::empty(), Cpu::Any, PERIOD)
+            .ctx("allocate")?;
+    pmc.start().ctx("start")?;
+    spin_ms(5);
+    let left = pmc.read().ctx("read running")?;
+    let raw = pmc.read_detailed().ctx("read_detailed")?.raw;
+    pmc.stop().ctx("stop")?;
+    ensure!(
+        (1..=PERIOD).contains(&left),
+        "{left} events left is outside 1..={PERIOD}"
+    );
+    ensure!(raw >= 4_000_000, "5 ms spun, {raw} ns counted");
+    ensure!(
+        pmc.read().ctx("read stopped")? == 0,
+        "stopped TS reads pm_savedvalue, 0"
+    );
+    pmc.write(5).ctx("write")?;
+    ensure!(pmc.read().ctx("read")? == 5, "write(5) then read");
+    ensure!(
+        pmc.reload_count() == PERIOD,
+        "write changed the reload count"
+    );
     Ok(())
 }
 
