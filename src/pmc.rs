@@ -503,7 +503,11 @@ impl Pmc {
     }
 
     /// Detaches a process (`pmc_detach`). The counts it accumulated stay in
-    /// the PMC's value.
+    /// the PMC's value. A live process that no PMC of this process monitors
+    /// is ESRCH, one that another of its PMCs monitors EINVAL
+    /// (`pmc_detach_one_process`). Detaching the last target of a
+    /// DESCENDANTS PMC lets the next `start` attach the owner again, as
+    /// `pmc_detach_process` clears `PMC_F_ATTACH_DONE` only then.
     pub fn detach(&mut self, pid: u32) -> Result<()> {
         // hwpmc_mod.c pmc_do_op_pmcdetach has no mode check: a system PMC
         // has no targets, so the rules below make it ESRCH or EINVAL.
@@ -545,12 +549,22 @@ impl Pmc {
                 pid,
             });
         }
+        // hwpmc_mod.c pmc_detach_process: detaching the last tree of a
+        // DESCENDANTS PMC clears PMC_F_ATTACH_DONE, so its next start
+        // attaches the owner again (a plain PMC's start is ESRCH then).
+        // FreeBSD's asymmetry, kept.
+        if self.flags.contains(Flags::DESCENDANTS) && self.targets.is_empty() {
+            self.attach_done = false;
+        }
         self.publish();
         Ok(())
     }
 
     /// Starts the PMC (`pmc_start`). A process PMC that was never attached
-    /// is attached to the caller first. Starting a running PMC succeeds.
+    /// is attached to the caller first; one whose targets were all detached
+    /// or exited is ESRCH ([`Error::NoTargets`]), except after the last
+    /// target of a DESCENDANTS PMC was detached (see [`Pmc::detach`]).
+    /// Starting a running PMC succeeds.
     #[inline]
     pub fn start(&mut self) -> Result<()> {
         if let Some(hot) = &self.hot

@@ -250,6 +250,13 @@ fn start_after_every_target_was_detached_is_esrch() {
     let mut r = tc(&sim);
     r.start().unwrap();
     assert_eq!(r.targets(), vec![sim.caller()]);
+    // pmc_detach_process clears PMC_F_ATTACH_DONE when the last tree of a
+    // DESCENDANTS PMC goes: its next start attaches the owner again.
+    let mut d = sim_pmc(&sim, Mode::TC, Flags::DESCENDANTS, Cpu::Any).unwrap();
+    d.attach(42).unwrap();
+    d.detach(42).unwrap();
+    d.start().unwrap();
+    assert_eq!(d.targets(), vec![sim.caller()]);
 }
 
 #[test]
