@@ -54,6 +54,22 @@ impl Backend for LinuxBackend {
         system::online_cpus()
     }
 
+    fn possible_cpus(&self) -> Vec<u32> {
+        system::possible_cpus()
+    }
+
+    fn descendants(&self, pid: u32) -> Vec<u32> {
+        i32::try_from(pid).map_or_else(
+            |_| Vec::new(),
+            |p| {
+                system::descendants_of(p)
+                    .into_iter()
+                    .filter_map(|d| u32::try_from(d).ok())
+                    .collect()
+            },
+        )
+    }
+
     fn cpuinfo(&self) -> Result<CpuInfo> {
         Ok(machine::cpuinfo())
     }

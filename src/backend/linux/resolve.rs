@@ -57,6 +57,10 @@ impl PreparedEvent for LinuxEvent {
     fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {
         Ok(Box::new(CpuCounters::open(self, cpu)?))
     }
+
+    fn trial_open(&self) -> Result<()> {
+        super::counters::trial_open(self)
+    }
 }
 
 /// Capabilities of hardware-PMU classes.
@@ -65,8 +69,7 @@ fn hardware_caps() -> Capabilities {
         | Capabilities::USER
         | Capabilities::SYSTEM
         | Capabilities::READ
-        | Capabilities::WRITE
-        | Capabilities::SYSWIDE;
+        | Capabilities::WRITE;
     if max_precise() > 0 {
         caps |= Capabilities::PRECISE;
     }
@@ -89,7 +92,6 @@ fn software_caps() -> Capabilities {
         | Capabilities::SYSTEM
         | Capabilities::READ
         | Capabilities::WRITE
-        | Capabilities::SYSWIDE
 }
 
 /// The highest `precise_ip` the core PMU supports (`caps/max_precise`).
@@ -312,7 +314,13 @@ fn pmu_event(
     pmu: &str,
     terms: &[lpmu::Term],
 ) -> Result<(Vec<Planned>, Class, Capabilities, String)> {
-    let pmu = Pmu::find(&sysfs.pmu_root, pmu).map_err(not_supported)?;
+    let pmu = Pmu::find(&sysfs.pmu_root, pmu).map_err(|e| match e {
+        // An unknown PMU is an unknown name (EINVAL).
+        pmc_linux::Error::Unsupported { what, why } if why.starts_with("there is no such PMU") => {
+            Error::UnknownEvent { what, why }
+        }
+        other => not_supported(other),
+    })?;
     let q = qualifier_terms(&request.spec.qualifiers);
     check_qualifier_fields(&pmu, &q)?;
     let mut all = terms.to_vec();
@@ -425,7 +433,7 @@ fn named_event(
     }
     known.extend(native::names(sysfs));
     let near = lpmu::closest(&lower, known.iter().map(String::as_str), 5);
-    Err(Error::NotSupported {
+    Err(Error::UnknownEvent {
         what: format!("event `{name}`"),
         why: format!(
             "it is not a generic name nor an event alias of any PMU in {}, {}{}; other \
@@ -454,7 +462,7 @@ fn tracepoint_event(
         .tracepoint_id(subsystem, event)
         .map_err(|e| match e {
             pmc_linux::Error::File { why, .. } if why.starts_with("no tracepoint") => {
-                Error::NotSupported {
+                Error::UnknownEvent {
                     what: format!("tracepoint {subsystem}:{event}"),
                     why,
                 }
