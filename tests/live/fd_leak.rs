@@ -112,23 +112,32 @@ fn refused_log_proccsw_sibling_leaves_no_fd() -> TestResult {
     sink::configure_logfile(log.clone()).ctx("configure_logfile")?;
     let before = open_fds();
     let outcome = (|| {
-        let mut pmc = Pmc::allocate("page-faults,usr", Mode::TC, Flags::LOG_PROCCSW, Cpu::Any)
-            .ctx("allocate")?;
         // The counter itself is allowed (user-space, own process); its
         // context-switch sibling samples in the kernel, which paranoid 2
-        // refuses: the counter opened first must be closed again.
-        let e = match pmc.start() {
-            Ok(()) => return Err("LOG_PROCCSW started although kernel samples are refused".into()),
+        // refuses: at allocate's trial open (as hwpmc refuses there) or at
+        // start, whatever was opened before it must be closed again.
+        let e = match Pmc::allocate("page-faults,usr", Mode::TC, Flags::LOG_PROCCSW, Cpu::Any) {
             Err(e) => e,
+            Ok(mut pmc) => {
+                let e = pmc
+                    .start()
+                    .err()
+                    .ok_or("LOG_PROCCSW started although kernel samples are refused")?;
+                let during = open_fds();
+                ensure!(
+                    during == before,
+                    "{before} fds before, {during} after the refused start (PMC still allocated)"
+                );
+                e
+            }
         };
         ensure!(e.errno() == libc::EPERM, "{e}");
         let during = open_fds();
         ensure!(
             during == before,
-            "{before} fds before, {during} after the refused start (PMC still allocated)"
+            "{before} fds before, {during} after the refusal"
         );
-        drop(pmc);
-        Ok(())
+        Ok::<(), libtest_mimic::Failed>(())
     })();
     sink::close_logfile().ctx("close_logfile")?;
     outcome?;
