@@ -8,6 +8,7 @@ use pmc::{Cpu, Flags, Mode, Pmc};
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, Workload, test};
+use crate::workloads::{Usage, within};
 
 pub fn tests() -> Vec<LiveTest> {
     vec![
@@ -108,6 +109,7 @@ fn ts_samples_land_in_the_busy_function_with_its_caller() -> TestResult {
     // The PMC samples the whole process, as on FreeBSD; other test threads
     // run meanwhile, so judge only this thread's chains.
     let my_tid = pmc_linux::system::gettid() as u32;
+    let mut spun = 0;
     let events = with_log(|| {
         let mut pmc = Pmc::allocate_with_count(
             "cpu-clock,usr",
@@ -117,9 +119,11 @@ fn ts_samples_land_in_the_busy_function_with_its_caller() -> TestResult {
             100_000,
         )
         .ctx("allocate TS")?;
+        let cpu0 = pmc_linux::system::thread_cpu_ns();
         pmc.start().ctx("start")?;
         std::hint::black_box(sampling_caller_function());
         pmc.stop().ctx("stop")?;
+        spun = pmc_linux::system::thread_cpu_ns() - cpu0;
         Ok(())
     })?;
     let busy = symbol_range("hot_function_for_profiling")?;
@@ -147,12 +151,14 @@ fn ts_samples_land_in_the_busy_function_with_its_caller() -> TestResult {
         .filter(|c| c.iter().any(|pc| inside(busy, *pc)) && c.iter().any(|pc| inside(caller, *pc)))
         .count();
     println!(
-        "{} user callchains, {in_busy} through the busy loop, {with_caller} with its caller",
+        "{} user callchains, {in_busy} through the busy loop, {with_caller} with its caller; {spun} ns of thread CPU",
         chains.len()
     );
+    // One sample per 100 µs of this thread's CPU time, within 5%.
+    let expected = spun / 100_000;
     ensure!(
-        chains.len() >= 1000,
-        "300 ms of CPU at 10 kHz gave {} samples on this thread",
+        within(chains.len() as u64, expected, 0.05),
+        "{spun} ns of CPU at one sample per 100 µs gave {} samples on this thread, {expected} expected",
         chains.len()
     );
     ensure!(
@@ -217,18 +223,27 @@ fn a_traced_childs_fork_exec_exit_appear_in_order() -> TestResult {
 }
 
 fn a_tiny_buffer_loses_samples_as_dropnotify() -> TestResult {
+    // A child spins 200 ms of CPU under a 20 µs cpu-clock period: ~10 000
+    // samples, far more than a one-page ring holds between drains. The
+    // child is sampled, not this process, whose drain thread is busy too.
+    const PERIOD_NS: u64 = 20_000;
     sink::set_buffer_pages(1).ctx("set_buffer_pages")?;
+    let mut child_cpu_ns = 0;
     let events = with_log(|| {
+        let mut w = Workload::spawn("spin", &["200"])?;
         let mut pmc = Pmc::allocate_with_count(
             "cpu-clock,usr",
             Mode::TS,
             Flags::CALLCHAIN,
             Cpu::Any,
-            20_000,
+            PERIOD_NS,
         )
         .ctx("allocate")?;
+        pmc.attach(w.pid()).ctx("attach")?;
         pmc.start().ctx("start")?;
-        std::hint::black_box(crate::workloads::hot_function_for_profiling(200));
+        w.go()?;
+        let usage = Usage::parse(&w.wait()?).ok_or("spin reported no usage")?;
+        child_cpu_ns = usage.own_cpu_ns;
         pmc.stop().ctx("stop")?;
         Ok(())
     });
@@ -244,11 +259,20 @@ fn a_tiny_buffer_loses_samples_as_dropnotify() -> TestResult {
     let kept = events
         .iter()
         .filter(|e| matches!(e.record, LogRecord::Callchain { .. }))
-        .count();
-    println!("one-page ring: {kept} samples kept, {lost} lost");
+        .count() as u64;
+    let expected = child_cpu_ns / PERIOD_NS;
+    println!(
+        "one-page ring: {kept} samples kept, {lost} lost; {expected} expected from the child's {child_cpu_ns} ns of CPU"
+    );
     ensure!(
         lost > 0,
         "no DROPNOTIFY with a one-page ring ({kept} samples kept)"
+    );
+    // Every sample is either logged or accounted as lost: kept + lost is
+    // the child's CPU time over the period, within 20%.
+    ensure!(
+        within(kept + lost, expected, 0.2),
+        "{kept} kept + {lost} lost, {expected} expected (tolerance 20%)"
     );
     Ok(())
 }
@@ -283,6 +307,7 @@ fn log_required_rules() -> TestResult {
 
 fn log_procexit_logs_the_exiting_childs_value() -> TestResult {
     let mut child = 0;
+    let mut usage = Usage::default();
     let events = with_log(|| {
         let mut w = Workload::spawn("spin", &["150"])?;
         child = w.pid();
@@ -291,7 +316,7 @@ fn log_procexit_logs_the_exiting_childs_value() -> TestResult {
         pmc.attach(w.pid()).ctx("attach")?;
         pmc.start().ctx("start")?;
         w.go()?;
-        w.wait()?;
+        usage = Usage::parse(&w.wait()?).ok_or("spin reported no usage")?;
         // The exit is in the ring; stop drains it.
         pmc.stop().ctx("stop")?;
         Ok(())
@@ -309,20 +334,22 @@ fn log_procexit_logs_the_exiting_childs_value() -> TestResult {
         .find(|(pid, _)| *pid == child)
         .ok_or("no PROCEXIT for the child")?;
     ensure!(
-        *value >= 100_000_000,
-        "the child spun 150 ms, logged {value} ns"
+        within(*value, usage.own_cpu_ns, 0.03),
+        "the child spun {} ns by its getrusage, logged {value} ns (tolerance 3%)",
+        usage.own_cpu_ns
     );
     Ok(())
 }
 
 /// Runs `workload args` under a TC `page-faults,usr` PMC with `flags`,
-/// attached before it starts; returns the log and the PMC's final value.
+/// attached before it starts; returns the log, the child's pid, the PMC's
+/// final value and what the child measured of itself.
 fn logged_child_run(
     flags: Flags,
     workload: &str,
     args: &[&str],
-) -> Result<(Vec<LogEvent>, u32, u64), libtest_mimic::Failed> {
-    let (mut child, mut total) = (0, 0);
+) -> Result<(Vec<LogEvent>, u32, u64, Usage), libtest_mimic::Failed> {
+    let (mut child, mut total, mut usage) = (0, 0, Usage::default());
     let events = with_log(|| {
         let mut w = Workload::spawn(workload, args)?;
         child = w.pid();
@@ -331,17 +358,17 @@ fn logged_child_run(
         pmc.attach(w.pid()).ctx("attach")?;
         pmc.start().ctx("start")?;
         w.go()?;
-        w.wait()?;
+        usage = Usage::parse(&w.wait()?).ok_or_else(|| format!("{workload} reported no usage"))?;
         pmc.stop().ctx("stop")?;
         total = pmc.read().ctx("read")?;
         Ok(())
     })?;
-    Ok((events, child, total))
+    Ok((events, child, total, usage))
 }
 
 fn log_proccsw_slices_add_up_to_the_counted_value() -> TestResult {
     const ROUNDS: usize = 20;
-    let (events, child, total) = logged_child_run(
+    let (events, child, total, usage) = logged_child_run(
         Flags::LOG_PROCCSW | Flags::LOG_PROCEXIT,
         "touch-sleep",
         &["20"],
@@ -360,13 +387,22 @@ fn log_proccsw_slices_add_up_to_the_counted_value() -> TestResult {
     let sum: u64 = slices.iter().sum();
     let busy = slices.iter().filter(|v| **v >= 50).count();
     println!(
-        "{} PROCCSW slices ({busy} with >= 50 faults) sum to {sum}; PMC {total}; PROCEXIT {exit:?}",
+        "{} PROCCSW slices ({busy} with >= 50 faults) sum to {sum}; PMC {total}; PROCEXIT {exit:?}; the child's getrusage {usage:?}",
         slices.len()
     );
+    // A slice per sleep and the one exit ends; a few preemptions more.
     ensure!(
-        slices.len() > ROUNDS,
+        (ROUNDS + 1..=3 * ROUNDS).contains(&slices.len()),
         "{} slices for {ROUNDS} sleeps",
         slices.len()
+    );
+    // 21 × 50 fresh pages, plus at most 64 other faults; and what the
+    // child counted itself (getrusage minflt) within 64.
+    let pages = (ROUNDS as u64 + 1) * 50;
+    ensure!(
+        (pages..=pages + 64).contains(&total) && total.abs_diff(usage.own_minflt) <= 64,
+        "{total} faults counted for {pages} fresh pages; the child's getrusage says {}",
+        usage.own_minflt
     );
     // Each round's slice, and the last one that exit ends (a preemption
     // in the middle of a round splits its faults over two slices).
@@ -413,7 +449,7 @@ fn log_proccsw_refused_by_paranoid_says_why() -> TestResult {
 fn log_procexit_with_descendants_gives_each_process_its_own_value() -> TestResult {
     const GRANDCHILD: u64 = 2000;
     const OWN: u64 = 6000;
-    let (events, child, total) = logged_child_run(
+    let (events, child, total, usage) = logged_child_run(
         Flags::LOG_PROCEXIT | Flags::DESCENDANTS,
         "fork-touch",
         &[&GRANDCHILD.to_string(), &OWN.to_string()],
@@ -425,7 +461,7 @@ fn log_procexit_with_descendants_gives_each_process_its_own_value() -> TestResul
             _ => None,
         })
         .collect();
-    println!("PROCEXIT records: {exits:?}; PMC {total}");
+    println!("PROCEXIT records: {exits:?}; PMC {total}; the child's getrusage {usage:?}");
     let own = exits
         .iter()
         .find(|(pid, _)| *pid == child)
@@ -439,13 +475,18 @@ fn log_procexit_with_descendants_gives_each_process_its_own_value() -> TestResul
     let [grandchild] = others[..] else {
         return Err(format!("expected one grandchild PROCEXIT, got {others:?}").into());
     };
+    // Each process's value is its own faults as it counted them
+    // (getrusage minflt, within 64: faults taken in the kernel are in
+    // minflt only); the grandchild's include its exec's loader faults.
     ensure!(
-        (GRANDCHILD..OWN).contains(&grandchild),
-        "the grandchild touched {GRANDCHILD} pages, logged {grandchild}"
+        grandchild >= GRANDCHILD && grandchild.abs_diff(usage.children_minflt) <= 64,
+        "the grandchild touched {GRANDCHILD} pages and counted {} faults itself, logged {grandchild}",
+        usage.children_minflt
     );
     ensure!(
-        (OWN..OWN + GRANDCHILD).contains(&own),
-        "the child touched {OWN} pages itself, logged {own}"
+        (OWN..=OWN + 64).contains(&own) && own.abs_diff(usage.own_minflt) <= 64,
+        "the child touched {OWN} pages and counted {} faults itself, logged {own}",
+        usage.own_minflt
     );
     ensure!(
         own + grandchild == total,
