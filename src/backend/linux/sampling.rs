@@ -140,6 +140,16 @@ pub(super) struct RingSet {
     last_slice: HashMap<(u32, u32), u64>,
     /// The sum of each live process's slices.
     process_value: HashMap<u32, u64>,
+    /// Processes whose existing executable mappings still have to be
+    /// logged (hwpmc's `pmc_log_process_mappings` at attach): done at the
+    /// first drain with a log configured.
+    initial_mappings: Vec<u32>,
+    /// Whether samples may come from the kernel, so the log needs the
+    /// kernel's MAP_IN (hwpmc's `pmc_log_kernel_mappings`).
+    kernel_samples: bool,
+    /// When the set was made (the attach): the timestamp of the initial
+    /// MAP_INs, which precede every sample of the set.
+    attached_at: u64,
 }
 
 static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
@@ -156,8 +166,22 @@ impl RingSet {
         root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
         slices: Option<&SliceSiblings>,
     ) -> Arc<Mutex<RingSet>> {
+        let initial_mappings = match (&root, plan.sampling) {
+            (Some((pid, _)), true) => {
+                let mut pids = vec![*pid];
+                if plan.flags.contains(Flags::DESCENDANTS) {
+                    let root = i32::try_from(*pid).unwrap_or(i32::MAX);
+                    pids.extend(
+                        pmc_linux::system::descendants_of(root)
+                            .into_iter()
+                            .filter_map(|p| u32::try_from(p).ok()),
+                    );
+                }
+                pids
+            }
+            _ => Vec::new(),
+        };
         let set = Arc::new(Mutex::new(RingSet {
-            plan,
             parser: RecordParser::for_attr(attr),
             rings,
             exited_values: HashMap::new(),
@@ -167,6 +191,10 @@ impl RingSet {
             exit_slices: slices.is_some_and(|s| s.exit.is_some()),
             last_slice: HashMap::new(),
             process_value: HashMap::new(),
+            initial_mappings,
+            kernel_samples: plan.sampling && !attr.is_set(AttrBit::EXCLUDE_KERNEL),
+            attached_at: crate::log::sink::now(),
+            plan,
         }));
         REGISTRY
             .lock()
@@ -178,6 +206,15 @@ impl RingSet {
 
     /// Converts every published record into pmclog records, in time order.
     pub(super) fn drain(&mut self, out: &mut Vec<(u64, LogRecord)>) {
+        if crate::log::sink::is_configured() {
+            let now = self.attached_at;
+            if self.kernel_samples && crate::log::sink::claim_kernel_mappings() {
+                out.extend(kernel_mappings().into_iter().map(|r| (now, r)));
+            }
+            for pid in std::mem::take(&mut self.initial_mappings) {
+                out.extend(process_mappings(pid).into_iter().map(|r| (now, r)));
+            }
+        }
         let parser = self.parser;
         let plan = self.plan.clone();
         let mut items = Vec::new();
@@ -311,12 +348,14 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
             }
             if user {
                 chain(true, userland);
+            } else if plan.flags.contains(Flags::USERCALLCHAIN) {
+                // USERCALLCHAIN: one record, the kernel frames then the
+                // user stack the sample interrupted (hwpmc appends it to
+                // the kernel chain in `pmc_capture_user_callchain`).
+                kernel.extend(userland);
+                chain(false, kernel);
             } else {
                 chain(false, kernel);
-                // USERCALLCHAIN: the user stack of a kernel sample too.
-                if plan.flags.contains(Flags::USERCALLCHAIN) && !userland.is_empty() {
-                    chain(true, userland);
-                }
             }
         }
         // MAP_IN's start is where the object's file offset 0 would be (its
@@ -360,6 +399,7 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
                     pid: *pid,
                     pmcid,
                     entry: 0,
+                    dynaddr: 0,
                     path,
                 },
             ));
@@ -413,13 +453,13 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
         } => out.push((
             sample_id.time.unwrap_or(0),
             LogRecord::Dropnotify {
-                lost: u32::try_from(*lost).unwrap_or(u32::MAX),
+                lost: Some(u32::try_from(*lost).unwrap_or(u32::MAX)),
             },
         )),
         Record::LostSamples { lost, sample_id } => out.push((
             sample_id.time.unwrap_or(0),
             LogRecord::Dropnotify {
-                lost: u32::try_from(*lost).unwrap_or(u32::MAX),
+                lost: Some(u32::try_from(*lost).unwrap_or(u32::MAX)),
             },
         )),
         _ => {}
@@ -448,6 +488,107 @@ impl Sink<'_> {
     fn push(&mut self, (t, r): (u64, LogRecord)) {
         self.0.push((t, Item::Log(r)));
     }
+}
+
+/// Stops every counter that writes into the log, as hwpmc stops the
+/// running `PMC_F_NEEDS_LOGFILE` PMCs when their log is deconfigured: the
+/// events of process targets are disabled (a later start enables them
+/// again).
+pub(crate) fn stop_all() {
+    let sets: Vec<Arc<Mutex<RingSet>>> = {
+        let reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+        reg.iter().filter_map(Weak::upgrade).collect()
+    };
+    for set in &sets {
+        let s = set.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, events)) = &s.root {
+            for e in events.iter() {
+                let _ = e.disable();
+            }
+        }
+    }
+}
+
+/// MAP_IN records for the executable file mappings `pid` has now, from
+/// `/proc/<pid>/maps` (hwpmc's `pmc_log_process_mappings`).
+pub(crate) fn process_mappings(pid: u32) -> Vec<LogRecord> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    mappings_from_maps(pid, &text)
+}
+
+/// MAP_IN records for the executable file mappings of a `/proc/<pid>/maps`
+/// text. Contiguous executable mappings of one file give one record, as
+/// hwpmc skips "contiguous regions that point to the same vnode"; `start`
+/// is where the file's offset 0 is (mapping start - file offset), the
+/// convention of [`crate::log`].
+pub(crate) fn mappings_from_maps(pid: u32, text: &str) -> Vec<LogRecord> {
+    let mut out = Vec::new();
+    let mut last: Option<(u64, String)> = None; // (end, path)
+    for line in text.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms), Some(offset), Some(_dev), Some(_inode)) = (
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+        ) else {
+            continue;
+        };
+        let path = fields.collect::<Vec<_>>().join(" ");
+        let Some((lo, hi)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(lo), Ok(hi), Ok(offset)) = (
+            u64::from_str_radix(lo, 16),
+            u64::from_str_radix(hi, 16),
+            u64::from_str_radix(offset, 16),
+        ) else {
+            continue;
+        };
+        if perms.as_bytes().get(2) != Some(&b'x') || !path.starts_with('/') {
+            continue;
+        }
+        if last
+            .as_ref()
+            .is_some_and(|(end, p)| *end == lo && *p == path)
+        {
+            last = Some((hi, path));
+            continue;
+        }
+        out.push(LogRecord::MapIn {
+            pid,
+            start: lo.wrapping_sub(offset),
+            path: path.clone(),
+        });
+        last = Some((hi, path));
+    }
+    out
+}
+
+/// The kernel's MAP_IN (pid -1), once per log when samples may come from
+/// the kernel (hwpmc's `pmc_log_kernel_mappings`): `[kernel.kallsyms]` at
+/// `_stext` as `/proc/kallsyms` gives it (0 where kptr_restrict hides
+/// addresses), as perf names the kernel image.
+fn kernel_mappings() -> Vec<LogRecord> {
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    vec![LogRecord::MapIn {
+        pid: u32::MAX,
+        start: kernel_text_start(&text),
+        path: "[kernel.kallsyms]".into(),
+    }]
+}
+
+/// `_stext`'s address in a `/proc/kallsyms` text, or 0.
+fn kernel_text_start(kallsyms: &str) -> u64 {
+    kallsyms
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            let (addr, _, name) = (f.next()?, f.next()?, f.next()?);
+            (name == "_stext").then(|| u64::from_str_radix(addr, 16).ok())?
+        })
+        .unwrap_or(0)
 }
 
 /// Drains every live ring set into the log (or discards, without one).
