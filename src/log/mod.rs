@@ -220,6 +220,11 @@ pub enum LogRecord {
         userspace: bool,
         pcs: Vec<u64>,
     },
+    /// `struct pmclog_pmcallocatedyn`, name at offset 32 as the header and
+    /// libpmc's reader have it. (hwpmc_logging.c `pmclog_process_pmcallocate`
+    /// emits the reload count there before the name, overrunning the
+    /// record; libpmc, and this reader, then see the count's bytes as the
+    /// name.)
     PmcAllocateDyn {
         pmcid: u32,
         event: u32,

@@ -670,8 +670,16 @@ fn usercallchain_gives_one_chain_kernel_then_user() -> TestResult {
 
 /// hwpmc_mod.c CONFIGURELOG with fd -1 stops the running PMCs that need
 /// the log (`PMC_F_NEEDS_LOGFILE`) before `pmclog_deconfigure_log`: after
-/// close_logfile, a sampling PMC writes nothing into the next log.
+/// close_logfile, a sampling PMC writes nothing into the next log until it
+/// is stopped and started again.
 fn closing_the_log_stops_the_pmcs_that_write_to_it() -> TestResult {
+    let samples = |log: &MemoryLog| -> Result<usize, libtest_mimic::Failed> {
+        Ok(log
+            .events()?
+            .iter()
+            .filter(|e| matches!(e.record, LogRecord::Callchain { .. }))
+            .count())
+    };
     let first = MemoryLog::new();
     sink::configure_logfile(first.clone()).ctx("configure")?;
     let mut pmc =
@@ -684,18 +692,22 @@ fn closing_the_log_stops_the_pmcs_that_write_to_it() -> TestResult {
     sink::configure_logfile(second.clone()).ctx("configure again")?;
     std::hint::black_box(crate::workloads::hot_function_for_profiling(100));
     sink::flush_logfile().ctx("flush")?;
-    let _ = pmc.stop();
+    let while_stopped = samples(&second)?;
+    pmc.stop().ctx("stop")?;
+    pmc.start().ctx("restart")?;
+    std::hint::black_box(crate::workloads::hot_function_for_profiling(100));
+    pmc.stop().ctx("stop again")?;
     sink::close_logfile().ctx("close again")?;
-    let samples = |log: &MemoryLog| -> Result<usize, libtest_mimic::Failed> {
-        Ok(log
-            .events()?
-            .iter()
-            .filter(|e| matches!(e.record, LogRecord::Callchain { .. }))
-            .count())
-    };
     let (before, after) = (samples(&first)?, samples(&second)?);
-    println!("samples: {before} in the closed log, {after} in the next one");
+    println!(
+        "samples: {before} in the closed log, {while_stopped} in the next one while \
+         stopped, {after} after a restart"
+    );
     ensure!(before > 0, "no samples before the close");
-    ensure!(after == 0, "{after} samples after the log was closed");
+    ensure!(
+        while_stopped == 0,
+        "{while_stopped} samples after the log was closed"
+    );
+    ensure!(after > 0, "no samples after the restart");
     Ok(())
 }

@@ -150,6 +150,10 @@ pub(super) struct RingSet {
     /// When the set was made (the attach): the timestamp of the initial
     /// MAP_INs, which precede every sample of the set.
     attached_at: u64,
+    /// The log was closed while the PMC ran: hwpmc stops such a PMC, so
+    /// what it still produces is discarded until the PMC is stopped (and
+    /// started again, with a new log).
+    stopped_by_log_close: bool,
 }
 
 static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
@@ -194,6 +198,7 @@ impl RingSet {
             initial_mappings,
             kernel_samples: plan.sampling && !attr.is_set(AttrBit::EXCLUDE_KERNEL),
             attached_at: crate::log::sink::now(),
+            stopped_by_log_close: false,
             plan,
         }));
         REGISTRY
@@ -206,7 +211,16 @@ impl RingSet {
 
     /// Converts every published record into pmclog records, in time order.
     pub(super) fn drain(&mut self, out: &mut Vec<(u64, LogRecord)>) {
-        if crate::log::sink::is_configured() {
+        let before = out.len();
+        self.convert_published(out);
+        if self.stopped_by_log_close {
+            self.discarded += (out.len() - before) as u64;
+            out.truncate(before);
+        }
+    }
+
+    fn convert_published(&mut self, out: &mut Vec<(u64, LogRecord)>) {
+        if crate::log::sink::is_configured() && !self.stopped_by_log_close {
             let now = self.attached_at;
             if self.kernel_samples && crate::log::sink::claim_kernel_mappings() {
                 out.extend(kernel_mappings().into_iter().map(|r| (now, r)));
@@ -492,15 +506,18 @@ impl Sink<'_> {
 
 /// Stops every counter that writes into the log, as hwpmc stops the
 /// running `PMC_F_NEEDS_LOGFILE` PMCs when their log is deconfigured: the
-/// events of process targets are disabled (a later start enables them
-/// again).
+/// events of process targets are disabled, and whatever any set still
+/// produces is discarded until its PMC is stopped (`drain_set`), after
+/// which a start writes into the log configured then. The `Pmc` itself
+/// reads Running until its owner stops it.
 pub(crate) fn stop_all() {
     let sets: Vec<Arc<Mutex<RingSet>>> = {
         let reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
         reg.iter().filter_map(Weak::upgrade).collect()
     };
     for set in &sets {
-        let s = set.lock().unwrap_or_else(|p| p.into_inner());
+        let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
+        s.stopped_by_log_close = true;
         if let Some((_, events)) = &s.root {
             for e in events.iter() {
                 let _ = e.disable();
@@ -623,9 +640,12 @@ pub(crate) fn drain_all() {
 pub(super) fn drain_set(set: &Arc<Mutex<RingSet>>) {
     let _draining = DRAINING.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = Vec::new();
-    set.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .drain(&mut out);
+    {
+        let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
+        s.drain(&mut out);
+        // Called as the PMC stops: a later start logs again.
+        s.stopped_by_log_close = false;
+    }
     out.sort_by_key(|(t, _)| *t);
     if crate::log::sink::is_configured() {
         for (t, r) in &out {
@@ -676,4 +696,57 @@ pub(super) fn logging_attr(mut a: Attr, flags: Flags, sampling: bool) -> Attr {
         a = a.set(AttrBit::INHERIT_STAT, 1);
     }
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// hwpmc_mod.c `pmc_log_process_mappings`: executable, file-backed
+    /// entries only, one MAP_IN per run of contiguous entries of one file.
+    #[test]
+    fn existing_mappings_become_map_in_records() {
+        let maps = "\
+5555_0000_0000-5555_0000_1000 r--p 00000000 08:01 100 /usr/bin/prog
+555500001000-555500005000 r-xp 00001000 08:01 100 /usr/bin/prog
+555500005000-555500006000 r-xp 00005000 08:01 100 /usr/bin/prog
+555500006000-555500008000 r--p 00006000 08:01 100 /usr/bin/prog
+555500100000-555500200000 rw-p 00000000 00:00 0 [heap]
+7f0000000000-7f0000028000 r--p 00000000 08:01 200 /usr/lib/libc.so.6
+7f0000028000-7f00001bd000 r-xp 00028000 08:01 200 /usr/lib/libc.so.6
+7f0000300000-7f0000301000 r-xp 00000000 00:00 0
+7ffff7fc1000-7ffff7fc3000 r-xp 00000000 00:00 0 [vdso]
+7ffff8000000-7ffff8001000 r-xp 00002000 08:01 300 /opt/my lib.so
+";
+        let got = mappings_from_maps(42, &maps.replace('_', ""));
+        assert_eq!(
+            got,
+            vec![
+                LogRecord::MapIn {
+                    pid: 42,
+                    start: 0x5555_0000_0000,
+                    path: "/usr/bin/prog".into()
+                },
+                LogRecord::MapIn {
+                    pid: 42,
+                    start: 0x7f00_0000_0000,
+                    path: "/usr/lib/libc.so.6".into()
+                },
+                LogRecord::MapIn {
+                    pid: 42,
+                    start: 0x7fff_f7ff_e000,
+                    path: "/opt/my lib.so".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn the_kernel_text_start_comes_from_kallsyms() {
+        let kallsyms = "ffffffff81000000 T startup_64\nffffffff81001000 T _stext\n";
+        assert_eq!(kernel_text_start(kallsyms), 0xffff_ffff_8100_1000);
+        // kptr_restrict: addresses read as zero.
+        assert_eq!(kernel_text_start("0000000000000000 T _stext\n"), 0);
+        assert_eq!(kernel_text_start(""), 0);
+    }
 }
