@@ -412,7 +412,7 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
                 LogRecord::ProcExec {
                     pid: *pid,
                     pmcid,
-                    entry: 0,
+                    entry: exec_entry(*pid),
                     dynaddr: 0,
                     path,
                 },
@@ -524,6 +524,58 @@ pub(crate) fn stop_all() {
             }
         }
     }
+}
+
+/// PROCEXEC's `pl_start` for a process that just exec'd: hwpmc logs
+/// `imgp->entry_addr` (kern_exec.c `pm_entryaddr`), which is the run-time
+/// linker's entry point for a dynamic executable (imgact_elf.c) and the
+/// program's own for a static one; libpmcstat's `pmcstat_process_elf_exec`
+/// places the run-time linker at `entry - its e_entry`. 0 when the process
+/// is gone or unreadable.
+fn exec_entry(pid: u32) -> u64 {
+    let Ok(auxv) = std::fs::read(format!("/proc/{pid}/auxv")) else {
+        return 0;
+    };
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    entry_from_auxv(&auxv, |base| {
+        let path = maps.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let lo = u64::from_str_radix(f.first()?.split('-').next()?, 16).ok()?;
+            (lo == base && f.get(2) == Some(&"00000000") && f.len() >= 6).then(|| f[5..].join(" "))
+        })?;
+        elf_entry(&std::fs::read(path).ok()?)
+    })
+}
+
+/// The entry address from an auxiliary vector: `AT_BASE + e_entry` of the
+/// interpreter (found by `interp_entry(AT_BASE)`) when there is one, else
+/// `AT_ENTRY`.
+fn entry_from_auxv(auxv: &[u8], interp_entry: impl Fn(u64) -> Option<u64>) -> u64 {
+    const AT_BASE: u64 = 7;
+    const AT_ENTRY: u64 = 9;
+    let (mut base, mut entry) = (0, 0);
+    for pair in auxv.chunks_exact(16) {
+        let key = u64::from_ne_bytes(pair[..8].try_into().unwrap_or_default());
+        let value = u64::from_ne_bytes(pair[8..].try_into().unwrap_or_default());
+        match key {
+            AT_BASE => base = value,
+            AT_ENTRY => entry = value,
+            0 => break,
+            _ => {}
+        }
+    }
+    if base != 0
+        && let Some(e) = interp_entry(base)
+    {
+        return base.wrapping_add(e);
+    }
+    entry
+}
+
+/// `e_entry` of a 64-bit ELF image (offset 24 of `Elf64_Ehdr`).
+fn elf_entry(image: &[u8]) -> Option<u64> {
+    (image.get(..5)? == b"\x7fELF\x02").then_some(())?;
+    Some(u64::from_ne_bytes(image.get(24..32)?.try_into().ok()?))
 }
 
 /// MAP_IN records for the executable file mappings `pid` has now, from
@@ -739,6 +791,34 @@ mod tests {
                 },
             ]
         );
+    }
+
+    /// kern_exec.c/imgact_elf.c: a dynamic program's entry address is its
+    /// interpreter's (AT_BASE + the interpreter's e_entry); a static one's
+    /// is AT_ENTRY.
+    #[test]
+    fn the_exec_entry_is_the_run_time_linkers() {
+        let auxv = |pairs: &[(u64, u64)]| -> Vec<u8> {
+            pairs
+                .iter()
+                .flat_map(|(k, v)| [k.to_ne_bytes(), v.to_ne_bytes()].concat())
+                .collect()
+        };
+        let dynamic = auxv(&[
+            (6, 4096),
+            (7, 0x7f00_0000_0000),
+            (9, 0x5555_0000_1040),
+            (0, 0),
+        ]);
+        let interp = |base| (base == 0x7f00_0000_0000).then_some(0x1c80);
+        assert_eq!(entry_from_auxv(&dynamic, interp), 0x7f00_0000_1c80);
+        let fixed = auxv(&[(7, 0), (9, 0x40_1000), (0, 0)]);
+        assert_eq!(entry_from_auxv(&fixed, interp), 0x40_1000);
+        let mut elf = vec![0u8; 64];
+        elf[..5].copy_from_slice(b"\x7fELF\x02");
+        elf[24..32].copy_from_slice(&0x1c80u64.to_ne_bytes());
+        assert_eq!(elf_entry(&elf), Some(0x1c80));
+        assert_eq!(elf_entry(b"#!/bin/sh"), None);
     }
 
     #[test]
