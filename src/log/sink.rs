@@ -80,7 +80,7 @@ pub fn close_logfile() -> Result<()> {
     let Some(mut w) = lock().take() else {
         return Err(no_log("close_logfile"));
     };
-    crate::backend::stop_logging_pmcs();
+    crate::pmc::mark_stopped_by_log_close(&crate::backend::stop_logging_pmcs());
     w.close()
 }
 

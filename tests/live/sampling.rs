@@ -67,6 +67,11 @@ pub fn tests() -> Vec<LiveTest> {
             closing_the_log_stops_the_pmcs_that_write_to_it,
         ),
         test(
+            "sampling::closing_the_log_stops_system_sampling_pmcs",
+            vec![R::Paranoid(0)],
+            closing_the_log_stops_system_sampling_pmcs,
+        ),
+        test(
             "sampling::write_tracepoint_samples_decode_count",
             vec![R::TracefsReadable, R::Paranoid(-1)],
             write_tracepoint_samples_decode_count,
@@ -670,9 +675,17 @@ fn usercallchain_gives_one_chain_kernel_then_user() -> TestResult {
 
 /// hwpmc_mod.c CONFIGURELOG with fd -1 stops the running PMCs that need
 /// the log (`PMC_F_NEEDS_LOGFILE`) before `pmclog_deconfigure_log`: after
-/// close_logfile, a sampling PMC writes nothing into the next log until it
-/// is stopped and started again.
+/// close_logfile, a sampling PMC is Stopped and writes nothing into the
+/// next log until it is started again.
 fn closing_the_log_stops_the_pmcs_that_write_to_it() -> TestResult {
+    closing_the_log_stops("cpu-clock,usr", Mode::TS, Cpu::Any)
+}
+
+fn closing_the_log_stops_system_sampling_pmcs() -> TestResult {
+    closing_the_log_stops("cpu-clock", Mode::SS, Cpu::Id(0))
+}
+
+fn closing_the_log_stops(spec: &str, mode: Mode, cpu: Cpu) -> TestResult {
     let samples = |log: &MemoryLog| -> Result<usize, libtest_mimic::Failed> {
         Ok(log
             .events()?
@@ -683,17 +696,21 @@ fn closing_the_log_stops_the_pmcs_that_write_to_it() -> TestResult {
     let first = MemoryLog::new();
     sink::configure_logfile(first.clone()).ctx("configure")?;
     let mut pmc =
-        Pmc::allocate_with_count("cpu-clock,usr", Mode::TS, Flags::empty(), Cpu::Any, 100_000)
-            .ctx("allocate")?;
+        Pmc::allocate_with_count(spec, mode, Flags::empty(), cpu, 100_000).ctx("allocate")?;
     pmc.start().ctx("start")?;
     std::hint::black_box(crate::workloads::hot_function_for_profiling(100));
     sink::close_logfile().ctx("close")?;
+    ensure!(
+        pmc.state() == pmc::State::Stopped,
+        "state after the log closed: {:?}",
+        pmc.state()
+    );
     let second = MemoryLog::new();
     sink::configure_logfile(second.clone()).ctx("configure again")?;
     std::hint::black_box(crate::workloads::hot_function_for_profiling(100));
     sink::flush_logfile().ctx("flush")?;
     let while_stopped = samples(&second)?;
-    pmc.stop().ctx("stop")?;
+    // As pmc_start on a STOPPED PMC: it runs again, into the new log.
     pmc.start().ctx("restart")?;
     std::hint::black_box(crate::workloads::hot_function_for_profiling(100));
     pmc.stop().ctx("stop again")?;

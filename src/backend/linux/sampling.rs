@@ -510,7 +510,8 @@ impl Sink<'_> {
 /// produces is discarded until its PMC is stopped (`drain_set`), after
 /// which a start writes into the log configured then. The `Pmc` itself
 /// reads Running until its owner stops it.
-pub(crate) fn stop_all() {
+pub(crate) fn stop_all() -> Vec<u32> {
+    let mut stopped = Vec::new();
     let sets: Vec<Arc<Mutex<RingSet>>> = {
         let reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
         reg.iter().filter_map(Weak::upgrade).collect()
@@ -518,12 +519,14 @@ pub(crate) fn stop_all() {
     for set in &sets {
         let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
         s.stopped_by_log_close = true;
+        stopped.push(s.plan.pmcid);
         if let Some((_, events)) = &s.root {
             for e in events.iter() {
                 let _ = e.disable();
             }
         }
     }
+    stopped
 }
 
 /// PROCEXEC's `pl_start` for a process that just exec'd: hwpmc logs
