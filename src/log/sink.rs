@@ -33,6 +33,7 @@ pub fn configure_logfile(out: impl Write + Send + 'static) -> Result<()> {
     }
     *sink = Some(LogWriter::new(Box::new(out) as Box<dyn Write + Send>)?);
     KERNEL_MAPPINGS_LOGGED.store(false, std::sync::atomic::Ordering::Relaxed);
+    ALL_PROCESS_MAPPINGS_LOGGED.store(false, std::sync::atomic::Ordering::Relaxed);
     Ok(())
 }
 
@@ -106,6 +107,17 @@ static KERNEL_MAPPINGS_LOGGED: std::sync::atomic::AtomicBool =
 /// log; true only for the first caller per log.
 pub(crate) fn claim_kernel_mappings() -> bool {
     is_configured() && !KERNEL_MAPPINGS_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Set once every process's mappings have been written to the current log
+/// for a system sampling PMC (hwpmc's `po_logprocmaps`).
+static ALL_PROCESS_MAPPINGS_LOGGED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Whether every process's mappings still have to be logged to the
+/// current log; true only for the first caller per log.
+pub(crate) fn claim_all_process_mappings() -> bool {
+    is_configured() && !ALL_PROCESS_MAPPINGS_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed)
 }
 
 static SAMPLES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -72,6 +72,11 @@ pub fn tests() -> Vec<LiveTest> {
             closing_the_log_stops_system_sampling_pmcs,
         ),
         test(
+            "sampling::system_sampling_logs_every_processs_mappings_once",
+            vec![R::Paranoid(0)],
+            system_sampling_logs_every_processs_mappings_once,
+        ),
+        test(
             "sampling::write_tracepoint_samples_decode_count",
             vec![R::TracefsReadable, R::Paranoid(-1)],
             write_tracepoint_samples_decode_count,
@@ -726,5 +731,48 @@ fn closing_the_log_stops(spec: &str, mode: Mode, cpu: Cpu) -> TestResult {
         "{while_stopped} samples after the log was closed"
     );
     ensure!(after > 0, "no samples after the restart");
+    Ok(())
+}
+
+/// hwpmc_mod.c `pmc_start` of the owner's first system sampling PMC logs
+/// the mappings of every process (`pmc_log_all_process_mappings`, once per
+/// owner: `po_logprocmaps`), so samples of processes that were already
+/// running resolve.
+fn system_sampling_logs_every_processs_mappings_once() -> TestResult {
+    let me = std::process::id();
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let exe = exe.display().to_string();
+    let events = with_log(|| {
+        let mut cpus = pmc::PerCpu::allocate("cpu-clock", Mode::SS, Flags::empty())
+            .ctx("allocate on every CPU")?;
+        cpus.start().ctx("start")?;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        cpus.stop().ctx("stop")?;
+        Ok(())
+    })?;
+    let mine = events
+        .iter()
+        .filter(|e| {
+            matches!(&e.record, LogRecord::MapIn { pid, path, .. } if *pid == me && *path == exe)
+        })
+        .count();
+    let pids: std::collections::HashSet<u32> = events
+        .iter()
+        .filter_map(|e| match e.record {
+            LogRecord::MapIn { pid, .. } if pid != u32::MAX => Some(pid),
+            _ => None,
+        })
+        .collect();
+    let kernel = events
+        .iter()
+        .filter(|e| matches!(e.record, LogRecord::MapIn { pid: u32::MAX, .. }))
+        .count();
+    println!(
+        "MAP_IN for {} processes; this one's executable {mine} time(s); kernel {kernel}",
+        pids.len()
+    );
+    ensure!(mine == 1, "this process's executable logged {mine} times");
+    ensure!(kernel == 1, "the kernel logged {kernel} times");
+    ensure!(pids.len() >= 2, "only {} processes' mappings", pids.len());
     Ok(())
 }

@@ -147,6 +147,9 @@ pub(super) struct RingSet {
     /// Whether samples may come from the kernel, so the log needs the
     /// kernel's MAP_IN (hwpmc's `pmc_log_kernel_mappings`).
     kernel_samples: bool,
+    /// A system sampling set: the log needs every process's mappings
+    /// (hwpmc's `pmc_log_all_process_mappings` at the first SS start).
+    system_sampling: bool,
     /// When the set was made (the attach): the timestamp of the initial
     /// MAP_INs, which precede every sample of the set.
     attached_at: u64,
@@ -185,6 +188,7 @@ impl RingSet {
             }
             _ => Vec::new(),
         };
+        let system_sampling = plan.sampling && root.is_none();
         let set = Arc::new(Mutex::new(RingSet {
             parser: RecordParser::for_attr(attr),
             rings,
@@ -197,6 +201,7 @@ impl RingSet {
             process_value: HashMap::new(),
             initial_mappings,
             kernel_samples: plan.sampling && !attr.is_set(AttrBit::EXCLUDE_KERNEL),
+            system_sampling,
             attached_at: crate::log::sink::now(),
             stopped_by_log_close: false,
             plan,
@@ -224,6 +229,11 @@ impl RingSet {
             let now = self.attached_at;
             if self.kernel_samples && crate::log::sink::claim_kernel_mappings() {
                 out.extend(kernel_mappings().into_iter().map(|r| (now, r)));
+            }
+            if self.system_sampling && crate::log::sink::claim_all_process_mappings() {
+                for pid in all_processes() {
+                    out.extend(process_mappings(pid).into_iter().map(|r| (now, r)));
+                }
             }
             for pid in std::mem::take(&mut self.initial_mappings) {
                 out.extend(process_mappings(pid).into_iter().map(|r| (now, r)));
@@ -579,6 +589,18 @@ fn entry_from_auxv(auxv: &[u8], interp_entry: impl Fn(u64) -> Option<u64>) -> u6
 fn elf_entry(image: &[u8]) -> Option<u64> {
     (image.get(..5)? == b"\x7fELF\x02").then_some(())?;
     Some(u64::from_ne_bytes(image.get(24..32)?.try_into().ok()?))
+}
+
+/// Every process's pid, from `/proc`.
+fn all_processes() -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<u32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    pids
 }
 
 /// MAP_IN records for the executable file mappings `pid` has now, from
