@@ -8,7 +8,9 @@ use super::{HEADER_LEN, LogEvent, LogRecord, MAGIC, PMC_VERSION};
 /// What [`LogReader::read`] returns (libpmc's `pmclog_read` states).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReadState {
-    /// A record (`PMCLOG_OK`).
+    /// A record (`PMCLOG_OK`). CLOSELOG comes as a record too (libpmc
+    /// reports it as `PMCLOG_EOF` instead), and every read after it is
+    /// [`ReadState::Eof`].
     Ok(LogEvent),
     /// `PMCLOG_EOF`: the reader reached the end of its file or pipe — a
     /// log still being written may end inside a record, and the next
