@@ -53,6 +53,31 @@ pub fn tests() -> Vec<LiveTest> {
             log_procexit_logs_the_exiting_childs_value,
         ),
         test(
+            "sampling::attach_logs_the_existing_mappings_of_a_running_process",
+            vec![R::Paranoid(2)],
+            attach_logs_the_existing_mappings_of_a_running_process,
+        ),
+        test(
+            "sampling::usercallchain_gives_one_chain_kernel_then_user",
+            vec![R::Paranoid(1)],
+            usercallchain_gives_one_chain_kernel_then_user,
+        ),
+        test(
+            "sampling::closing_the_log_stops_the_pmcs_that_write_to_it",
+            vec![R::Paranoid(2)],
+            closing_the_log_stops_the_pmcs_that_write_to_it,
+        ),
+        test(
+            "sampling::closing_the_log_stops_system_sampling_pmcs",
+            vec![R::Paranoid(0)],
+            closing_the_log_stops_system_sampling_pmcs,
+        ),
+        test(
+            "sampling::system_sampling_logs_every_processs_mappings_once",
+            vec![R::Paranoid(0)],
+            system_sampling_logs_every_processs_mappings_once,
+        ),
+        test(
             "sampling::write_tracepoint_samples_decode_count",
             vec![R::TracefsReadable, R::Paranoid(-1)],
             write_tracepoint_samples_decode_count,
@@ -249,13 +274,15 @@ fn a_tiny_buffer_loses_samples_as_dropnotify() -> TestResult {
     });
     sink::set_buffer_pages(32).ctx("restore buffer pages")?;
     let events = events?;
+    // Our own log carries the lost count of every DROPNOTIFY.
     let lost: u64 = events
         .iter()
         .filter_map(|e| match e.record {
-            LogRecord::Dropnotify { lost } => Some(u64::from(lost)),
+            LogRecord::Dropnotify { lost } => Some(lost.map(u64::from)),
             _ => None,
         })
-        .sum();
+        .sum::<Option<u64>>()
+        .ok_or("a DROPNOTIFY of our own log has no lost count")?;
     let kept = events
         .iter()
         .filter(|e| matches!(e.record, LogRecord::Callchain { .. }))
@@ -533,5 +560,262 @@ fn write_tracepoint_samples_decode_count() -> TestResult {
         }
     }
     ensure!(counts == vec![3, 17, 4096], "decoded counts {counts:?}");
+    Ok(())
+}
+
+/// hwpmc_mod.c `pmc_attach_one_process` logs the target's existing
+/// executable mappings (`pmc_log_process_mappings`): a process that was
+/// already running when the PMC attached gets MAP_IN for its executable
+/// and libraries, which perf only reports for mappings made later.
+fn attach_logs_the_existing_mappings_of_a_running_process() -> TestResult {
+    let mut w = Workload::spawn("spin", &["100"])?;
+    let pid = w.pid();
+    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).ctx("workload exe")?;
+    let exe = exe.display().to_string();
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).ctx("workload maps")?;
+    // The expected start, from the maps line of the executable's first
+    // executable mapping: its address minus its file offset.
+    let expected = maps
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 6 && f[1].contains('x') && f[5] == exe).then(|| {
+                let lo = u64::from_str_radix(f[0].split('-').next()?, 16).ok()?;
+                let off = u64::from_str_radix(f[2], 16).ok()?;
+                Some(lo - off)
+            })?
+        })
+        .ok_or("the workload has no executable mapping of its exe")?;
+    let events = with_log(|| {
+        let mut pmc =
+            Pmc::allocate("cpu-clock,usr", Mode::TS, Flags::CALLCHAIN, Cpu::Any).ctx("allocate")?;
+        pmc.attach(pid).ctx("attach")?;
+        pmc.start().ctx("start")?;
+        w.go()?;
+        w.wait()?;
+        pmc.stop().ctx("stop")?;
+        Ok(())
+    })?;
+    let maps_in: Vec<(u64, &str)> = events
+        .iter()
+        .filter_map(|e| match &e.record {
+            LogRecord::MapIn {
+                pid: p,
+                start,
+                path,
+            } if *p == pid => Some((*start, path.as_str())),
+            _ => None,
+        })
+        .collect();
+    println!("MAP_IN of the running process: {maps_in:x?}");
+    ensure!(
+        maps_in.contains(&(expected, exe.as_str())),
+        "no MAP_IN of {exe} at {expected:#x}"
+    );
+    ensure!(
+        maps_in.iter().any(|(_, p)| p.contains("libc")),
+        "no MAP_IN of libc"
+    );
+    // Before the samples, so a sequential reader can place them.
+    let first_map = events
+        .iter()
+        .position(|e| matches!(&e.record, LogRecord::MapIn { pid: p, .. } if *p == pid));
+    let first_sample = events
+        .iter()
+        .position(|e| matches!(&e.record, LogRecord::Callchain { pid: p, .. } if *p == pid));
+    ensure!(
+        first_sample.is_some() && first_map < first_sample,
+        "MAP_IN at {first_map:?}, first sample at {first_sample:?}"
+    );
+    Ok(())
+}
+
+/// With PMC_F_USERCALLCHAIN a kernel sample carries the interrupted user
+/// stack in the same CALLCHAIN record, after the kernel frames (hwpmc
+/// appends it in `pmc_capture_user_callchain`); the kernel's MAP_IN is
+/// logged once (`pmc_log_kernel_mappings`, `PMC_PO_INITIAL_MAPPINGS_DONE`).
+fn usercallchain_gives_one_chain_kernel_then_user() -> TestResult {
+    let me = std::process::id();
+    let my_tid = pmc_linux::system::gettid() as u32;
+    let events = with_log(|| {
+        let mut pmc = Pmc::allocate_with_count(
+            "cpu-clock",
+            Mode::TS,
+            Flags::CALLCHAIN | Flags::USERCALLCHAIN,
+            Cpu::Any,
+            50_000,
+        )
+        .ctx("allocate")?;
+        pmc.start().ctx("start")?;
+        // Time in the kernel: small writes to /dev/null.
+        let mut null = std::fs::File::create("/dev/null").ctx("open /dev/null")?;
+        let until = std::time::Instant::now() + std::time::Duration::from_millis(300);
+        while std::time::Instant::now() < until {
+            for _ in 0..1000 {
+                std::io::Write::write_all(&mut null, b"x").ctx("write")?;
+            }
+        }
+        pmc.stop().ctx("stop")?;
+        Ok(())
+    })?;
+    let kernel = |pc: u64| pc >= 0xffff_8000_0000_0000;
+    let mine: Vec<(u64, bool, &Vec<u64>)> = events
+        .iter()
+        .filter_map(|e| match &e.record {
+            LogRecord::Callchain {
+                pid,
+                tid,
+                userspace,
+                pcs,
+                ..
+            } if *pid == me && *tid == my_tid => Some((e.timestamp, *userspace, pcs)),
+            _ => None,
+        })
+        .collect();
+    let kernel_chains: Vec<&Vec<u64>> = mine
+        .iter()
+        .filter(|(_, u, _)| !u)
+        .map(|(_, _, p)| *p)
+        .collect();
+    let with_user = kernel_chains
+        .iter()
+        .filter(|p| p.iter().any(|pc| !kernel(*pc)))
+        .count();
+    println!(
+        "{} chains, {} from the kernel, {with_user} of those with user frames",
+        mine.len(),
+        kernel_chains.len()
+    );
+    ensure!(!kernel_chains.is_empty(), "no kernel samples");
+    for p in &kernel_chains {
+        let split = p.iter().position(|pc| !kernel(*pc)).unwrap_or(p.len());
+        ensure!(
+            p[split..].iter().all(|pc| !kernel(*pc)),
+            "a kernel frame after a user frame: {p:x?}"
+        );
+    }
+    ensure!(
+        with_user * 2 >= kernel_chains.len(),
+        "only {with_user} of {} kernel chains carry the user stack",
+        kernel_chains.len()
+    );
+    // One record per sample: no user-only record at a kernel sample's time.
+    let kernel_times: std::collections::HashSet<u64> = mine
+        .iter()
+        .filter(|(_, u, _)| !u)
+        .map(|(t, _, _)| *t)
+        .collect();
+    let doubled = mine
+        .iter()
+        .filter(|(t, u, _)| *u && kernel_times.contains(t))
+        .count();
+    ensure!(
+        doubled == 0,
+        "{doubled} samples gave a second, user-only record"
+    );
+    let kernel_maps = events
+        .iter()
+        .filter(|e| matches!(e.record, LogRecord::MapIn { pid: u32::MAX, .. }))
+        .count();
+    ensure!(kernel_maps == 1, "{kernel_maps} kernel MAP_IN records");
+    Ok(())
+}
+
+/// hwpmc_mod.c CONFIGURELOG with fd -1 stops the running PMCs that need
+/// the log (`PMC_F_NEEDS_LOGFILE`) before `pmclog_deconfigure_log`: after
+/// close_logfile, a sampling PMC is Stopped and writes nothing into the
+/// next log until it is started again.
+fn closing_the_log_stops_the_pmcs_that_write_to_it() -> TestResult {
+    closing_the_log_stops("cpu-clock,usr", Mode::TS, Cpu::Any)
+}
+
+fn closing_the_log_stops_system_sampling_pmcs() -> TestResult {
+    closing_the_log_stops("cpu-clock", Mode::SS, Cpu::Id(0))
+}
+
+fn closing_the_log_stops(spec: &str, mode: Mode, cpu: Cpu) -> TestResult {
+    let samples = |log: &MemoryLog| -> Result<usize, libtest_mimic::Failed> {
+        Ok(log
+            .events()?
+            .iter()
+            .filter(|e| matches!(e.record, LogRecord::Callchain { .. }))
+            .count())
+    };
+    let first = MemoryLog::new();
+    sink::configure_logfile(first.clone()).ctx("configure")?;
+    let mut pmc =
+        Pmc::allocate_with_count(spec, mode, Flags::empty(), cpu, 100_000).ctx("allocate")?;
+    pmc.start().ctx("start")?;
+    std::hint::black_box(crate::workloads::hot_function_for_profiling(100));
+    sink::close_logfile().ctx("close")?;
+    ensure!(
+        pmc.state() == pmc::State::Stopped,
+        "state after the log closed: {:?}",
+        pmc.state()
+    );
+    let second = MemoryLog::new();
+    sink::configure_logfile(second.clone()).ctx("configure again")?;
+    std::hint::black_box(crate::workloads::hot_function_for_profiling(100));
+    sink::flush_logfile().ctx("flush")?;
+    let while_stopped = samples(&second)?;
+    // As pmc_start on a STOPPED PMC: it runs again, into the new log.
+    pmc.start().ctx("restart")?;
+    std::hint::black_box(crate::workloads::hot_function_for_profiling(100));
+    pmc.stop().ctx("stop again")?;
+    sink::close_logfile().ctx("close again")?;
+    let (before, after) = (samples(&first)?, samples(&second)?);
+    println!(
+        "samples: {before} in the closed log, {while_stopped} in the next one while \
+         stopped, {after} after a restart"
+    );
+    ensure!(before > 0, "no samples before the close");
+    ensure!(
+        while_stopped == 0,
+        "{while_stopped} samples after the log was closed"
+    );
+    ensure!(after > 0, "no samples after the restart");
+    Ok(())
+}
+
+/// hwpmc_mod.c `pmc_start` of the owner's first system sampling PMC logs
+/// the mappings of every process (`pmc_log_all_process_mappings`, once per
+/// owner: `po_logprocmaps`), so samples of processes that were already
+/// running resolve.
+fn system_sampling_logs_every_processs_mappings_once() -> TestResult {
+    let me = std::process::id();
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let exe = exe.display().to_string();
+    let events = with_log(|| {
+        let mut cpus = pmc::PerCpu::allocate("cpu-clock", Mode::SS, Flags::empty())
+            .ctx("allocate on every CPU")?;
+        cpus.start().ctx("start")?;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        cpus.stop().ctx("stop")?;
+        Ok(())
+    })?;
+    let mine = events
+        .iter()
+        .filter(|e| {
+            matches!(&e.record, LogRecord::MapIn { pid, path, .. } if *pid == me && *path == exe)
+        })
+        .count();
+    let pids: std::collections::HashSet<u32> = events
+        .iter()
+        .filter_map(|e| match e.record {
+            LogRecord::MapIn { pid, .. } if pid != u32::MAX => Some(pid),
+            _ => None,
+        })
+        .collect();
+    let kernel = events
+        .iter()
+        .filter(|e| matches!(e.record, LogRecord::MapIn { pid: u32::MAX, .. }))
+        .count();
+    println!(
+        "MAP_IN for {} processes; this one's executable {mine} time(s); kernel {kernel}",
+        pids.len()
+    );
+    ensure!(mine == 1, "this process's executable logged {mine} times");
+    ensure!(kernel == 1, "the kernel logged {kernel} times");
+    ensure!(pids.len() >= 2, "only {} processes' mappings", pids.len());
     Ok(())
 }
