@@ -71,7 +71,7 @@ fn state_to_u8(s: State) -> u8 {
 /// module has already stopped their counters).
 pub(crate) fn mark_stopped_by_log_close(ids: &[u32]) {
     if let Ok(r) = REGISTRY.lock() {
-        for (_, state) in ids.iter().filter_map(|id| r.get(id)) {
+        for (_, state, _) in ids.iter().filter_map(|id| r.get(id)) {
             let running = state_to_u8(State::Running);
             let _ = state.compare_exchange(
                 running,
