@@ -6,6 +6,7 @@
 
 pub mod gate;
 pub mod output;
+pub mod profile_args;
 pub mod report;
 
 use std::process::ExitCode;

@@ -9,6 +9,7 @@
 //!   the baselines measured in the same run.
 
 mod bench;
+mod bench_report;
 mod matrix;
 mod test;
 

@@ -59,6 +59,8 @@ struct Args {
     /// Write folded stacks (flamegraph input) to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     folded: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    profile: pmc_tools::profile_args::ProfileArgs,
     /// CPUs for system PMCs: a list such as `0-3,6`, or `*` for all.
     #[arg(short = 'c', value_name = "CPUS", default_value = "*")]
     cpus: String,
@@ -149,10 +151,15 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
             "no events: give -p/-s SPEC to count or -P/-S SPEC to sample (see --help)",
         ));
     }
-    if sampling && args.log_out.is_none() && args.callgraph.is_none() && args.folded.is_none() {
+    if sampling
+        && args.log_out.is_none()
+        && args.callgraph.is_none()
+        && args.folded.is_none()
+        && !args.profile.any()
+    {
         return Err(usage(
             TOOL,
-            "sampling writes a log: give -O FILE, or -G/--folded FILE to report directly",
+            "sampling writes a log: give -O FILE, or -G/--folded/-F/-g/--pprof/--flamegraph to report directly",
         ));
     }
     if !args.process_sampling.is_empty() && args.pid.is_none() && args.command.is_empty() {
@@ -378,6 +385,7 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
             })?,
         };
         write_reports(&args, &events)?;
+        write_profiles(&args, &events, Some(args.reload))?;
     }
     // The last line: the rest of the interval, or the totals without -w.
     if !counters.is_empty() {
@@ -478,6 +486,18 @@ fn write_reports(args: &Args, events: &[pmc::log::LogEvent]) -> Result<(), ExitC
     Ok(())
 }
 
+/// `-F`, `-g`, `--pprof`, `--flamegraph` (tools/src/profile_args.rs).
+fn write_profiles(
+    args: &Args,
+    events: &[pmc::log::LogEvent],
+    period: Option<u64>,
+) -> Result<(), ExitCode> {
+    args.profile.write(events, period).map_err(|e| {
+        eprintln!("{TOOL}: {e}");
+        ExitCode::FAILURE
+    })
+}
+
 /// `-R FILE`: dump the log's records, or write the reports asked for.
 fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
     if !(args.process.is_empty()
@@ -493,8 +513,9 @@ fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
         ));
     }
     let events = read_events(path)?;
-    if args.callgraph.is_some() || args.folded.is_some() {
+    if args.callgraph.is_some() || args.folded.is_some() || args.profile.any() {
         write_reports(args, &events)?;
+        write_profiles(args, &events, None)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut text = String::new();

@@ -9,6 +9,7 @@ mod harness;
 #[path = "../../../tests/live/workloads.rs"]
 mod workloads;
 
+mod profiles;
 mod tools;
 
 fn main() {
@@ -18,5 +19,7 @@ fn main() {
         args.test_threads = Some(1);
     }
     let env = pmc::probe::Environment::detect();
-    libtest_mimic::run(&args, harness::trials(tools::tests(), &env)).exit();
+    let mut tests = tools::tests();
+    tests.extend(profiles::tests());
+    libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }
