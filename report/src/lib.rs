@@ -283,3 +283,6 @@ impl Profile {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

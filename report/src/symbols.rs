@@ -425,6 +425,10 @@ impl Symbolizer {
             .entry((path.clone(), bias))
             .or_insert_with(|| Arc::new(info.mapping(&path, bias)))
             .clone();
+        // MAP_IN has no end: past the object's text the pc is not its.
+        if !(mapping.memory_start..mapping.memory_limit).contains(&pc) {
+            return raw();
+        }
         let symbol = info.symbol_at(addr);
         let mut frames = info.frames(addr, symbol.map(|s| s.1));
         if frames.is_empty() {
