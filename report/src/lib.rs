@@ -122,6 +122,157 @@ impl Location {
     }
 }
 
+/// Callchains of one event, process, thread and CPU: chain → samples.
+type ChainCounts = HashMap<Vec<u64>, u64>;
+/// (pmcid, pid, tid, cpu).
+type Who = (u32, u32, u32, u16);
+
+/// Builds a [`Profile`] from records fed one at a time, so a log of any
+/// size is reported in memory proportional to its distinct stacks: only the
+/// records that describe mappings and events are kept.
+#[derive(Debug, Default)]
+pub struct ProfileBuilder {
+    options: ProfileOptions,
+    /// MAP_IN, PROCFORK, PROCEXEC, INITIALIZE, PMCALLOCATE(DYN) records.
+    context: Vec<LogEvent>,
+    /// (pmcid, pid, tid, cpu) → chains.
+    chains: HashMap<Who, ChainCounts>,
+}
+
+impl ProfileBuilder {
+    /// An empty builder.
+    pub fn new(options: ProfileOptions) -> ProfileBuilder {
+        ProfileBuilder {
+            options,
+            ..ProfileBuilder::default()
+        }
+    }
+
+    /// Feeds one record of the log.
+    pub fn push(&mut self, event: &LogEvent) {
+        match &event.record {
+            LogRecord::Callchain {
+                pid,
+                tid,
+                pmcid,
+                cpu,
+                pcs,
+                ..
+            } => {
+                if pcs.is_empty() {
+                    return;
+                }
+                let pcs = match self.options.max_depth {
+                    Some(d) => &pcs[..pcs.len().min(d.max(1))],
+                    None => &pcs[..],
+                };
+                let per = self.chains.entry((*pmcid, *pid, *tid, *cpu)).or_default();
+                // Only a new chain allocates.
+                match per.get_mut(pcs) {
+                    Some(n) => *n += 1,
+                    None => {
+                        per.insert(pcs.to_vec(), 1);
+                    }
+                }
+            }
+            LogRecord::MapIn { .. }
+            | LogRecord::ProcFork { .. }
+            | LogRecord::ProcExec { .. }
+            | LogRecord::Initialize { .. }
+            | LogRecord::PmcAllocate { .. }
+            | LogRecord::PmcAllocateDyn { .. } => self.context.push(event.clone()),
+            _ => {}
+        }
+    }
+
+    /// Symbolises the distinct pcs and returns the profile.
+    pub fn finish(self) -> Profile {
+        let ProfileBuilder {
+            options,
+            context,
+            chains,
+        } = self;
+        let mut names: HashMap<u32, String> = HashMap::new();
+        let mut rates: HashMap<u32, u64> = HashMap::new();
+        for e in &context {
+            match &e.record {
+                LogRecord::PmcAllocateDyn { pmcid, name, .. } => {
+                    names.insert(*pmcid, name.clone());
+                }
+                LogRecord::PmcAllocate { pmcid, rate, .. } if *rate > 0 => {
+                    rates.insert(*pmcid, *rate);
+                }
+                _ => {}
+            }
+        }
+        let mut pmcids: Vec<u32> = chains.keys().map(|k| k.0).collect();
+        pmcids.sort_unstable();
+        pmcids.dedup();
+        let event_index: HashMap<u32, usize> =
+            pmcids.iter().enumerate().map(|(i, p)| (*p, i)).collect();
+        let events_out: Vec<Event> = pmcids
+            .iter()
+            .map(|&pmcid| Event {
+                pmcid,
+                name: names
+                    .get(&pmcid)
+                    .cloned()
+                    .unwrap_or_else(|| format!("pmc {pmcid:#x}")),
+                period: options
+                    .periods
+                    .get(&pmcid)
+                    .or_else(|| rates.get(&pmcid))
+                    .copied(),
+            })
+            .collect();
+        let mut symbolizer = match options.map_start {
+            Some(c) => Symbolizer::with_convention(&context, c),
+            None => Symbolizer::new(&context),
+        };
+        let mut locations: Vec<Location> = Vec::new();
+        let mut location_index: HashMap<(u32, u64), usize> = HashMap::new();
+        // Deterministic output: sorted keys and chains.
+        let mut raw: Vec<(Who, Vec<u64>, u64)> = chains
+            .into_iter()
+            .flat_map(|(k, per)| per.into_iter().map(move |(pcs, n)| (k, pcs, n)))
+            .collect();
+        raw.sort_unstable();
+        let mut samples: Vec<Sample> = Vec::with_capacity(raw.len());
+        for ((pmcid, pid, tid, cpu), pcs, count) in raw {
+            let stack = pcs
+                .iter()
+                .enumerate()
+                .map(|(i, pc)| {
+                    // Return addresses point after the call: step back one
+                    // byte so they fall inside the calling function.
+                    let address = if i == 0 { *pc } else { pc.saturating_sub(1) };
+                    *location_index.entry((pid, address)).or_insert_with(|| {
+                        locations.push(Location {
+                            pid,
+                            address,
+                            resolved: symbolizer.resolve(pid, address),
+                        });
+                        locations.len() - 1
+                    })
+                })
+                .collect();
+            samples.push(Sample {
+                event: event_index[&pmcid],
+                pid,
+                tid,
+                cpu,
+                stack,
+                count,
+            });
+        }
+        Profile {
+            events: events_out,
+            locations,
+            samples,
+        }
+    }
+}
+
 /// A symbolised profile of a log.
 #[derive(Debug, Default)]
 pub struct Profile {
@@ -154,105 +305,11 @@ impl Profile {
 
     /// [`Profile::from_events`] with options.
     pub fn from_events_with(events: &[LogEvent], options: &ProfileOptions) -> Profile {
-        let mut names: HashMap<u32, String> = HashMap::new();
-        let mut rates: HashMap<u32, u64> = HashMap::new();
+        let mut builder = ProfileBuilder::new(options.clone());
         for e in events {
-            match &e.record {
-                LogRecord::PmcAllocateDyn { pmcid, name, .. } => {
-                    names.insert(*pmcid, name.clone());
-                }
-                LogRecord::PmcAllocate { pmcid, rate, .. } if *rate > 0 => {
-                    rates.insert(*pmcid, *rate);
-                }
-                _ => {}
-            }
+            builder.push(e);
         }
-        // Aggregate raw chains first: a hot loop repeats the same few
-        // stacks, so each distinct pc is symbolised once.
-        type Key<'a> = (u32, u32, u32, u16, &'a [u64]);
-        let mut raw: HashMap<Key<'_>, u64> = HashMap::new();
-        for e in events {
-            if let LogRecord::Callchain {
-                pid,
-                tid,
-                pmcid,
-                cpu,
-                pcs,
-                ..
-            } = &e.record
-            {
-                if pcs.is_empty() {
-                    continue;
-                }
-                let pcs = match options.max_depth {
-                    Some(d) => &pcs[..pcs.len().min(d.max(1))],
-                    None => &pcs[..],
-                };
-                *raw.entry((*pmcid, *pid, *tid, *cpu, pcs)).or_default() += 1;
-            }
-        }
-        let mut pmcids: Vec<u32> = raw.keys().map(|k| k.0).collect();
-        pmcids.sort_unstable();
-        pmcids.dedup();
-        let event_index: HashMap<u32, usize> =
-            pmcids.iter().enumerate().map(|(i, p)| (*p, i)).collect();
-        let events_out: Vec<Event> = pmcids
-            .iter()
-            .map(|&pmcid| Event {
-                pmcid,
-                name: names
-                    .get(&pmcid)
-                    .cloned()
-                    .unwrap_or_else(|| format!("pmc {pmcid:#x}")),
-                period: options
-                    .periods
-                    .get(&pmcid)
-                    .or_else(|| rates.get(&pmcid))
-                    .copied(),
-            })
-            .collect();
-        let mut symbolizer = match options.map_start {
-            Some(c) => Symbolizer::with_convention(events, c),
-            None => Symbolizer::new(events),
-        };
-        let mut locations: Vec<Location> = Vec::new();
-        let mut location_index: HashMap<(u32, u64), usize> = HashMap::new();
-        let mut samples: Vec<Sample> = Vec::with_capacity(raw.len());
-        // Deterministic output: sort the raw keys.
-        let mut raw: Vec<(Key<'_>, u64)> = raw.into_iter().collect();
-        raw.sort_unstable();
-        for ((pmcid, pid, tid, cpu, pcs), count) in raw {
-            let stack = pcs
-                .iter()
-                .enumerate()
-                .map(|(i, pc)| {
-                    // Return addresses point after the call: step back one
-                    // byte so they fall inside the calling function.
-                    let address = if i == 0 { *pc } else { pc.saturating_sub(1) };
-                    *location_index.entry((pid, address)).or_insert_with(|| {
-                        locations.push(Location {
-                            pid,
-                            address,
-                            resolved: symbolizer.resolve(pid, address),
-                        });
-                        locations.len() - 1
-                    })
-                })
-                .collect();
-            samples.push(Sample {
-                event: event_index[&pmcid],
-                pid,
-                tid,
-                cpu,
-                stack,
-                count,
-            });
-        }
-        Profile {
-            events: events_out,
-            locations,
-            samples,
-        }
+        builder.finish()
     }
 
     /// Total samples of an event.

@@ -6,7 +6,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use pmc::log::LogEvent;
-use pmc_report::{Profile, ProfileOptions};
+use pmc_report::{Profile, ProfileBuilder, ProfileOptions};
 
 /// The profile output options (flattened into pmcstat's arguments).
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -52,14 +52,44 @@ impl ProfileArgs {
                 }
             }
         }
-        let profile = Profile::from_events_with(events, &options);
+        self.write_profile(&Profile::from_events_with(events, &options))
+    }
+
+    /// `-R LOG` with reports: streams the log into one profile (memory in
+    /// proportion to its distinct stacks, not its size), then writes the
+    /// `-G` call graph, the `--folded` stacks and these outputs from it.
+    pub fn report_file(
+        &self,
+        log: &Path,
+        callgraph: Option<&Path>,
+        folded: Option<&Path>,
+    ) -> Result<(), String> {
+        let file =
+            std::fs::File::open(log).map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+        let mut builder = ProfileBuilder::new(ProfileOptions::default());
+        for event in
+            pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 20, file))
+        {
+            builder.push(&event.map_err(|e| format!("{}: {e}", log.display()))?);
+        }
+        let profile = builder.finish();
+        if let Some(path) = callgraph {
+            write_bytes(path, pmc_report::callgraph(&profile).as_bytes())?;
+        }
+        if let Some(path) = folded {
+            write_bytes(path, pmc_report::folded(&profile).as_bytes())?;
+        }
+        self.write_profile(&profile)
+    }
+
+    /// Writes the outputs asked for from a built profile.
+    pub fn write_profile(&self, profile: &Profile) -> Result<(), String> {
         if let Some(path) = &self.callgrind {
-            write_bytes(path, pmc_report::callgrind(&profile, "pmcstat").as_bytes())?;
+            write_bytes(path, pmc_report::callgrind(profile, "pmcstat").as_bytes())?;
         }
         if let Some(path) = &self.pprof {
             let mut buf = Vec::new();
-            pmc_report::pprof(&profile, &mut buf)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+            pmc_report::pprof(profile, &mut buf).map_err(|e| format!("{}: {e}", path.display()))?;
             write_bytes(path, &buf)?;
         }
         if let Some(path) = &self.flamegraph {
@@ -70,12 +100,12 @@ impl ProfileArgs {
                 .collect::<Vec<_>>()
                 .join(", ");
             let mut buf = Vec::new();
-            pmc_report::flamegraph(&profile, &format!("pmcstat: {title}"), &mut buf)
+            pmc_report::flamegraph(profile, &format!("pmcstat: {title}"), &mut buf)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             write_bytes(path, &buf)?;
         }
         if self.gprof {
-            for f in pmc_report::gmon(&profile) {
+            for f in pmc_report::gmon(profile) {
                 let path = self.directory.join(&f.relative_path);
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent)

@@ -14,8 +14,9 @@ use std::time::Instant;
 const MEASURE_ENV: &str = "PMC_XTASK_MEASURE";
 /// Sampling period in ns of cpu-clock: the kernel's minimum (10 µs).
 const PERIOD_NS: u64 = 10_000;
-/// CPU seconds of the workload: 5.5 s at 10 µs is ≈ 550 000 samples.
-const WORKLOAD_MS: u64 = 5_500;
+/// CPU milliseconds of the workload: at 10 µs, 8 s gives ≈ 600 000 samples
+/// (the timer delivers ~75 000 a second under load, not 100 000).
+const WORKLOAD_MS: u64 = 8_000;
 
 /// A C workload with a few levels of calls and one hot leaf, built with
 /// frame pointers so both profilers unwind it the same way.

@@ -512,12 +512,17 @@ fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
             "-R reads a log: it excludes event specs, -t and a command",
         ));
     }
-    let events = read_events(path)?;
     if args.callgraph.is_some() || args.folded.is_some() || args.profile.any() {
-        write_reports(args, &events)?;
-        write_profiles(args, &events, None)?;
+        // Streamed: reports of a large log in little memory.
+        args.profile
+            .report_file(path, args.callgraph.as_deref(), args.folded.as_deref())
+            .map_err(|e| {
+                eprintln!("{TOOL}: {e}");
+                ExitCode::FAILURE
+            })?;
         return Ok(ExitCode::SUCCESS);
     }
+    let events = read_events(path)?;
     let mut text = String::new();
     for e in &events {
         text.push_str(&e.record.to_string());
