@@ -115,9 +115,10 @@ pub fn pprof_uncompressed(profile: &Profile) -> Vec<u8> {
         ] {
             let mut label = Msg::default();
             label.int(1, strings.id(key));
-            // Written even when 0: cpu 0 is a value, not an absent label.
-            label.key(3, VARINT);
-            label.varint(v);
+            label.int(3, v);
+            // pprof drops a numeric label whose num and num_unit are both
+            // 0 (proto3 cannot tell 0 from absent): a unit keeps cpu 0.
+            label.int(4, strings.id("id"));
             m.msg(3, label);
         }
         p.msg(2, m);

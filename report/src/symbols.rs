@@ -118,7 +118,6 @@ struct ObjectInfo {
     text_range: Option<(u64, u64)>,
     build_id: Option<String>,
     dwarf: Option<addr2line::Loader>,
-    is_exec: bool,
 }
 
 impl std::fmt::Debug for ObjectInfo {
@@ -192,7 +191,6 @@ impl ObjectInfo {
             .map(|b| b.iter().map(|x| format!("{x:02x}")).collect());
         let has_debug = file.section_by_name(".debug_info").is_some()
             || file.section_by_name(".gnu_debuglink").is_some();
-        let is_exec = file.kind() == object::ObjectKind::Executable;
         drop(file);
         let dwarf = if has_debug {
             addr2line::Loader::new(path).ok()
@@ -206,7 +204,6 @@ impl ObjectInfo {
             text_range,
             build_id,
             dwarf,
-            is_exec,
         })
     }
 
@@ -446,8 +443,8 @@ impl Symbolizer {
         }
     }
 
-    /// Executable-section extent (object addresses) and whether the object
-    /// is an `ET_EXEC`/PIE executable, for gprof histograms.
+    /// Executable-section extent (object addresses) of the object at
+    /// `path`, libpmcstat's `pi_start`/`pi_end`.
     pub fn text_range(&mut self, path: &str) -> Option<(u64, u64)> {
         let key: Arc<str> = Arc::from(path);
         self.objects
@@ -455,15 +452,5 @@ impl Symbolizer {
             .or_insert_with(|| ObjectInfo::load(path))
             .as_ref()?
             .text_range
-    }
-
-    /// Whether the object at `path` is an executable (not a shared library).
-    pub fn is_executable(&mut self, path: &str) -> bool {
-        let key: Arc<str> = Arc::from(path);
-        self.objects
-            .entry(key)
-            .or_insert_with(|| ObjectInfo::load(path))
-            .as_ref()
-            .is_some_and(|o| o.is_exec)
     }
 }

@@ -67,10 +67,21 @@ impl ProfileArgs {
         let file =
             std::fs::File::open(log).map_err(|e| format!("cannot open {}: {e}", log.display()))?;
         let mut builder = ProfileBuilder::new(ProfileOptions::default());
-        for event in
-            pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 20, file))
-        {
-            builder.push(&event.map_err(|e| format!("{}: {e}", log.display()))?);
+        let reader =
+            pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 20, file));
+        for event in reader {
+            match event {
+                Ok(event) => builder.push(&event),
+                // A log cut short (the writer crashed, the disk filled)
+                // still holds every record before the damage: report them.
+                Err(e) => {
+                    eprintln!(
+                        "pmcstat: warning: {}: {e}; reporting the records before it",
+                        log.display()
+                    );
+                    break;
+                }
+            }
         }
         let profile = builder.finish();
         if let Some(path) = callgraph {

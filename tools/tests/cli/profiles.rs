@@ -33,6 +33,11 @@ pub fn tests() -> Vec<LiveTest> {
             go_tool_pprof_tops_with_the_hot_function_and_the_logs_counts,
         ),
         test(
+            "profiles::a_log_cut_mid_record_still_reports_what_it_holds",
+            vec![R::Paranoid(2)],
+            a_log_cut_mid_record_still_reports_what_it_holds,
+        ),
+        test(
             "profiles::chromium_renders_the_flamegraph_with_the_hot_function_widest",
             vec![R::Paranoid(2), R::Program("chromium".into())],
             chromium_renders_the_flamegraph_with_the_hot_function_widest,
@@ -253,6 +258,44 @@ fn go_tool_pprof_tops_with_the_hot_function_and_the_logs_counts() -> TestResult 
     ensure!(
         raw.contains(&*exe.to_string_lossy()),
         "the executable's mapping is missing from -raw"
+    );
+    Ok(())
+}
+
+fn a_log_cut_mid_record_still_reports_what_it_holds() -> TestResult {
+    let dir = TempDir::new("cut")?;
+    let (log, cut) = (dir.join("log"), dir.join("cut"));
+    sample_hot(&log, &[])?;
+    let bytes = std::fs::read(&log).ctx("read log")?;
+    // Three quarters of the log, ending 4 bytes into some record.
+    // Record offsets, as the reader gives them.
+    let offsets: Vec<u64> = pmc::log::LogReader::from_reader(std::io::Cursor::new(bytes.clone()))
+        .filter_map(Result::ok)
+        .map(|e| e.offset)
+        .collect();
+    ensure!(offsets.len() > 100, "only {} records", offsets.len());
+    let cut_at = offsets[offsets.len() * 3 / 4] as usize + 4;
+    std::fs::write(&cut, &bytes[..cut_at]).ctx("write cut log")?;
+    let out = Command::new(PMCSTAT)
+        .args(["-R", &s(&cut), "--folded", "-"])
+        .output()
+        .ctx("pmcstat -R --folded")?;
+    let folded = text(&out.stdout);
+    ensure!(
+        out.status.success() && text(&out.stderr).contains("warning"),
+        "status {:?}, stderr {}",
+        out.status,
+        text(&out.stderr)
+    );
+    let samples: u64 = folded
+        .lines()
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    let whole = callchains_in(&log)?;
+    println!("cut log: {samples} of {whole} samples reported");
+    ensure!(
+        samples > whole / 2 && samples < whole && folded.contains(HOT),
+        "{samples} of {whole} samples from the cut log:\n{folded}"
     );
     Ok(())
 }
