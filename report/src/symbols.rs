@@ -391,11 +391,26 @@ impl Symbolizer {
             object_address: None,
             symbol_start: None,
         };
-        let Some(maps) = self.maps.get(&pid) else {
-            return raw();
+        // The process's own objects first, then the kernel's (hwpmc logs
+        // kernel MAP_INs with pid -1, pmc_log_kernel_mappings).
+        let lookup = |pid: u32| {
+            let maps = self.maps.get(&pid)?;
+            let i = maps.partition_point(|(start, _)| *start <= pc);
+            i.checked_sub(1).and_then(|i| maps.get(i)).cloned()
         };
-        let i = maps.partition_point(|(start, _)| *start <= pc);
-        let Some((start, path)) = i.checked_sub(1).and_then(|i| maps.get(i)).cloned() else {
+        let found = match lookup(pid) {
+            Some(m) if pid != u32::MAX && self.maps.contains_key(&u32::MAX) => {
+                // A kernel pc lies above every user mapping: prefer the
+                // kernel's mapping when it starts above the user one.
+                match lookup(u32::MAX) {
+                    Some(k) if k.0 > m.0 => Some(k),
+                    _ => Some(m),
+                }
+            }
+            Some(m) => Some(m),
+            None => lookup(u32::MAX),
+        };
+        let Some((start, path)) = found else {
             return raw();
         };
         let info = self

@@ -311,3 +311,19 @@ fn unmapped_and_unreadable_objects_give_addresses_not_panics() {
     );
     assert!(p.events[0].name.starts_with("pmc 0x1"));
 }
+
+#[test]
+fn pcs_outside_the_process_fall_back_to_the_kernels_map_ins() {
+    // hwpmc_mod.c pmc_log_kernel_mappings logs the kernel and its modules
+    // with pid -1; their pcs appear in every process's callchains.
+    let (text_start, _) = own_text_mapping();
+    let exe = std::env::current_exe().unwrap().display().to_string();
+    let pc = report_crate_test_target as *const () as usize as u64;
+    let events = vec![ev(LogRecord::MapIn {
+        pid: u32::MAX,
+        start: text_start,
+        path: exe,
+    })];
+    let mut s = Symbolizer::new(&events);
+    assert!(s.name(42, pc).ends_with("report_crate_test_target"));
+}
