@@ -60,6 +60,8 @@ struct Args {
     /// Write folded stacks (flamegraph input) to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     folded: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    profile: pmc_tools::profile_args::ProfileArgs,
     /// CPUs for system PMCs: a list such as `0-3,6`, or `*` for all.
     #[arg(short = 'c', value_name = "CPUS", default_value = "*")]
     cpus: String,
@@ -225,7 +227,7 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
     if sampling && args.log_out.is_none() && !wants_report(&args) && !args.top {
         return Err(usage(
             TOOL,
-            "sampling writes a log: give -O FILE, -G/--folded/-m/-a FILE to report directly, or -T to watch",
+            "sampling writes a log: give -O FILE, -G/--folded/-m/-a/-F/-g/--pprof/--flamegraph to report directly, or -T to watch",
         ));
     }
     if !args.process_sampling.is_empty() && args.pid.is_none() && args.command.is_empty() {
@@ -472,7 +474,7 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
             })?,
         };
         if sampling {
-            write_reports(&args, &events, false)?;
+            write_reports(&args, &events, false, Some(args.reload))?;
         }
         // pmcstat(8): without -O, logged events are printed as text.
         if logging_counts && args.log_out.is_none() {
@@ -584,6 +586,19 @@ fn wants_report(args: &Args) -> bool {
         || args.folded.is_some()
         || args.sampled_pcs.is_some()
         || args.annotated.is_some()
+        || args.profile.any()
+}
+
+/// Whether `-R`'s reports can stream the log (no filter, -m, -a or -v needs
+/// every event at once).
+fn streams_report(args: &Args) -> bool {
+    (args.callgraph.is_some() || args.folded.is_some() || args.profile.any())
+        && args.fs_root.is_none()
+        && args.thread.is_none()
+        && args.depth.is_none()
+        && args.sampled_pcs.is_none()
+        && args.annotated.is_none()
+        && args.verbose == 0
 }
 
 /// Writes the reports asked for, after -r/-i/-z; with -v, the conversion
@@ -592,6 +607,7 @@ fn write_reports(
     args: &Args,
     events: &[pmc::log::LogEvent],
     from_log: bool,
+    period: Option<u64>,
 ) -> Result<(), ExitCode> {
     let root = fs_root(args)?;
     let events = annotate::prepare(
@@ -613,6 +629,11 @@ fn write_reports(
     if let Some(path) = &args.annotated {
         write_to(path, &annotate::annotated_callchains(events))?;
     }
+    // -F, -g, --pprof, --flamegraph (tools/src/profile_args.rs).
+    args.profile.write(events, period).map_err(|e| {
+        eprintln!("{TOOL}: {e}");
+        ExitCode::FAILURE
+    })?;
     if args.verbose > 0 {
         let stats = annotate::statistics(events);
         match &args.output {
@@ -812,11 +833,22 @@ fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
             "-R reads a log: it excludes event specs, -t and a command",
         ));
     }
-    let events = read_events(path)?;
-    if wants_report(args) || args.verbose > 0 {
-        write_reports(args, &events, true)?;
+    if streams_report(args) {
+        // Streamed: -G, --folded and the profiles of a large log in little memory.
+        args.profile
+            .report_file(path, args.callgraph.as_deref(), args.folded.as_deref())
+            .map_err(|e| {
+                eprintln!("{TOOL}: {e}");
+                ExitCode::FAILURE
+            })?;
         return Ok(ExitCode::SUCCESS);
     }
+    let events = read_events(path)?;
+    if wants_report(args) || args.verbose > 0 {
+        write_reports(args, &events, true, None)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let events = read_events(path)?;
     let mut text = String::new();
     for e in &events {
         text.push_str(&e.record.to_string());
