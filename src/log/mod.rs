@@ -821,6 +821,12 @@ impl LogReader {
         }
     }
 
+    /// The stream offset just past the last record returned (libpmc's
+    /// `pl_offset`).
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
     /// Adds bytes (memory mode; `pmclog_feed`).
     pub fn feed(&mut self, bytes: &[u8]) {
         if self.start > 0 && self.start == self.buf.len() {
