@@ -135,6 +135,11 @@ fn counting_static() -> TestResult {
     Ok(())
 }
 
+fn hw_counting() -> TestResult {
+    println!("{}", build_and_run("hw_counting", Link::Shared, &[])?);
+    Ok(())
+}
+
 fn counting_sc() -> TestResult {
     println!("{}", build_and_run("counting_sc", Link::Shared, &[])?);
     Ok(())
@@ -351,6 +356,11 @@ fn main() {
             name: "c::counting_tc_linked_statically",
             requires: perf(),
             run: counting_static,
+        },
+        CTest {
+            name: "c::counting_tc_hardware_instructions",
+            requires: vec![Requirement::HardwareCounting],
+            run: hw_counting,
         },
         CTest {
             name: "c::counting_sc_on_cpu0",
