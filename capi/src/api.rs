@@ -313,12 +313,28 @@ pub fn npmc(cpu: i32) -> CResult<u32> {
     Ok(pmc_core::npmc(cpu_arg("pmc_npmc", cpu)?)?)
 }
 
-/// `pmc_pmcinfo`: the rows for `cpu`.
+/// `pmc_pmcinfo`: the rows for `cpu`: this process's PMCs, then FREE rows
+/// (empty name, owner −1) up to at least `pmc_npmc(cpu)` rows and always
+/// at least one, so that FreeBSD's loop over `pmc_npmc(cpu)` rows reads
+/// only what was allocated, and a loop to the first FREE row ends.
 pub fn pmcinfo(cpu: i32) -> CResult<Vec<pmc_info>> {
     let cpu = cpu_arg("pmc_pmcinfo", cpu)?;
     let vendor = cpuinfo_and_vendor()?.1;
+    let npmc = pmc_core::npmc(cpu)? as usize;
     let rows = pmc_core::pmcinfo(cpu)?;
-    Ok(rows
+    let free = pmc_info {
+        pm_name: [0; types::PMC_NAME_MAX],
+        pm_class: 0,
+        pm_enabled: 1,
+        pm_rowdisp: disp::FREE,
+        pm_ownerpid: -1,
+        pm_mode: 0,
+        pm_event: 0,
+        pm_flags: 0,
+        pm_reloadcount: 0,
+    };
+    let total = npmc.max(rows.len() + 1);
+    let mut out: Vec<pmc_info> = rows
         .into_iter()
         .map(|p| pmc_info {
             pm_name: types::fill_chars(&p.name),
@@ -335,7 +351,9 @@ pub fn pmcinfo(cpu: i32) -> CResult<Vec<pmc_info>> {
             pm_flags: p.flags.bits(),
             pm_reloadcount: p.reload_count,
         })
-        .collect())
+        .collect();
+    out.resize(total, free);
+    Ok(out)
 }
 
 /// `pmc_get_driver_stats`: the log's sample and loss counts; the rest

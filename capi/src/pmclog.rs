@@ -87,19 +87,23 @@ pub fn feed(cookie: usize, data: &[u8]) -> CResult<()> {
     Ok(())
 }
 
-/// `pmclog_read`: the next event; `pl_state` says what happened.
-pub fn read(cookie: usize) -> CResult<pmclog_ev> {
+/// `pmclog_read`: the next event; `pl_state` says what happened, and for
+/// PMCLOG_ERROR the second value says why (pmclog.c sets no errno then).
+pub fn read(cookie: usize) -> CResult<(pmclog_ev, Option<String>)> {
     let shared = lookup("pmclog_read", cookie)?;
     let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
     Ok(match p.reader.read() {
         ReadState::Ok(ev) => {
             p.count += 1;
             let end = p.reader.offset();
-            to_c(&mut p, ev, end)
+            (to_c(&mut p, ev, end), None)
         }
-        ReadState::Eof => pmclog_ev::with_state(state::EOF),
-        ReadState::RequireData => pmclog_ev::with_state(state::REQUIRE_DATA),
-        ReadState::Error(_) => pmclog_ev::with_state(state::ERROR),
+        ReadState::Eof => (pmclog_ev::with_state(state::EOF), None),
+        ReadState::RequireData => (pmclog_ev::with_state(state::REQUIRE_DATA), None),
+        ReadState::Error(why) => (
+            pmclog_ev::with_state(state::ERROR),
+            Some(format!("pmclog_read: {why}")),
+        ),
     })
 }
 

@@ -39,6 +39,7 @@ pub mod class {
 /// `enum pmc_disp`
 pub mod disp {
     pub const STANDALONE: u32 = 0;
+    pub const FREE: u32 = 1;
     pub const THREAD: u32 = 2;
 }
 

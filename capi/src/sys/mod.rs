@@ -24,11 +24,16 @@ fn set_errno(e: c_int) {
     unsafe { *libc::__errno_location() = e };
 }
 
+/// Keeps a message for `pmc_last_error`.
+fn note(message: &str) {
+    LAST_ERROR.with(|l| {
+        *l.borrow_mut() = CString::new(message.replace('\0', "")).unwrap_or_default();
+    });
+}
+
 /// Records a failure: errno and the message for `pmc_last_error`.
 fn fail(f: Failure) {
-    LAST_ERROR.with(|l| {
-        *l.borrow_mut() = CString::new(f.message.replace('\0', "")).unwrap_or_default();
-    });
+    note(&f.message);
     set_errno(f.errno);
 }
 
@@ -540,7 +545,12 @@ pub extern "C" fn pmclog_read(cookie: *mut c_void, ev: *mut pmclog_ev) -> c_int 
         return -1;
     }
     let out = match pmclog::read(cookie_of(cookie)) {
-        Ok(e) => e,
+        Ok((e, why)) => {
+            if let Some(why) = why {
+                note(&why);
+            }
+            e
+        }
         Err(f) => {
             fail(f);
             pmclog_ev::with_state(state::ERROR)

@@ -68,7 +68,8 @@ main(void)
 	struct pmc_pmcinfo *info;
 	OK(pmc_pmcinfo(0, &info));
 	int found = 0;
-	for (int i = 0; i < pmc_npmc(0) + 64; i++) {
+	/* Own PMCs first, then FREE rows (at least one). */
+	for (int i = 0; info->pm_pmcs[i].pm_rowdisp != PMC_DISP_FREE; i++) {
 		struct pmc_info *r = &info->pm_pmcs[i];
 		if (strcmp(r->pm_name, "task-clock") != 0)
 			continue;

@@ -76,6 +76,8 @@ main(int argc, char **argv)
 	OK(pmclog_feed(log, buf, 64));
 	CHECK(pmclog_read(log, &ev) == -1 && ev.pl_state == PMCLOG_ERROR, "state %d",
 	    ev.pl_state);
+	CHECK(strstr(pmc_last_error(), "magic") != NULL, "the error says %s",
+	    pmc_last_error());
 	OK(pmclog_feed(log, buf, 64));
 	CHECK(pmclog_read(log, &ev) == -1 && ev.pl_state == PMCLOG_ERROR,
 	    "state %d after more data", ev.pl_state);
