@@ -166,6 +166,14 @@ fn log_on_fd() -> TestResult {
     Ok(())
 }
 
+fn log_procexit() -> TestResult {
+    println!(
+        "{}",
+        build_and_run("log_procexit", Link::Shared, &["{tmp}/pmc.log"])?
+    );
+    Ok(())
+}
+
 fn log_in_memory() -> TestResult {
     println!(
         "{}",
@@ -382,6 +390,11 @@ fn main() {
             name: "c::sampling_into_a_log_on_an_fd",
             requires: perf(),
             run: log_on_fd,
+        },
+        CTest {
+            name: "c::log_procexit_of_a_child",
+            requires: perf(),
+            run: log_procexit,
         },
         CTest {
             name: "c::pmclog_feed_memory_parser",

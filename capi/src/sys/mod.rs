@@ -14,6 +14,9 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use crate::types::{pmc_cpuinfo, pmc_driverstats, pmc_info, pmc_pmcinfo, pmclog_ev, state};
 use crate::{CResult, Failure, api, names, pmclog};
 
+#[cfg(test)]
+mod tests;
+
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
