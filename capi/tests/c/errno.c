@@ -132,6 +132,10 @@ main(void)
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
 	OK(pmc_configure_logfile(sv[0]));	/* sockets are accepted */
 	OK(pmc_close_logfile());
+	/* -1 deconfigures: afterwards there is no log to write to. */
+	OK(pmc_configure_logfile(sv[0]));
+	OK(pmc_configure_logfile(-1));
+	CHECK(pmc_writelog(1) == -1, "%s", "pmc_writelog after deconfiguring");
 	close(sv[0]);
 	close(sv[1]);
 
