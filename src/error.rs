@@ -29,6 +29,16 @@ pub enum Error {
         source: SpecError,
     },
 
+    /// The event name is well formed but names no event, tracepoint or PMU
+    /// here (EINVAL, as pmc_allocate(3) reports an unrecognised event).
+    #[error("{what} is unknown (EINVAL): {why}")]
+    UnknownEvent {
+        /// The name.
+        what: String,
+        /// Where it was looked for, and the closest names.
+        why: String,
+    },
+
     /// An argument breaks the rules of pmc_allocate(3)/pmc_attach(3) (EINVAL).
     #[error("{op}: {why} (EINVAL)")]
     InvalidArgument {
@@ -45,6 +55,25 @@ pub enum Error {
         op: &'static str,
         /// The pid.
         pid: u32,
+    },
+
+    /// The process exists but no PMC of this process monitors it
+    /// (ESRCH, `pmc_detach_one_process`).
+    #[error("detach: process {pid} is not monitored by any PMC of this process (ESRCH)")]
+    NotMonitored {
+        /// The pid.
+        pid: u32,
+    },
+
+    /// A process PMC whose targets were all detached or have exited was
+    /// started (ESRCH, `pmc_start`): only a PMC that was never attached
+    /// attaches its owner at start.
+    #[error(
+        "start: PMC {id} has no targets left (they were detached or exited) (ESRCH): attach a process first"
+    )]
+    NoTargets {
+        /// The PMC.
+        id: crate::PmcId,
     },
 
     /// The PMC is already attached to this process (EEXIST).
@@ -152,8 +181,12 @@ impl Error {
     pub fn errno(&self) -> i32 {
         use libc_errno::*;
         match self {
-            Error::InvalidSpec { .. } | Error::InvalidArgument { .. } => EINVAL,
-            Error::NoSuchProcess { .. } => ESRCH,
+            Error::InvalidSpec { .. }
+            | Error::InvalidArgument { .. }
+            | Error::UnknownEvent { .. } => EINVAL,
+            Error::NoSuchProcess { .. } | Error::NotMonitored { .. } | Error::NoTargets { .. } => {
+                ESRCH
+            }
             Error::AlreadyAttached { .. } => EEXIST,
             Error::Busy { .. } => EBUSY,
             Error::LogRequired { .. } => EDOOFUS,

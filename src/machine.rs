@@ -85,6 +85,8 @@ pub fn npmc(cpu: u32) -> Result<u32> {
 /// (`pmc_pmcinfo`). Linux does not expose other processes' counters, so
 /// unlike FreeBSD the list holds only the caller's own PMCs: process PMCs
 /// (which follow their targets to any CPU) and system PMCs on that CPU.
+/// As `PMC_OP_GETPMCINFO` (hwpmc_mod.c): a CPU beyond `ncpu` is EINVAL, an
+/// offline one ENXIO.
 pub fn pmcinfo(cpu: u32) -> Result<Vec<PmcInfo>> {
     let info = cpuinfo()?;
     if cpu >= info.ncpu {
@@ -92,6 +94,12 @@ pub fn pmcinfo(cpu: u32) -> Result<Vec<PmcInfo>> {
             "pmcinfo",
             format!("cpu {cpu} does not exist (ncpu is {})", info.ncpu),
         ));
+    }
+    if !online_cpus().contains(&cpu) {
+        return Err(crate::Error::Unavailable {
+            what: format!("cpu {cpu}"),
+            why: "it is offline; bring it online or ask about another CPU".into(),
+        });
     }
     Ok(crate::pmc::registry_snapshot()
         .into_iter()

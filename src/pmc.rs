@@ -9,11 +9,12 @@
 //! - **attach/detach** add and remove target processes. A PMC attached to
 //!   several processes accumulates all of them; a detached target's count is
 //!   kept.
-//! - **start** attaches a never-attached process PMC to the caller; starting
-//!   a running PMC and stopping a stopped one succeed.
-//! - **read** returns the live value while running and the value saved at
-//!   `stop` otherwise; **write**/**set** need a stopped PMC and set the value
-//!   `read` returns (kept as an offset over the hardware count).
+//! - **start** attaches a never-attached process PMC to the caller; one
+//!   whose targets were all detached or exited is ESRCH. Starting a running
+//!   PMC and stopping a stopped one succeed.
+//! - **read**, **write**, **rw** and **set** mean per mode what
+//!   hwpmc_mod.c makes them mean (see [`Pmc::read`], [`Pmc::write`],
+//!   [`Pmc::set`]); write, rw and set need a stopped PMC.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
@@ -35,7 +36,13 @@ pub const MIN_RELOAD_COUNT: u64 = 1_000;
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 /// The pmcinfo rows of this process's PMCs. The state is shared through an
 /// atomic so that start/stop, the hot path, take no lock.
-static REGISTRY: Mutex<BTreeMap<u32, (PmcInfo, Arc<AtomicU8>)>> = Mutex::new(BTreeMap::new());
+/// Each row also names its backend (the `Arc`'s address), so that the
+/// detach rule looks only at PMCs on the same machine (the simulators of
+/// concurrent tests are different machines).
+static REGISTRY: Mutex<BTreeMap<u32, RegistryRow>> = Mutex::new(BTreeMap::new());
+
+/// A pmcinfo row, the PMC's shared state, and its backend's address.
+type RegistryRow = (PmcInfo, Arc<AtomicU8>, usize);
 
 fn state_from_u8(v: u8) -> State {
     match v {
@@ -64,7 +71,7 @@ pub(crate) fn registry_snapshot() -> Vec<PmcInfo> {
         .lock()
         .map(|r| {
             r.values()
-                .map(|(info, state)| PmcInfo {
+                .map(|(info, state, _)| PmcInfo {
                     state: state_from_u8(state.load(Ordering::Relaxed)),
                     ..info.clone()
                 })
@@ -106,11 +113,16 @@ pub struct Pmc {
     targets: Vec<Target>,
     /// The CPU counter (SC/SS).
     system: Option<Box<dyn Counters>>,
-    /// Whether a process PMC was ever attached (start then attaches nobody).
-    /// Whether the owner (the caller) was ever a target: hwpmc's
-    /// `PMC_F_ATTACHED_TO_OWNER`, which makes a later start with no targets
-    /// ESRCH instead of re-attaching the owner.
-    attached_to_owner: bool,
+    /// hwpmc's `PMC_F_ATTACH_DONE`: the PMC was attached at least once, so
+    /// a start with no targets left (all detached or exited) is ESRCH
+    /// instead of attaching the owner (`pmc_start`, hwpmc_mod.c).
+    attach_done: bool,
+    /// A `get_msr` succeeded: later attaches are EPERM
+    /// (`pmc_attach_process`, hwpmc_mod.c).
+    msr_granted: bool,
+    /// The system-mode initial value (`pm_sc.pm_initial`): written to the
+    /// counter at `start`, refreshed from it at `stop`, set by `set`.
+    initial: u64,
     /// The allocating process (cached: a getpid between enable and disable
     /// would be counted by getpid tracepoints and probes).
     owner: u32,
@@ -133,6 +145,9 @@ pub struct Pmc {
     saved: Reading,
     /// Reload count (sampling) or initial value (counting), as `set` gave it.
     reload_count: u64,
+    /// An SS PMC's event count at its last start: the sampling period
+    /// restarts there.
+    sample_base: u64,
 }
 
 impl Pmc {
@@ -151,9 +166,11 @@ impl Pmc {
         Self::allocate_with_count(spec, mode, flags, cpu, count)
     }
 
-    /// Allocates a PMC with FreeBSD 12's sixth argument: the initial value
-    /// of a counting PMC, or the reload count (sample period) of a sampling
-    /// PMC (values below 1000 are raised to 1000, as hwpmc does).
+    /// Allocates a PMC with FreeBSD 12's sixth argument: the reload count
+    /// (sample period) of a sampling PMC (values below 1000 are raised to
+    /// 1000, as hwpmc does), or the initial value of a counting PMC, which
+    /// an SC PMC starts counting from and a TC PMC ignores, as hwpmc does
+    /// (see [`Pmc::set`]).
     pub fn allocate_with_count(
         spec: &str,
         mode: Mode,
@@ -178,7 +195,7 @@ impl Pmc {
             spec: spec_text.to_string(),
             source,
         })?;
-        validate_allocation(mode, flags, cpu)?;
+        validate_allocation(mode, flags, cpu, &*backend)?;
         let reload_count = if mode.is_sampling() {
             spec.qualifiers
                 .period
@@ -187,14 +204,6 @@ impl Pmc {
         } else {
             count
         };
-        if let Cpu::Id(n) = cpu
-            && !backend.online_cpus().contains(&n)
-        {
-            return Err(Error::Unavailable {
-                what: format!("cpu {n}"),
-                why: format!("it is not online (online: {:?})", backend.online_cpus()),
-            });
-        }
         let id = PmcId(NEXT_ID.fetch_add(1, Ordering::Relaxed));
         let event = backend.prepare(&EventRequest {
             spec: &spec,
@@ -203,9 +212,15 @@ impl Pmc {
             sample_period: reload_count,
             pmcid: id.0,
         })?;
+        // hwpmc allocates the hardware at allocate, so an event this
+        // machine cannot count fails here: system PMCs open their CPU now,
+        // process PMCs try the event on the calling thread.
         let system = match cpu {
             Cpu::Id(n) => Some(event.open_cpu(n)?),
-            Cpu::Any => None,
+            Cpu::Any => {
+                event.trial_open()?;
+                None
+            }
         };
         let owner = backend.caller_pid();
         let mut pmc = Pmc {
@@ -219,18 +234,21 @@ impl Pmc {
             state: State::Allocated,
             targets: Vec::new(),
             system,
-            attached_to_owner: false,
+            attach_done: false,
+            msr_granted: false,
+            initial: if mode.is_counting() { count } else { 0 },
             owner,
             hot: None,
             single_target: false,
             shared_state: Arc::new(AtomicU8::new(state_to_u8(State::Allocated))),
-            offset: if mode.is_counting() { count } else { 0 },
+            // TC: the count is `pm_initial`, which hwpmc never uses for
+            // process PMCs (their value is `pm_savedvalue`, 0 until a
+            // write); SC: it is written to the counter at start.
+            offset: 0,
             detached: CounterValue::ZERO,
-            saved: Reading {
-                value: if mode.is_counting() { count } else { 0 },
-                ..Reading::default()
-            },
+            saved: Reading::default(),
             reload_count,
+            sample_base: 0,
         };
         pmc.publish();
         if crate::log::sink::is_configured() {
@@ -254,16 +272,26 @@ impl Pmc {
             && !self
                 .flags
                 .intersects(Flags::LOG_PROCEXIT | Flags::LOG_PROCCSW);
+        // Only a PMC on its owner: the owner cannot have exited while it
+        // calls start, so the direct path needs no exit check.
         self.hot = match self.targets.first() {
-            Some(t) if lone_counter => t.counters.hot(),
+            Some(t) if lone_counter && t.pid == self.owner => t.counters.hot(),
             _ => None,
         };
         self.shared_state
             .store(state_to_u8(self.state), Ordering::Relaxed);
         let info = self.info();
         if let Ok(mut r) = REGISTRY.lock() {
-            r.insert(self.id.0, (info, self.shared_state.clone()));
+            r.insert(
+                self.id.0,
+                (info, self.shared_state.clone(), self.backend_key()),
+            );
         }
+    }
+
+    /// Identifies the backend in the registry.
+    fn backend_key(&self) -> usize {
+        Arc::as_ptr(&self.backend).cast::<()>() as usize
     }
 
     /// A state change on the hot path (start/stop): no lock, no allocation.
@@ -286,7 +314,7 @@ impl Pmc {
             state: self.state,
             owner_pid: self.owner,
             reload_count: self.reload_count,
-            targets: self.targets.iter().map(|t| t.pid).collect(),
+            targets: self.targets(),
         }
     }
 
@@ -330,20 +358,39 @@ impl Pmc {
         self.event.describe()
     }
 
-    /// The processes this PMC is attached to.
+    /// The processes this PMC is attached to; those that exited have left
+    /// the list (as hwpmc unlinks them at exit).
     pub fn targets(&self) -> Vec<u32> {
-        self.targets.iter().map(|t| t.pid).collect()
+        self.targets
+            .iter()
+            .map(|t| t.pid)
+            .filter(|&pid| self.backend.process_exists(pid))
+            .collect()
     }
 
-    /// The capabilities of the PMC's class (`pmc_capabilities`).
+    /// The capabilities of the PMC's class as [`crate::machine::cpuinfo`]
+    /// reports them (`pmc_capabilities` looks the class up in the cpuinfo
+    /// classes, libpmc.c); the event's own when the class is not listed.
     pub fn capabilities(&self) -> Capabilities {
-        self.event.capabilities()
+        let class = self.event.class();
+        self.backend
+            .classes()
+            .ok()
+            .and_then(|cs| cs.into_iter().find(|c| c.class == class))
+            .map_or_else(|| self.event.capabilities(), |c| c.caps)
     }
 
-    /// The width in bits of the values `read` returns (`pmc_width`). Linux
-    /// extends hardware counters to 64 bits, so values never wrap earlier.
+    /// The width of the PMC's class as [`crate::machine::cpuinfo`] reports
+    /// it (`pmc_width` looks the class up in the cpuinfo classes, libpmc.c).
+    /// Values `read` returns are 64-bit whatever the hardware width: Linux
+    /// extends counters, so they do not wrap at 2^width.
     pub fn width(&self) -> u32 {
-        self.event.width()
+        let class = self.event.class();
+        self.backend
+            .classes()
+            .ok()
+            .and_then(|cs| cs.into_iter().find(|c| c.class == class))
+            .map_or_else(|| self.event.width(), |c| c.width)
     }
 
     /// The reload count (sampling) or initial value (counting).
@@ -376,12 +423,22 @@ impl Pmc {
             });
         }
         let pid = self.resolve_pid(pid);
-        if self.targets.iter().any(|t| t.pid == pid) {
-            return Err(Error::AlreadyAttached { pid });
-        }
+        self.prune_exited()?;
         if !self.backend.process_exists(pid) {
             return Err(Error::NoSuchProcess { op: "attach", pid });
         }
+        if self.msr_granted {
+            return Err(Error::PermissionDenied {
+                op: format!("attach PMC {} to process {pid}", self.id),
+                os_errno: libc::EPERM,
+                hint: Some(
+                    "get_msr gave this PMC's counter to the calling process for rdpmc; \
+                     hwpmc then refuses further attaches: allocate another PMC"
+                        .into(),
+                ),
+            });
+        }
+        self.check_overlap(pid)?;
         let counters = self
             .event
             .open_process(pid, self.flags.contains(Flags::DESCENDANTS))?;
@@ -396,34 +453,89 @@ impl Pmc {
                 path,
             });
         }
-        if pid == self.owner {
-            self.attached_to_owner = true;
-        }
+        self.attach_done = true;
         self.publish();
         Ok(())
     }
 
-    /// Detaches a process (`pmc_detach`). The counts it accumulated stay in
-    /// the PMC's value.
-    pub fn detach(&mut self, pid: u32) -> Result<()> {
-        if self.mode.is_system() {
-            return Err(Error::invalid(
-                "detach",
-                format!(
-                    "{} is a system-mode PMC; it has no attached processes",
-                    self.mode
-                ),
-            ));
+    /// EEXIST when `pid` is already monitored by this PMC: a target, or
+    /// with DESCENDANTS inside a target's tree or the root of a tree that
+    /// holds a target (`pmc_attach_one_process` meets the process already
+    /// at its row). Nothing is opened before this check, so a refused
+    /// attach leaves the PMC as it was.
+    fn check_overlap(&self, pid: u32) -> Result<()> {
+        if self.targets.iter().any(|t| t.pid == pid) {
+            return Err(Error::AlreadyAttached { pid });
         }
+        if !self.flags.contains(Flags::DESCENDANTS) {
+            return Ok(());
+        }
+        let new_tree = self.backend.descendants(pid);
+        for t in &self.targets {
+            if new_tree.contains(&t.pid) {
+                return Err(Error::AlreadyAttached { pid: t.pid });
+            }
+            if self.backend.descendants(t.pid).contains(&pid) {
+                return Err(Error::AlreadyAttached { pid });
+            }
+        }
+        Ok(())
+    }
+
+    /// Targets that exited leave the list (hwpmc unlinks them at exit,
+    /// `pmc_process_exit`); what they counted stays in the value.
+    fn prune_exited(&mut self) -> Result<()> {
+        let before = self.targets.len();
+        let mut i = 0;
+        while i < self.targets.len() {
+            if self.backend.process_exists(self.targets[i].pid) {
+                i += 1;
+                continue;
+            }
+            let mut gone = self.targets.remove(i);
+            let value = gone.counters.read()?;
+            self.detached.accumulate(value);
+        }
+        if self.targets.len() != before {
+            self.publish();
+        }
+        Ok(())
+    }
+
+    /// Detaches a process (`pmc_detach`). The counts it accumulated stay in
+    /// the PMC's value. A live process that no PMC of this process monitors
+    /// is ESRCH, one that another of its PMCs monitors EINVAL
+    /// (`pmc_detach_one_process`). Detaching the last target of a
+    /// DESCENDANTS PMC lets the next `start` attach the owner again, as
+    /// `pmc_detach_process` clears `PMC_F_ATTACH_DONE` only then.
+    pub fn detach(&mut self, pid: u32) -> Result<()> {
+        // hwpmc_mod.c pmc_do_op_pmcdetach has no mode check: a system PMC
+        // has no targets, so the rules below make it ESRCH or EINVAL.
         let pid = self.resolve_pid(pid);
+        self.prune_exited()?;
         let Some(i) = self.targets.iter().position(|t| t.pid == pid) else {
+            // pmc_do_op_pmcdetach: a process that does not exist (or is
+            // exiting) is ESRCH; pmc_detach_one_process: one no PMC
+            // monitors is ESRCH, one another PMC monitors is EINVAL.
             if !self.backend.process_exists(pid) {
                 return Err(Error::NoSuchProcess { op: "detach", pid });
             }
-            return Err(Error::invalid(
-                "detach",
-                format!("the PMC is not attached to process {pid}"),
-            ));
+            let backend = self.backend_key();
+            let other = REGISTRY.lock().ok().and_then(|r| {
+                r.values()
+                    .find(|(p, _, b)| *b == backend && p.id != self.id && p.targets.contains(&pid))
+                    .map(|(p, _, _)| p.id)
+            });
+            return Err(match other {
+                Some(other) => Error::invalid(
+                    "detach",
+                    format!(
+                        "process {pid} is monitored by PMC {other} of this process, not by PMC {}",
+                        self.id
+                    ),
+                ),
+                None => Error::NotMonitored { pid },
+            });
         };
         let mut target = self.targets.remove(i);
         if self.state == State::Running {
@@ -437,12 +549,22 @@ impl Pmc {
                 pid,
             });
         }
+        // hwpmc_mod.c pmc_detach_process: detaching the last tree of a
+        // DESCENDANTS PMC clears PMC_F_ATTACH_DONE, so its next start
+        // attaches the owner again (a plain PMC's start is ESRCH then).
+        // FreeBSD's asymmetry, kept.
+        if self.flags.contains(Flags::DESCENDANTS) && self.targets.is_empty() {
+            self.attach_done = false;
+        }
         self.publish();
         Ok(())
     }
 
     /// Starts the PMC (`pmc_start`). A process PMC that was never attached
-    /// is attached to the caller first. Starting a running PMC succeeds.
+    /// is attached to the caller first; one whose targets were all detached
+    /// or exited is ESRCH ([`Error::NoTargets`]), except after the last
+    /// target of a DESCENDANTS PMC was detached (see [`Pmc::detach`]).
+    /// Starting a running PMC succeeds.
     #[inline]
     pub fn start(&mut self) -> Result<()> {
         if let Some(hot) = &self.hot
@@ -460,19 +582,32 @@ impl Pmc {
         if self.state == State::Running {
             return Ok(());
         }
-        // As hwpmc: with no targets, start attaches the owner, unless the
-        // owner was attached before (it exited or was detached): ESRCH.
-        if self.mode.is_process() && self.targets.is_empty() && !self.attached_to_owner {
-            self.attach(0)?;
-        }
-        if self.mode.is_process() && self.targets.is_empty() {
-            return Err(Error::NoSuchProcess {
-                op: "start",
-                pid: 0,
-            });
+        // pmc_start (hwpmc_mod.c): with no targets, a PMC never attached
+        // attaches its owner; one whose targets were all detached or
+        // exited is ESRCH.
+        if self.mode.is_process() {
+            self.prune_exited()?;
+            if self.targets.is_empty() {
+                if self.attach_done {
+                    return Err(Error::NoTargets { id: self.id });
+                }
+                self.attach(0)?;
+            }
         }
         self.require_log_if_needed()?;
         let sampling = self.mode.is_sampling();
+        // pmc_start writes the system PMC's counter: SC with `pm_initial`
+        // (so counting resumes from the value at stop, or from `set`), SS
+        // with the reload count (a fresh sampling period).
+        if let Some(s) = &mut self.system {
+            let now = s.read()?;
+            match self.mode {
+                Mode::SC => {
+                    self.offset = self.initial.wrapping_sub(now.scaled.unwrap_or(now.raw));
+                }
+                _ => self.sample_base = now.raw,
+            }
+        }
         for t in &mut self.targets {
             if sampling {
                 t.counters.set_period(self.reload_count)?;
@@ -521,6 +656,18 @@ impl Pmc {
             s.disable()?;
         }
         self.set_state(State::Stopped);
+        match self.mode {
+            // hwpmc keeps no value for a stopped TS PMC: `read` returns
+            // `pm_savedvalue`, which only `write` sets.
+            Mode::TS => return Ok(()),
+            // The SS counter holds the events left in its period.
+            Mode::SS => {
+                let raw = self.sum_counters()?.raw;
+                self.saved.value = self.events_to_next_sample(raw);
+                return Ok(());
+            }
+            _ => {}
+        }
         // The counters are disabled now, so this value stays what they
         // hold; `read_detailed` reads them again for raw and times.
         self.saved.value = match (lean, self.targets.first_mut()) {
@@ -530,11 +677,23 @@ impl Pmc {
             },
             _ => self.read_live()?.value,
         };
+        // pmc_stop reads the SC counter back into `pm_initial`.
+        if self.mode == Mode::SC {
+            self.initial = self.saved.value;
+        }
         Ok(())
     }
 
-    #[inline]
-    fn read_live(&mut self) -> Result<Reading> {
+    /// What hwpmc's `pcd_read_pmc` returns for a sampling PMC: the events
+    /// left before the next sample (the counter counts up from
+    /// 2^width − reload count to the overflow).
+    fn events_to_next_sample(&self, raw: u64) -> u64 {
+        let period = self.reload_count.max(1);
+        period - raw.wrapping_sub(self.sample_base) % period
+    }
+
+    /// The sum of every counter, detached targets included.
+    fn sum_counters(&mut self) -> Result<CounterValue> {
         let mut sum = self.detached;
         for t in &mut self.targets {
             sum.accumulate(t.counters.read()?);
@@ -542,6 +701,26 @@ impl Pmc {
         if let Some(s) = &mut self.system {
             sum.accumulate(s.read()?);
         }
+        Ok(sum)
+    }
+
+    /// `pmc_read` of a sampling PMC (the `PMC_OP_PMCRW` case of
+    /// hwpmc_mod.c): the hardware, i.e. the events left before the next
+    /// sample, for a running SS PMC and a running TS PMC attached to its
+    /// owner; otherwise the saved value, which only `write` sets.
+    fn read_sampling(&mut self) -> Result<u64> {
+        let hardware = self.state == State::Running
+            && (self.mode == Mode::SS || self.targets.iter().any(|t| t.pid == self.owner));
+        if !hardware {
+            return Ok(self.saved.value);
+        }
+        let raw = self.sum_counters()?.raw;
+        Ok(self.events_to_next_sample(raw))
+    }
+
+    #[inline]
+    fn read_live(&mut self) -> Result<Reading> {
+        let sum = self.sum_counters()?;
         let Some(scaled) = sum.scaled else {
             return Err(Error::NotCounted {
                 what: format!("PMC {} ({})", self.id, self.spec.text),
@@ -557,9 +736,23 @@ impl Pmc {
         })
     }
 
-    /// Reads the value (`pmc_read`): live while running, the value saved at
-    /// `stop` otherwise. Multiplexed counts are scaled to the enabled time;
-    /// a counter that was enabled but never scheduled is an error
+    /// Reads the value (`pmc_read`, `PMC_OP_PMCRW` of hwpmc_mod.c). Per mode:
+    ///
+    /// - **TC**: the count (plus what [`Pmc::write`] set), live while
+    ///   running, the value at `stop` otherwise. hwpmc reads the hardware
+    ///   only for a PMC attached to its owner and otherwise returns the
+    ///   value as of the targets' last context switch; `pmc` always reads
+    ///   the current count, which is never older.
+    /// - **SC**: the count on the CPU, starting from the initial value
+    ///   (allocate's count or [`Pmc::set`]) at each start.
+    /// - **TS** (*FreeBSD's surprising rule, kept*): not a count. While
+    ///   running and attached to its owner, the events left before the
+    ///   next sample (between 1 and the reload count); otherwise the value
+    ///   [`Pmc::write`] last stored (0 at first).
+    /// - **SS**: the events left before the next sample, also after `stop`.
+    ///
+    /// Multiplexed counts are scaled to the enabled time; a counting PMC
+    /// that was enabled but never scheduled is an error
     /// ([`Error::NotCounted`]), never a silent 0.
     #[inline]
     pub fn read(&mut self) -> Result<u64> {
@@ -577,6 +770,9 @@ impl Pmc {
 
     #[inline(never)]
     fn read_general(&mut self) -> Result<u64> {
+        if self.mode.is_sampling() {
+            return self.read_sampling();
+        }
         // One running process target and nothing detached: the backend's
         // scaled-only read.
         if self.state == State::Running
@@ -597,9 +793,22 @@ impl Pmc {
     /// Like [`Pmc::read`], with the raw count and the enabled/running times.
     pub fn read_detailed(&mut self) -> Result<Reading> {
         match self.state {
-            // Stopped counters are disabled: reading them gives the values
-            // they held at stop, with the raw count and times.
-            State::Running | State::Stopped => self.read_live(),
+            // Stopped counters are disabled: reading them gives the counts
+            // they held at stop, with the raw count and times; `value` is
+            // what `read` returns.
+            State::Running | State::Stopped => {
+                let mut r = match self.read_live() {
+                    Err(Error::NotCounted { .. }) if self.mode.is_sampling() => Reading {
+                        multiplexed: true,
+                        ..self.saved
+                    },
+                    other => other?,
+                };
+                if self.mode.is_sampling() || self.state == State::Stopped {
+                    r.value = self.read()?;
+                }
+                Ok(r)
+            }
             _ => Ok(self.saved),
         }
     }
@@ -638,22 +847,35 @@ impl Pmc {
         Ok(())
     }
 
-    /// Sets the value `read` returns (`pmc_write`); the PMC must be stopped.
-    /// Counting continues from this value at the next `start`.
+    /// Sets the value `read` returns (`pmc_write`, `PMC_OP_PMCRW` with a new
+    /// value); the PMC must be stopped (EBUSY while running). Per mode, as
+    /// hwpmc_mod.c does it:
+    ///
+    /// - **TC**: the PMC's value (`pm_savedvalue`); counting continues
+    ///   from it at the next start.
+    /// - **SC**: the counter itself, so `read` returns it while stopped;
+    ///   but the next `start` writes the initial value (the value at the
+    ///   last stop, or what [`Pmc::set`] gave) over it. *FreeBSD's
+    ///   behaviour, kept: to resume an SC PMC from a value, use `set`.*
+    /// - **TS**: the saved value that `read` returns whenever it does not
+    ///   read the hardware. It is **not** the reload count (use
+    ///   [`Pmc::set`] for that) and counts nothing.
+    /// - **SS**: the counter (`read` returns it until the next start,
+    ///   which reloads the sampling period).
     pub fn write(&mut self, value: u64) -> Result<()> {
         self.require_stopped("write")?;
-        if self.mode.is_sampling() {
-            return self.set_reload(value);
+        if self.mode == Mode::TC {
+            let hardware = self.saved.value.wrapping_sub(self.offset);
+            self.offset = value.wrapping_sub(hardware);
         }
-        let hardware = self.saved.value.wrapping_sub(self.offset);
-        self.offset = value.wrapping_sub(hardware);
         self.saved.value = value;
         self.publish();
         Ok(())
     }
 
     /// Reads the value and writes a new one in one step (`pmc_rw`); returns
-    /// the previous value. The PMC must be stopped.
+    /// the previous value. The PMC must be stopped. See [`Pmc::read`] and
+    /// [`Pmc::write`] for what the values mean in each mode.
     pub fn rw(&mut self, value: u64) -> Result<u64> {
         self.require_stopped("rw")?;
         let old = self.read()?;
@@ -661,15 +883,26 @@ impl Pmc {
         Ok(old)
     }
 
-    /// Sets the initial value of a counting PMC or the reload count (sample
-    /// period) of a sampling PMC (`pmc_set`); the PMC must be stopped.
+    /// `pmc_set` (`PMC_OP_PMCSETCOUNT`); the PMC must be stopped. Per mode:
+    ///
+    /// - **TS, SS**: the reload count (sample period); values below 1000
+    ///   are raised to 1000 (hwpmc's `pmc_mincount`).
+    /// - **SC**: the initial value, written to the counter at the next
+    ///   start, so counting resumes from it.
+    /// - **TC**: the initial value `pm_initial`, which hwpmc never uses for
+    ///   a process PMC: **`read` does not change** (it returns
+    ///   `pm_savedvalue`; use [`Pmc::write`]). *FreeBSD's behaviour, kept.*
+    ///   [`Pmc::reload_count`] and `pmcinfo` show the value set.
     pub fn set(&mut self, value: u64) -> Result<()> {
         self.require_stopped("set")?;
-        if self.mode.is_sampling() {
-            return self.set_reload(value);
+        match self.mode {
+            Mode::TS | Mode::SS => return self.set_reload(value),
+            Mode::SC => self.initial = value,
+            Mode::TC => {}
         }
         self.reload_count = value;
-        self.write(value)
+        self.publish();
+        Ok(())
     }
 
     fn set_reload(&mut self, value: u64) -> Result<()> {
@@ -679,32 +912,51 @@ impl Pmc {
     }
 
     /// The index for reading this counter with `rdpmc` from user space
-    /// (`pmc_get_msr`). Only PMCs attached solely to the calling process,
-    /// without DESCENDANTS, whose counter the kernel exposes to user space
-    /// have one.
-    pub fn get_msr(&self) -> Result<u32> {
-        let caller = self.owner;
-        if self.mode.is_system()
-            || self.flags.contains(Flags::DESCENDANTS)
-            || self.targets.len() != 1
-            || self.targets[0].pid != caller
-        {
+    /// (`pmc_get_msr`), as the `PMC_OP_PMCGETMSR` case of hwpmc_mod.c
+    /// decides: a system PMC, a DESCENDANTS PMC, or one not attached to
+    /// exactly its owner is EINVAL; a counter the kernel does not expose to
+    /// user space is ENOSYS (hwpmc's answer for a class without
+    /// `pcd_get_msr`), with the reason. After a success, further attaches
+    /// are EPERM.
+    ///
+    /// On Linux the index is the one perf publishes in the counter's
+    /// metadata page for the calling thread, and only while the PMC runs:
+    /// perf may move the event to another hardware counter when it is
+    /// rescheduled, so read through the page's sequence lock
+    /// (`pmc_linux::selfmon`) where that matters.
+    pub fn get_msr(&mut self) -> Result<u32> {
+        if self.mode.is_system() || self.flags.contains(Flags::DESCENDANTS) {
             return Err(Error::invalid(
                 "get_msr",
-                "rdpmc access needs a process PMC attached only to the calling process, \
-                 without DESCENDANTS",
+                format!(
+                    "rdpmc access needs a process PMC without DESCENDANTS, not {} {:?}",
+                    self.mode, self.flags
+                ),
             ));
         }
-        self.targets[0]
-            .counters
-            .rdpmc_index()
-            .ok_or_else(|| Error::NotSupported {
-                what: "rdpmc for this PMC".into(),
-                why: "the kernel does not expose this counter to user space (software \
-                      events, no hardware PMU, or rdpmc disabled in \
-                      /sys/bus/event_source/devices/cpu/rdpmc)"
-                    .into(),
-            })
+        self.prune_exited()?;
+        if self.targets.len() != 1 || self.targets[0].pid != self.owner {
+            return Err(Error::invalid(
+                "get_msr",
+                format!(
+                    "rdpmc access needs the PMC attached to its owner ({}) and nothing else; \
+                     it is attached to {:?}",
+                    self.owner,
+                    self.targets()
+                ),
+            ));
+        }
+        let index = self.targets[0].counters.rdpmc_index()?.ok_or_else(|| Error::Os {
+            op: "get_msr".into(),
+            os_errno: libc::ENOSYS,
+            hint: Some(format!(
+                "the {} backend has no user-space read for this counter; read it with Pmc::read",
+                self.backend.name()
+            )),
+        })?;
+        self.msr_granted = true;
+        self.publish();
+        Ok(index)
     }
 
     /// The number of kernel handles (file descriptors) the PMC holds.
@@ -731,14 +983,21 @@ impl Drop for Pmc {
     }
 }
 
-/// The allocation rules of pmc_allocate(3).
-fn validate_allocation(mode: Mode, flags: Flags, cpu: Cpu) -> Result<()> {
-    let unknown = flags.bits() & !Flags::all().bits();
-    if unknown != 0 {
-        return Err(Error::invalid(
-            "allocate",
-            format!("unknown flag bits {unknown:#x}"),
-        ));
+/// The allocation rules of `pmc_do_op_pmcallocate` (hwpmc_mod.c), in its
+/// order: a CPU beyond `pmc_cpu_max()` is EINVAL, the mode/CPU pairing is
+/// EINVAL, an offline CPU of a system PMC is ENXIO, then the flags. What
+/// hwpmc accepts passes: CALLCHAIN on a counting mode (it only affects
+/// samples) and DESCENDANTS on a system mode (no targets to follow).
+fn validate_allocation(mode: Mode, flags: Flags, cpu: Cpu, backend: &dyn Backend) -> Result<()> {
+    if let Cpu::Id(n) = cpu {
+        let possible = backend.possible_cpus();
+        let cpu_max = possible.iter().max().map_or(0, |m| m + 1);
+        if n >= cpu_max {
+            return Err(Error::invalid(
+                "allocate",
+                format!("cpu {n} does not exist: this machine has CPUs 0..{cpu_max}"),
+            ));
+        }
     }
     match (mode.is_process(), cpu) {
         (true, Cpu::Id(n)) => {
@@ -759,7 +1018,24 @@ fn validate_allocation(mode: Mode, flags: Flags, cpu: Cpu) -> Result<()> {
                 ),
             ));
         }
+        (false, Cpu::Id(n)) if !backend.online_cpus().contains(&n) => {
+            return Err(Error::Unavailable {
+                what: format!("cpu {n}"),
+                why: format!(
+                    "it exists but is offline (online: {:?}); bring it online with \
+                     `echo 1 > /sys/devices/system/cpu/cpu{n}/online` or choose another",
+                    backend.online_cpus()
+                ),
+            });
+        }
         _ => {}
+    }
+    let unknown = flags.bits() & !Flags::all().bits();
+    if unknown != 0 {
+        return Err(Error::invalid(
+            "allocate",
+            format!("unknown flag bits {unknown:#x}"),
+        ));
     }
     if flags.contains(Flags::USERCALLCHAIN) && !flags.contains(Flags::CALLCHAIN) {
         return Err(Error::invalid(
@@ -767,22 +1043,16 @@ fn validate_allocation(mode: Mode, flags: Flags, cpu: Cpu) -> Result<()> {
             "USERCALLCHAIN requires CALLCHAIN",
         ));
     }
-    if flags.intersects(Flags::CALLCHAIN | Flags::USERCALLCHAIN) && !mode.is_sampling() {
+    if flags.contains(Flags::USERCALLCHAIN) && !mode.is_sampling() {
         return Err(Error::invalid(
             "allocate",
-            format!("CALLCHAIN and USERCALLCHAIN need a sampling mode (SS, TS), not {mode}"),
+            format!("USERCALLCHAIN needs a sampling mode (SS, TS), not {mode}"),
         ));
     }
     if flags.intersects(Flags::LOG_PROCCSW | Flags::LOG_PROCEXIT) && mode.is_system() {
         return Err(Error::invalid(
             "allocate",
             format!("LOG_PROCCSW and LOG_PROCEXIT apply to process modes only, not {mode}"),
-        ));
-    }
-    if flags.contains(Flags::DESCENDANTS) && mode.is_system() {
-        return Err(Error::invalid(
-            "allocate",
-            format!("DESCENDANTS applies to process modes only, not {mode}"),
         ));
     }
     Ok(())
@@ -869,243 +1139,4 @@ impl PerCpu {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::backend::sim::SimBackend;
-
-    fn sim_pmc(sim: &Arc<SimBackend>, mode: Mode, flags: Flags, cpu: Cpu) -> Result<Pmc> {
-        Pmc::allocate_on(sim.clone(), "task-clock", mode, flags, cpu, 0)
-    }
-
-    fn tc(sim: &Arc<SimBackend>) -> Pmc {
-        sim_pmc(sim, Mode::TC, Flags::empty(), Cpu::Any).expect("allocate")
-    }
-
-    #[test]
-    fn start_attaches_the_caller_and_counts_only_while_running() {
-        let sim = SimBackend::new(2);
-        let mut p = tc(&sim);
-        sim.advance(5);
-        assert_eq!(p.read().unwrap(), 0);
-        p.start().unwrap();
-        assert_eq!(p.targets(), vec![sim.caller()]);
-        sim.advance(10);
-        assert_eq!(p.read().unwrap(), 10);
-        p.start().unwrap(); // idempotent
-        p.stop().unwrap();
-        p.stop().unwrap(); // idempotent
-        sim.advance(100);
-        assert_eq!(p.read().unwrap(), 10, "a stopped PMC reads its saved value");
-        p.start().unwrap();
-        sim.advance(1);
-        assert_eq!(p.read().unwrap(), 11);
-    }
-
-    #[test]
-    fn stop_before_start_is_einval() {
-        let sim = SimBackend::new(1);
-        let mut p = tc(&sim);
-        assert_eq!(p.stop().unwrap_err().errno(), libc::EINVAL);
-    }
-
-    #[test]
-    fn attach_rules_follow_pmc_attach() {
-        let sim = SimBackend::new(2);
-        sim.spawn(42);
-        let mut p = tc(&sim);
-        p.attach(42).unwrap();
-        assert_eq!(p.attach(42).unwrap_err().errno(), libc::EEXIST);
-        assert_eq!(p.attach(77).unwrap_err().errno(), libc::ESRCH);
-        p.start().unwrap();
-        assert_eq!(
-            p.targets(),
-            vec![42],
-            "start must not attach the caller once attached"
-        );
-        assert_eq!(p.attach(0).unwrap_err().errno(), libc::EBUSY);
-        let mut s = sim_pmc(&sim, Mode::SC, Flags::empty(), Cpu::Id(1)).unwrap();
-        assert_eq!(s.attach(42).unwrap_err().errno(), libc::EINVAL);
-        assert_eq!(s.detach(42).unwrap_err().errno(), libc::EINVAL);
-    }
-
-    #[test]
-    fn several_targets_accumulate_and_detach_keeps_the_value() {
-        let sim = SimBackend::new(2);
-        sim.spawn(42);
-        let mut p = tc(&sim);
-        p.attach(0).unwrap();
-        p.attach(42).unwrap();
-        p.start().unwrap();
-        sim.advance(10);
-        assert_eq!(p.read().unwrap(), 20);
-        p.detach(42).unwrap();
-        sim.advance(10);
-        assert_eq!(p.read().unwrap(), 30, "the detached target's 10 stay");
-        assert_eq!(p.detach(42).unwrap_err().errno(), libc::EINVAL);
-        sim.exit(42);
-        assert_eq!(p.detach(42).unwrap_err().errno(), libc::ESRCH);
-    }
-
-    #[test]
-    fn write_set_rw_need_a_stopped_pmc_and_set_the_value() {
-        let sim = SimBackend::new(1);
-        let mut p = tc(&sim);
-        p.set(42).unwrap();
-        assert_eq!(p.read().unwrap(), 42);
-        p.start().unwrap();
-        assert_eq!(p.write(1).unwrap_err().errno(), libc::EBUSY);
-        assert_eq!(p.rw(1).unwrap_err().errno(), libc::EBUSY);
-        assert_eq!(p.set(1).unwrap_err().errno(), libc::EBUSY);
-        sim.advance(8);
-        assert_eq!(p.read().unwrap(), 50);
-        p.stop().unwrap();
-        assert_eq!(p.rw(7).unwrap(), 50);
-        assert_eq!(p.read().unwrap(), 7);
-        p.start().unwrap();
-        sim.advance(3);
-        assert_eq!(p.read().unwrap(), 10);
-        p.stop().unwrap();
-        p.write(u64::MAX).unwrap();
-        p.start().unwrap();
-        sim.advance(2);
-        assert_eq!(
-            p.read().unwrap(),
-            1,
-            "values wrap modulo 2^64 like a 64-bit counter"
-        );
-    }
-
-    #[test]
-    fn allocate_with_count_sets_the_initial_value_or_reload_count() {
-        let sim = SimBackend::new(1);
-        let p = Pmc::allocate_on(
-            sim.clone(),
-            "task-clock",
-            Mode::TC,
-            Flags::empty(),
-            Cpu::Any,
-            99,
-        )
-        .unwrap();
-        assert_eq!(p.reload_count(), 99);
-        let mut p = p;
-        assert_eq!(p.read().unwrap(), 99);
-        let s = Pmc::allocate_on(
-            sim.clone(),
-            "task-clock",
-            Mode::TS,
-            Flags::empty(),
-            Cpu::Any,
-            10,
-        )
-        .unwrap();
-        assert_eq!(
-            s.reload_count(),
-            MIN_RELOAD_COUNT,
-            "hwpmc raises small reload counts"
-        );
-    }
-
-    #[test]
-    fn allocation_validation_matrix() {
-        let sim = SimBackend::new(2);
-        let einval = |mode, flags, cpu| {
-            let e = sim_pmc(&sim, mode, flags, cpu).unwrap_err();
-            assert_eq!(e.errno(), libc::EINVAL, "{mode} {flags:?} {cpu}: {e}");
-        };
-        for m in [Mode::TC, Mode::TS] {
-            einval(m, Flags::empty(), Cpu::Id(0));
-        }
-        for m in [Mode::SC, Mode::SS] {
-            einval(m, Flags::empty(), Cpu::Any);
-            einval(m, Flags::LOG_PROCCSW, Cpu::Id(0));
-            einval(m, Flags::LOG_PROCEXIT, Cpu::Id(0));
-            einval(m, Flags::DESCENDANTS, Cpu::Id(0));
-        }
-        einval(Mode::TS, Flags::USERCALLCHAIN, Cpu::Any);
-        einval(Mode::TC, Flags::CALLCHAIN, Cpu::Any);
-        einval(Mode::SC, Flags::CALLCHAIN, Cpu::Id(0));
-        einval(Mode::TC, Flags::from_bits_retain(0x1), Cpu::Any);
-        // Every valid combination allocates.
-        for (m, f, c) in [
-            (
-                Mode::TC,
-                Flags::DESCENDANTS | Flags::LOG_PROCEXIT | Flags::LOG_PROCCSW,
-                Cpu::Any,
-            ),
-            (
-                Mode::TS,
-                Flags::CALLCHAIN | Flags::USERCALLCHAIN | Flags::DESCENDANTS,
-                Cpu::Any,
-            ),
-            (Mode::SS, Flags::CALLCHAIN, Cpu::Id(1)),
-            (Mode::SC, Flags::empty(), Cpu::Id(0)),
-        ] {
-            sim_pmc(&sim, m, f, c).unwrap_or_else(|e| panic!("{m} {f:?} {c}: {e}"));
-        }
-        let off = sim_pmc(&sim, Mode::SC, Flags::empty(), Cpu::Id(5)).unwrap_err();
-        assert_eq!(off.errno(), libc::ENXIO, "{off}");
-    }
-
-    #[test]
-    fn a_counter_that_never_ran_is_an_error_not_zero() {
-        let sim = SimBackend::new(1);
-        let mut p = tc(&sim);
-        sim.starve(true);
-        p.start().unwrap();
-        sim.advance(10);
-        let e = p.read().unwrap_err();
-        assert!(
-            matches!(
-                e,
-                Error::NotCounted {
-                    time_enabled: 10,
-                    ..
-                }
-            ),
-            "{e:?}"
-        );
-        sim.starve(false);
-        sim.advance(10);
-        let r = p.read_detailed().unwrap();
-        assert!(r.multiplexed);
-        assert_eq!(
-            (r.raw, r.time_enabled, r.time_running, r.value),
-            (10, 20, 10, 20)
-        );
-    }
-
-    #[test]
-    fn pmcinfo_lists_own_pmcs_with_their_state() {
-        let sim = SimBackend::new(2);
-        let mut p = tc(&sim);
-        let id = p.id();
-        let row = || registry_snapshot().into_iter().find(|r| r.id == id);
-        assert_eq!(row().unwrap().state, State::Allocated);
-        p.start().unwrap();
-        let r = row().unwrap();
-        assert_eq!(
-            (r.state, r.targets.clone()),
-            (State::Running, vec![sim.caller()])
-        );
-        drop(p);
-        assert!(row().is_none(), "released PMCs leave the table");
-    }
-
-    #[test]
-    fn get_msr_needs_a_pmc_attached_only_to_the_caller() {
-        let sim = SimBackend::new(1);
-        sim.spawn(42);
-        let mut p = tc(&sim);
-        assert_eq!(p.get_msr().unwrap_err().errno(), libc::EINVAL);
-        p.attach(42).unwrap();
-        assert_eq!(p.get_msr().unwrap_err().errno(), libc::EINVAL);
-        let mut q = tc(&sim);
-        q.attach(0).unwrap();
-        assert_eq!(
-            q.get_msr().unwrap_err().errno(),
-            libc::EOPNOTSUPP,
-            "sim has no rdpmc"
-        );
-    }
-}
+mod tests;

@@ -97,6 +97,11 @@ bitflags::bitflags! {
         /// Capture the user call chain even when the sample lands in the
         /// kernel (needs `CALLCHAIN` and a sampling mode).
         const USERCALLCHAIN = 0x100;
+        /// The event came from the pmu-events tables (`PMC_F_EV_PMU`,
+        /// `sys/sys/pmc.h`). libpmc sets it for names it found there;
+        /// `pmc` resolves every name itself, so the flag is accepted and
+        /// changes nothing.
+        const EV_PMU = 0x200;
     }
 }
 
@@ -210,9 +215,12 @@ bitflags::bitflags! {
         const TAGGING = 1 << 10;
         /// Cascading counters.
         const CASCADE = 1 << 11;
-        /// Can count system-wide.
+        /// One counter for the whole machine, not one per CPU: allocate it
+        /// on one CPU only (`PMC_CAP_SYSWIDE`; pmc-stat then counts it on
+        /// CPU 0 alone). Per-CPU core and software counters lack it.
         const SYSWIDE = 1 << 12;
-        /// Domain-wide (uncore) counting.
+        /// One counter per memory domain (NUMA node), not per CPU
+        /// (`PMC_CAP_DOMWIDE`).
         const DOMWIDE = 1 << 13;
     }
 }
@@ -311,6 +319,11 @@ mod tests {
     fn flags_and_caps_have_freebsd_values() {
         assert_eq!(Flags::DESCENDANTS.bits(), 0x2);
         assert_eq!(Flags::USERCALLCHAIN.bits(), 0x100);
+        // sys/sys/pmc.h: `#define PMC_F_EV_PMU 0x00000200`.
+        assert_eq!(Flags::EV_PMU.bits(), 0x200);
+        // sys/sys/pmc.h __PMC_CAPS(): SYSWIDE is bit 12, DOMWIDE bit 13.
+        assert_eq!(Capabilities::SYSWIDE.bits(), 1 << 12);
+        assert_eq!(Capabilities::DOMWIDE.bits(), 1 << 13);
         assert_eq!(Capabilities::PRECISE.bits(), 1 << 9);
         let caps = Capabilities::READ | Capabilities::WRITE;
         assert_eq!(caps.to_string(), "READ WRITE");

@@ -144,6 +144,20 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// The CPUs that are online.
     fn online_cpus(&self) -> Vec<u32>;
 
+    /// The CPUs that may ever be online (`pmc_cpu_max()` is the highest
+    /// plus one): a CPU beyond them is EINVAL at allocate, an existing
+    /// offline one ENXIO.
+    fn possible_cpus(&self) -> Vec<u32> {
+        self.online_cpus()
+    }
+
+    /// The processes descended from `pid` now (children, grandchildren…),
+    /// for the overlap rule of DESCENDANTS attaches.
+    fn descendants(&self, pid: u32) -> Vec<u32> {
+        let _ = pid;
+        Vec::new()
+    }
+
     /// The machine description (`pmc_cpuinfo`).
     fn cpuinfo(&self) -> Result<CpuInfo>;
 
@@ -177,6 +191,15 @@ pub trait PreparedEvent: Send + Sync + fmt::Debug {
 
     /// Opens a system-wide counter on one CPU, disabled.
     fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>>;
+
+    /// Opens what a process target would open on the calling thread and
+    /// closes it again: `allocate` fails with the kernel's errno for an
+    /// event this machine cannot count (no PMU, a missing tracepoint,
+    /// paranoid), as hwpmc's allocate does, while process PMCs still open
+    /// their counters only when they attach.
+    fn trial_open(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The open counters of one target (a process tree or a CPU).
@@ -204,10 +227,11 @@ pub trait Counters: Send + fmt::Debug {
         Ok(())
     }
 
-    /// The index `rdpmc` would use for this counter, if user-space reads are
-    /// possible (`pmc_get_msr`).
-    fn rdpmc_index(&self) -> Option<u32> {
-        None
+    /// The index `rdpmc` uses for this counter on the calling thread
+    /// (`pmc_get_msr`): `Ok(None)` when the kernel does not let user
+    /// space read it. A backend may open what it needs for that here.
+    fn rdpmc_index(&mut self) -> Result<Option<u32>> {
+        Ok(None)
     }
 
     /// The number of kernel objects (fds) this target holds.

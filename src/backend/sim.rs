@@ -6,8 +6,8 @@
 //! set of existing processes is explicit, and a counter can be made to
 //! lose all its time to multiplexing.
 
-use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::{Backend, CounterValue, Counters, EventRequest, PreparedEvent};
@@ -20,8 +20,15 @@ use crate::{Capabilities, Class, Error, Result};
 pub struct SimBackend {
     clock: Arc<SimClock>,
     processes: Mutex<BTreeSet<u32>>,
+    /// child → parent, for DESCENDANTS.
+    parents: Mutex<BTreeMap<u32, u32>>,
     cpus: Vec<u32>,
+    offline: Mutex<BTreeSet<u32>>,
     caller: u32,
+    /// The rdpmc index counters report (0: none, else index + 1).
+    rdpmc: Arc<AtomicU32>,
+    /// The errno every open fails with (0: opens work).
+    refuse: Arc<AtomicU32>,
 }
 
 /// Simulated time: every tick adds to the enabled time of enabled counters,
@@ -48,8 +55,12 @@ impl SimBackend {
         Arc::new(SimBackend {
             clock: Arc::new(SimClock::default()),
             processes: Mutex::new(BTreeSet::from([1000])),
+            parents: Mutex::new(BTreeMap::new()),
             cpus: (0..cpus).collect(),
+            offline: Mutex::new(BTreeSet::new()),
             caller: 1000,
+            rdpmc: Arc::new(AtomicU32::new(0)),
+            refuse: Arc::new(AtomicU32::new(0)),
         })
     }
 
@@ -71,9 +82,43 @@ impl SimBackend {
         self.processes.lock().expect("sim lock").insert(pid);
     }
 
-    /// Makes a process disappear.
+    /// Makes a process exist as a child of `parent`.
+    pub fn spawn_child(&self, parent: u32, pid: u32) {
+        self.spawn(pid);
+        self.parents.lock().expect("sim lock").insert(pid, parent);
+    }
+
+    /// Makes a process disappear (its children are reparented away).
     pub fn exit(&self, pid: u32) {
         self.processes.lock().expect("sim lock").remove(&pid);
+        let mut parents = self.parents.lock().expect("sim lock");
+        parents.remove(&pid);
+        parents.retain(|_, p| *p != pid);
+    }
+
+    /// Takes a CPU offline (it stays possible) or back online.
+    pub fn set_online(&self, cpu: u32, online: bool) {
+        let mut offline = self.offline.lock().expect("sim lock");
+        if online {
+            offline.remove(&cpu);
+        } else {
+            offline.insert(cpu);
+        }
+    }
+
+    /// Makes every open fail with `errno` (`None`: opens work again), as
+    /// on a machine that cannot count the event (ENOENT for a missing PMU,
+    /// EACCES for paranoid).
+    pub fn refuse_opens(&self, errno: Option<i32>) {
+        self.refuse
+            .store(errno.map_or(0, |e| e.unsigned_abs()), Ordering::SeqCst);
+    }
+
+    /// Makes every counter report this user-space rdpmc index (`None`:
+    /// user-space reads are not allowed, as on a machine without a PMU).
+    pub fn set_rdpmc_index(&self, index: Option<u32>) {
+        self.rdpmc
+            .store(index.map_or(0, |i| i + 1), Ordering::SeqCst);
     }
 
     /// While set, enabled counters accumulate enabled time but never run
@@ -93,6 +138,13 @@ impl Backend for SimBackend {
             EventName::Software(_) => Class::Software,
             EventName::Hardware(_) => Class::Hardware,
             EventName::Cache(_) => Class::Cache,
+            EventName::Named(name) => {
+                return Err(Error::UnknownEvent {
+                    what: format!("event `{name}`"),
+                    why: "the simulator knows generic hardware, cache and software names only"
+                        .into(),
+                });
+            }
             other => {
                 return Err(Error::NotSupported {
                     what: format!("{other:?}"),
@@ -104,6 +156,8 @@ impl Backend for SimBackend {
         Ok(Box::new(SimEvent {
             class,
             clock: self.clock.clone(),
+            rdpmc: self.rdpmc.clone(),
+            refuse: self.refuse.clone(),
         }))
     }
 
@@ -116,7 +170,29 @@ impl Backend for SimBackend {
     }
 
     fn online_cpus(&self) -> Vec<u32> {
+        let offline = self.offline.lock().expect("sim lock");
+        self.cpus
+            .iter()
+            .copied()
+            .filter(|c| !offline.contains(c))
+            .collect()
+    }
+
+    fn possible_cpus(&self) -> Vec<u32> {
         self.cpus.clone()
+    }
+
+    fn descendants(&self, pid: u32) -> Vec<u32> {
+        let parents = self.parents.lock().expect("sim lock");
+        let mut found = vec![pid];
+        let mut i = 0;
+        while i < found.len() {
+            let p = found[i];
+            found.extend(parents.iter().filter(|(_, pp)| **pp == p).map(|(c, _)| *c));
+            i += 1;
+        }
+        found.remove(0);
+        found
     }
 
     fn cpuinfo(&self) -> Result<CpuInfo> {
@@ -124,12 +200,24 @@ impl Backend for SimBackend {
             cputype: "simulated".into(),
             ncpu: self.cpus.len() as u32,
             npmc: 4,
-            classes: vec![ClassInfo {
-                class: Class::Software,
-                caps: Capabilities::READ | Capabilities::WRITE,
-                width: 64,
-                num: None,
-            }],
+            // A 48-bit PMU like x86's, and 64-bit software counters.
+            classes: [
+                (Class::Hardware, 48),
+                (Class::Cache, 48),
+                (Class::Software, 64),
+            ]
+            .into_iter()
+            .map(|(class, width)| ClassInfo {
+                class,
+                caps: Capabilities::READ
+                    | Capabilities::WRITE
+                    | Capabilities::USER
+                    | Capabilities::SYSTEM
+                    | Capabilities::INTERRUPT,
+                width,
+                num: Some(4),
+            })
+            .collect(),
         })
     }
 
@@ -142,6 +230,21 @@ impl Backend for SimBackend {
 struct SimEvent {
     class: Class,
     clock: Arc<SimClock>,
+    rdpmc: Arc<AtomicU32>,
+    refuse: Arc<AtomicU32>,
+}
+
+impl SimEvent {
+    fn check_open(&self, target: &str) -> Result<()> {
+        match self.refuse.load(Ordering::SeqCst) {
+            0 => Ok(()),
+            errno => Err(Error::Os {
+                op: format!("sim open of {} on {target}", self.class),
+                os_errno: errno as i32,
+                hint: Some("refused by SimBackend::refuse_opens".into()),
+            }),
+        }
+    }
 }
 
 impl PreparedEvent for SimEvent {
@@ -161,18 +264,25 @@ impl PreparedEvent for SimEvent {
         format!("sim {}", self.class)
     }
 
-    fn open_process(&self, _pid: u32, _descendants: bool) -> Result<Box<dyn Counters>> {
+    fn open_process(&self, pid: u32, _descendants: bool) -> Result<Box<dyn Counters>> {
+        self.check_open(&format!("process {pid}"))?;
         Ok(Box::new(SimCounter::new(self)))
     }
 
-    fn open_cpu(&self, _cpu: u32) -> Result<Box<dyn Counters>> {
+    fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {
+        self.check_open(&format!("cpu {cpu}"))?;
         Ok(Box::new(SimCounter::new(self)))
+    }
+
+    fn trial_open(&self) -> Result<()> {
+        self.check_open("the calling thread")
     }
 }
 
 #[derive(Debug)]
 struct SimCounter {
     clock: Arc<SimClock>,
+    rdpmc: Arc<AtomicU32>,
     /// The clock (total, running) when last enabled.
     since: Option<(u64, u64)>,
     counted: u64,
@@ -183,6 +293,7 @@ impl SimCounter {
     fn new(e: &SimEvent) -> SimCounter {
         SimCounter {
             clock: e.clock.clone(),
+            rdpmc: e.rdpmc.clone(),
             since: None,
             counted: 0,
             enabled: 0,
@@ -210,6 +321,10 @@ impl Counters for SimCounter {
         self.counted += running;
         self.since = None;
         Ok(())
+    }
+
+    fn rdpmc_index(&mut self) -> Result<Option<u32>> {
+        Ok(self.rdpmc.load(Ordering::SeqCst).checked_sub(1))
     }
 
     fn read(&mut self) -> Result<CounterValue> {

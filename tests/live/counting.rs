@@ -54,9 +54,34 @@ pub fn tests() -> Vec<LiveTest> {
             per_cpu_sums_every_online_cpu,
         ),
         test(
-            "counting::set_42_reads_back_42_and_counts_on_from_it",
+            "counting::tc_write_sets_the_value_and_set_does_not",
             vec![R::Paranoid(2)],
-            set_42_reads_back_42_and_counts_on_from_it,
+            tc_write_sets_the_value_and_set_does_not,
+        ),
+        test(
+            "counting::ts_read_is_the_events_left_before_the_next_sample",
+            vec![R::Paranoid(2)],
+            ts_read_is_the_events_left_before_the_next_sample,
+        ),
+        test(
+            "counting::detach_is_esrch_unmonitored_einval_for_another_pmc",
+            vec![R::Paranoid(2)],
+            detach_is_esrch_unmonitored_einval_for_another_pmc,
+        ),
+        test(
+            "counting::width_and_caps_are_the_cpuinfo_class_rows",
+            vec![R::Paranoid(2)],
+            width_and_caps_are_the_cpuinfo_class_rows,
+        ),
+        test(
+            "counting::get_msr_on_a_software_event_is_enosys",
+            vec![R::Paranoid(2)],
+            get_msr_on_a_software_event_is_enosys,
+        ),
+        test(
+            "counting::get_msr_gives_the_rdpmc_index_then_attach_is_eperm",
+            vec![R::HardwareCounting, R::Paranoid(2)],
+            get_msr_gives_the_rdpmc_index_then_attach_is_eperm,
         ),
         test(
             "counting::write_rw_set_while_running_are_ebusy",
@@ -74,9 +99,9 @@ pub fn tests() -> Vec<LiveTest> {
             a_single_threaded_process_brackets_its_own_work,
         ),
         test(
-            "counting::detach_keeps_the_detached_value",
+            "counting::an_exited_target_leaves_and_keeps_its_value",
             vec![R::Paranoid(2)],
-            detach_keeps_the_detached_value,
+            an_exited_target_leaves_and_keeps_its_value,
         ),
         test(
             "counting::attach_to_an_unused_pid_is_esrch",
@@ -139,7 +164,7 @@ fn perf_stat(event: &str, workload: &str, arg: &str) -> Result<u64, Failed> {
 /// Counts `spec` over `workload`'s handshake variant with a TC PMC
 /// attached to the child, and checks it against `perf stat` on the same
 /// work within `tolerance` (relative).
-fn agrees_with_perf_stat(
+pub fn agrees_with_perf_stat(
     spec: &str,
     perf_event: &str,
     workload: &str,
@@ -296,12 +321,16 @@ fn per_cpu_sums_every_online_cpu() -> TestResult {
     Ok(())
 }
 
-fn set_42_reads_back_42_and_counts_on_from_it() -> TestResult {
-    // Page faults are taken from user mode, so `usr` counts them (a
-    // context switch happens in the kernel and would count 0 with `usr`).
+fn tc_write_sets_the_value_and_set_does_not() -> TestResult {
+    // hwpmc_mod.c: a TC's value is pm_gv.pm_savedvalue, which PMCRW's new
+    // value sets; PMCSETCOUNT sets pm_sc.pm_initial, unused for process
+    // PMCs. Page faults are taken from user mode, so `usr` counts them.
     let mut pmc = tc("page-faults,usr")?;
     pmc.set(42).ctx("set")?;
-    ensure!(pmc.read().ctx("read")? == 42, "set(42) then read");
+    ensure!(pmc.read().ctx("read")? == 0, "set(42) changed a TC's value");
+    ensure!(pmc.reload_count() == 42, "set(42) not kept as pm_initial");
+    pmc.write(42).ctx("write")?;
+    ensure!(pmc.read().ctx("read")? == 42, "write(42) then read");
     pmc.start().ctx("start")?;
     let pages = crate::workloads::touch_fresh_pages(64);
     pmc.stop().ctx("stop")?;
@@ -315,6 +344,147 @@ fn set_42_reads_back_42_and_counts_on_from_it() -> TestResult {
     let old = pmc.rw(1000).ctx("rw")?;
     ensure!(old == 7, "rw returned {old}, not the previous 7");
     ensure!(pmc.read().ctx("read")? == 1000, "after rw(1000)");
+    Ok(())
+}
+
+fn ts_read_is_the_events_left_before_the_next_sample() -> TestResult {
+    // hwpmc_mod.c PMC_OP_PMCRW: a running TS PMC attached to its owner
+    // reads the hardware, which for a sampling PMC is the events left
+    // before the next interrupt; stopped, it reads pm_savedvalue, which only
+    // a write sets, and a write is not the reload count.
+    const PERIOD: u64 = 1_000_000; // 1 ms of task-clock
+    let mut pmc =
+        Pmc::allocate_with_count("task-clock,usr", Mode::TS, Flags::empty(), Cpu::Any, PERIOD)
+            .ctx("allocate")?;
+    pmc.start().ctx("start")?;
+    spin_ms(5);
+    let left = pmc.read().ctx("read running")?;
+    let raw = pmc.read_detailed().ctx("read_detailed")?.raw;
+    pmc.stop().ctx("stop")?;
+    ensure!(
+        (1..=PERIOD).contains(&left),
+        "{left} events left is outside 1..={PERIOD}"
+    );
+    ensure!(raw >= 4_000_000, "5 ms spun, {raw} ns counted");
+    ensure!(
+        pmc.read().ctx("read stopped")? == 0,
+        "stopped TS reads pm_savedvalue, 0"
+    );
+    pmc.write(5).ctx("write")?;
+    ensure!(pmc.read().ctx("read")? == 5, "write(5) then read");
+    ensure!(
+        pmc.reload_count() == PERIOD,
+        "write changed the reload count"
+    );
+    Ok(())
+}
+
+fn detach_is_esrch_unmonitored_einval_for_another_pmc() -> TestResult {
+    // hwpmc_mod.c pmc_detach_one_process: a process no PMC monitors is
+    // ESRCH; one another PMC monitors, EINVAL.
+    let mut w = Workload::spawn("spin", &["1"])?;
+    let mut mine = tc("task-clock,usr")?;
+    let mut other = tc("task-clock,usr")?;
+    mine.attach(0).ctx("attach self")?;
+    let e = mine
+        .detach(w.pid())
+        .err()
+        .ok_or("detached an unmonitored child")?;
+    ensure!(e.errno() == libc::ESRCH, "unmonitored: {e}");
+    other.attach(w.pid()).ctx("attach child")?;
+    let e = mine
+        .detach(w.pid())
+        .err()
+        .ok_or("detached another PMC's child")?;
+    ensure!(e.errno() == libc::EINVAL, "another PMC's: {e}");
+    other.detach(w.pid()).ctx("detach child")?;
+    w.go()?;
+    w.wait()?;
+    Ok(())
+}
+
+fn width_and_caps_are_the_cpuinfo_class_rows() -> TestResult {
+    // libpmc.c pmc_width / pmc_capabilities: the class row of cpuinfo.
+    let info = pmc::machine::cpuinfo().ctx("cpuinfo")?;
+    for spec in ["task-clock,usr", "instructions,usr", "msr/tsc/"] {
+        let pmc = match Pmc::allocate(spec, Mode::TC, Flags::empty(), Cpu::Any) {
+            Ok(p) => p,
+            // Not on this machine (no PMU, no msr PMU): nothing to compare.
+            Err(e) if e.is_environmental() => continue,
+            Err(e) => return Err(format!("{spec}: {e}").into()),
+        };
+        let row = info
+            .classes
+            .iter()
+            .find(|c| c.class == pmc.class())
+            .ok_or_else(|| format!("{spec}: class {} not in cpuinfo", pmc.class()))?;
+        ensure!(
+            pmc.width() == row.width,
+            "{spec}: {} vs {}",
+            pmc.width(),
+            row.width
+        );
+        ensure!(pmc.capabilities() == row.caps, "{spec}: caps differ");
+    }
+    // PMC_CAP_SYSWIDE means one counter for the whole machine (pmc-stat
+    // then uses CPU 0 only): per-CPU software counters lack it.
+    let soft = info
+        .classes
+        .iter()
+        .find(|c| c.class == pmc::Class::Software)
+        .ok_or("no software class")?;
+    ensure!(
+        !soft.caps.contains(pmc::Capabilities::SYSWIDE),
+        "software counters are per CPU, not SYSWIDE"
+    );
+    Ok(())
+}
+
+fn get_msr_on_a_software_event_is_enosys() -> TestResult {
+    // hwpmc_mod.c PMC_OP_PMCGETMSR: a class without pcd_get_msr is ENOSYS.
+    let mut pmc = tc("task-clock,usr")?;
+    pmc.attach(0).ctx("attach")?;
+    pmc.start().ctx("start")?;
+    let e = pmc
+        .get_msr()
+        .err()
+        .ok_or("get_msr of task-clock succeeded")?;
+    pmc.stop().ctx("stop")?;
+    ensure!(e.errno() == libc::ENOSYS, "{e}");
+    ensure!(e.to_string().contains("rdpmc"), "{e}");
+    // The refused get_msr opened and closed its twin: counting goes on.
+    pmc.start().ctx("restart")?;
+    spin_ms(2);
+    pmc.stop().ctx("stop")?;
+    ensure!(pmc.read().ctx("read")? > 0, "task-clock counted nothing");
+    Ok(())
+}
+
+fn get_msr_gives_the_rdpmc_index_then_attach_is_eperm() -> TestResult {
+    let rdpmc_sysfs =
+        std::fs::read_to_string("/sys/bus/event_source/devices/cpu/rdpmc").unwrap_or_default();
+    let mut pmc = tc("instructions,usr")?;
+    pmc.attach(0).ctx("attach")?;
+    pmc.start().ctx("start")?;
+    let r = pmc.get_msr();
+    pmc.stop().ctx("stop")?;
+    match r {
+        Ok(_index) => {
+            let mut w = Workload::spawn("spin", &["1"])?;
+            // hwpmc_mod.c pmc_attach_process: EPERM after a GETMSR.
+            let e = pmc.attach(w.pid()).err().ok_or("attach after get_msr")?;
+            ensure!(e.errno() == libc::EPERM, "{e}");
+            w.go()?;
+            w.wait()?;
+        }
+        Err(e) => {
+            ensure!(
+                rdpmc_sysfs.trim() == "0" && e.errno() == libc::ENOSYS,
+                "get_msr failed with rdpmc={}: {e}",
+                rdpmc_sysfs.trim()
+            );
+        }
+    }
     Ok(())
 }
 
@@ -375,7 +545,10 @@ fn a_single_threaded_process_brackets_its_own_work() -> TestResult {
     Ok(())
 }
 
-fn detach_keeps_the_detached_value() -> TestResult {
+fn an_exited_target_leaves_and_keeps_its_value() -> TestResult {
+    // hwpmc_mod.c: pmc_process_exit unlinks the exited target, whose counts
+    // stay in pm_savedvalue; pmc_start then finds no target and
+    // PMC_F_ATTACH_DONE, so ESRCH; pmc_do_op_pmcdetach: pfind fails, ESRCH.
     let mut w = Workload::spawn("spin", &["100"])?;
     let mut pmc = tc("task-clock,usr")?;
     pmc.attach(w.pid()).ctx("attach")?;
@@ -385,23 +558,20 @@ fn detach_keeps_the_detached_value() -> TestResult {
     w.wait()?;
     pmc.stop().ctx("stop")?;
     let before = pmc.read().ctx("read")?;
-    pmc.detach(pid).ctx("detach")?;
-    let e = pmc.detach(pid).err().ok_or("second detach succeeded")?;
-    ensure!(
-        matches!(e.errno(), libc::EINVAL | libc::ESRCH),
-        "second detach: {e}"
-    );
-    pmc.start().ctx("restart")?;
-    pmc.stop().ctx("stop")?;
-    let after = pmc.read().ctx("read")?;
     ensure!(
         before >= 80_000_000,
         "the child spun 100 ms, counted {before} ns"
     );
-    ensure!(
-        after >= before,
-        "detach lost the value: {before} -> {after}"
-    );
+    ensure!(pmc.targets().is_empty(), "exited {pid} still a target");
+    let e = pmc
+        .detach(pid)
+        .err()
+        .ok_or("detach of an exited pid succeeded")?;
+    ensure!(e.errno() == libc::ESRCH, "detach: {e}");
+    let e = pmc.start().err().ok_or("start with every target gone")?;
+    ensure!(e.errno() == libc::ESRCH, "start: {e}");
+    let after = pmc.read().ctx("read")?;
+    ensure!(after == before, "the value changed: {before} -> {after}");
     Ok(())
 }
 
@@ -442,12 +612,12 @@ fn einval_matrix_of_mode_cpu_and_flags() -> TestResult {
         (Mode::SC, Flags::empty(), Cpu::Any),
         (Mode::SS, Flags::empty(), Cpu::Any),
         (Mode::TS, Flags::USERCALLCHAIN, Cpu::Any),
-        (Mode::TC, Flags::CALLCHAIN, Cpu::Any),
         (Mode::TC, Flags::CALLCHAIN | Flags::USERCALLCHAIN, Cpu::Any),
         (Mode::SC, Flags::LOG_PROCEXIT, Cpu::Id(0)),
         (Mode::SS, Flags::LOG_PROCCSW, Cpu::Id(0)),
-        (Mode::SC, Flags::DESCENDANTS, Cpu::Id(0)),
         (Mode::TC, Flags::from_bits_retain(0x4000), Cpu::Any),
+        // Beyond the possible CPUs (hwpmc: `cpu >= pmc_cpu_max()`).
+        (Mode::SC, Flags::empty(), Cpu::Id(u32::MAX - 1)),
     ];
     for &(mode, flags, cpu) in bad {
         let e = Pmc::allocate("task-clock,usr", mode, flags, cpu)
@@ -491,21 +661,27 @@ fn fd_count_unchanged_after_10000_allocations() -> TestResult {
 
 fn hardware_events_work_or_explain_the_missing_pmu() -> TestResult {
     let env = pmc::probe::Environment::detect();
-    let mut pmc = tc("instructions,usr")?;
-    match pmc.start() {
-        Ok(()) => {
+    // Without a PMU the event fails at allocate, as hwpmc's allocate fails
+    // for a class the machine lacks, not later at attach or start.
+    match Pmc::allocate("instructions,usr", Mode::TC, Flags::empty(), Cpu::Any) {
+        Ok(mut pmc) => {
+            ensure!(
+                env.hardware_counting,
+                "instructions allocated without a PMU"
+            );
+            pmc.start().ctx("start")?;
             spin_ms(5);
             pmc.stop().ctx("stop")?;
             let n = pmc.read().ctx("read")?;
-            ensure!(!env.hardware_counting || n > 0, "instructions counted 0");
+            ensure!(n > 0, "instructions counted 0");
         }
         Err(e) => {
             ensure!(
                 !env.hardware_counting,
-                "hardware counts here but start failed: {e}"
+                "hardware counts here but allocate failed: {e}"
             );
-            ensure!(e.errno() == libc::ENXIO, "no PMU should be ENXIO: {e}");
             let msg = e.to_string();
+            ensure!(msg.contains("ENXIO"), "no PMU should be ENXIO: {msg}");
             ensure!(msg.contains("virtual machine"), "hint missing: {msg}");
         }
     }
@@ -513,9 +689,8 @@ fn hardware_events_work_or_explain_the_missing_pmu() -> TestResult {
 }
 
 fn kernel_counting_refused_by_paranoid_names_the_sysctl() -> TestResult {
-    let mut pmc = tc("task-clock")?;
-    let e = pmc
-        .start()
+    // hwpmc refuses at allocate; so does pmc (its trial open).
+    let e = Pmc::allocate("task-clock", Mode::TC, Flags::empty(), Cpu::Any)
         .err()
         .ok_or("kernel counting allowed at paranoid 2")?;
     ensure!(e.errno() == libc::EPERM, "{e}");

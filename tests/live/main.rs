@@ -6,6 +6,7 @@
 mod counting;
 mod events;
 mod harness;
+mod native;
 mod probe;
 mod sampling;
 mod workloads;
@@ -22,6 +23,7 @@ fn main() {
     tests.extend(events::tests());
     tests.extend(events::tracepoint_and_probe_tests());
     tests.extend(probe::tests());
+    tests.extend(native::tests());
     tests.extend(sampling::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }

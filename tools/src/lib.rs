@@ -4,9 +4,12 @@
 
 #![warn(missing_docs)]
 
+pub mod annotate;
+pub mod events;
 pub mod gate;
 pub mod output;
 pub mod report;
+pub mod top;
 
 use std::process::ExitCode;
 

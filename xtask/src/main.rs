@@ -7,9 +7,12 @@
 //!   level × {root, nobody}, proving each skip is needed.
 //! - `cargo xtask bench`: runs the benchmarks and prints the ratios against
 //!   the baselines measured in the same run.
+//! - `cargo xtask gen-pmu-events <linux source>`: regenerates the native
+//!   event table (`backends/linux/src/pmu_events/`).
 
 mod bench;
 mod matrix;
+mod pmu_events;
 mod test;
 
 use std::process::ExitCode;
@@ -35,6 +38,8 @@ enum Command {
     Test(test::TestArgs),
     /// Run the benchmarks and report ratios against their baselines.
     Bench(bench::BenchArgs),
+    /// Regenerate the native event table from a Linux source tree.
+    GenPmuEvents(pmu_events::GenArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,5 +62,6 @@ fn main() -> ExitCode {
         }
         Command::Test(args) => test::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::GenPmuEvents(args) => pmu_events::run(&args),
     }
 }

@@ -42,6 +42,7 @@ pub mod event;
 #[cfg(feature = "libpfm")]
 pub mod pfm;
 pub mod pmu;
+pub mod pmu_events;
 pub mod probe;
 pub mod record;
 pub mod ring;

@@ -32,13 +32,21 @@ main(void)
 	FAILS_WITH(pmc_get_driver_stats(NULL), EFAULT);
 	FAILS_WITH(pmc_event_names_of_class(PMC_CLASS_SOFT, NULL, NULL), EFAULT);
 
-	/* pmc_allocate(3) EINVAL: bad mode, cpu, flags (an unknown event name: errno15.c). */
+	/* pmc_allocate(3) EINVAL: an unknown event, bad mode, cpu, flags. */
+	FAILS_WITH(pmc_allocate("no-such-event", PMC_MODE_TC, 0, PMC_CPU_ANY, &id, 0), EINVAL);
 	
 	FAILS_WITH(pmc_allocate("task-clock", (enum pmc_mode)7, 0, PMC_CPU_ANY, &id, 0), EINVAL);
 	FAILS_WITH(pmc_allocate("task-clock", PMC_MODE_TC, 0, 0, &id, 0), EINVAL);
 	FAILS_WITH(pmc_allocate("cpu-clock", PMC_MODE_SC, 0, PMC_CPU_ANY, &id, 0), EINVAL);
 	FAILS_WITH(pmc_allocate("task-clock", PMC_MODE_TC, 0, -5, &id, 0), EINVAL);
 	FAILS_WITH(pmc_allocate("task-clock", PMC_MODE_TC, 0x1000, PMC_CPU_ANY, &id, 0), EINVAL);
+	/* hwpmc_mod.c PMC_OP_PMCALLOCATE: a CPU beyond pmc_cpu_max() is EINVAL. */
+	FAILS_WITH(pmc_allocate("cpu-clock", PMC_MODE_SC, 0, 4096, &id, 0), EINVAL);
+	/* ... and what it accepts: PMC_F_EV_PMU, CALLCHAIN on a counting mode. */
+	OK(pmc_allocate("task-clock", PMC_MODE_TC, PMC_F_EV_PMU, PMC_CPU_ANY, &id, 0));
+	OK(pmc_release(id));
+	OK(pmc_allocate("task-clock", PMC_MODE_TC, PMC_F_CALLCHAIN, PMC_CPU_ANY, &id, 0));
+	OK(pmc_release(id));
 	OK(pmc_allocate("task-clock", PMC_MODE_TC, 0, PMC_CPU_ANY, &id, 0));
 
 	/* pmc_find_pmc(): an id this process does not own is EINVAL. */

@@ -95,6 +95,46 @@ pub(super) struct ProcessCounters {
     /// How `events` splits into per-CPU instances of one thread's counter
     /// (see `read_events`).
     chunks: Vec<usize>,
+    /// The attr a user-space read would need (one plain core attr: no
+    /// probe string, filter, hybrid split or rings), for `rdpmc_index`.
+    plain_attr: Option<Attr>,
+    /// The calling thread's user-readable twin of the counter (see
+    /// `rdpmc_index`), enabled and disabled with it; never summed.
+    user_read: Option<(Event, pmc_linux::selfmon::UserPage)>,
+    /// Whether the counters are enabled now.
+    enabled: bool,
+}
+
+/// The rdpmc index a metadata page grants (`pmc_get_msr`), or why not:
+/// perf publishes `index` (1-based) only while the event sits on a
+/// hardware counter, and `cap_user_rdpmc` only for PMUs that allow it.
+pub(super) fn rdpmc_index_from_page(
+    caps: pmc_linux::selfmon::UserPageCaps,
+    enabled: bool,
+) -> Result<u32> {
+    let no = |why: &str| Error::Os {
+        op: "get_msr".into(),
+        os_errno: libc::ENOSYS,
+        hint: Some(why.into()),
+    };
+    if !caps.user_rdpmc {
+        return Err(no(
+            "the kernel does not let user space read this counter with rdpmc (software \
+             events, no hardware PMU, or /sys/bus/event_source/devices/cpu/rdpmc is 0); \
+             read it with Pmc::read",
+        ));
+    }
+    match caps.index {
+        0 if !enabled => Err(no(
+            "perf assigns the hardware counter only while the PMC counts: start it, then \
+             call get_msr",
+        )),
+        0 => Err(no(
+            "the counter is not on the PMU right now (multiplexed out by other events); \
+             use fewer events or read it with Pmc::read",
+        )),
+        i => Ok(i - 1),
+    }
 }
 
 /// Maps one ring per CPU and routes the other events of that CPU into it;
@@ -221,11 +261,25 @@ impl ProcessCounters {
             &siblings,
             Some((pid, events.clone())),
         )?;
+        let plain_attr = match &event.attrs[..] {
+            [one]
+                if event.string.is_none()
+                    && event.filter.is_none()
+                    && event.log.is_none()
+                    && event.slices.is_none() =>
+            {
+                Some(*one)
+            }
+            _ => None,
+        };
         Ok(ProcessCounters {
             events,
             rings,
             siblings: siblings.into_iter().map(|(_, e)| e).collect(),
             chunks,
+            plain_attr,
+            user_read: None,
+            enabled: false,
         })
     }
 }
@@ -245,6 +299,62 @@ impl Drop for CpuCounters {
             sampling::drain_set(r);
         }
     }
+}
+
+/// Opens every attr of `event` (with its slice siblings) on the calling
+/// thread and closes them: the errors attach would meet, at allocate.
+///
+/// A perf open and close of a task counter costs tens of microseconds, ten
+/// times the rest of `allocate`, and programs allocate the same event over
+/// and over: what opened once is not tried again (a later failure, e.g.
+/// after a paranoid change, still surfaces at attach).
+pub(super) fn trial_open(event: &LinuxEvent) -> Result<()> {
+    type Key = (
+        Vec<Attr>,
+        Vec<Attr>,
+        Option<std::ffi::CString>,
+        Option<String>,
+    );
+    static OPENED: Mutex<Option<std::collections::HashSet<Key>>> = Mutex::new(None);
+    let key: Key = (
+        event.attrs.clone(),
+        event
+            .slices
+            .iter()
+            .flat_map(|s| s.attrs())
+            .copied()
+            .collect(),
+        event.string.clone(),
+        event.filter.clone(),
+    );
+    if OPENED
+        .lock()
+        .is_ok_and(|o| o.as_ref().is_some_and(|set| set.contains(&key)))
+    {
+        return Ok(());
+    }
+    trial_open_uncached(event)?;
+    if let Ok(mut o) = OPENED.lock() {
+        let set = o.get_or_insert_with(Default::default);
+        // A bound for programs that allocate endless distinct events.
+        if set.len() >= 4096 {
+            set.clear();
+        }
+        set.insert(key);
+    }
+    Ok(())
+}
+
+fn trial_open_uncached(event: &LinuxEvent) -> Result<()> {
+    let target = Target { pid: 0, cpu: -1 };
+    for attr in &event.attrs {
+        let leader = open_with_fallback(attr, target, event)?;
+        for sibling in event.slices.iter().flat_map(|s| s.attrs()) {
+            Event::open(sibling, target, Some(&leader), OpenFlags::empty())
+                .map_err(|e| sibling_error(from_linux(e)))?;
+        }
+    }
+    Ok(())
 }
 
 /// Says why a slice sibling was opened: its permission error is about
@@ -283,9 +393,15 @@ impl Counters for ProcessCounters {
     #[inline]
     fn enable(&mut self) -> Result<()> {
         if let [one] = &self.events[..] {
-            return one.enable().map_err(from_linux);
+            one.enable().map_err(from_linux)?;
+        } else {
+            for_each(&self.events, Event::enable)?;
         }
-        for_each(&self.events, Event::enable)
+        if let Some((e, _)) = &self.user_read {
+            e.enable().map_err(from_linux)?;
+        }
+        self.enabled = true;
+        Ok(())
     }
 
     #[inline]
@@ -295,6 +411,10 @@ impl Counters for ProcessCounters {
         } else {
             for_each(&self.events, Event::disable)?;
         }
+        if let Some((e, _)) = &self.user_read {
+            e.disable().map_err(from_linux)?;
+        }
+        self.enabled = false;
         if let Some(r) = &self.rings {
             sampling::drain_set(r);
         }
@@ -328,17 +448,41 @@ impl Counters for ProcessCounters {
     }
 
     fn hot(&self) -> Option<HotCounter> {
-        (self.events.len() == 1 && self.rings.is_none()).then(|| HotCounter(self.events.clone()))
+        (self.events.len() == 1 && self.rings.is_none() && self.user_read.is_none())
+            .then(|| HotCounter(self.events.clone()))
     }
 
-    fn rdpmc_index(&self) -> Option<u32> {
-        // Only a single-thread target can be read with rdpmc, and only on
-        // that thread: the page's index is then this thread's counter.
-        let [event] = &self.events[..] else {
-            return None;
+    fn rdpmc_index(&mut self) -> Result<Option<u32>> {
+        // perf refuses to map an inherited per-task counter (perf_mmap:
+        // EINVAL for `inherit` with cpu -1), and ours inherit to cover new
+        // threads. So the calling thread gets a twin without inherit that
+        // perf lets it map; it counts the same event on this thread and
+        // follows the PMC's enable/disable.
+        if self.user_read.is_none() {
+            let Some(attr) = self.plain_attr else {
+                return Err(Error::Os {
+                    op: "get_msr".into(),
+                    os_errno: libc::ENOSYS,
+                    hint: Some(
+                        "this PMC is not one plain counter (a probe, a filter, a hybrid \
+                         CPU's several core PMUs, or a logging PMC): read it with Pmc::read"
+                            .into(),
+                    ),
+                });
+            };
+            let attr = attr.inherit(false).inherit_thread(false);
+            let twin = Event::open(&attr, Target { pid: 0, cpu: -1 }, None, OpenFlags::empty())
+                .map_err(from_linux)?;
+            let page = pmc_linux::selfmon::UserPage::map(&twin).map_err(from_linux)?;
+            if self.enabled {
+                twin.enable().map_err(from_linux)?;
+            }
+            self.user_read = Some((twin, page));
+        }
+        let Some((_, page)) = &self.user_read else {
+            return Ok(None);
         };
-        let caps = pmc_linux::selfmon::UserPage::map(event).ok()?.caps();
-        (caps.user_rdpmc && caps.index != 0).then(|| caps.index - 1)
+        rdpmc_index_from_page(page.caps(), self.enabled).map(Some)
     }
 }
 
@@ -440,5 +584,44 @@ impl Counters for CpuCounters {
 
     fn handles(&self) -> usize {
         self.events.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rdpmc_index_from_page;
+    use pmc_linux::selfmon::UserPageCaps;
+
+    fn caps(user_rdpmc: bool, index: u32) -> UserPageCaps {
+        UserPageCaps {
+            user_rdpmc,
+            user_time: true,
+            index,
+            pmc_width: 48,
+        }
+    }
+
+    #[test]
+    fn the_page_index_is_one_based_and_zero_means_not_on_a_counter() {
+        // linux/perf_event.h, struct perf_event_mmap_page: `index` is the
+        // hardware counter + 1 ("if (idx) rdpmc(idx - 1)"), 0 when the
+        // event is not on a counter; `cap_user_rdpmc` says rdpmc is allowed.
+        assert_eq!(rdpmc_index_from_page(caps(true, 1), true).unwrap(), 0);
+        // Intel fixed counters: rdpmc index (1 << 30) | n, page index + 1.
+        let fixed = (1u32 << 30) | 1;
+        assert_eq!(
+            rdpmc_index_from_page(caps(true, fixed + 1), true).unwrap(),
+            fixed
+        );
+        for (c, enabled, why) in [
+            (caps(false, 3), true, "rdpmc"),
+            (caps(true, 0), false, "start it"),
+            (caps(true, 0), true, "multiplexed"),
+        ] {
+            let e = rdpmc_index_from_page(c, enabled).unwrap_err();
+            // hwpmc_mod.c PMC_OP_PMCGETMSR: no pcd_get_msr → ENOSYS.
+            assert_eq!(e.errno(), libc::ENOSYS, "{e}");
+            assert!(e.to_string().contains(why), "{why}: {e}");
+        }
     }
 }

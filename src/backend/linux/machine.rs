@@ -68,6 +68,23 @@ fn sysfs_pmus() -> Vec<String> {
     names
 }
 
+/// `PMC_CAP_SYSWIDE` / `PMC_CAP_DOMWIDE` as FreeBSD means them (one
+/// counter for the machine / per memory domain, so pmc-stat allocates it
+/// on one CPU each): an uncore PMU whose sysfs `cpumask` names one CPU
+/// counts for the whole machine, one naming a CPU per package counts per
+/// package. Per-CPU PMUs (no cpumask, or every CPU) have neither.
+fn scope_caps(pmu: &str) -> Capabilities {
+    let cpus = pmc_linux::pmu::Pmu::find(std::path::Path::new(SYSFS_PMUS), pmu)
+        .ok()
+        .and_then(|p| p.cpus);
+    let online = system::online_cpus().len();
+    match cpus {
+        Some(c) if c.len() == 1 && online > 1 => Capabilities::SYSWIDE,
+        Some(c) if c.len() > 1 && c.len() < online => Capabilities::DOMWIDE,
+        _ => Capabilities::empty(),
+    }
+}
+
 pub(super) fn cpuinfo() -> CpuInfo {
     let (npmc, width) = hardware_counters();
     let ncpu = system::possible_cpus().iter().max().map_or(1, |m| m + 1);
@@ -76,7 +93,7 @@ pub(super) fn cpuinfo() -> CpuInfo {
     let rw = Capabilities::READ | Capabilities::WRITE;
     let base = rw | Capabilities::INTERRUPT | Capabilities::USER | Capabilities::SYSTEM;
     if hw {
-        let mut caps = base | Capabilities::SYSWIDE;
+        let mut caps = base;
         if max_precise() > 0 {
             caps |= Capabilities::PRECISE;
         }
@@ -105,7 +122,7 @@ pub(super) fn cpuinfo() -> CpuInfo {
     }
     classes.push(ClassInfo {
         class: Class::Software,
-        caps: base | Capabilities::SYSWIDE,
+        caps: base,
         width: 64,
         num: None,
     });
@@ -119,10 +136,10 @@ pub(super) fn cpuinfo() -> CpuInfo {
             _ => Class::Pmu(pmu.clone()),
         };
         let caps = match class {
-            Class::Tracepoint => rw | Capabilities::INTERRUPT | Capabilities::SYSWIDE,
+            Class::Tracepoint => rw | Capabilities::INTERRUPT,
             Class::Breakpoint => base,
             Class::Uprobe | Class::Kprobe => rw | Capabilities::INTERRUPT,
-            _ => rw | Capabilities::SYSWIDE,
+            _ => rw | scope_caps(&pmu),
         };
         classes.push(ClassInfo {
             class,
@@ -146,8 +163,15 @@ pub(super) fn event_names(class: &Class) -> Result<Vec<String>> {
         Class::Software => Software::ALL.iter().map(|s| s.name().to_string()).collect(),
         Class::Raw => {
             let mut v = vec!["r<hex config>".to_string()];
-            for p in pmc_linux::pmu::core_pmus(std::path::Path::new(pmc_linux::pmu::SYSFS_ROOT)) {
+            let cores = pmc_linux::pmu::core_pmus(std::path::Path::new(pmc_linux::pmu::SYSFS_ROOT));
+            for p in &cores {
                 v.extend(p.events.iter().map(|e| format!("{}/{}/", p.name, e.name)));
+            }
+            // The CPU's native (pmu-events) names, where a core PMU counts them.
+            if let Some(table) =
+                pmc_linux::pmu_events::EventTable::host().filter(|_| !cores.is_empty())
+            {
+                v.extend(table.names().map(str::to_string));
             }
             v
         }

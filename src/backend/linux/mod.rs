@@ -54,6 +54,22 @@ impl Backend for LinuxBackend {
         system::online_cpus()
     }
 
+    fn possible_cpus(&self) -> Vec<u32> {
+        system::possible_cpus()
+    }
+
+    fn descendants(&self, pid: u32) -> Vec<u32> {
+        i32::try_from(pid).map_or_else(
+            |_| Vec::new(),
+            |p| {
+                system::descendants_of(p)
+                    .into_iter()
+                    .filter_map(|d| u32::try_from(d).ok())
+                    .collect()
+            },
+        )
+    }
+
     fn cpuinfo(&self) -> Result<CpuInfo> {
         Ok(machine::cpuinfo())
     }
@@ -91,6 +107,26 @@ pub fn attrs_for_sysfs(
     let sysfs = resolve::Sysfs {
         pmu_root: pmu_root.to_path_buf(),
         tracefs: tracefs_root.map(std::path::Path::to_path_buf),
+        cpuid: None,
+    };
+    plan(spec, mode, flags, count, &sysfs)
+}
+
+/// Like [`attrs_for_sysfs`] for the CPU of CPUID string `cpuid`
+/// (`GenuineIntel-6-55-4`), whose native event table (`inst_retired.any`,
+/// …) applies.
+pub fn attrs_for_cpu(
+    spec: &str,
+    mode: crate::Mode,
+    flags: crate::Flags,
+    count: u64,
+    pmu_root: &std::path::Path,
+    cpuid: &str,
+) -> Result<Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>> {
+    let sysfs = resolve::Sysfs {
+        pmu_root: pmu_root.to_path_buf(),
+        tracefs: None,
+        cpuid: Some(cpuid.to_string()),
     };
     plan(spec, mode, flags, count, &sysfs)
 }

@@ -11,6 +11,8 @@ use crate::backend::{Counters, EventRequest, PreparedEvent};
 use crate::spec::{self, EventName, EventSpec, Precise, Qualifiers};
 use crate::{Capabilities, Class, Error, Flags, Result};
 
+mod native;
+
 /// A resolved event: one attr per core PMU (several on hybrid CPUs).
 #[derive(Debug)]
 pub(super) struct LinuxEvent {
@@ -55,6 +57,10 @@ impl PreparedEvent for LinuxEvent {
     fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {
         Ok(Box::new(CpuCounters::open(self, cpu)?))
     }
+
+    fn trial_open(&self) -> Result<()> {
+        super::counters::trial_open(self)
+    }
 }
 
 /// Capabilities of hardware-PMU classes.
@@ -63,8 +69,7 @@ fn hardware_caps() -> Capabilities {
         | Capabilities::USER
         | Capabilities::SYSTEM
         | Capabilities::READ
-        | Capabilities::WRITE
-        | Capabilities::SYSWIDE;
+        | Capabilities::WRITE;
     if max_precise() > 0 {
         caps |= Capabilities::PRECISE;
     }
@@ -87,7 +92,6 @@ fn software_caps() -> Capabilities {
         | Capabilities::SYSTEM
         | Capabilities::READ
         | Capabilities::WRITE
-        | Capabilities::SYSWIDE
 }
 
 /// The highest `precise_ip` the core PMU supports (`caps/max_precise`).
@@ -207,6 +211,9 @@ pub(super) struct Sysfs {
     pub(super) pmu_root: PathBuf,
     /// `None`: locate tracefs on this machine.
     pub(super) tracefs: Option<PathBuf>,
+    /// The CPUID string (`GenuineIntel-6-55-4`) choosing the native event
+    /// table; `None`: no table.
+    pub(super) cpuid: Option<String>,
 }
 
 impl Sysfs {
@@ -214,6 +221,7 @@ impl Sysfs {
         Sysfs {
             pmu_root: PathBuf::from(lpmu::SYSFS_ROOT),
             tracefs: None,
+            cpuid: pmc_linux::pmu_events::host_cpuid().map(str::to_string),
         }
     }
 }
@@ -306,7 +314,13 @@ fn pmu_event(
     pmu: &str,
     terms: &[lpmu::Term],
 ) -> Result<(Vec<Planned>, Class, Capabilities, String)> {
-    let pmu = Pmu::find(&sysfs.pmu_root, pmu).map_err(not_supported)?;
+    let pmu = Pmu::find(&sysfs.pmu_root, pmu).map_err(|e| match e {
+        // An unknown PMU is an unknown name (EINVAL).
+        pmc_linux::Error::Unsupported { what, why } if why.starts_with("there is no such PMU") => {
+            Error::UnknownEvent { what, why }
+        }
+        other => not_supported(other),
+    })?;
     let q = qualifier_terms(&request.spec.qualifiers);
     check_qualifier_fields(&pmu, &q)?;
     let mut all = terms.to_vec();
@@ -391,6 +405,9 @@ fn named_event(
         }
         return pmu_event(sysfs, request, &first.name.clone(), &term);
     }
+    if let Some(found) = native::native_event(sysfs, request, &lower) {
+        return found;
+    }
     #[cfg(feature = "libpfm")]
     if let Ok(attr) = pmc_linux::pfm::encode(name) {
         let class = match attr.type_id() {
@@ -414,13 +431,15 @@ fn named_event(
     for p in &pmus {
         known.extend(p.events.iter().map(|e| e.name.clone()));
     }
+    known.extend(native::names(sysfs));
     let near = lpmu::closest(&lower, known.iter().map(String::as_str), 5);
-    Err(Error::NotSupported {
+    Err(Error::UnknownEvent {
         what: format!("event `{name}`"),
         why: format!(
-            "it is not a generic name nor an event alias of any PMU in {}{}; native \
-             names of CPUs without sysfs aliases need the PMU form `cpu/event=0x..,umask=0x../`",
+            "it is not a generic name nor an event alias of any PMU in {}, {}{}; other \
+             native events need the PMU form `cpu/event=0x..,umask=0x../`",
             sysfs.pmu_root.display(),
+            native::why_not(sysfs),
             if near.is_empty() {
                 String::new()
             } else {
@@ -443,7 +462,7 @@ fn tracepoint_event(
         .tracepoint_id(subsystem, event)
         .map_err(|e| match e {
             pmc_linux::Error::File { why, .. } if why.starts_with("no tracepoint") => {
-                Error::NotSupported {
+                Error::UnknownEvent {
                     what: format!("tracepoint {subsystem}:{event}"),
                     why,
                 }

@@ -12,6 +12,7 @@ use clap::Parser;
 use pmc::{Flags, Mode, PerCpu, Pmc, Reading};
 use pmc_tools::gate::{self, HeldCommand};
 use pmc_tools::output::{Format, Printer, Sample};
+use pmc_tools::{annotate, top};
 use pmc_tools::{fail, parse_cpus, usage};
 
 const TOOL: &str = "pmcstat";
@@ -89,6 +90,61 @@ struct Args {
     /// Quiet: no progress or notes.
     #[arg(short = 'q')]
     quiet: bool,
+    /// Top-like live view of the sampling PMCs, refreshed every -w SECS
+    /// (default 5). Keys: q quit, space pause, c then a/d accumulate/delta,
+    /// p next PMC, m merge PMCs of one name, n next view, f skip-link.
+    #[arg(short = 'T', conflicts_with_all = ["duration", "read_log", "log_out"])]
+    top: bool,
+    /// Write each sample's pc with its function and the function's start and
+    /// end addresses to FILE (`-` for standard output).
+    #[arg(short = 'm', value_name = "FILE")]
+    sampled_pcs: Option<std::path::PathBuf>,
+    /// Write every frame of each sample's callchain with function and
+    /// file:line to FILE (`-` for standard output).
+    #[arg(short = 'a', value_name = "FILE")]
+    annotated: Option<std::path::PathBuf>,
+    /// Keep at most DEPTH frames (innermost first) of each callchain.
+    #[arg(short = 'z', value_name = "DEPTH", value_parser = clap::value_parser!(u32).range(1..))]
+    depth: Option<u32>,
+    /// Log each process PMC's count per process at its exit (LOG_PROCEXIT);
+    /// printed as `exitval` records, or kept in the -O log.
+    #[arg(short = 'E')]
+    log_exit: bool,
+    /// Log each thread's count at every context switch (LOG_PROCCSW);
+    /// printed as `cswval` records, or kept in the -O log.
+    #[arg(short = 'W')]
+    log_csw: bool,
+    /// List the events of this machine, one per line.
+    #[arg(short = 'L')]
+    list_events: bool,
+    /// Describe the events whose name contains SPEC.
+    #[arg(short = 'u', value_name = "SPEC")]
+    describe: Option<String>,
+    /// Show the sampled function's address instead of its name (top view).
+    #[arg(short = 'I')]
+    show_address: bool,
+    /// Kernel directory (FreeBSD; no effect on Linux).
+    #[arg(short = 'k', value_name = "DIR")]
+    kernel_dir: Option<std::path::PathBuf>,
+    /// Look executables up under ROOT when resolving symbols.
+    #[arg(short = 'r', value_name = "ROOT")]
+    fs_root: Option<std::path::PathBuf>,
+    /// Write the executable → gmon.out map of gprof output (-g) to FILE.
+    #[arg(short = 'M', value_name = "FILE")]
+    map_file: Option<std::path::PathBuf>,
+    /// More diagnostics: conversion statistics after reports.
+    #[arg(short = 'v', action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Wide history counters for gprof output (-g).
+    #[arg(short = 'e')]
+    wide_gprof: bool,
+    /// Plugin option: `threshold=PCT` (hide rows under PCT%) or
+    /// `skiplink=0|1` (show hidden rows as a dot), for the top view.
+    #[arg(short = 'f', value_name = "OPTION")]
+    plugin_options: Vec<String>,
+    /// Keep only the samples of thread TID in reports.
+    #[arg(short = 'i', value_name = "TID")]
+    thread: Option<u32>,
     /// The command to run and count (after `--`).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     command: Vec<OsString>,
@@ -139,20 +195,37 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> Result<ExitCode, ExitCode> {
+    if args.list_events || args.describe.is_some() {
+        return list_or_describe(&args);
+    }
+    let top_options = check_options(&args)?;
     if let Some(log) = &args.read_log {
         return read_log(&args, log);
     }
     let sampling = !args.process_sampling.is_empty() || !args.system_sampling.is_empty();
+    // -E and -W log per-process and per-thread counts (pmcstat.c: they
+    // need a process counting PMC and a log).
+    let logging_counts = args.log_exit || args.log_csw;
+    let logging = sampling || logging_counts;
+    if logging_counts && args.process.is_empty() {
+        return Err(usage(
+            TOOL,
+            "-E and -W log the counts of process counting PMCs: give -p SPEC and a command or -t PID",
+        ));
+    }
+    if args.top && !sampling {
+        return Err(usage(TOOL, "-T shows sampling PMCs: give -P or -S SPEC"));
+    }
     if args.process.is_empty() && args.system.is_empty() && !sampling {
         return Err(usage(
             TOOL,
             "no events: give -p/-s SPEC to count or -P/-S SPEC to sample (see --help)",
         ));
     }
-    if sampling && args.log_out.is_none() && args.callgraph.is_none() && args.folded.is_none() {
+    if sampling && args.log_out.is_none() && !wants_report(&args) && !args.top {
         return Err(usage(
             TOOL,
-            "sampling writes a log: give -O FILE, or -G/--folded FILE to report directly",
+            "sampling writes a log: give -O FILE, -G/--folded/-m/-a FILE to report directly, or -T to watch",
         ));
     }
     if !args.process_sampling.is_empty() && args.pid.is_none() && args.command.is_empty() {
@@ -179,11 +252,34 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         }
     }
     let cpus = parse_cpus(&args.cpus).map_err(|e| usage(TOOL, &e))?;
-    let flags = if args.descendants {
+    let mut flags = if args.descendants {
         Flags::DESCENDANTS
     } else {
         Flags::empty()
     };
+    if args.log_exit {
+        flags |= Flags::LOG_PROCEXIT;
+    }
+    if args.log_csw {
+        flags |= Flags::LOG_PROCCSW;
+    }
+
+    // The log first: LOG_PROC* counters need it, and allocations are logged.
+    let memory_log = pmc::log::sink::MemoryLog::new();
+    if logging {
+        let configured = match &args.log_out {
+            Some(path) => std::fs::File::create(path)
+                .map_err(|e| {
+                    eprintln!("{TOOL}: cannot create {}: {e}", path.display());
+                    ExitCode::FAILURE
+                })
+                .and_then(|f| pmc::log::sink::configure_logfile(f).map_err(|e| fail(TOOL, &e))),
+            None => {
+                pmc::log::sink::configure_logfile(memory_log.clone()).map_err(|e| fail(TOOL, &e))
+            }
+        };
+        configured?;
+    }
 
     // Allocate everything first: a bad specifier fails before anything runs.
     let mut counters = Vec::new();
@@ -198,22 +294,6 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         counters.push(Counter::System(format!("s/{spec}"), per_cpu));
     }
 
-    // The log first, so that allocations are logged too.
-    let memory_log = pmc::log::sink::MemoryLog::new();
-    if sampling {
-        let configured = match &args.log_out {
-            Some(path) => std::fs::File::create(path)
-                .map_err(|e| {
-                    eprintln!("{TOOL}: cannot create {}: {e}", path.display());
-                    ExitCode::FAILURE
-                })
-                .and_then(|f| pmc::log::sink::configure_logfile(f).map_err(|e| fail(TOOL, &e))),
-            None => {
-                pmc::log::sink::configure_logfile(memory_log.clone()).map_err(|e| fail(TOOL, &e))
-            }
-        };
-        configured?;
-    }
     let mut sample_flags = Flags::empty();
     if !args.no_callchains {
         sample_flags |= Flags::CALLCHAIN;
@@ -313,9 +393,23 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
     let mut last: Vec<Reading> = Vec::new();
     let mut exit = ExitCode::SUCCESS;
     // Progress on a terminal only: piped output stays clean.
-    let progress = sampling && !args.quiet && std::io::stderr().is_terminal();
+    let progress = sampling && !args.quiet && !args.top && std::io::stderr().is_terminal();
     let mut last_progress = Instant::now();
+    if let Some((threshold, skiplink)) = top_options {
+        exit = watch(
+            &args,
+            threshold,
+            skiplink,
+            &memory_log,
+            &mut held,
+            &interrupted,
+        )?;
+    }
+    // -T ran its own loop until the end.
     loop {
+        if args.top {
+            break;
+        }
         if let Some(h) = &mut held
             && let Some(status) = h.try_wait().map_err(|e| {
                 eprintln!("{TOOL}: waiting for the command: {e}");
@@ -365,7 +459,7 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         p.stop().map_err(|e| fail(TOOL, &e))?;
     }
     drop(samplers);
-    if sampling {
+    if logging {
         if progress {
             eprintln!();
         }
@@ -377,7 +471,23 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
                 ExitCode::FAILURE
             })?,
         };
-        write_reports(&args, &events)?;
+        if sampling {
+            write_reports(&args, &events, false)?;
+        }
+        // pmcstat(8): without -O, logged events are printed as text.
+        if logging_counts && args.log_out.is_none() {
+            let mut text = String::new();
+            for e in &events {
+                if !matches!(e.record, pmc::log::LogRecord::Callchain { .. }) {
+                    text.push_str(&e.record.to_string());
+                    text.push('\n');
+                }
+            }
+            sink.write_all(text.as_bytes()).map_err(|e| {
+                eprintln!("{TOOL}: writing the log's records: {e}");
+                ExitCode::FAILURE
+            })?;
+        }
     }
     // The last line: the rest of the interval, or the totals without -w.
     if !counters.is_empty() {
@@ -468,14 +578,224 @@ fn write_to(path: &std::path::Path, text: &str) -> Result<(), ExitCode> {
     })
 }
 
-fn write_reports(args: &Args, events: &[pmc::log::LogEvent]) -> Result<(), ExitCode> {
+/// Whether a report is asked for (what sampling writes instead of a log).
+fn wants_report(args: &Args) -> bool {
+    args.callgraph.is_some()
+        || args.folded.is_some()
+        || args.sampled_pcs.is_some()
+        || args.annotated.is_some()
+}
+
+/// Writes the reports asked for, after -r/-i/-z; with -v, the conversion
+/// statistics (to -o, else standard output for -R and standard error live).
+fn write_reports(
+    args: &Args,
+    events: &[pmc::log::LogEvent],
+    from_log: bool,
+) -> Result<(), ExitCode> {
+    let root = fs_root(args)?;
+    let events = annotate::prepare(
+        events,
+        root.as_deref(),
+        args.thread,
+        args.depth.map(|d| d as usize),
+    );
+    let events = &events[..];
     if let Some(path) = &args.callgraph {
         write_to(path, &pmc_tools::report::callgraph(events))?;
     }
     if let Some(path) = &args.folded {
         write_to(path, &pmc_tools::report::folded(events))?;
     }
+    if let Some(path) = &args.sampled_pcs {
+        write_to(path, &annotate::sampled_pcs(events))?;
+    }
+    if let Some(path) = &args.annotated {
+        write_to(path, &annotate::annotated_callchains(events))?;
+    }
+    if args.verbose > 0 {
+        let stats = annotate::statistics(events);
+        match &args.output {
+            Some(p) if !from_log => write_to(p, &stats)?,
+            _ if from_log => write_to(std::path::Path::new("-"), &stats)?,
+            _ => eprint!("{stats}"),
+        }
+    }
     Ok(())
+}
+
+/// `-r ROOT` as an absolute path.
+fn fs_root(args: &Args) -> Result<Option<std::path::PathBuf>, ExitCode> {
+    args.fs_root
+        .as_ref()
+        .map(|r| {
+            std::path::absolute(r).map_err(|e| {
+                eprintln!("{TOOL}: -r {}: {e}", r.display());
+                ExitCode::from(pmc_tools::EXIT_USAGE)
+            })
+        })
+        .transpose()
+}
+
+/// `-L` / `-u SPEC`: list or describe the machine's events.
+fn list_or_describe(args: &Args) -> Result<ExitCode, ExitCode> {
+    let classes = pmc_tools::events::all().map_err(|e| fail(TOOL, &e))?;
+    let text = match &args.describe {
+        Some(spec) => pmc_tools::events::describe(&classes, spec),
+        None => pmc_tools::events::list(&classes),
+    };
+    write_to(std::path::Path::new("-"), &text)?;
+    if !args.quiet {
+        for (class, names) in &classes {
+            if let Err(why) = names {
+                eprintln!("{TOOL}: {class} events not listed: {why}");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Options that do not apply here say why; `-k` is accepted and ignored
+/// with a warning, as FreeBSD's pmcstat does. Returns the top view's
+/// (threshold, skiplink) when -T is given.
+fn check_options(args: &Args) -> Result<Option<(f64, bool)>, ExitCode> {
+    if let Some(dir) = &args.kernel_dir {
+        eprintln!(
+            "{TOOL}: warning: -k {} has no effect: Linux kernel frames are not read from a kernel directory",
+            dir.display()
+        );
+    }
+    if args.wide_gprof {
+        return Err(usage(
+            TOOL,
+            "-e (wide gprof counters) requires gprof mode (-g) to be specified",
+        ));
+    }
+    if args.map_file.is_some() {
+        return Err(usage(
+            TOOL,
+            "-M writes the object map of gprof profiles and requires gprof mode (-g)",
+        ));
+    }
+    if args.show_address && !args.top {
+        return Err(usage(
+            TOOL,
+            "-I applies to the top view (-T); -G and --folded always name functions, -m and -a print pcs",
+        ));
+    }
+    if !args.plugin_options.is_empty() && !args.top {
+        return Err(usage(TOOL, "-f passes options to the top view: give -T"));
+    }
+    let mut threshold = 0.0;
+    let mut skiplink = false;
+    for opt in &args.plugin_options {
+        let bad = || {
+            usage(
+                TOOL,
+                &format!("-f {opt}: expected threshold=PERCENT or skiplink=0|1"),
+            )
+        };
+        match opt.split_once('=') {
+            Some(("threshold", v)) => {
+                threshold = v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|t| (0.0..=100.0).contains(t))
+                    .ok_or_else(bad)?;
+            }
+            Some(("skiplink", "0")) => skiplink = false,
+            Some(("skiplink", "1")) => skiplink = true,
+            _ => return Err(bad()),
+        }
+    }
+    Ok(args.top.then_some((threshold, skiplink)))
+}
+
+/// `-T`: the live view until `q`, Ctrl-C or the target's exit. A command
+/// still running at `q` is interrupted (SIGINT, as pmcstat does) and
+/// waited for.
+fn watch(
+    args: &Args,
+    threshold: f64,
+    skiplink: bool,
+    memory_log: &pmc::log::sink::MemoryLog,
+    held: &mut Option<HeldCommand>,
+    interrupted: &AtomicBool,
+) -> Result<ExitCode, ExitCode> {
+    let mut view = top::TopView::new(threshold, skiplink, args.show_address);
+    let interval = Duration::from_secs_f64(args.interval.unwrap_or(5.0));
+    let mut status = None;
+    let root = fs_root(args)?;
+    // Parse only what was logged since the last refresh.
+    let mut reader = pmc::log::LogReader::from_memory();
+    let mut fed = 0;
+    let ended = top::run(
+        &mut view,
+        interval,
+        || {
+            pmc::log::sink::flush_logfile().map_err(|e| e.to_string())?;
+            let bytes = memory_log.bytes();
+            reader.feed(bytes.get(fed..).unwrap_or(&[]));
+            fed = bytes.len();
+            let mut new = Vec::new();
+            loop {
+                match reader.read() {
+                    pmc::log::ReadState::Ok(e) => new.push(e),
+                    pmc::log::ReadState::Error(e) => return Err(format!("the log: {e}")),
+                    pmc::log::ReadState::Eof | pmc::log::ReadState::RequireData => {
+                        // -r, -i and -z apply to the view as to reports.
+                        return Ok(annotate::prepare(
+                            &new,
+                            root.as_deref(),
+                            args.thread,
+                            args.depth.map(|d| d as usize),
+                        ));
+                    }
+                }
+            }
+        },
+        || {
+            if interrupted.load(Ordering::SeqCst) {
+                return true;
+            }
+            if let Some(h) = held.as_mut() {
+                match h.try_wait() {
+                    Ok(Some(s)) => {
+                        status = Some(s);
+                        return true;
+                    }
+                    Ok(None) => return false,
+                    Err(_) => return true,
+                }
+            }
+            args.pid.is_some_and(|pid| !pmc::process_exists(pid))
+        },
+    )
+    .map_err(|e| {
+        eprintln!("{TOOL}: {e}");
+        ExitCode::FAILURE
+    })?;
+    if let Some(s) = status {
+        return Ok(ExitCode::from(gate::exit_code(s)));
+    }
+    if ended == top::Ended::Quit
+        && let Some(h) = held.as_mut()
+    {
+        use nix::sys::signal::{Signal, kill};
+        let pid = nix::unistd::Pid::from_raw(h.pid() as i32);
+        let _ = kill(pid, Signal::SIGINT);
+        // A command that ignores SIGINT is killed after 2 s.
+        let end = Instant::now() + Duration::from_secs(2);
+        while matches!(h.try_wait(), Ok(None)) {
+            if Instant::now() >= end {
+                let _ = kill(pid, Signal::SIGKILL);
+                let _ = h.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `-R FILE`: dump the log's records, or write the reports asked for.
@@ -493,8 +813,8 @@ fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
         ));
     }
     let events = read_events(path)?;
-    if args.callgraph.is_some() || args.folded.is_some() {
-        write_reports(args, &events)?;
+    if wants_report(args) || args.verbose > 0 {
+        write_reports(args, &events, true)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut text = String::new();

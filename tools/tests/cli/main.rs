@@ -9,6 +9,7 @@ mod harness;
 #[path = "../../../tests/live/workloads.rs"]
 mod workloads;
 
+mod pmcstat_options;
 mod tools;
 
 fn main() {
@@ -18,5 +19,15 @@ fn main() {
         args.test_threads = Some(1);
     }
     let env = pmc::probe::Environment::detect();
-    libtest_mimic::run(&args, harness::trials(tools::tests(), &env)).exit();
+    libtest_mimic::run(
+        &args,
+        harness::trials(
+            tools::tests()
+                .into_iter()
+                .chain(pmcstat_options::tests())
+                .collect(),
+            &env,
+        ),
+    )
+    .exit();
 }

@@ -1,0 +1,402 @@
+//! pmcstat(8)'s per-sample outputs and log filters: `-m` (sampled pcs with
+//! the function they fall in), `-a` (every frame of every callchain with
+//! function and file:line), `-v` (conversion statistics), and the
+//! post-processing options `-r` (file system root), `-i` (one thread) and
+//! `-z` (callchain depth), applied to the records before any report.
+//!
+//! Formats follow FreeBSD's `usr.sbin/pmcstat/pmcpl_annotate.c`
+//! (`pc name start end`), `pmcpl_annotate_cg.c` (`pc function file:line`
+//! per frame, `--` after each sample) and `pmcstat_log.c`
+//! (`pmcstat_shutdown_logging`: `CONVERSION STATISTICS:` and `#name value`
+//! lines). One difference: `-m` prints the function's start and end as
+//! addresses of the sampled process (FreeBSD prints the image's link-time
+//! addresses, the same thing for non-PIE executables), so the pc always
+//! falls in `[start, end)`.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use object::{Object, ObjectSegment, ObjectSymbol};
+use pmc::log::{LogEvent, LogRecord};
+
+/// Applies `-r ROOT` (look executables up under ROOT), `-i TID` (keep that
+/// thread's samples only) and `-z DEPTH` (keep the DEPTH innermost frames
+/// of each callchain) to a log's records.
+pub fn prepare(
+    events: &[LogEvent],
+    root: Option<&Path>,
+    tid: Option<u32>,
+    depth: Option<usize>,
+) -> Vec<LogEvent> {
+    events
+        .iter()
+        .filter(|e| match (&e.record, tid) {
+            (LogRecord::Callchain { tid: t, .. }, Some(want)) => *t == want,
+            _ => true,
+        })
+        .map(|e| {
+            let mut e = e.clone();
+            match &mut e.record {
+                LogRecord::MapIn { path, .. } if path.starts_with('/') => {
+                    if let Some(root) = root {
+                        *path =
+                            format!("{}{path}", root.display().to_string().trim_end_matches('/'));
+                    }
+                }
+                LogRecord::Callchain { pcs, .. } => {
+                    if let Some(d) = depth {
+                        pcs.truncate(d);
+                    }
+                }
+                _ => {}
+            }
+            e
+        })
+        .collect()
+}
+
+/// A function of an object: link-time start and end, name.
+#[derive(Debug, Clone)]
+struct Function {
+    start: u64,
+    end: u64,
+    name: String,
+}
+
+/// What one object file knows about its addresses.
+struct ObjectInfo {
+    /// (file offset start, file offset end, vaddr start) of loadable segments.
+    segments: Vec<(u64, u64, u64)>,
+    /// Sorted by start; unsized symbols end at the next one.
+    functions: Vec<Function>,
+    /// DWARF line tables, when the object has them.
+    lines: Option<addr2line::Loader>,
+}
+
+impl ObjectInfo {
+    fn load(path: &str) -> ObjectInfo {
+        let empty = || ObjectInfo {
+            segments: Vec::new(),
+            functions: Vec::new(),
+            lines: None,
+        };
+        let Ok(data) = std::fs::read(path) else {
+            return empty();
+        };
+        let Ok(file) = object::File::parse(&*data) else {
+            return empty();
+        };
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (off, size) = s.file_range();
+                (off, off + size, s.address())
+            })
+            .collect();
+        let mut raw: Vec<(u64, u64, String)> = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+            .filter_map(|s| {
+                Some((
+                    s.address(),
+                    s.size(),
+                    format!("{:#}", rustc_demangle::demangle(s.name().ok()?)),
+                ))
+            })
+            .collect();
+        raw.sort_by_key(|f| f.0);
+        raw.dedup_by_key(|f| f.0);
+        let functions = raw
+            .iter()
+            .enumerate()
+            .map(|(i, (start, size, name))| {
+                let next = raw.get(i + 1).map_or(u64::MAX, |n| n.0);
+                Function {
+                    start: *start,
+                    end: if *size == 0 { next } else { start + size },
+                    name: name.clone(),
+                }
+            })
+            .collect();
+        let lines = file
+            .has_debug_symbols()
+            .then(|| addr2line::Loader::new(path).ok())
+            .flatten();
+        ObjectInfo {
+            segments,
+            functions,
+            lines,
+        }
+    }
+
+    /// The link-time address of a file offset.
+    fn vaddr(&self, file_offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|(s, e, _)| file_offset >= *s && file_offset < *e)
+            .map(|(s, _, v)| file_offset - s + v)
+    }
+
+    fn function(&self, vaddr: u64) -> Option<&Function> {
+        let i = self.functions.partition_point(|f| f.start <= vaddr);
+        let f = self.functions.get(i.checked_sub(1)?)?;
+        (vaddr < f.end).then_some(f)
+    }
+}
+
+/// Where a pc of a process lies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// The mapped object's path.
+    pub object: String,
+    /// The function's name and its run-time `[start, end)`.
+    pub function: Option<(String, u64, u64)>,
+    /// Source file and line, when the object has line tables.
+    pub line: Option<(String, u32)>,
+}
+
+/// Resolves pcs of the processes in a log to objects, functions and lines,
+/// following MAP_IN, fork and exec records like `report::Symbolizer`.
+#[derive(Default)]
+pub struct Resolver {
+    maps: HashMap<u32, Vec<(u64, String)>>,
+    objects: HashMap<String, ObjectInfo>,
+}
+
+impl std::fmt::Debug for Resolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Resolver")
+            .field("processes", &self.maps.len())
+            .field("objects", &self.objects.len())
+            .finish()
+    }
+}
+
+impl Resolver {
+    /// Learns the mappings of a log.
+    pub fn new(events: &[LogEvent]) -> Resolver {
+        let mut r = Resolver::default();
+        r.learn(events);
+        r
+    }
+
+    /// Adds the mappings of more records (the top view's new ones).
+    pub fn learn(&mut self, events: &[LogEvent]) {
+        for e in events {
+            match &e.record {
+                LogRecord::MapIn { pid, start, path } if path.starts_with('/') => {
+                    let m = self.maps.entry(*pid).or_default();
+                    if let Err(i) = m.binary_search(&(*start, path.clone())) {
+                        m.insert(i, (*start, path.clone()));
+                    }
+                }
+                LogRecord::ProcFork { oldpid, newpid } => {
+                    let parent = self.maps.get(oldpid).cloned().unwrap_or_default();
+                    let child = self.maps.entry(*newpid).or_default();
+                    child.extend(parent);
+                    child.sort();
+                    child.dedup();
+                }
+                LogRecord::ProcExec { pid, .. } => {
+                    self.maps.remove(pid);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The mapping a pc falls in: (object start, path).
+    fn mapping(&self, pid: u32, pc: u64) -> Option<(u64, &str)> {
+        let maps = self.maps.get(&pid)?;
+        let i = maps.partition_point(|(start, _)| *start <= pc);
+        let (start, path) = maps.get(i.checked_sub(1)?)?;
+        Some((*start, path.as_str()))
+    }
+
+    /// The object, function and line of `pc` in `pid`, or `None` when no
+    /// mapping covers it.
+    pub fn place(&mut self, pid: u32, pc: u64, with_line: bool) -> Option<Place> {
+        let (start, path) = self.mapping(pid, pc)?;
+        let path = path.to_string();
+        let info = self
+            .objects
+            .entry(path.clone())
+            .or_insert_with(|| ObjectInfo::load(&path));
+        let offset = pc - start;
+        let vaddr = info.vaddr(offset);
+        let function = vaddr.and_then(|v| info.function(v)).map(|f| {
+            // Run-time address = link-time address + (pc - its vaddr).
+            let bias = pc.wrapping_sub(vaddr.unwrap_or(0));
+            (
+                f.name.clone(),
+                f.start.wrapping_add(bias),
+                f.end.wrapping_add(bias),
+            )
+        });
+        let line = match (with_line, vaddr, &info.lines) {
+            (true, Some(v), Some(l)) => l
+                .find_location(v)
+                .ok()
+                .flatten()
+                .and_then(|loc| Some((loc.file?.to_string(), loc.line?))),
+            _ => None,
+        };
+        Some(Place {
+            object: path,
+            function,
+            line,
+        })
+    }
+}
+
+/// `-m`: one line per sample, `pc function start end` for samples whose
+/// leaf pc lies in a known function (others are skipped, as pmcstat does).
+pub fn sampled_pcs(events: &[LogEvent]) -> String {
+    let mut r = Resolver::new(events);
+    let mut out = String::new();
+    for e in events {
+        if let LogRecord::Callchain { pid, pcs, .. } = &e.record
+            && let Some(&pc) = pcs.first()
+            && let Some(Place {
+                function: Some((name, start, end)),
+                ..
+            }) = r.place(*pid, pc, false)
+        {
+            let _ = writeln!(out, "{pc:#x} {name} {start:#x} {end:#x}");
+        }
+    }
+    out
+}
+
+/// `-a`: every frame of every sample as `pc function file:line` (or
+/// `pc <unknown> ??:0`), each sample ended by `--`.
+pub fn annotated_callchains(events: &[LogEvent]) -> String {
+    let mut r = Resolver::new(events);
+    let mut out = String::new();
+    for e in events {
+        if let LogRecord::Callchain { pid, pcs, .. } = &e.record {
+            for (i, &pc) in pcs.iter().enumerate() {
+                // Return addresses point after the call instruction.
+                let probe = if i == 0 { pc } else { pc.saturating_sub(1) };
+                match r.place(*pid, probe, true) {
+                    Some(Place {
+                        function: Some((name, ..)),
+                        line,
+                        ..
+                    }) => {
+                        let (file, n) = line.unwrap_or_else(|| ("??".into(), 0));
+                        let _ = writeln!(out, "{pc:#x} {name} {file}:{n}");
+                    }
+                    _ => {
+                        let _ = writeln!(out, "{pc:#x} <unknown> ??:0");
+                    }
+                }
+            }
+            out.push_str("--\n");
+        }
+    }
+    out
+}
+
+/// `-v`: pmcstat's conversion statistics for a log.
+pub fn statistics(events: &[LogEvent]) -> String {
+    let r = Resolver::new(events);
+    let (mut total, mut unclaimed, mut empty, mut execs, mut lost) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    for e in events {
+        match &e.record {
+            LogRecord::Callchain { pid, pcs, .. } => {
+                total += 1;
+                match pcs.first() {
+                    None => empty += 1,
+                    Some(&pc) if r.mapping(*pid, pc).is_none() => unclaimed += 1,
+                    Some(_) => {}
+                }
+            }
+            LogRecord::ProcExec { .. } => execs += 1,
+            LogRecord::Dropnotify { lost: n } => lost += u64::from(*n),
+            _ => {}
+        }
+    }
+    let mut out = String::from("CONVERSION STATISTICS:\n");
+    for (name, v) in [
+        ("#exec/elf", execs),
+        ("#samples/total", total),
+        ("#samples/unclaimed", unclaimed),
+        ("#callchain/empty", empty),
+        ("#samples/lost", lost),
+    ] {
+        let _ = writeln!(out, " {name:<40} {v}");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(record: LogRecord) -> LogEvent {
+        LogEvent {
+            offset: 0,
+            timestamp: 0,
+            record,
+        }
+    }
+
+    fn chain(tid: u32, pcs: Vec<u64>) -> LogEvent {
+        ev(LogRecord::Callchain {
+            pid: 1,
+            tid,
+            pmcid: 1,
+            cpu: 0,
+            userspace: true,
+            pcs,
+        })
+    }
+
+    #[test]
+    fn prepare_filters_threads_truncates_chains_and_reroots_paths() {
+        let events = vec![
+            ev(LogRecord::MapIn {
+                pid: 1,
+                start: 0x1000,
+                path: "/usr/bin/x".into(),
+            }),
+            chain(1, vec![1, 2, 3, 4]),
+            chain(2, vec![5, 6, 7]),
+        ];
+        let out = prepare(&events, Some(Path::new("/srv/root/")), Some(2), Some(2));
+        assert_eq!(out.len(), 2, "{out:?}");
+        assert!(
+            matches!(&out[0].record, LogRecord::MapIn { path, .. } if path == "/srv/root/usr/bin/x")
+        );
+        assert!(
+            matches!(&out[1].record, LogRecord::Callchain { tid: 2, pcs, .. } if pcs == &[5, 6])
+        );
+        assert_eq!(prepare(&events, None, None, None), events);
+    }
+
+    #[test]
+    fn unmapped_pcs_are_unknown_and_counted_unclaimed() {
+        let events = vec![chain(1, vec![0x10, 0x20]), chain(1, vec![])];
+        assert_eq!(
+            annotated_callchains(&events),
+            "0x10 <unknown> ??:0\n0x20 <unknown> ??:0\n--\n--\n"
+        );
+        assert_eq!(sampled_pcs(&events), "");
+        let s = statistics(&events);
+        assert!(
+            s.contains(" #samples/total                           2\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains(" #samples/unclaimed                       1\n"),
+            "{s}"
+        );
+        assert!(
+            s.contains(" #callchain/empty                         1\n"),
+            "{s}"
+        );
+    }
+}

@@ -1,0 +1,143 @@
+//! `pmcstat -L` and `-u SPEC`: list the machine's events and describe the
+//! ones whose name contains SPEC (case-insensitive), in the formats of
+//! FreeBSD's `lib/libpmc/libpmc_pmu_util.c` (`pmc_pmu_print_counters`: a
+//! tab and the name per line; `pmc_pmu_print_counter_desc`: `name:\tdesc`).
+//!
+//! Linux gives descriptions for no event through sysfs, so those of perf's
+//! generic events are stated here from perf_event_open(2); other events are
+//! described by their class.
+
+/// Descriptions of perf's generic events, after perf_event_open(2).
+const GENERIC: &[(&str, &str)] = &[
+    ("cycles", "Total cycles (affected by CPU frequency scaling)"),
+    (
+        "cpu-cycles",
+        "Total cycles (affected by CPU frequency scaling)",
+    ),
+    ("instructions", "Retired instructions"),
+    (
+        "cache-references",
+        "Cache accesses, usually last-level cache",
+    ),
+    ("cache-misses", "Cache misses, usually last-level cache"),
+    ("branch-instructions", "Retired branch instructions"),
+    ("branches", "Retired branch instructions"),
+    ("branch-misses", "Mispredicted branch instructions"),
+    (
+        "bus-cycles",
+        "Bus cycles, which can differ from total cycles",
+    ),
+    ("stalled-cycles-frontend", "Stalled cycles during issue"),
+    ("stalled-cycles-backend", "Stalled cycles during retirement"),
+    (
+        "ref-cycles",
+        "Total cycles, not affected by CPU frequency scaling",
+    ),
+    (
+        "cpu-clock",
+        "The CPU clock, a high-resolution per-CPU timer (ns)",
+    ),
+    (
+        "task-clock",
+        "A clock count specific to the task that is running (ns)",
+    ),
+    ("page-faults", "Page faults"),
+    ("context-switches", "Context switches"),
+    ("cpu-migrations", "Times the process migrated to a new CPU"),
+    ("minor-faults", "Minor page faults: no disk I/O was needed"),
+    ("major-faults", "Major page faults: disk I/O was needed"),
+    (
+        "alignment-faults",
+        "Alignment faults (unaligned memory accesses)",
+    ),
+    (
+        "emulation-faults",
+        "Unimplemented instructions that were emulated",
+    ),
+    ("dummy", "A placeholder event that counts nothing"),
+    (
+        "bpf-output",
+        "Output of BPF programs through perf_event_output",
+    ),
+    (
+        "cgroup-switches",
+        "Context switches to a task in a different cgroup",
+    ),
+];
+
+/// A class's name and its event names, or why they cannot be listed.
+pub type ClassEvents = (String, Result<Vec<String>, String>);
+
+/// Every event name of every class.
+pub fn all() -> pmc::Result<Vec<ClassEvents>> {
+    let info = pmc::cpuinfo()?;
+    Ok(info
+        .classes
+        .iter()
+        .map(|c| {
+            (
+                c.class.name().to_string(),
+                pmc::event_names_of_class(&c.class).map_err(|e| e.to_string()),
+            )
+        })
+        .collect())
+}
+
+/// `-L`: a tab and the name, one event per line.
+pub fn list(classes: &[ClassEvents]) -> String {
+    let mut out = String::new();
+    for (_, names) in classes {
+        for n in names.iter().flatten() {
+            out.push('\t');
+            out.push_str(n);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `-u SPEC`: `name:\tdescription` for each event whose name contains SPEC.
+pub fn describe(classes: &[ClassEvents], spec: &str) -> String {
+    let want = spec.to_ascii_lowercase();
+    let mut out = String::new();
+    for (class, names) in classes {
+        for n in names.iter().flatten() {
+            if !n.to_ascii_lowercase().contains(&want) {
+                continue;
+            }
+            let bare = n.rsplit('/').next().unwrap_or(n);
+            match GENERIC.iter().find(|(g, _)| *g == bare) {
+                Some((_, d)) => out.push_str(&format!("{n}:\t{d}\n")),
+                None => out.push_str(&format!("{n}:\t{} event\n", class.to_ascii_uppercase())),
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_and_describe_formats() {
+        let classes = vec![
+            (
+                "software".to_string(),
+                Ok(vec!["cpu-clock".to_string(), "page-faults".to_string()]),
+            ),
+            (
+                "tracepoint".to_string(),
+                Err("tracefs not mounted".to_string()),
+            ),
+            ("msr".to_string(), Ok(vec!["msr/tsc/".to_string()])),
+        ];
+        assert_eq!(list(&classes), "\tcpu-clock\n\tpage-faults\n\tmsr/tsc/\n");
+        assert_eq!(
+            describe(&classes, "CLOCK"),
+            "cpu-clock:\tThe CPU clock, a high-resolution per-CPU timer (ns)\n"
+        );
+        assert_eq!(describe(&classes, "tsc"), "msr/tsc/:\tMSR event\n");
+        assert_eq!(describe(&classes, "nothing-like-this"), "");
+    }
+}
