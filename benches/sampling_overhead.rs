@@ -88,7 +88,7 @@ fn under_pmc() -> (f64, u64, usize) {
     let lost = events
         .iter()
         .filter_map(|e| match e.record {
-            LogRecord::Dropnotify { lost } => Some(u64::from(lost)),
+            LogRecord::Dropnotify { lost } => lost.map(u64::from),
             _ => None,
         })
         .sum();

@@ -66,6 +66,23 @@ fn state_to_u8(s: State) -> u8 {
     }
 }
 
+/// Marks the running PMCs `ids` Stopped: their log was closed, and hwpmc
+/// stops the PMCs that need the log when it is deconfigured (the log
+/// module has already stopped their counters).
+pub(crate) fn mark_stopped_by_log_close(ids: &[u32]) {
+    if let Ok(r) = REGISTRY.lock() {
+        for (_, state, _) in ids.iter().filter_map(|id| r.get(id)) {
+            let running = state_to_u8(State::Running);
+            let _ = state.compare_exchange(
+                running,
+                state_to_u8(State::Stopped),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+    }
+}
+
 pub(crate) fn registry_snapshot() -> Vec<PmcInfo> {
     REGISTRY
         .lock()
@@ -338,9 +355,10 @@ impl Pmc {
         self.cpu
     }
 
-    /// The state.
+    /// The state. A PMC that wrote into a log that was then closed reads
+    /// Stopped, as hwpmc stops it (see [`crate::log::sink::close_logfile`]).
     pub fn state(&self) -> State {
-        self.state
+        state_from_u8(self.shared_state.load(Ordering::Relaxed))
     }
 
     /// The parsed event specifier.
@@ -580,7 +598,11 @@ impl Pmc {
     #[inline(never)]
     fn start_general(&mut self) -> Result<()> {
         if self.state == State::Running {
-            return Ok(());
+            if self.state() == State::Running {
+                return Ok(());
+            }
+            // Its log was closed under it: finish that stop, then start.
+            self.stop_general()?;
         }
         // pmc_start (hwpmc_mod.c): with no targets, a PMC never attached
         // attaches its owner; one whose targets were all detached or

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use pmc_core::machine::CpuInfo;
 use pmc_core::{Class, Cpu, Flags, Mode, Pmc};
 
-use crate::types::{self, cputype, disp, pmc_classinfo, pmc_cpuinfo, pmc_driverstats, pmc_info};
+use crate::types::{self, disp, pmc_classinfo, pmc_cpuinfo, pmc_driverstats, pmc_info};
 use crate::{CResult, Failure};
 
 type Shared = Arc<Mutex<Pmc>>;
@@ -220,38 +220,6 @@ fn class_to_c(class: &Class, vendor: Vendor) -> u32 {
     }
 }
 
-/// `enum pmc_cputype` for this CPU, as hwpmc_intel.c / hwpmc_amd.c would
-/// pick it; GENERIC where there is no core PMU (hwpmc's soft-only mode).
-fn cputype_of(info: &CpuInfo, vendor: Vendor) -> u32 {
-    if info.npmc == 0 {
-        return cputype::GENERIC;
-    }
-    match vendor {
-        Vendor::Amd => cputype::AMD_K8,
-        Vendor::Intel => {
-            // "… (family 6, model 85)": the model of the cpu_model() text.
-            let model = info
-                .cputype
-                .rsplit("model ")
-                .next()
-                .and_then(|m| m.trim_end_matches(')').trim().parse::<u32>().ok());
-            match model {
-                Some(0x3C | 0x45 | 0x46) => 0x91,
-                Some(0x3F) => 0x95,
-                Some(0x3D | 0x47) => 0x96,
-                Some(0x4F | 0x56) => 0x97,
-                Some(0x4E | 0x5E | 0x8E | 0x9E | 0xA5 | 0xA6) => cputype::INTEL_SKYLAKE,
-                Some(0x55) => 0x99,
-                Some(0x7D | 0x7E) => 0x9B,
-                Some(0x6A | 0x6C) => 0x9C,
-                Some(0x97 | 0x9A | 0xB7 | 0xBA | 0xBF) => 0x9D,
-                _ => cputype::INTEL_CORE2,
-            }
-        }
-        _ => cputype::GENERIC,
-    }
-}
-
 static CPUINFO: OnceLock<(pmc_cpuinfo, Vendor)> = OnceLock::new();
 
 fn cpuinfo_and_vendor() -> CResult<&'static (pmc_cpuinfo, Vendor)> {
@@ -261,7 +229,8 @@ fn cpuinfo_and_vendor() -> CResult<&'static (pmc_cpuinfo, Vendor)> {
     let info = pmc_core::cpuinfo()?;
     let vendor = vendor(&info);
     let mut out = pmc_cpuinfo {
-        pm_cputype: cputype_of(&info, vendor),
+        // The crate's one mapping (the log's INITIALIZE pl_cpu too).
+        pm_cputype: pmc_core::log::cpu::this_machine().cputype,
         pm_ncpu: info.ncpu,
         pm_npmc: info.npmc,
         ..pmc_cpuinfo::default()

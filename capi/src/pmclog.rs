@@ -18,8 +18,6 @@ use crate::{CResult, Failure};
 pub struct Parser {
     reader: LogReader,
     from_fd: bool,
-    /// Records returned so far (`pl_count`).
-    count: usize,
     /// The event name `pl_a.pl_evname` points at until the next read.
     evname: CString,
 }
@@ -49,7 +47,6 @@ pub fn open(source: Option<File>) -> usize {
     let parser = Parser {
         reader,
         from_fd,
-        count: 0,
         evname: CString::default(),
     };
     parsers()
@@ -93,11 +90,7 @@ pub fn read(cookie: usize) -> CResult<(pmclog_ev, Option<String>)> {
     let shared = lookup("pmclog_read", cookie)?;
     let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
     Ok(match p.reader.read() {
-        ReadState::Ok(ev) => {
-            p.count += 1;
-            let end = p.reader.offset();
-            (to_c(&mut p, ev, end), None)
-        }
+        ReadState::Ok(ev) => (to_c(&mut p, ev), None),
         ReadState::Eof => (pmclog_ev::with_state(state::EOF), None),
         ReadState::RequireData => (pmclog_ev::with_state(state::REQUIRE_DATA), None),
         ReadState::Error(why) => (
@@ -119,13 +112,13 @@ fn pid(p: u32) -> libc::pid_t {
 }
 
 /// Fills a `struct pmclog_ev` as pmclog.c `pmclog_get_event()` does.
-fn to_c(p: &mut Parser, ev: LogEvent, end: u64) -> pmclog_ev {
+fn to_c(p: &mut Parser, ev: LogEvent) -> pmclog_ev {
     use types::*;
     let mut out = pmclog_ev::with_state(state::OK);
     out.pl_type = u32::from(ev.record.kind());
-    out.pl_offset = end as libc::off_t;
-    out.pl_count = p.count;
-    out.pl_len = i32::try_from(end - ev.offset).unwrap_or(i32::MAX);
+    out.pl_offset = ev.end_offset as libc::off_t;
+    out.pl_count = ev.count as usize;
+    out.pl_len = i32::try_from(ev.end_offset - ev.offset).unwrap_or(i32::MAX);
     // pmclog.c copies the header's raw timestamp into tv_sec.
     out.pl_ts.tv_sec = ev.timestamp as libc::time_t;
     match ev.record {
@@ -143,6 +136,7 @@ fn to_c(p: &mut Parser, ev: LogEvent, end: u64) -> pmclog_ev {
             time_sec,
             time_nsec,
             cpuid,
+            ..
         } => {
             out.pl_u.pl_i = pmclog_ev_initialize {
                 pl_version: version,
@@ -217,13 +211,14 @@ fn to_c(p: &mut Parser, ev: LogEvent, end: u64) -> pmclog_ev {
             pid: target,
             pmcid,
             entry,
+            dynaddr,
             path,
         } => {
             out.pl_u.pl_x = pmclog_ev_procexec {
                 pl_pid: pid(target),
                 pl_pmcid: pmcid,
                 pl_baseaddr: entry as usize,
-                pl_dynaddr: 0,
+                pl_dynaddr: dynaddr as usize,
                 pl_pathname: fill_chars(&path),
             }
         }

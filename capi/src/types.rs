@@ -17,14 +17,6 @@ pub const FREEBSD_PATH_MAX: usize = 1024;
 /// `MAXCOMLEN + 1`
 pub const COMM_LEN: usize = 20;
 
-/// `enum pmc_cputype` values used here.
-pub mod cputype {
-    pub const AMD_K8: u32 = 0x01;
-    pub const INTEL_CORE2: u32 = 0x88;
-    pub const INTEL_SKYLAKE: u32 = 0x98;
-    pub const GENERIC: u32 = 0x400;
-}
-
 /// `enum pmc_class` values used here.
 pub mod class {
     pub const TSC: u32 = 0x00;

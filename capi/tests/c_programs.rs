@@ -288,27 +288,6 @@ fn pkg_config() -> TestResult {
     Ok(())
 }
 
-/// Enables the tests of the log-operation rules the `pmc` crate gains with
-/// issue 15 §2 (EINVAL for log operations without a log, EBUSY for a
-/// second log): they fail on a crate without them.
-const PENDING_ENV: &str = "PMC_CAPI_PENDING_ISSUE15";
-
-const PENDING_RULES: [&str; 2] = ["log_ops_without_log_einval", "second_configure_ebusy"];
-
-fn pending_issue15(have_cc: bool) -> Vec<Trial> {
-    PENDING_RULES
-        .iter()
-        .map(|rule| {
-            Trial::ignorable_test(format!("c::issue15::{rule}"), move || {
-                if !have_cc {
-                    return Ok(Completion::ignored_with("no C compiler"));
-                }
-                build_and_run("errno15", Link::Shared, &[rule]).map(|_| Completion::Completed)
-            })
-        })
-        .collect()
-}
-
 struct CTest {
     name: &'static str,
     requires: Vec<Requirement>,
@@ -423,8 +402,5 @@ fn main() {
             no_pmu_hardware_event().map(|()| Completion::Completed)
         },
     ));
-    if std::env::var_os(PENDING_ENV).is_some() {
-        trials.extend(pending_issue15(have_cc));
-    }
     libtest_mimic::run(&args, trials).exit();
 }

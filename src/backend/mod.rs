@@ -40,6 +40,11 @@ cfg_if::cfg_if! {
         pub(crate) fn drain_samples() {
             linux::sampling::drain_all();
         }
+        /// Stops the counters that write into the log (its deconfiguration);
+        /// the ids of their PMCs.
+        pub(crate) fn stop_logging_pmcs() -> Vec<u32> {
+            linux::sampling::stop_all()
+        }
     } else {
         fn make_default() -> Arc<dyn Backend> {
             Arc::new(unsupported::UnsupportedBackend)
@@ -60,6 +65,10 @@ cfg_if::cfg_if! {
         }
         /// No backend here produces samples.
         pub(crate) fn drain_samples() {}
+        /// Nothing writes into the log here.
+        pub(crate) fn stop_logging_pmcs() -> Vec<u32> {
+            Vec::new()
+        }
         /// Nanoseconds since the first call (no platform clock here).
         pub(crate) fn monotonic_ns() -> u64 {
             static START: OnceLock<std::time::Instant> = OnceLock::new();

@@ -1,45 +1,112 @@
 //! pmclog: FreeBSD's hwpmc log format, written and read.
 //!
-//! Every record starts with a header of one `u32` — magic `0xEE` in bits
-//! 24–31, the type in bits 16–23, the length in bytes (header included) in
-//! bits 0–15 — a spare `u32` and a `u64` timestamp. Fields are native
-//! endian `u32`s with 64-bit values 8-aligned; strings are NUL-terminated
-//! and padded so every record is a multiple of 8 bytes.
+//! The layouts are those of `sys/sys/pmclog.h` in FreeBSD 12–14 (log
+//! version [`PMC_VERSION`] `0x09030000`, pmclog "V6"): every record starts
+//! with `PMCLOG_ENTRY_HEADER` — a `u32` header (magic `0xEE` in bits
+//! 24–31, the type in bits 16–23, the length in bytes, header included, in
+//! bits 0–15), a spare `u32` and a `u64` timestamp — followed by the
+//! record's `__packed` fields in native byte order. hwpmc_logging.c's
+//! `_PMCLOG_RESERVE` rounds every length up to 4 bytes (not 8), so records
+//! with a path or a `MAXCOMLEN + 1` name end on a 4-byte boundary, and it
+//! never writes the spare word nor most `pl_pad` words: readers must not
+//! look at them.
+//!
+//! Record sizes (bytes; offsets in [`LogRecord::encode`]):
+//!
+//! | type | size |
+//! |---|---|
+//! | CLOSELOG, DROPNOTIFY | 16 |
+//! | INITIALIZE | 112 |
+//! | PMCALLOCATE | 40 |
+//! | PMCATTACH | 24 + path + NUL, rounded up to 4 |
+//! | PMCDETACH, PROCFORK, SYSEXIT, USERDATA, THR_EXIT | 24 |
+//! | PROCCSW | 40 |
+//! | PROCEXEC | 32 + path + NUL, rounded up to 4 (FreeBSD 15: 40 + …) |
+//! | PROCEXIT | 32 |
+//! | MAP_IN | 24 + path + NUL, rounded up to 4 |
+//! | MAP_OUT | 40 |
+//! | CALLCHAIN | 32 + 8 per pc |
+//! | PMCALLOCATEDYN | 96 |
+//! | THR_CREATE | 52 |
+//! | PROC_CREATE | 44 |
+//!
+//! Conventions of the records this crate writes:
+//! - timestamps are `CLOCK_MONOTONIC` nanoseconds, so INITIALIZE's
+//!   `tsc_freq` is 1 000 000 000 ([`TIMESTAMP_FREQ`]);
+//! - DROPNOTIFY carries the number of lost samples in the header's spare
+//!   word. FreeBSD leaves that word uninitialised, so a reader trusts it
+//!   only in a log whose INITIALIZE carries [`ORIGIN_MARK`] in the last 8
+//!   bytes of `pl_cpuid` (hwpmc copies its zero-filled `pmc_cpuid[64]`
+//!   there, so a FreeBSD log has zeros; FreeBSD's readers stop at the
+//!   string's NUL and never see the mark);
+//! - MAP_IN `start` is where the object's file offset 0 would be mapped:
+//!   `address - file offset` of its executable mapping (perf's MMAP2
+//!   `addr - pgoff`, `/proc/<pid>/maps` `start - offset`). A pc of that
+//!   object is at file offset `pc - start`. libpmcstat's
+//!   `pmcstat_image_link` takes `start - pi_vaddr` as the load bias
+//!   (`pi_vaddr` is 0 for ET_DYN objects), and hwpmc's
+//!   `pmc_log_process_mappings` logs the start of the executable mapping:
+//!   the three agree for objects whose executable segment starts at file
+//!   offset 0 and, for `pmcstat_image_link`, for every object whose
+//!   segments have `p_vaddr == p_offset` (GNU ld's layouts). Objects laid
+//!   out with `p_vaddr != p_offset` (lld's, e.g. Rust's own test
+//!   binaries: `p_vaddr = p_offset + 0x1000`) keep the file-offset
+//!   convention here, which this crate's symbolizer relies on.
 //!
 //! - [`LogRecord`]: one variant per record type, with [`LogRecord::encode`]
 //!   and [`LogRecord::decode`];
 //! - [`LogWriter`]: writes INITIALIZE first and CLOSELOG on close;
 //! - [`LogReader`]: reads from a file/pipe or from memory fed piecewise,
-//!   with libpmc's OK / EOF / REQUIRE_DATA / ERROR (sticky) states;
+//!   with libpmc's OK / EOF / REQUIRE_DATA / ERROR (sticky) states and its
+//!   `pl_offset` / `pl_count`;
 //! - [`sink`]: the process-wide log of `pmc_configure_logfile`.
 
+pub mod cpu;
+mod reader;
 pub mod sink;
+mod writer;
 
 use std::fmt;
-use std::io::{Read, Write};
 
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
 
-/// The header magic.
+pub use reader::{LogReader, ReadState};
+pub use writer::LogWriter;
+
+/// The header magic (`PMCLOG_HEADER_MAGIC`).
 pub const MAGIC: u32 = 0xEE;
-/// The log format version written in INITIALIZE (FreeBSD's major 0x05).
-pub const VERSION: u32 = 0x0500_0000;
-/// The deepest callchain a record carries (FreeBSD's maximum).
+/// `PMC_VERSION` of FreeBSD 12–14 (`sys/sys/pmc.h`: major 0x09, minor
+/// 0x03, patch 0), whose pmclog layouts this crate writes.
+pub const PMC_VERSION: u32 = 0x0903_0000;
+/// The log version written in INITIALIZE.
+pub const VERSION: u32 = PMC_VERSION;
+/// `PMC_VERSION` of FreeBSD 15 (major 0x0A), whose PROCEXEC record has
+/// `pl_base` and `pl_dyn` instead of one start address.
+pub const PMC_VERSION_15: u32 = 0x0A00_0000;
+/// The deepest callchain a record carries (`PMC_CALLCHAIN_DEPTH_MAX`).
 pub const CALLCHAIN_MAX: usize = 512;
-/// `pl_cpuflags` bit: the sample was taken in user space.
+/// `pl_cpuflags` bit: the callchain is a user-space one
+/// (`PMC_CC_F_USERSPACE`).
 pub const CC_USERSPACE: u32 = 0x01;
-/// Longest path stored (records are limited to 64 KiB).
+/// Longest path field (`PATH_MAX`, NUL included).
 pub const PATH_MAX: usize = 1024;
-/// Length of the INITIALIZE cpuid field.
+/// Length of the INITIALIZE cpuid field (`PMC_CPUID_LEN`).
 pub const CPUID_LEN: usize = 64;
-/// Length of the PMCALLOCATEDYN event name field.
+/// Length of the PMCALLOCATEDYN event name field (`PMC_NAME_MAX`).
 pub const NAME_MAX: usize = 64;
 /// Length of thread/process names (`MAXCOMLEN + 1`).
 pub const COMM_LEN: usize = 20;
+/// Ticks per second of the timestamps this crate writes (nanoseconds).
+pub const TIMESTAMP_FREQ: u64 = 1_000_000_000;
+/// Written in the last 8 bytes of INITIALIZE's `pl_cpuid` by this crate:
+/// marks a log whose DROPNOTIFY spare word holds a lost count.
+pub const ORIGIN_MARK: [u8; 8] = *b"pmc-rs1\0";
+/// Bytes of the header (`struct pmclog_header`).
+pub const HEADER_LEN: usize = 16;
 
-/// Record type numbers.
+/// Record type numbers (`enum pmclog_type`).
 #[allow(missing_docs)]
 pub mod kind {
     pub const CLOSELOG: u8 = 1;
@@ -68,19 +135,28 @@ pub mod kind {
 #[allow(missing_docs)]
 pub enum LogRecord {
     Closelog,
-    /// Samples were dropped (buffer full). `lost` travels in the header's
-    /// spare word (FreeBSD's record has no payload; its readers ignore it).
+    /// Samples were dropped (buffer full). FreeBSD's record has no payload;
+    /// `lost` is the count this crate writes in the header's spare word,
+    /// `None` when reading a log not written by this crate (the word is
+    /// uninitialised there).
     Dropnotify {
-        lost: u32,
+        lost: Option<u32>,
     },
     Initialize {
+        /// `pl_version`: `PMC_VERSION` of the writer.
         version: u32,
-        /// `pl_cpu`: the architecture code.
+        /// `pl_cpu`: an `enum pmc_cputype` value (see [`cpu`]).
         arch: u32,
+        /// Timestamp ticks per second.
         tsc_freq: u64,
+        /// `pl_ts`: wall-clock time at the start of the log.
         time_sec: u64,
         time_nsec: u64,
+        /// `pl_cpuid`: `kern.hwpmc.cpuid`, e.g. `GenuineIntel-6-55-4`.
         cpuid: String,
+        /// Whether `pl_cpuid` ends with [`ORIGIN_MARK`] (written by this
+        /// crate; at most 55 bytes of `cpuid` are kept then).
+        marked: bool,
     },
     PmcAllocate {
         pmcid: u32,
@@ -103,10 +179,15 @@ pub enum LogRecord {
         pid: u32,
         tid: u32,
     },
+    /// FreeBSD 12–14: `entry` is `pl_start` (the exec's entry address) and
+    /// `dynaddr` is 0 (not in the record, not written). A FreeBSD 15 log
+    /// ([`PMC_VERSION_15`]) has `entry` = `pl_base` (`AT_BASE`, the run-time
+    /// linker's base) and `dynaddr` = `pl_dyn` (the PIE load base).
     ProcExec {
         pid: u32,
         pmcid: u32,
         entry: u64,
+        dynaddr: u64,
         path: String,
     },
     ProcExit {
@@ -127,6 +208,7 @@ pub enum LogRecord {
     MapIn {
         /// `u32::MAX` (-1) for the kernel.
         pid: u32,
+        /// See the module docs for the convention.
         start: u64,
         path: String,
     },
@@ -143,6 +225,11 @@ pub enum LogRecord {
         userspace: bool,
         pcs: Vec<u64>,
     },
+    /// `struct pmclog_pmcallocatedyn`, name at offset 32 as the header and
+    /// libpmc's reader have it. (hwpmc_logging.c `pmclog_process_pmcallocate`
+    /// emits the reload count there before the name, overrunning the
+    /// record; libpmc, and this reader, then see the count's bytes as the
+    /// name.)
     PmcAllocateDyn {
         pmcid: u32,
         event: u32,
@@ -168,8 +255,12 @@ pub enum LogRecord {
 /// A record with its place in the stream.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LogEvent {
-    /// Byte offset of the record in the stream.
+    /// Byte offset of the record's first byte in the stream.
     pub offset: u64,
+    /// libpmc's `pl_offset`: the stream offset just past this record.
+    pub end_offset: u64,
+    /// libpmc's `pl_count`: records read so far, this one included.
+    pub count: u64,
     /// The header's timestamp.
     pub timestamp: u64,
     /// The record.
@@ -184,7 +275,8 @@ fn put_u64(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(&v.to_ne_bytes());
 }
 
-/// A NUL-terminated string truncated to `max - 1` bytes, padded to 8.
+/// A NUL-terminated string of at most `max` bytes, NUL included (hwpmc
+/// copies `strlen + 1` bytes; the record length is rounded up after).
 fn put_str(out: &mut Vec<u8>, s: &str, max: usize) {
     let b = s.as_bytes();
     let n = b.len().min(max - 1);
@@ -192,7 +284,7 @@ fn put_str(out: &mut Vec<u8>, s: &str, max: usize) {
     out.push(0);
 }
 
-/// A fixed-size char array.
+/// A fixed-size char array, NUL-padded (always NUL-terminated).
 fn put_fixed(out: &mut Vec<u8>, s: &str, len: usize) {
     let b = s.as_bytes();
     let n = b.len().min(len - 1);
@@ -227,18 +319,20 @@ impl LogRecord {
         }
     }
 
-    /// Appends the wire form (header included) to `out`. Paths longer than
-    /// [`PATH_MAX`] and callchains deeper than [`CALLCHAIN_MAX`] are
-    /// truncated.
+    /// Appends the FreeBSD 12–14 wire form (header included) to `out`.
+    /// Paths longer than [`PATH_MAX`] - 1 bytes and callchains deeper than
+    /// [`CALLCHAIN_MAX`] are truncated. Padding and spare words are zero.
     pub fn encode(&self, timestamp: u64, out: &mut Vec<u8>) {
         use LogRecord::*;
         let start = out.len();
-        put_u32(out, 0); // header, patched below
-        put_u32(out, 0);
-        put_u64(out, timestamp);
+        put_u32(out, 0); // pl_header, patched below
+        put_u32(out, 0); // pl_spare
+        put_u64(out, timestamp); // pl_tsc
         match self {
             Closelog => {}
-            Dropnotify { lost } => out[start + 4..start + 8].copy_from_slice(&lost.to_ne_bytes()),
+            Dropnotify { lost } => {
+                out[start + 4..start + 8].copy_from_slice(&lost.unwrap_or(0).to_ne_bytes())
+            }
             Initialize {
                 version,
                 arch,
@@ -246,13 +340,21 @@ impl LogRecord {
                 time_sec,
                 time_nsec,
                 cpuid,
+                marked,
             } => {
-                put_u32(out, *version);
-                put_u32(out, *arch);
-                put_u64(out, *tsc_freq);
-                put_u64(out, *time_sec);
-                put_u64(out, *time_nsec);
-                put_fixed(out, cpuid, CPUID_LEN);
+                put_u32(out, *version); // 16 pl_version
+                put_u32(out, *arch); // 20 pl_cpu
+                put_u64(out, *tsc_freq); // 24 pl_tsc_freq
+                put_u64(out, *time_sec); // 32 pl_ts.tv_sec
+                put_u64(out, *time_nsec); // 40 pl_ts.tv_nsec
+                let field = out.len(); // 48 pl_cpuid[64]
+                if *marked {
+                    put_fixed(out, cpuid, CPUID_LEN - ORIGIN_MARK.len());
+                    out.extend_from_slice(&ORIGIN_MARK);
+                } else {
+                    put_fixed(out, cpuid, CPUID_LEN);
+                }
+                debug_assert_eq!(out.len() - field, CPUID_LEN);
             }
             PmcAllocate {
                 pmcid,
@@ -260,20 +362,20 @@ impl LogRecord {
                 flags,
                 rate,
             } => {
-                put_u32(out, *pmcid);
-                put_u32(out, *event);
-                put_u32(out, *flags);
-                put_u32(out, 0);
-                put_u64(out, *rate);
+                put_u32(out, *pmcid); // 16
+                put_u32(out, *event); // 20
+                put_u32(out, *flags); // 24
+                put_u32(out, 0); // 28 pl_pad
+                put_u64(out, *rate); // 32
             }
             PmcAttach { pmcid, pid, path } => {
-                put_u32(out, *pmcid);
-                put_u32(out, *pid);
-                put_str(out, path, PATH_MAX);
+                put_u32(out, *pmcid); // 16
+                put_u32(out, *pid); // 20
+                put_str(out, path, PATH_MAX); // 24
             }
             PmcDetach { pmcid, pid } => {
-                put_u32(out, *pmcid);
-                put_u32(out, *pid);
+                put_u32(out, *pmcid); // 16
+                put_u32(out, *pid); // 20
             }
             ProcCsw {
                 pmcid,
@@ -281,51 +383,52 @@ impl LogRecord {
                 pid,
                 tid,
             } => {
-                put_u32(out, *pmcid);
-                put_u32(out, 0);
-                put_u64(out, *value);
-                put_u32(out, *pid);
-                put_u32(out, *tid);
+                put_u64(out, *value); // 16 pl_value
+                put_u32(out, *pmcid); // 24
+                put_u32(out, *pid); // 28
+                put_u32(out, *tid); // 32
+                put_u32(out, 0); // 36 pl_pad
             }
             ProcExec {
                 pid,
                 pmcid,
                 entry,
                 path,
+                ..
             } => {
-                put_u32(out, *pid);
-                put_u32(out, *pmcid);
-                put_u64(out, *entry);
-                put_str(out, path, PATH_MAX);
+                put_u32(out, *pid); // 16
+                put_u32(out, *pmcid); // 20
+                put_u64(out, *entry); // 24 pl_start
+                put_str(out, path, PATH_MAX); // 32
             }
             ProcExit { pmcid, pid, value } => {
-                put_u32(out, *pmcid);
-                put_u32(out, *pid);
-                put_u64(out, *value);
+                put_u32(out, *pmcid); // 16
+                put_u32(out, *pid); // 20
+                put_u64(out, *value); // 24
             }
             ProcFork { oldpid, newpid } => {
-                put_u32(out, *oldpid);
-                put_u32(out, *newpid);
+                put_u32(out, *oldpid); // 16
+                put_u32(out, *newpid); // 20
             }
             SysExit { pid } => {
-                put_u32(out, *pid);
-                put_u32(out, 0);
+                put_u32(out, *pid); // 16
+                put_u32(out, 0); // 20 pl_pad
             }
             Userdata { value } => {
-                put_u32(out, *value);
-                put_u32(out, 0);
+                put_u32(out, *value); // 16
+                put_u32(out, 0); // 20 pl_pad
             }
             MapIn { pid, start, path } => {
-                put_u32(out, *pid);
-                put_u32(out, 0);
-                put_u64(out, *start);
-                put_str(out, path, PATH_MAX);
+                put_u32(out, *pid); // 16
+                put_u32(out, 0); // 20 pl_pad
+                put_u64(out, *start); // 24
+                put_str(out, path, PATH_MAX); // 32
             }
             MapOut { pid, start, end } => {
-                put_u32(out, *pid);
-                put_u32(out, 0);
-                put_u64(out, *start);
-                put_u64(out, *end);
+                put_u32(out, *pid); // 16
+                put_u32(out, 0); // 20 pl_pad
+                put_u64(out, *start); // 24
+                put_u64(out, *end); // 32
             }
             Callchain {
                 pid,
@@ -335,15 +438,16 @@ impl LogRecord {
                 userspace,
                 pcs,
             } => {
-                put_u32(out, *pid);
-                put_u32(out, *tid);
-                put_u32(out, *pmcid);
+                put_u32(out, *pid); // 16
+                put_u32(out, *tid); // 20
+                put_u32(out, *pmcid); // 24
+                // 28: PMC_CALLCHAIN_TO_CPUFLAGS(cpu, flags)
                 put_u32(
                     out,
                     (u32::from(*cpu) << 16) | (u32::from(*userspace) * CC_USERSPACE),
                 );
                 for pc in pcs.iter().take(CALLCHAIN_MAX) {
-                    put_u64(out, *pc);
+                    put_u64(out, *pc); // 32 + 8i
                 }
             }
             PmcAllocateDyn {
@@ -352,11 +456,11 @@ impl LogRecord {
                 flags,
                 name,
             } => {
-                put_u32(out, *pmcid);
-                put_u32(out, *event);
-                put_u32(out, *flags);
-                put_u32(out, 0);
-                put_fixed(out, name, NAME_MAX);
+                put_u32(out, *pmcid); // 16
+                put_u32(out, *event); // 20
+                put_u32(out, *flags); // 24
+                put_u32(out, 0); // 28 pl_pad
+                put_fixed(out, name, NAME_MAX); // 32 pl_evname[64]
             }
             ThrCreate {
                 tid,
@@ -364,23 +468,24 @@ impl LogRecord {
                 flags,
                 name,
             } => {
-                put_u32(out, *tid);
-                put_u32(out, *pid);
-                put_u32(out, *flags);
-                put_u32(out, 0);
-                put_fixed(out, name, COMM_LEN);
+                put_u32(out, *tid); // 16
+                put_u32(out, *pid); // 20
+                put_u32(out, *flags); // 24
+                put_u32(out, 0); // 28 pl_pad
+                put_fixed(out, name, COMM_LEN); // 32 pl_tdname[20]
             }
             ThrExit { tid } => {
-                put_u32(out, *tid);
-                put_u32(out, 0);
+                put_u32(out, *tid); // 16
+                put_u32(out, 0); // 20 pl_pad
             }
             ProcCreate { pid, flags, name } => {
-                put_u32(out, *pid);
-                put_u32(out, *flags);
-                put_fixed(out, name, COMM_LEN);
+                put_u32(out, *pid); // 16
+                put_u32(out, *flags); // 20
+                put_fixed(out, name, COMM_LEN); // 24 pl_pcomm[20]
             }
         }
-        while (out.len() - start) % 8 != 0 {
+        // _PMCLOG_RESERVE: roundup(LEN, sizeof(uint32_t)).
+        while (out.len() - start) % 4 != 0 {
             out.push(0);
         }
         let len = (out.len() - start) as u32;
@@ -388,14 +493,29 @@ impl LogRecord {
         out[start..start + 4].copy_from_slice(&header.to_ne_bytes());
     }
 
-    /// Decodes one whole record (`bytes` is exactly its length). Errors
-    /// name what is wrong; `offset` places it in the stream.
+    /// Decodes one whole FreeBSD 12–14 record (`bytes` is exactly its
+    /// length); the spare word of DROPNOTIFY is read as a lost count. See
+    /// [`LogRecord::decode_with`].
     pub fn decode(bytes: &[u8], offset: u64) -> Result<(u64, LogRecord)> {
+        LogRecord::decode_with(bytes, offset, PMC_VERSION, true)
+    }
+
+    /// Decodes one whole record written by a hwpmc of `version` (its
+    /// INITIALIZE's `pl_version`: PROCEXEC differs from major 0x0A on).
+    /// `trust_spare`: whether DROPNOTIFY's spare word is a lost count (a
+    /// log from this crate). Errors name what is wrong; `offset` places it
+    /// in the stream.
+    pub fn decode_with(
+        bytes: &[u8],
+        offset: u64,
+        version: u32,
+        trust_spare: bool,
+    ) -> Result<(u64, LogRecord)> {
         let bad = |what: String| Error::Log {
             what: format!("record at byte {offset}: {what}"),
             os_errno: None,
         };
-        if bytes.len() < 16 {
+        if bytes.len() < HEADER_LEN {
             return Err(bad(format!("{} bytes, shorter than a header", bytes.len())));
         }
         let header = u32::from_ne_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
@@ -406,106 +526,138 @@ impl LogRecord {
             )));
         }
         let ty = ((header >> 16) & 0xff) as u8;
+        let spare = u32::from_ne_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
         let ts = u64::from_ne_bytes(bytes[8..16].try_into().unwrap_or([0; 8]));
         let mut r = Fields {
-            b: &bytes[16..],
+            b: &bytes[HEADER_LEN..],
             pos: 0,
         };
-        let missing = |name: &str| bad(format!("type {ty}: field {name} missing"));
+        let missing = |name: &str| {
+            bad(format!(
+                "type {ty}: {} bytes end before field {name}",
+                bytes.len()
+            ))
+        };
         use LogRecord::*;
         let rec = match ty {
             kind::CLOSELOG => Closelog,
             kind::DROPNOTIFY => Dropnotify {
-                lost: u32::from_ne_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]),
+                lost: trust_spare.then_some(spare),
             },
-            kind::INITIALIZE => Initialize {
-                version: r.u32().ok_or_else(|| missing("version"))?,
-                arch: r.u32().ok_or_else(|| missing("cpu"))?,
-                tsc_freq: r.u64().ok_or_else(|| missing("tsc_freq"))?,
-                time_sec: r.u64().ok_or_else(|| missing("time"))?,
-                time_nsec: r.u64().ok_or_else(|| missing("time"))?,
-                cpuid: r.string(CPUID_LEN),
-            },
+            kind::INITIALIZE => {
+                let version = r.u32().ok_or_else(|| missing("pl_version"))?;
+                let arch = r.u32().ok_or_else(|| missing("pl_cpu"))?;
+                let tsc_freq = r.u64().ok_or_else(|| missing("pl_tsc_freq"))?;
+                let time_sec = r.u64().ok_or_else(|| missing("pl_ts"))?;
+                let time_nsec = r.u64().ok_or_else(|| missing("pl_ts"))?;
+                let field = r.fixed(CPUID_LEN).ok_or_else(|| missing("pl_cpuid"))?;
+                let marked = field[CPUID_LEN - ORIGIN_MARK.len()..] == ORIGIN_MARK;
+                let text = if marked {
+                    &field[..CPUID_LEN - ORIGIN_MARK.len()]
+                } else {
+                    field
+                };
+                Initialize {
+                    version,
+                    arch,
+                    tsc_freq,
+                    time_sec,
+                    time_nsec,
+                    cpuid: c_string(text),
+                    marked,
+                }
+            }
             kind::PMCALLOCATE => {
-                let (pmcid, event, flags) = (
-                    r.u32().ok_or_else(|| missing("pmcid"))?,
-                    r.u32().ok_or_else(|| missing("event"))?,
-                    r.u32().ok_or_else(|| missing("flags"))?,
-                );
-                r.u32();
+                let pmcid = r.u32().ok_or_else(|| missing("pl_pmcid"))?;
+                let event = r.u32().ok_or_else(|| missing("pl_event"))?;
+                let flags = r.u32().ok_or_else(|| missing("pl_flags"))?;
+                r.u32().ok_or_else(|| missing("pl_pad"))?;
                 PmcAllocate {
                     pmcid,
                     event,
                     flags,
-                    rate: r.u64().ok_or_else(|| missing("rate"))?,
+                    rate: r.u64().ok_or_else(|| missing("pl_rate"))?,
                 }
             }
             kind::PMCATTACH => PmcAttach {
-                pmcid: r.u32().ok_or_else(|| missing("pmcid"))?,
-                pid: r.u32().ok_or_else(|| missing("pid"))?,
-                path: r.string(PATH_MAX),
+                pmcid: r.u32().ok_or_else(|| missing("pl_pmcid"))?,
+                pid: r.u32().ok_or_else(|| missing("pl_pid"))?,
+                path: r.path().map_err(|n| bad(path_too_long(n)))?,
             },
             kind::PMCDETACH => PmcDetach {
-                pmcid: r.u32().ok_or_else(|| missing("pmcid"))?,
-                pid: r.u32().ok_or_else(|| missing("pid"))?,
+                pmcid: r.u32().ok_or_else(|| missing("pl_pmcid"))?,
+                pid: r.u32().ok_or_else(|| missing("pl_pid"))?,
             },
-            kind::PROCCSW => {
-                let pmcid = r.u32().ok_or_else(|| missing("pmcid"))?;
-                r.u32();
-                ProcCsw {
+            kind::PROCCSW => ProcCsw {
+                value: r.u64().ok_or_else(|| missing("pl_value"))?,
+                pmcid: r.u32().ok_or_else(|| missing("pl_pmcid"))?,
+                pid: r.u32().ok_or_else(|| missing("pl_pid"))?,
+                tid: r.u32().ok_or_else(|| missing("pl_tid"))?,
+            },
+            kind::PROCEXEC => {
+                let pid = r.u32().ok_or_else(|| missing("pl_pid"))?;
+                let pmcid = r.u32().ok_or_else(|| missing("pl_pmcid"))?;
+                let entry = r.u64().ok_or_else(|| missing("pl_start"))?;
+                let dynaddr = if version >> 24 >= PMC_VERSION_15 >> 24 {
+                    r.u64().ok_or_else(|| missing("pl_dyn"))?
+                } else {
+                    0
+                };
+                ProcExec {
+                    pid,
                     pmcid,
-                    value: r.u64().ok_or_else(|| missing("value"))?,
-                    pid: r.u32().ok_or_else(|| missing("pid"))?,
-                    tid: r.u32().ok_or_else(|| missing("tid"))?,
+                    entry,
+                    dynaddr,
+                    path: r.path().map_err(|n| bad(path_too_long(n)))?,
                 }
             }
-            kind::PROCEXEC => ProcExec {
-                pid: r.u32().ok_or_else(|| missing("pid"))?,
-                pmcid: r.u32().ok_or_else(|| missing("pmcid"))?,
-                entry: r.u64().ok_or_else(|| missing("entryaddr"))?,
-                path: r.string(PATH_MAX),
-            },
             kind::PROCEXIT => ProcExit {
-                pmcid: r.u32().ok_or_else(|| missing("pmcid"))?,
-                pid: r.u32().ok_or_else(|| missing("pid"))?,
-                value: r.u64().ok_or_else(|| missing("value"))?,
+                pmcid: r.u32().ok_or_else(|| missing("pl_pmcid"))?,
+                pid: r.u32().ok_or_else(|| missing("pl_pid"))?,
+                value: r.u64().ok_or_else(|| missing("pl_value"))?,
             },
             kind::PROCFORK => ProcFork {
-                oldpid: r.u32().ok_or_else(|| missing("oldpid"))?,
-                newpid: r.u32().ok_or_else(|| missing("newpid"))?,
+                oldpid: r.u32().ok_or_else(|| missing("pl_oldpid"))?,
+                newpid: r.u32().ok_or_else(|| missing("pl_newpid"))?,
             },
             kind::SYSEXIT => SysExit {
-                pid: r.u32().ok_or_else(|| missing("pid"))?,
+                pid: r.u32().ok_or_else(|| missing("pl_pid"))?,
             },
             kind::USERDATA => Userdata {
-                value: r.u32().ok_or_else(|| missing("userdata"))?,
+                value: r.u32().ok_or_else(|| missing("pl_userdata"))?,
             },
             kind::MAP_IN => {
-                let pid = r.u32().ok_or_else(|| missing("pid"))?;
-                r.u32();
+                let pid = r.u32().ok_or_else(|| missing("pl_pid"))?;
+                r.u32().ok_or_else(|| missing("pl_pad"))?;
                 MapIn {
                     pid,
-                    start: r.u64().ok_or_else(|| missing("start"))?,
-                    path: r.string(PATH_MAX),
+                    start: r.u64().ok_or_else(|| missing("pl_start"))?,
+                    path: r.path().map_err(|n| bad(path_too_long(n)))?,
                 }
             }
             kind::MAP_OUT => {
-                let pid = r.u32().ok_or_else(|| missing("pid"))?;
-                r.u32();
+                let pid = r.u32().ok_or_else(|| missing("pl_pid"))?;
+                r.u32().ok_or_else(|| missing("pl_pad"))?;
                 MapOut {
                     pid,
-                    start: r.u64().ok_or_else(|| missing("start"))?,
-                    end: r.u64().ok_or_else(|| missing("end"))?,
+                    start: r.u64().ok_or_else(|| missing("pl_start"))?,
+                    end: r.u64().ok_or_else(|| missing("pl_end"))?,
                 }
             }
             kind::CALLCHAIN => {
-                let pid = r.u32().ok_or_else(|| missing("pid"))?;
-                let tid = r.u32().ok_or_else(|| missing("tid"))?;
-                let pmcid = r.u32().ok_or_else(|| missing("pmcid"))?;
-                let flags = r.u32().ok_or_else(|| missing("cpuflags"))?;
+                let pid = r.u32().ok_or_else(|| missing("pl_pid"))?;
+                let tid = r.u32().ok_or_else(|| missing("pl_tid"))?;
+                let pmcid = r.u32().ok_or_else(|| missing("pl_pmcid"))?;
+                let flags = r.u32().ok_or_else(|| missing("pl_cpuflags"))?;
                 let mut pcs = Vec::new();
                 while let Some(pc) = r.u64() {
                     pcs.push(pc);
+                }
+                if pcs.len() > CALLCHAIN_MAX {
+                    return Err(bad(format!(
+                        "callchain of {} pcs, deeper than PMC_CALLCHAIN_DEPTH_MAX {CALLCHAIN_MAX}",
+                        pcs.len()
+                    )));
                 }
                 Callchain {
                     pid,
@@ -517,45 +669,51 @@ impl LogRecord {
                 }
             }
             kind::PMCALLOCATEDYN => {
-                let (pmcid, event, flags) = (
-                    r.u32().ok_or_else(|| missing("pmcid"))?,
-                    r.u32().ok_or_else(|| missing("event"))?,
-                    r.u32().ok_or_else(|| missing("flags"))?,
-                );
-                r.u32();
+                let pmcid = r.u32().ok_or_else(|| missing("pl_pmcid"))?;
+                let event = r.u32().ok_or_else(|| missing("pl_event"))?;
+                let flags = r.u32().ok_or_else(|| missing("pl_flags"))?;
+                r.u32().ok_or_else(|| missing("pl_pad"))?;
                 PmcAllocateDyn {
                     pmcid,
                     event,
                     flags,
-                    name: r.string(NAME_MAX),
+                    name: c_string(r.fixed(NAME_MAX).ok_or_else(|| missing("pl_evname"))?),
                 }
             }
             kind::THR_CREATE => {
-                let (tid, pid, flags) = (
-                    r.u32().ok_or_else(|| missing("tid"))?,
-                    r.u32().ok_or_else(|| missing("pid"))?,
-                    r.u32().ok_or_else(|| missing("flags"))?,
-                );
-                r.u32();
+                let tid = r.u32().ok_or_else(|| missing("pl_tid"))?;
+                let pid = r.u32().ok_or_else(|| missing("pl_pid"))?;
+                let flags = r.u32().ok_or_else(|| missing("pl_flags"))?;
+                r.u32().ok_or_else(|| missing("pl_pad"))?;
                 ThrCreate {
                     tid,
                     pid,
                     flags,
-                    name: r.string(COMM_LEN),
+                    name: c_string(r.fixed(COMM_LEN).ok_or_else(|| missing("pl_tdname"))?),
                 }
             }
             kind::THR_EXIT => ThrExit {
-                tid: r.u32().ok_or_else(|| missing("tid"))?,
+                tid: r.u32().ok_or_else(|| missing("pl_tid"))?,
             },
             kind::PROC_CREATE => ProcCreate {
-                pid: r.u32().ok_or_else(|| missing("pid"))?,
-                flags: r.u32().ok_or_else(|| missing("flags"))?,
-                name: r.string(COMM_LEN),
+                pid: r.u32().ok_or_else(|| missing("pl_pid"))?,
+                flags: r.u32().ok_or_else(|| missing("pl_flags"))?,
+                name: c_string(r.fixed(COMM_LEN).ok_or_else(|| missing("pl_pcomm"))?),
             },
             other => return Err(bad(format!("unknown record type {other}"))),
         };
         Ok((ts, rec))
     }
+}
+
+fn path_too_long(n: usize) -> String {
+    format!("path field of {n} bytes is longer than PATH_MAX ({PATH_MAX})")
+}
+
+/// The string up to the first NUL (libpmc's `strlcpy`).
+fn c_string(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
 }
 
 /// Field reader over a record body (never reads past it).
@@ -577,12 +735,21 @@ impl Fields<'_> {
         Some(u64::from_ne_bytes(v.try_into().ok()?))
     }
 
-    fn string(&mut self, max: usize) -> String {
+    fn fixed(&mut self, len: usize) -> Option<&[u8]> {
+        let v = self.b.get(self.pos..self.pos + len)?;
+        self.pos += len;
+        Some(v)
+    }
+
+    /// The rest of the record as a path (`PMCLOG_GET_PATHLEN`: at most
+    /// `PATH_MAX` bytes, else the record is corrupt).
+    fn path(&mut self) -> std::result::Result<String, usize> {
         let rest = self.b.get(self.pos..).unwrap_or(&[]);
-        let rest = &rest[..rest.len().min(max)];
-        let end = rest.iter().position(|&c| c == 0).unwrap_or(rest.len());
+        if rest.len() > PATH_MAX {
+            return Err(rest.len());
+        }
         self.pos += rest.len();
-        String::from_utf8_lossy(&rest[..end]).into_owned()
+        Ok(c_string(rest))
     }
 }
 
@@ -592,7 +759,8 @@ impl fmt::Display for LogRecord {
         use LogRecord::*;
         match self {
             Closelog => write!(f, "closelog"),
-            Dropnotify { lost } => write!(f, "drop {lost}"),
+            Dropnotify { lost: Some(lost) } => write!(f, "drop {lost}"),
+            Dropnotify { lost: None } => write!(f, "drop"),
             Initialize {
                 version,
                 arch,
@@ -628,6 +796,7 @@ impl fmt::Display for LogRecord {
                 pmcid,
                 entry,
                 path,
+                ..
             } => write!(f, "exec 0x{pmcid:x} {pid} 0x{entry:x} \"{path}\""),
             ProcExit { pmcid, pid, value } => write!(f, "exitval 0x{pmcid:x} {pid} {value}"),
             ProcFork { oldpid, newpid } => write!(f, "fork {oldpid} {newpid}"),
@@ -665,271 +834,10 @@ impl fmt::Display for LogRecord {
     }
 }
 
-/// The architecture code written in INITIALIZE (`pl_cpu`): 1 for x86_64,
-/// 2 for aarch64, 0 otherwise.
+/// The `enum pmc_cputype` written in INITIALIZE's `pl_cpu` for this
+/// machine (see [`cpu::pmc_cputype`]).
 pub fn arch_code() -> u32 {
-    match std::env::consts::ARCH {
-        "x86_64" => 1,
-        "aarch64" => 2,
-        _ => 0,
-    }
-}
-
-/// Writes a pmclog stream: INITIALIZE first, CLOSELOG on close.
-#[derive(Debug)]
-pub struct LogWriter<W: Write> {
-    out: W,
-    buf: Vec<u8>,
-    closed: bool,
-}
-
-/// Flush the buffer to the writer beyond this many bytes.
-const WRITE_CHUNK: usize = 64 * 1024;
-
-impl<W: Write> LogWriter<W> {
-    /// Starts a log on `out` with its INITIALIZE record.
-    pub fn new(out: W, cpuid: &str, tsc_freq: u64) -> Result<LogWriter<W>> {
-        let mut w = LogWriter {
-            out,
-            buf: Vec::with_capacity(WRITE_CHUNK * 2),
-            closed: false,
-        };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        w.write(
-            &LogRecord::Initialize {
-                version: VERSION,
-                arch: arch_code(),
-                tsc_freq,
-                time_sec: now.as_secs(),
-                time_nsec: u64::from(now.subsec_nanos()),
-                cpuid: cpuid.to_string(),
-            },
-            0,
-        )?;
-        Ok(w)
-    }
-
-    /// Appends a record (buffered).
-    pub fn write(&mut self, record: &LogRecord, timestamp: u64) -> Result<()> {
-        if self.closed {
-            return Err(Error::Log {
-                what: "the log is closed".into(),
-                os_errno: Some(libc_ebadf()),
-            });
-        }
-        record.encode(timestamp, &mut self.buf);
-        if self.buf.len() >= WRITE_CHUNK {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    /// A USERDATA record (`pmc_writelog`).
-    pub fn writelog(&mut self, value: u32, timestamp: u64) -> Result<()> {
-        self.write(&LogRecord::Userdata { value }, timestamp)
-    }
-
-    /// Writes out buffered records.
-    pub fn flush(&mut self) -> Result<()> {
-        let io = |e: std::io::Error| Error::Log {
-            what: format!("writing the log: {e}"),
-            os_errno: e.raw_os_error(),
-        };
-        self.out.write_all(&self.buf).map_err(io)?;
-        self.buf.clear();
-        self.out.flush().map_err(io)
-    }
-
-    /// Writes CLOSELOG and flushes; later writes fail.
-    pub fn close(&mut self) -> Result<()> {
-        if self.closed {
-            return Ok(());
-        }
-        self.write(&LogRecord::Closelog, 0)?;
-        self.closed = true;
-        self.flush()
-    }
-
-    /// The underlying writer.
-    pub fn into_inner(self) -> W {
-        self.out
-    }
-}
-
-fn libc_ebadf() -> i32 {
-    9
-}
-
-/// What [`LogReader::read`] returns (libpmc's `pmclog_read` states).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ReadState {
-    /// A record.
-    Ok(LogEvent),
-    /// The end of the stream (also always after CLOSELOG).
-    Eof,
-    /// Memory mode: the next record is incomplete; feed more bytes.
-    RequireData,
-    /// The stream is corrupt; every later read returns the same error.
-    Error(String),
-}
-
-/// Reads a pmclog stream from a reader, or from memory fed piecewise.
-pub struct LogReader {
-    source: Option<Box<dyn Read + Send>>,
-    buf: Vec<u8>,
-    start: usize,
-    offset: u64,
-    state: Option<ReadState>,
-    /// The iterator already returned the sticky error.
-    error_reported: bool,
-}
-
-impl fmt::Debug for LogReader {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LogReader")
-            .field("offset", &self.offset)
-            .field("buffered", &(self.buf.len() - self.start))
-            .field("state", &self.state)
-            .finish()
-    }
-}
-
-impl LogReader {
-    /// Reads from a file, pipe or socket (`pmclog_open(fd)`).
-    pub fn from_reader(r: impl Read + Send + 'static) -> LogReader {
-        LogReader {
-            source: Some(Box::new(r)),
-            buf: Vec::new(),
-            start: 0,
-            offset: 0,
-            state: None,
-            error_reported: false,
-        }
-    }
-
-    /// Reads from bytes given with [`LogReader::feed`] (`pmclog_open(-1)`).
-    pub fn from_memory() -> LogReader {
-        LogReader {
-            source: None,
-            buf: Vec::new(),
-            start: 0,
-            offset: 0,
-            state: None,
-            error_reported: false,
-        }
-    }
-
-    /// The stream offset just past the last record returned (libpmc's
-    /// `pl_offset`).
-    pub fn offset(&self) -> u64 {
-        self.offset
-    }
-
-    /// Adds bytes (memory mode; `pmclog_feed`).
-    pub fn feed(&mut self, bytes: &[u8]) {
-        if self.start > 0 && self.start == self.buf.len() {
-            self.buf.clear();
-            self.start = 0;
-        }
-        self.buf.extend_from_slice(bytes);
-    }
-
-    fn fail(&mut self, what: String) -> ReadState {
-        let s = ReadState::Error(what);
-        self.state = Some(s.clone());
-        s
-    }
-
-    /// The next record, or why there is none.
-    pub fn read(&mut self) -> ReadState {
-        if let Some(s) = &self.state {
-            return s.clone();
-        }
-        loop {
-            let avail = self.buf.len() - self.start;
-            if avail >= 4 {
-                let h = &self.buf[self.start..self.start + 4];
-                let header = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
-                let len = (header & 0xffff) as usize;
-                if header >> 24 != MAGIC {
-                    return self.fail(format!(
-                        "byte {}: bad magic {:#x} (not a pmclog stream, or corrupt)",
-                        self.offset,
-                        header >> 24
-                    ));
-                }
-                if len < 16 || len % 4 != 0 {
-                    return self.fail(format!("byte {}: bad record length {len}", self.offset));
-                }
-                if avail >= len {
-                    let bytes = &self.buf[self.start..self.start + len];
-                    let at = self.offset;
-                    match LogRecord::decode(bytes, at) {
-                        Ok((timestamp, record)) => {
-                            self.start += len;
-                            self.offset += len as u64;
-                            if self.start > 1 << 20 {
-                                self.buf.drain(..self.start);
-                                self.start = 0;
-                            }
-                            let closing = record == LogRecord::Closelog;
-                            let ev = ReadState::Ok(LogEvent {
-                                offset: at,
-                                timestamp,
-                                record,
-                            });
-                            if closing {
-                                self.state = Some(ReadState::Eof);
-                            }
-                            return ev;
-                        }
-                        Err(e) => return self.fail(e.to_string()),
-                    }
-                }
-            }
-            // Need more bytes.
-            let Some(src) = self.source.as_mut() else {
-                return ReadState::RequireData;
-            };
-            let mut chunk = [0u8; 16 * 1024];
-            match src.read(&mut chunk) {
-                Ok(0) => {
-                    if self.buf.len() > self.start {
-                        return self.fail(format!(
-                            "byte {}: the stream ends inside a record ({} bytes of it)",
-                            self.offset,
-                            self.buf.len() - self.start
-                        ));
-                    }
-                    self.state = Some(ReadState::Eof);
-                    return ReadState::Eof;
-                }
-                Ok(n) => self.feed(&chunk[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return self.fail(format!("byte {}: read failed: {e}", self.offset)),
-            }
-        }
-    }
-}
-
-impl Iterator for LogReader {
-    type Item = std::result::Result<LogEvent, String>;
-
-    /// Records until EOF; an error ends the iteration after being returned
-    /// (memory mode also ends when more data is required).
-    fn next(&mut self) -> Option<Self::Item> {
-        match self.read() {
-            ReadState::Ok(e) => Some(Ok(e)),
-            ReadState::Eof | ReadState::RequireData => None,
-            ReadState::Error(_) if self.error_reported => None,
-            ReadState::Error(e) => {
-                self.error_reported = true;
-                Some(Err(e))
-            }
-        }
-    }
+    cpu::this_machine().cputype
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 //! The process-wide log (`pmc_configure_logfile` and friends). Sampling
 //! PMCs and the `LOG_PROC*` flags write into it; a PMC that needs it and
-//! starts without one gets [`crate::Error::LogRequired`].
+//! starts without one gets [`crate::Error::LogRequired`]. The operations
+//! follow hwpmc's CONFIGURELOG / FLUSHLOG / CLOSELOG / WRITELOG
+//! (hwpmc_mod.c `pmc_syscall_handler`, hwpmc_logging.c): without a log,
+//! flush, close and writelog are EINVAL; a second configure is EBUSY.
 
 use std::io::Write;
 use std::sync::Mutex;
@@ -17,17 +20,36 @@ fn lock() -> std::sync::MutexGuard<'static, Option<Writer>> {
 }
 
 /// Directs the log to `out` (`pmc_configure_logfile`), starting with an
-/// INITIALIZE record. A log already configured is closed first.
+/// INITIALIZE record. The log owns `out` from now on. Like hwpmc's
+/// `pmclog_configure_log`, a second configure while a log is configured
+/// fails with EBUSY: close the first one with [`close_logfile`].
 pub fn configure_logfile(out: impl Write + Send + 'static) -> Result<()> {
-    let cpuid = crate::machine::cpuinfo()
-        .map(|c| c.cputype)
-        .unwrap_or_default();
-    let writer = LogWriter::new(Box::new(out) as Box<dyn Write + Send>, &cpuid, 0)?;
-    let old = lock().replace(writer);
-    if let Some(mut old) = old {
-        old.close()?;
+    let mut sink = lock();
+    if sink.is_some() {
+        return Err(Error::Busy {
+            op: "configure_logfile",
+            why: "a log file is already configured; close it with close_logfile first".into(),
+        });
     }
+    *sink = Some(LogWriter::new(Box::new(out) as Box<dyn Write + Send>)?);
+    KERNEL_MAPPINGS_LOGGED.store(false, std::sync::atomic::Ordering::Relaxed);
+    ALL_PROCESS_MAPPINGS_LOGGED.store(false, std::sync::atomic::Ordering::Relaxed);
     Ok(())
+}
+
+/// [`configure_logfile`] on a file descriptor open for writing, as
+/// `pmc_configure_logfile(fd)`: the log holds its own reference to the open
+/// file (a duplicate, as hwpmc's `fget_write`), so the caller may close its
+/// descriptor and the log keeps working.
+pub fn configure_logfile_fd(fd: impl std::os::fd::AsFd) -> Result<()> {
+    let own = fd.as_fd().try_clone_to_owned().map_err(|e| Error::Log {
+        what: format!(
+            "configure_logfile_fd: duplicating the descriptor failed: {e}; pass an open \
+             descriptor (and stay under RLIMIT_NOFILE)"
+        ),
+        os_errno: e.raw_os_error(),
+    })?;
+    configure_logfile(std::fs::File::from(own))
 }
 
 /// Whether a log is configured.
@@ -35,8 +57,11 @@ pub fn is_configured() -> bool {
     lock().is_some()
 }
 
-/// Writes out what is buffered (`pmc_flush_logfile`), after collecting
-/// the samples the running PMCs have produced.
+/// Writes out buffered records (`pmc_flush_logfile`), after collecting
+/// the samples the running PMCs have produced. Without a log, EINVAL (as
+/// hwpmc's FLUSHLOG); after a write error on the destination (ENOSPC,
+/// EIO, …), that error with its errno, as hwpmc's `pmclog_flush` returns
+/// `po_error`.
 pub fn flush_logfile() -> Result<()> {
     crate::backend::drain_samples();
     match lock().as_mut() {
@@ -45,23 +70,54 @@ pub fn flush_logfile() -> Result<()> {
     }
 }
 
-/// Writes CLOSELOG, flushes and detaches the log (`pmc_close_logfile`).
+/// Closes and deconfigures the log (`pmc_close_logfile`, and hwpmc's
+/// CONFIGURELOG with fd -1): writes CLOSELOG, flushes, stops the PMCs
+/// that write into the log (hwpmc_mod.c stops the running
+/// `PMC_F_NEEDS_LOGFILE` PMCs before `pmclog_deconfigure_log`) and drops
+/// the destination. Without a log, EINVAL. A write error of the
+/// destination is returned after the log is deconfigured.
 pub fn close_logfile() -> Result<()> {
     crate::backend::drain_samples();
-    match lock().take() {
-        Some(mut w) => w.close(),
-        None => Err(no_log("close_logfile")),
-    }
+    let Some(mut w) = lock().take() else {
+        return Err(no_log("close_logfile"));
+    };
+    crate::pmc::mark_stopped_by_log_close(&crate::backend::stop_logging_pmcs());
+    w.close()
 }
 
-/// Writes a USERDATA record (`pmc_writelog`).
+/// Writes a USERDATA record (`pmc_writelog`). Without a log, EINVAL.
 pub fn writelog(value: u32) -> Result<()> {
-    write(&LogRecord::Userdata { value })
+    match lock().as_mut() {
+        Some(w) => w.write(&LogRecord::Userdata { value }, now()),
+        None => Err(no_log("writelog")),
+    }
 }
 
 /// Appends a record stamped now, if a log is configured.
 pub(crate) fn write(record: &LogRecord) -> Result<()> {
     write_at(record, now())
+}
+
+/// Set once the kernel's MAP_IN has been written to the current log
+/// (hwpmc's `PMC_PO_INITIAL_MAPPINGS_DONE`).
+static KERNEL_MAPPINGS_LOGGED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the kernel's mappings still have to be logged to the current
+/// log; true only for the first caller per log.
+pub(crate) fn claim_kernel_mappings() -> bool {
+    is_configured() && !KERNEL_MAPPINGS_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Set once every process's mappings have been written to the current log
+/// for a system sampling PMC (hwpmc's `po_logprocmaps`).
+static ALL_PROCESS_MAPPINGS_LOGGED: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Whether every process's mappings still have to be logged to the
+/// current log; true only for the first caller per log.
+pub(crate) fn claim_all_process_mappings() -> bool {
+    is_configured() && !ALL_PROCESS_MAPPINGS_LOGGED.swap(true, std::sync::atomic::Ordering::Relaxed)
 }
 
 static SAMPLES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -82,7 +138,7 @@ pub(crate) fn write_at(record: &LogRecord, timestamp: u64) -> Result<()> {
             SAMPLES.fetch_add(1, Relaxed);
         }
         LogRecord::Dropnotify { lost } => {
-            LOST.fetch_add(u64::from(*lost), Relaxed);
+            LOST.fetch_add(u64::from(lost.unwrap_or(1)), Relaxed);
         }
         _ => {}
     }
@@ -93,9 +149,9 @@ pub(crate) fn write_at(record: &LogRecord, timestamp: u64) -> Result<()> {
 }
 
 fn no_log(op: &'static str) -> Error {
-    Error::LogRequired {
+    Error::InvalidArgument {
         op,
-        why: "no log file is configured".into(),
+        why: "no log file is configured (call configure_logfile first)".into(),
     }
 }
 
@@ -165,5 +221,88 @@ impl Write for MemoryLog {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The only lib test that touches the process-wide log: one sequence.
+    /// Expectations from hwpmc_mod.c `pmc_syscall_handler` (FLUSHLOG,
+    /// CLOSELOG, WRITELOG without an owner/log: EINVAL),
+    /// hwpmc_logging.c `pmclog_configure_log` (EBUSY when a log is
+    /// present) and `pmclog_flush` (returns the kthread's `po_error`).
+    #[test]
+    fn log_operations_follow_hwpmc() {
+        // No log.
+        for (op, r) in [
+            ("flush", flush_logfile()),
+            ("close", close_logfile()),
+            ("writelog", writelog(1)),
+        ] {
+            let e = r.expect_err(op);
+            assert_eq!(e.errno(), libc::EINVAL, "{op}: {e}");
+            assert!(e.to_string().contains("configure_logfile"), "{e}");
+        }
+
+        // A second configure is EBUSY and leaves the first log in place.
+        let first = MemoryLog::new();
+        configure_logfile(first.clone()).unwrap();
+        let e = configure_logfile(MemoryLog::new()).unwrap_err();
+        assert_eq!(e.errno(), libc::EBUSY, "{e}");
+        writelog(7).unwrap();
+        close_logfile().unwrap();
+        let kinds: Vec<u8> = first
+            .events()
+            .unwrap()
+            .iter()
+            .map(|e| e.record.kind())
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                super::super::kind::INITIALIZE,
+                super::super::kind::USERDATA,
+                super::super::kind::CLOSELOG
+            ]
+        );
+
+        // ENOSPC on the destination reaches flush, with its errno.
+        configure_logfile(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .unwrap();
+        writelog(1).unwrap();
+        let e = flush_logfile().unwrap_err();
+        assert_eq!(e.os_errno(), Some(libc::ENOSPC), "{e}");
+        assert_eq!(e.errno(), libc::ENOSPC);
+        // Closing still deconfigures, and reports the error too.
+        assert_eq!(close_logfile().unwrap_err().os_errno(), Some(libc::ENOSPC));
+        assert!(!is_configured());
+
+        // The log holds its own reference to the file: the caller's
+        // descriptor can go.
+        let dir = std::env::temp_dir().join(format!("pmc-log-fd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("log");
+        let file = std::fs::File::create(&path).unwrap();
+        configure_logfile_fd(&file).unwrap();
+        drop(file);
+        writelog(0xfeed).unwrap();
+        close_logfile().unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut reader = super::super::LogReader::from_memory();
+        reader.feed(&bytes);
+        let records: Vec<LogRecord> = reader.map(|e| e.unwrap().record).collect();
+        assert!(
+            records.contains(&LogRecord::Userdata { value: 0xfeed }),
+            "{records:?}"
+        );
+        assert_eq!(records.last(), Some(&LogRecord::Closelog));
     }
 }

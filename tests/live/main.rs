@@ -5,10 +5,12 @@
 
 mod counting;
 mod events;
+mod fd_leak;
 mod harness;
 mod native;
 mod probe;
 mod sampling;
+mod scaling;
 mod workloads;
 
 fn main() {
@@ -23,7 +25,9 @@ fn main() {
     tests.extend(events::tests());
     tests.extend(events::tracepoint_and_probe_tests());
     tests.extend(probe::tests());
+    tests.extend(fd_leak::tests());
     tests.extend(native::tests());
     tests.extend(sampling::tests());
+    tests.extend(scaling::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }

@@ -15,6 +15,79 @@ fn ready_then_wait() {
     let _ = std::io::stdin().lock().read_line(&mut line);
 }
 
+/// Whether `got` is within `tolerance` (relative) of `want`.
+pub fn within(got: u64, want: u64, tolerance: f64) -> bool {
+    (got as f64 - want as f64).abs() <= want as f64 * tolerance
+}
+
+/// What a workload measured of itself with getrusage(2), independently of
+/// any PMC: CPU time (user + system) and minor faults of this process
+/// (`own_*`) and of its waited-for children (`children_*`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub own_cpu_ns: u64,
+    pub own_minflt: u64,
+    pub children_cpu_ns: u64,
+    pub children_minflt: u64,
+}
+
+impl Usage {
+    /// The counters now.
+    pub fn now() -> Usage {
+        use nix::sys::resource::{UsageWho, getrusage};
+        let take = |who| {
+            let u = getrusage(who).expect("getrusage");
+            let ns = |t: nix::sys::time::TimeVal| {
+                t.tv_sec() as u64 * 1_000_000_000 + t.tv_usec() as u64 * 1_000
+            };
+            (
+                ns(u.user_time()) + ns(u.system_time()),
+                u.minor_page_faults() as u64,
+            )
+        };
+        let (own_cpu_ns, own_minflt) = take(UsageWho::RUSAGE_SELF);
+        let (children_cpu_ns, children_minflt) = take(UsageWho::RUSAGE_CHILDREN);
+        Usage {
+            own_cpu_ns,
+            own_minflt,
+            children_cpu_ns,
+            children_minflt,
+        }
+    }
+
+    /// What happened since `start`, as the line a workload prints last.
+    pub fn line_since(start: Usage) -> String {
+        let now = Usage::now();
+        format!(
+            "usage own_cpu_ns={} own_minflt={} children_cpu_ns={} children_minflt={}",
+            now.own_cpu_ns - start.own_cpu_ns,
+            now.own_minflt - start.own_minflt,
+            now.children_cpu_ns - start.children_cpu_ns,
+            now.children_minflt - start.children_minflt,
+        )
+    }
+
+    /// Parses the `usage …` line out of a workload's output.
+    pub fn parse(output: &str) -> Option<Usage> {
+        let line = output.lines().find(|l| l.starts_with("usage "))?;
+        let field = |name: &str| -> Option<u64> {
+            line.split_whitespace()
+                .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+        };
+        Some(Usage {
+            own_cpu_ns: field("own_cpu_ns")?,
+            own_minflt: field("own_minflt")?,
+            children_cpu_ns: field("children_cpu_ns")?,
+            children_minflt: field("children_minflt")?,
+        })
+    }
+
+    /// CPU time of this process and its children.
+    pub fn tree_cpu_ns(&self) -> u64 {
+        self.own_cpu_ns + self.children_cpu_ns
+    }
+}
+
 fn arg(i: usize, default: u64) -> u64 {
     std::env::args()
         .nth(i)
@@ -79,7 +152,9 @@ pub fn run_if_requested() {
         // Spins `ms` of wall time.
         "spin" => {
             ready_then_wait();
+            let start = Usage::now();
             std::hint::black_box(spin_ms(arg(1, 200)));
+            println!("{}", Usage::line_since(start));
         }
         // Runs `known_loop(n)` (no ready/go handshake: for `perf stat`).
         "loop" => {
@@ -97,7 +172,9 @@ pub fn run_if_requested() {
         // Like "loop" but with the handshake, for attaching first.
         "loop-handshake" => {
             ready_then_wait();
+            let start = Usage::now();
             std::hint::black_box(known_loop(arg(1, 100_000_000)));
+            println!("{}", Usage::line_since(start));
         }
         // Three threads, created before `ready`, each spinning `ms`.
         "threads3" => {
@@ -114,17 +191,20 @@ pub fn run_if_requested() {
                 })
                 .collect();
             ready_then_wait();
+            let start = Usage::now();
             for g in gates {
                 let _ = g.send(());
             }
             for h in handles {
                 let _ = h.join();
             }
+            println!("{}", Usage::line_since(start));
         }
         // Spawns a grandchild that spins `ms`, and waits for it.
         "fork-spin" => {
             let ms = arg(1, 300);
             ready_then_wait();
+            let start = Usage::now();
             let exe = std::env::current_exe().expect("current_exe");
             let status = Command::new(exe)
                 .env(ENV, "spin-now")
@@ -132,23 +212,27 @@ pub fn run_if_requested() {
                 .status()
                 .expect("spawn grandchild");
             assert!(status.success());
+            println!("{}", Usage::line_since(start));
         }
         // `rounds` times: touch 50 fresh pages, then sleep 1 ms (a context
         // switch per round); then 50 more pages in the slice that exit ends.
         "touch-sleep" => {
             let rounds = arg(1, 20);
             ready_then_wait();
+            let start = Usage::now();
             for _ in 0..rounds {
                 std::hint::black_box(touch_fresh_pages(50));
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
             std::hint::black_box(touch_fresh_pages(50));
+            println!("{}", Usage::line_since(start));
         }
         // Runs a grandchild that touches `child` fresh pages and exits, then
         // touches `own` pages itself.
         "fork-touch" => {
             let (child, own) = (arg(1, 2000), arg(2, 6000));
             ready_then_wait();
+            let start = Usage::now();
             let exe = std::env::current_exe().expect("current_exe");
             let status = Command::new(exe)
                 .env(ENV, "touch")
@@ -157,6 +241,7 @@ pub fn run_if_requested() {
                 .expect("spawn grandchild");
             assert!(status.success());
             std::hint::black_box(touch_fresh_pages(own as usize));
+            println!("{}", Usage::line_since(start));
         }
         // Touches `n` fresh pages (no handshake: for `perf stat`).
         "touch" => {
@@ -165,7 +250,9 @@ pub fn run_if_requested() {
         // Like "touch" with the handshake.
         "touch-handshake" => {
             ready_then_wait();
+            let start = Usage::now();
             std::hint::black_box(touch_fresh_pages(arg(1, 1000) as usize));
+            println!("{}", Usage::line_since(start));
         }
         // A profile target: `hot_function_for_profiling` for `ms` of CPU.
         "hot" => {

@@ -315,7 +315,7 @@ pub fn statistics(events: &[LogEvent]) -> String {
                 }
             }
             LogRecord::ProcExec { .. } => execs += 1,
-            LogRecord::Dropnotify { lost: n } => lost += u64::from(*n),
+            LogRecord::Dropnotify { lost: n } => lost += n.map_or(1, u64::from),
             _ => {}
         }
     }
@@ -339,6 +339,8 @@ mod tests {
     fn ev(record: LogRecord) -> LogEvent {
         LogEvent {
             offset: 0,
+            end_offset: 0,
+            count: 0,
             timestamp: 0,
             record,
         }

@@ -510,6 +510,8 @@ mod tests {
     fn ev(record: LogRecord) -> LogEvent {
         LogEvent {
             offset: 0,
+            end_offset: 0,
+            count: 0,
             timestamp: 0,
             record,
         }

@@ -2,6 +2,7 @@
 //! format itself is the `pmc` crate's, tested there). Here because reading
 //! a union member is `unsafe`.
 
+use pmc_core::log::cpu::CpuIdentity;
 use pmc_core::log::{LogRecord, LogWriter, kind};
 
 use crate::pmclog::{close, feed, open, read};
@@ -20,7 +21,11 @@ fn c_str(chars: &[std::ffi::c_char]) -> String {
 /// parser, and returns the C events (INITIALIZE first) with the
 /// PMCALLOCATE event names, copied while they are valid.
 fn through_parser(records: &[LogRecord]) -> (Vec<pmclog_ev>, Vec<String>) {
-    let mut w = LogWriter::new(Vec::new(), "GenuineIntel-6-85-4", 0).unwrap();
+    let cpu = CpuIdentity {
+        cputype: 0x99,
+        cpuid: "GenuineIntel-6-85-4".into(),
+    };
+    let mut w = LogWriter::with_cpu(Vec::new(), &cpu).unwrap();
     for (i, r) in records.iter().enumerate() {
         w.write(r, 1000 + i as u64).unwrap();
     }
@@ -70,6 +75,8 @@ fn every_record_lands_in_its_union_member() {
             pid: 11,
             pmcid: 7,
             entry: 0x401000,
+            // FreeBSD 12-14's PROCEXEC has no dynaddr: it reads as 0.
+            dynaddr: 0,
             path: "/bin/true".into(),
         },
         LogRecord::ProcFork {
@@ -99,7 +106,7 @@ fn every_record_lands_in_its_union_member() {
             flags: 1,
             name: "true".into(),
         },
-        LogRecord::Dropnotify { lost: 3 },
+        LogRecord::Dropnotify { lost: Some(3) },
         LogRecord::Callchain {
             pid: 11,
             tid: 12,
@@ -134,7 +141,10 @@ fn every_record_lands_in_its_union_member() {
             (11, 12, 7, 99)
         );
         let x = evs[4].pl_u.pl_x;
-        assert_eq!((x.pl_pid, x.pl_pmcid, x.pl_baseaddr), (11, 7, 0x401000));
+        assert_eq!(
+            (x.pl_pid, x.pl_pmcid, x.pl_baseaddr, x.pl_dynaddr),
+            (11, 7, 0x401000, 0)
+        );
         assert_eq!(c_str(&x.pl_pathname), "/bin/true");
         let f = evs[5].pl_u.pl_f;
         assert_eq!((f.pl_oldpid, f.pl_newpid), (11, 13));

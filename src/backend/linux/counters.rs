@@ -34,15 +34,27 @@ fn open_one(attr: &Attr, target: Target, event: &LinuxEvent) -> Result<Event> {
 }
 
 /// Sums the events of a target. `chunks` splits `events` into the
-/// per-CPU instances of one thread's counter (empty: one event each): such
-/// an instance is enabled whenever its thread runs but runs only while the
-/// thread is on its CPU, so each chunk is scaled as one counter, by its
-/// summed running time against its enabled time. An event that never ran
-/// contributes nothing (a thread's per-CPU event on a CPU it never used);
-/// the sum is "never counted" only when no event ran although time was
-/// enabled.
+/// instances of one thread's counter (empty: one event each): its per-CPU
+/// instances for a logging target, its per-core-type instances on a hybrid
+/// machine. Such an instance is enabled whenever its thread runs but runs
+/// only while the thread is on its CPU (or core type), so each chunk is
+/// scaled as one counter, by its summed running time against its enabled
+/// time; scaling the instances one by one would overcount. An event that
+/// never ran contributes nothing (a thread's per-CPU event on a CPU it
+/// never used); the sum is "never counted" only when no event ran although
+/// time was enabled.
 #[inline]
 fn read_events(events: &[Event], chunks: &[usize]) -> Result<CounterValue> {
+    sum_chunks(events, chunks, |e| e.read_timed().map_err(from_linux))
+}
+
+/// The arithmetic of [`read_events`] over any readable instances.
+#[inline]
+fn sum_chunks<E>(
+    events: &[E],
+    chunks: &[usize],
+    mut read: impl FnMut(&E) -> Result<pmc_linux::event::TimedCount>,
+) -> Result<CounterValue> {
     let mut sum = CounterValue::ZERO;
     let mut any_ran = false;
     let mut rest = events;
@@ -53,7 +65,7 @@ fn read_events(events: &[Event], chunks: &[usize]) -> Result<CounterValue> {
         rest = tail;
         let mut c = pmc_linux::event::TimedCount::default();
         for e in chunk {
-            let one = e.read_timed().map_err(from_linux)?;
+            let one = read(e)?;
             c.value = c.value.wrapping_add(one.value);
             c.time_running = c.time_running.saturating_add(one.time_running);
             c.time_enabled = c.time_enabled.max(one.time_enabled);
@@ -215,8 +227,10 @@ impl ProcessCounters {
                 Err(_) => return Err(Error::NoSuchProcess { op: "attach", pid }),
             };
             for tid in tids {
+                // One chunk per thread: its instances on every core PMU
+                // (hybrid) and CPU (logging) are one counter to scale.
+                let first = events.len();
                 for attr in &event.attrs {
-                    let first = events.len();
                     for &cpu in &cpus {
                         let target = Target { pid: tid, cpu };
                         let leader = match open_with_fallback(attr, target, event) {
@@ -243,9 +257,9 @@ impl ProcessCounters {
                         siblings.extend(group);
                         events.push((cpu, leader));
                     }
-                    if events.len() > first {
-                        chunks.push(events.len() - first);
-                    }
+                }
+                if events.len() > first {
+                    chunks.push(events.len() - first);
                 }
             }
         }
@@ -589,8 +603,30 @@ impl Counters for CpuCounters {
 
 #[cfg(test)]
 mod tests {
-    use super::rdpmc_index_from_page;
+    use super::*;
+    use pmc_linux::event::TimedCount;
     use pmc_linux::selfmon::UserPageCaps;
+
+    fn t(value: u64, time_enabled: u64, time_running: u64) -> TimedCount {
+        TimedCount {
+            value,
+            time_enabled,
+            time_running,
+        }
+    }
+
+    fn sum(counts: &[TimedCount], chunks: &[usize]) -> CounterValue {
+        sum_chunks(counts, chunks, |c| Ok(*c)).unwrap()
+    }
+
+    fn value(raw: u64, enabled: u64, running: u64, scaled: Option<u64>) -> CounterValue {
+        CounterValue {
+            raw,
+            time_enabled: enabled,
+            time_running: running,
+            scaled,
+        }
+    }
 
     fn caps(user_rdpmc: bool, index: u32) -> UserPageCaps {
         UserPageCaps {
@@ -599,6 +635,113 @@ mod tests {
             index,
             pmc_width: 48,
         }
+    }
+
+    #[test]
+    fn instances_of_one_thread_are_scaled_as_one_counter() {
+        // (instances, chunks, expected). The expectation is worked out by
+        // hand: within a chunk, value and running time add up and the
+        // enabled time is the thread's (the largest); scaled =
+        // value * enabled / running once per chunk.
+        let rows: Vec<(Vec<TimedCount>, Vec<usize>, CounterValue)> = vec![
+            // Plain counters, one event each: a sum.
+            (
+                vec![t(10, 100, 100), t(32, 50, 50)],
+                vec![],
+                value(42, 150, 150, Some(42)),
+            ),
+            // One thread on 2 CPUs (per-CPU instances of a logging
+            // target): 30 % then 70 % of its time. Each instance alone
+            // would scale to 1000: the chunk must give 1000, not 2000.
+            (
+                vec![t(300, 100, 30), t(700, 100, 70)],
+                vec![2],
+                value(1000, 100, 100, Some(1000)),
+            ),
+            // Hybrid: one thread's cpu_core and cpu_atom instances (40 %
+            // and 60 % of the thread's time) are one chunk too.
+            (
+                vec![t(4_000, 1_000, 400), t(3_000, 1_000, 600)],
+                vec![2],
+                value(7_000, 1_000, 1_000, Some(7_000)),
+            ),
+            // A CPU the thread never used: contributes nothing.
+            (
+                vec![t(500, 100, 100), t(0, 100, 0)],
+                vec![2],
+                value(500, 100, 100, Some(500)),
+            ),
+            // Multiplexed on the PMU as well: the chunk ran 50 of 100 ns
+            // in total, so it scales by 2.
+            (
+                vec![t(200, 100, 20), t(300, 100, 30)],
+                vec![2],
+                value(500, 100, 50, Some(1_000)),
+            ),
+            // Two threads × 2 instances: chunk sums add up, each scaled
+            // on its own (thread 1 fully on, thread 2 half multiplexed).
+            (
+                vec![t(100, 40, 10), t(300, 40, 30), t(50, 80, 20), t(50, 80, 20)],
+                vec![2, 2],
+                value(500, 120, 80, Some(400 + 200)),
+            ),
+            // A chunk size beyond the events is clamped.
+            (
+                vec![t(1, 10, 5), t(1, 10, 5)],
+                vec![9],
+                value(2, 10, 10, Some(2)),
+            ),
+            // Running beyond enabled (kernel rounding) is clamped, never
+            // scaled down.
+            (
+                vec![t(100, 10, 6), t(100, 10, 6)],
+                vec![2],
+                value(200, 10, 10, Some(200)),
+            ),
+        ];
+        for (i, (counts, chunks, want)) in rows.iter().enumerate() {
+            assert_eq!(sum(counts, chunks), *want, "row {i}: {counts:?} {chunks:?}");
+        }
+    }
+
+    #[test]
+    fn scaling_instances_one_by_one_would_overcount() {
+        // The same hybrid thread, chunked per instance (the old per-attr
+        // chunks): each half scales to the thread's full time.
+        let halves = [t(4_000, 1_000, 400), t(3_000, 1_000, 600)];
+        assert_eq!(sum(&halves, &[1, 1]).scaled, Some(10_000 + 5_000));
+        assert_eq!(sum(&halves, &[2]).scaled, Some(7_000));
+    }
+
+    #[test]
+    fn never_counted_only_when_nothing_ran() {
+        // Enabled, never on any CPU: no estimate (Error::NotCounted above).
+        let never = [t(0, 100, 0), t(0, 100, 0)];
+        assert_eq!(sum(&never, &[2]).scaled, None);
+        assert_eq!(sum(&never, &[]).scaled, None);
+        // Never enabled: zero, not "never counted".
+        assert_eq!(sum(&[t(0, 0, 0)], &[]), value(0, 0, 0, Some(0)));
+        // One thread never ran while another did: the sum is estimable.
+        let mixed = [t(0, 100, 0), t(9, 100, 100)];
+        assert_eq!(sum(&mixed, &[1, 1]).scaled, Some(9));
+        // Nothing at all.
+        assert_eq!(sum(&[], &[]), CounterValue::ZERO);
+    }
+
+    #[test]
+    fn a_read_error_is_returned_not_summed() {
+        let counts = [t(1, 1, 1), t(2, 2, 2)];
+        let mut calls = 0;
+        let got = sum_chunks(&counts, &[], |c| {
+            calls += 1;
+            if c.value == 2 {
+                Err(Error::Unsupported { platform: "test" })
+            } else {
+                Ok(*c)
+            }
+        });
+        assert!(got.is_err());
+        assert_eq!(calls, 2);
     }
 
     #[test]

@@ -94,7 +94,7 @@ pub(super) fn cpuinfo() -> CpuInfo {
     let base = rw | Capabilities::INTERRUPT | Capabilities::USER | Capabilities::SYSTEM;
     if hw {
         let mut caps = base;
-        if max_precise() > 0 {
+        if max_precise(std::path::Path::new(pmc_linux::pmu::SYSFS_ROOT)) > 0 {
             caps |= Capabilities::PRECISE;
         }
         classes.push(ClassInfo {

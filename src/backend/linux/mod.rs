@@ -131,6 +131,29 @@ pub fn attrs_for_cpu(
     plan(spec, mode, flags, count, &sysfs)
 }
 
+/// The sibling attrs `allocate` groups under each counter for
+/// `LOG_PROCCSW` / per-process `LOG_PROCEXIT` (empty when none), against
+/// the given sysfs PMU tree and tracefs root: for golden tests.
+pub fn slice_siblings_for_sysfs(
+    spec: &str,
+    mode: crate::Mode,
+    flags: crate::Flags,
+    count: u64,
+    pmu_root: &std::path::Path,
+    tracefs_root: Option<&std::path::Path>,
+) -> Result<Vec<pmc_linux::attr::Attr>> {
+    let sysfs = resolve::Sysfs {
+        pmu_root: pmu_root.to_path_buf(),
+        tracefs: tracefs_root.map(std::path::Path::to_path_buf),
+        cpuid: None,
+    };
+    let event = resolve_spec(spec, mode, flags, count, &sysfs)?;
+    Ok(event
+        .slices
+        .map(|s| s.attrs().copied().collect())
+        .unwrap_or_default())
+}
+
 /// Everything needed to open what `allocate` would open: the attrs with
 /// their CPUs, and the string a probe's `config1` must point to (open
 /// those with `Event::open_with_string`).

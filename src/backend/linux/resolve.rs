@@ -64,13 +64,13 @@ impl PreparedEvent for LinuxEvent {
 }
 
 /// Capabilities of hardware-PMU classes.
-fn hardware_caps() -> Capabilities {
+fn hardware_caps(sysfs: &Sysfs) -> Capabilities {
     let mut caps = Capabilities::INTERRUPT
         | Capabilities::USER
         | Capabilities::SYSTEM
         | Capabilities::READ
         | Capabilities::WRITE;
-    if max_precise() > 0 {
+    if max_precise(&sysfs.pmu_root) > 0 {
         caps |= Capabilities::PRECISE;
     }
     caps
@@ -78,8 +78,8 @@ fn hardware_caps() -> Capabilities {
 
 /// Capabilities of raw/PMU-encoded events (qualifiers apply through the
 /// format fields).
-fn raw_caps() -> Capabilities {
-    hardware_caps()
+fn raw_caps(sysfs: &Sysfs) -> Capabilities {
+    hardware_caps(sysfs)
         | Capabilities::EDGE
         | Capabilities::THRESHOLD
         | Capabilities::INVERT
@@ -94,11 +94,15 @@ fn software_caps() -> Capabilities {
         | Capabilities::WRITE
 }
 
-/// The highest `precise_ip` the core PMU supports (`caps/max_precise`).
-pub(super) fn max_precise() -> u8 {
-    std::fs::read_to_string("/sys/bus/event_source/devices/cpu/caps/max_precise")
-        .ok()
-        .and_then(|s| s.trim().parse().ok())
+/// The highest `precise_ip` every core PMU under `pmu_root` supports
+/// (`caps/max_precise`; the lowest of them on hybrid machines, so the
+/// attr opens on each core type).
+pub(super) fn max_precise(pmu_root: &Path) -> u8 {
+    lpmu::core_pmus(pmu_root)
+        .iter()
+        .map(|p| p.caps.get("max_precise").and_then(|v| v.parse().ok()))
+        .min()
+        .flatten()
         .unwrap_or(0)
 }
 
@@ -349,7 +353,7 @@ fn pmu_event(
         .iter()
         .any(|f| f.name == "edge" || f.name == "cmask")
     {
-        raw_caps()
+        raw_caps(sysfs)
     } else {
         software_caps()
     };
@@ -420,7 +424,7 @@ fn named_event(
         return Ok((
             vec![(attr, None)],
             class,
-            raw_caps(),
+            raw_caps(sysfs),
             format!("{name} (libpfm4)"),
         ));
     }
@@ -544,7 +548,7 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
             (
                 core_attrs(sysfs, |pmu| EventConfig::Hardware { event, pmu }),
                 Class::Hardware,
-                hardware_caps(),
+                hardware_caps(sysfs),
                 event.name().to_string(),
             )
         }
@@ -554,7 +558,7 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
             (
                 core_attrs(sysfs, |pmu| EventConfig::Cache { event, pmu }),
                 Class::Cache,
-                hardware_caps(),
+                hardware_caps(sysfs),
                 event.name(),
             )
         }
@@ -587,7 +591,7 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
             (
                 vec![(Attr::new(EventConfig::Raw(config)), None)],
                 Class::Raw,
-                raw_caps(),
+                raw_caps(sysfs),
                 format!("r{config:x}"),
             )
         }
@@ -645,7 +649,7 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
     let mut attrs = Vec::with_capacity(planned.len());
     let mut cpus = Vec::with_capacity(planned.len());
     for (attr, c) in planned {
-        let mut a = mode_attr(attr, request)?;
+        let mut a = mode_attr(attr, request, sysfs)?;
         if log.is_some() {
             a = super::sampling::logging_attr(a, request.flags, sampling);
         }
@@ -716,7 +720,7 @@ fn interrupts_event() -> Result<LinuxEvent> {
 }
 
 /// Applies qualifiers and the mode's settings to an attr.
-fn mode_attr(attr: Attr, request: &EventRequest<'_>) -> Result<Attr> {
+fn mode_attr(attr: Attr, request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Attr> {
     let q = &request.spec.qualifiers;
     let mut a = attr.disabled(true);
     if let Some(p) = q.privilege {
@@ -727,7 +731,7 @@ fn mode_attr(attr: Attr, request: &EventRequest<'_>) -> Result<Attr> {
     }
     match q.precise {
         Some(Precise::Level(n)) => a = a.precise_ip(n),
-        Some(Precise::Max) => a = a.precise_ip(max_precise()),
+        Some(Precise::Max) => a = a.precise_ip(max_precise(&sysfs.pmu_root)),
         None => {}
     }
     a = a

@@ -140,6 +140,23 @@ pub(super) struct RingSet {
     last_slice: HashMap<(u32, u32), u64>,
     /// The sum of each live process's slices.
     process_value: HashMap<u32, u64>,
+    /// Processes whose existing executable mappings still have to be
+    /// logged (hwpmc's `pmc_log_process_mappings` at attach): done at the
+    /// first drain with a log configured.
+    initial_mappings: Vec<u32>,
+    /// Whether samples may come from the kernel, so the log needs the
+    /// kernel's MAP_IN (hwpmc's `pmc_log_kernel_mappings`).
+    kernel_samples: bool,
+    /// A system sampling set: the log needs every process's mappings
+    /// (hwpmc's `pmc_log_all_process_mappings` at the first SS start).
+    system_sampling: bool,
+    /// When the set was made (the attach): the timestamp of the initial
+    /// MAP_INs, which precede every sample of the set.
+    attached_at: u64,
+    /// The log was closed while the PMC ran: hwpmc stops such a PMC, so
+    /// what it still produces is discarded until the PMC is stopped (and
+    /// started again, with a new log).
+    stopped_by_log_close: bool,
 }
 
 static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
@@ -156,8 +173,23 @@ impl RingSet {
         root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
         slices: Option<&SliceSiblings>,
     ) -> Arc<Mutex<RingSet>> {
+        let initial_mappings = match (&root, plan.sampling) {
+            (Some((pid, _)), true) => {
+                let mut pids = vec![*pid];
+                if plan.flags.contains(Flags::DESCENDANTS) {
+                    let root = i32::try_from(*pid).unwrap_or(i32::MAX);
+                    pids.extend(
+                        pmc_linux::system::descendants_of(root)
+                            .into_iter()
+                            .filter_map(|p| u32::try_from(p).ok()),
+                    );
+                }
+                pids
+            }
+            _ => Vec::new(),
+        };
+        let system_sampling = plan.sampling && root.is_none();
         let set = Arc::new(Mutex::new(RingSet {
-            plan,
             parser: RecordParser::for_attr(attr),
             rings,
             exited_values: HashMap::new(),
@@ -167,6 +199,12 @@ impl RingSet {
             exit_slices: slices.is_some_and(|s| s.exit.is_some()),
             last_slice: HashMap::new(),
             process_value: HashMap::new(),
+            initial_mappings,
+            kernel_samples: plan.sampling && !attr.is_set(AttrBit::EXCLUDE_KERNEL),
+            system_sampling,
+            attached_at: crate::log::sink::now(),
+            stopped_by_log_close: false,
+            plan,
         }));
         REGISTRY
             .lock()
@@ -178,6 +216,29 @@ impl RingSet {
 
     /// Converts every published record into pmclog records, in time order.
     pub(super) fn drain(&mut self, out: &mut Vec<(u64, LogRecord)>) {
+        let before = out.len();
+        self.convert_published(out);
+        if self.stopped_by_log_close {
+            self.discarded += (out.len() - before) as u64;
+            out.truncate(before);
+        }
+    }
+
+    fn convert_published(&mut self, out: &mut Vec<(u64, LogRecord)>) {
+        if crate::log::sink::is_configured() && !self.stopped_by_log_close {
+            let now = self.attached_at;
+            if self.kernel_samples && crate::log::sink::claim_kernel_mappings() {
+                out.extend(kernel_mappings().into_iter().map(|r| (now, r)));
+            }
+            if self.system_sampling && crate::log::sink::claim_all_process_mappings() {
+                for pid in all_processes() {
+                    out.extend(process_mappings(pid).into_iter().map(|r| (now, r)));
+                }
+            }
+            for pid in std::mem::take(&mut self.initial_mappings) {
+                out.extend(process_mappings(pid).into_iter().map(|r| (now, r)));
+            }
+        }
         let parser = self.parser;
         let plan = self.plan.clone();
         let mut items = Vec::new();
@@ -311,12 +372,14 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
             }
             if user {
                 chain(true, userland);
+            } else if plan.flags.contains(Flags::USERCALLCHAIN) {
+                // USERCALLCHAIN: one record, the kernel frames then the
+                // user stack the sample interrupted (hwpmc appends it to
+                // the kernel chain in `pmc_capture_user_callchain`).
+                kernel.extend(userland);
+                chain(false, kernel);
             } else {
                 chain(false, kernel);
-                // USERCALLCHAIN: the user stack of a kernel sample too.
-                if plan.flags.contains(Flags::USERCALLCHAIN) && !userland.is_empty() {
-                    chain(true, userland);
-                }
             }
         }
         // MAP_IN's start is where the object's file offset 0 would be (its
@@ -359,7 +422,8 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
                 LogRecord::ProcExec {
                     pid: *pid,
                     pmcid,
-                    entry: 0,
+                    entry: exec_entry(*pid),
+                    dynaddr: 0,
                     path,
                 },
             ));
@@ -413,13 +477,13 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
         } => out.push((
             sample_id.time.unwrap_or(0),
             LogRecord::Dropnotify {
-                lost: u32::try_from(*lost).unwrap_or(u32::MAX),
+                lost: Some(u32::try_from(*lost).unwrap_or(u32::MAX)),
             },
         )),
         Record::LostSamples { lost, sample_id } => out.push((
             sample_id.time.unwrap_or(0),
             LogRecord::Dropnotify {
-                lost: u32::try_from(*lost).unwrap_or(u32::MAX),
+                lost: Some(u32::try_from(*lost).unwrap_or(u32::MAX)),
             },
         )),
         _ => {}
@@ -448,6 +512,177 @@ impl Sink<'_> {
     fn push(&mut self, (t, r): (u64, LogRecord)) {
         self.0.push((t, Item::Log(r)));
     }
+}
+
+/// Stops every counter that writes into the log, as hwpmc stops the
+/// running `PMC_F_NEEDS_LOGFILE` PMCs when their log is deconfigured: the
+/// events of process targets are disabled, and whatever any set still
+/// produces is discarded until its PMC is stopped (`drain_set`), after
+/// which a start writes into the log configured then. The `Pmc` itself
+/// reads Running until its owner stops it.
+pub(crate) fn stop_all() -> Vec<u32> {
+    let mut stopped = Vec::new();
+    let sets: Vec<Arc<Mutex<RingSet>>> = {
+        let reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+        reg.iter().filter_map(Weak::upgrade).collect()
+    };
+    for set in &sets {
+        let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
+        s.stopped_by_log_close = true;
+        stopped.push(s.plan.pmcid);
+        if let Some((_, events)) = &s.root {
+            for e in events.iter() {
+                let _ = e.disable();
+            }
+        }
+    }
+    stopped
+}
+
+/// PROCEXEC's `pl_start` for a process that just exec'd: hwpmc logs
+/// `imgp->entry_addr` (kern_exec.c `pm_entryaddr`), which is the run-time
+/// linker's entry point for a dynamic executable (imgact_elf.c) and the
+/// program's own for a static one; libpmcstat's `pmcstat_process_elf_exec`
+/// places the run-time linker at `entry - its e_entry`. 0 when the process
+/// is gone or unreadable.
+fn exec_entry(pid: u32) -> u64 {
+    let Ok(auxv) = std::fs::read(format!("/proc/{pid}/auxv")) else {
+        return 0;
+    };
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    entry_from_auxv(&auxv, |base| {
+        let path = maps.lines().find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let lo = u64::from_str_radix(f.first()?.split('-').next()?, 16).ok()?;
+            (lo == base && f.get(2) == Some(&"00000000") && f.len() >= 6).then(|| f[5..].join(" "))
+        })?;
+        elf_entry(&std::fs::read(path).ok()?)
+    })
+}
+
+/// The entry address from an auxiliary vector: `AT_BASE + e_entry` of the
+/// interpreter (found by `interp_entry(AT_BASE)`) when there is one, else
+/// `AT_ENTRY`.
+fn entry_from_auxv(auxv: &[u8], interp_entry: impl Fn(u64) -> Option<u64>) -> u64 {
+    const AT_BASE: u64 = 7;
+    const AT_ENTRY: u64 = 9;
+    let (mut base, mut entry) = (0, 0);
+    for pair in auxv.chunks_exact(16) {
+        let key = u64::from_ne_bytes(pair[..8].try_into().unwrap_or_default());
+        let value = u64::from_ne_bytes(pair[8..].try_into().unwrap_or_default());
+        match key {
+            AT_BASE => base = value,
+            AT_ENTRY => entry = value,
+            0 => break,
+            _ => {}
+        }
+    }
+    if base != 0
+        && let Some(e) = interp_entry(base)
+    {
+        return base.wrapping_add(e);
+    }
+    entry
+}
+
+/// `e_entry` of a 64-bit ELF image (offset 24 of `Elf64_Ehdr`).
+fn elf_entry(image: &[u8]) -> Option<u64> {
+    (image.get(..5)? == b"\x7fELF\x02").then_some(())?;
+    Some(u64::from_ne_bytes(image.get(24..32)?.try_into().ok()?))
+}
+
+/// Every process's pid, from `/proc`.
+fn all_processes() -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<u32> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// MAP_IN records for the executable file mappings `pid` has now, from
+/// `/proc/<pid>/maps` (hwpmc's `pmc_log_process_mappings`).
+pub(crate) fn process_mappings(pid: u32) -> Vec<LogRecord> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    mappings_from_maps(pid, &text)
+}
+
+/// MAP_IN records for the executable file mappings of a `/proc/<pid>/maps`
+/// text. Contiguous executable mappings of one file give one record, as
+/// hwpmc skips "contiguous regions that point to the same vnode"; `start`
+/// is where the file's offset 0 is (mapping start - file offset), the
+/// convention of [`crate::log`].
+pub(crate) fn mappings_from_maps(pid: u32, text: &str) -> Vec<LogRecord> {
+    let mut out = Vec::new();
+    let mut last: Option<(u64, String)> = None; // (end, path)
+    for line in text.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms), Some(offset), Some(_dev), Some(_inode)) = (
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+            fields.next(),
+        ) else {
+            continue;
+        };
+        let path = fields.collect::<Vec<_>>().join(" ");
+        let Some((lo, hi)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(lo), Ok(hi), Ok(offset)) = (
+            u64::from_str_radix(lo, 16),
+            u64::from_str_radix(hi, 16),
+            u64::from_str_radix(offset, 16),
+        ) else {
+            continue;
+        };
+        if perms.as_bytes().get(2) != Some(&b'x') || !path.starts_with('/') {
+            continue;
+        }
+        if last
+            .as_ref()
+            .is_some_and(|(end, p)| *end == lo && *p == path)
+        {
+            last = Some((hi, path));
+            continue;
+        }
+        out.push(LogRecord::MapIn {
+            pid,
+            start: lo.wrapping_sub(offset),
+            path: path.clone(),
+        });
+        last = Some((hi, path));
+    }
+    out
+}
+
+/// The kernel's MAP_IN (pid -1), once per log when samples may come from
+/// the kernel (hwpmc's `pmc_log_kernel_mappings`): `[kernel.kallsyms]` at
+/// `_stext` as `/proc/kallsyms` gives it (0 where kptr_restrict hides
+/// addresses), as perf names the kernel image.
+fn kernel_mappings() -> Vec<LogRecord> {
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    vec![LogRecord::MapIn {
+        pid: u32::MAX,
+        start: kernel_text_start(&text),
+        path: "[kernel.kallsyms]".into(),
+    }]
+}
+
+/// `_stext`'s address in a `/proc/kallsyms` text, or 0.
+fn kernel_text_start(kallsyms: &str) -> u64 {
+    kallsyms
+        .lines()
+        .find_map(|l| {
+            let mut f = l.split_whitespace();
+            let (addr, _, name) = (f.next()?, f.next()?, f.next()?);
+            (name == "_stext").then(|| u64::from_str_radix(addr, 16).ok())?
+        })
+        .unwrap_or(0)
 }
 
 /// Drains every live ring set into the log (or discards, without one).
@@ -482,9 +717,12 @@ pub(crate) fn drain_all() {
 pub(super) fn drain_set(set: &Arc<Mutex<RingSet>>) {
     let _draining = DRAINING.lock().unwrap_or_else(|p| p.into_inner());
     let mut out = Vec::new();
-    set.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .drain(&mut out);
+    {
+        let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
+        s.drain(&mut out);
+        // Called as the PMC stops: a later start logs again.
+        s.stopped_by_log_close = false;
+    }
     out.sort_by_key(|(t, _)| *t);
     if crate::log::sink::is_configured() {
         for (t, r) in &out {
@@ -535,4 +773,85 @@ pub(super) fn logging_attr(mut a: Attr, flags: Flags, sampling: bool) -> Attr {
         a = a.set(AttrBit::INHERIT_STAT, 1);
     }
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// hwpmc_mod.c `pmc_log_process_mappings`: executable, file-backed
+    /// entries only, one MAP_IN per run of contiguous entries of one file.
+    #[test]
+    fn existing_mappings_become_map_in_records() {
+        let maps = "\
+5555_0000_0000-5555_0000_1000 r--p 00000000 08:01 100 /usr/bin/prog
+555500001000-555500005000 r-xp 00001000 08:01 100 /usr/bin/prog
+555500005000-555500006000 r-xp 00005000 08:01 100 /usr/bin/prog
+555500006000-555500008000 r--p 00006000 08:01 100 /usr/bin/prog
+555500100000-555500200000 rw-p 00000000 00:00 0 [heap]
+7f0000000000-7f0000028000 r--p 00000000 08:01 200 /usr/lib/libc.so.6
+7f0000028000-7f00001bd000 r-xp 00028000 08:01 200 /usr/lib/libc.so.6
+7f0000300000-7f0000301000 r-xp 00000000 00:00 0
+7ffff7fc1000-7ffff7fc3000 r-xp 00000000 00:00 0 [vdso]
+7ffff8000000-7ffff8001000 r-xp 00002000 08:01 300 /opt/my lib.so
+";
+        let got = mappings_from_maps(42, &maps.replace('_', ""));
+        assert_eq!(
+            got,
+            vec![
+                LogRecord::MapIn {
+                    pid: 42,
+                    start: 0x5555_0000_0000,
+                    path: "/usr/bin/prog".into()
+                },
+                LogRecord::MapIn {
+                    pid: 42,
+                    start: 0x7f00_0000_0000,
+                    path: "/usr/lib/libc.so.6".into()
+                },
+                LogRecord::MapIn {
+                    pid: 42,
+                    start: 0x7fff_f7ff_e000,
+                    path: "/opt/my lib.so".into()
+                },
+            ]
+        );
+    }
+
+    /// kern_exec.c/imgact_elf.c: a dynamic program's entry address is its
+    /// interpreter's (AT_BASE + the interpreter's e_entry); a static one's
+    /// is AT_ENTRY.
+    #[test]
+    fn the_exec_entry_is_the_run_time_linkers() {
+        let auxv = |pairs: &[(u64, u64)]| -> Vec<u8> {
+            pairs
+                .iter()
+                .flat_map(|(k, v)| [k.to_ne_bytes(), v.to_ne_bytes()].concat())
+                .collect()
+        };
+        let dynamic = auxv(&[
+            (6, 4096),
+            (7, 0x7f00_0000_0000),
+            (9, 0x5555_0000_1040),
+            (0, 0),
+        ]);
+        let interp = |base| (base == 0x7f00_0000_0000).then_some(0x1c80);
+        assert_eq!(entry_from_auxv(&dynamic, interp), 0x7f00_0000_1c80);
+        let fixed = auxv(&[(7, 0), (9, 0x40_1000), (0, 0)]);
+        assert_eq!(entry_from_auxv(&fixed, interp), 0x40_1000);
+        let mut elf = vec![0u8; 64];
+        elf[..5].copy_from_slice(b"\x7fELF\x02");
+        elf[24..32].copy_from_slice(&0x1c80u64.to_ne_bytes());
+        assert_eq!(elf_entry(&elf), Some(0x1c80));
+        assert_eq!(elf_entry(b"#!/bin/sh"), None);
+    }
+
+    #[test]
+    fn the_kernel_text_start_comes_from_kallsyms() {
+        let kallsyms = "ffffffff81000000 T startup_64\nffffffff81001000 T _stext\n";
+        assert_eq!(kernel_text_start(kallsyms), 0xffff_ffff_8100_1000);
+        // kptr_restrict: addresses read as zero.
+        assert_eq!(kernel_text_start("0000000000000000 T _stext\n"), 0);
+        assert_eq!(kernel_text_start(""), 0);
+    }
 }

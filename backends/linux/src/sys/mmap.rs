@@ -177,3 +177,21 @@ pub(crate) fn rdpmc(counter: u32) -> u64 {
     }
     (u64::from(hi) << 32) | u64::from(lo)
 }
+
+/// Reads the time-stamp counter (the clock behind the metadata page's
+/// `time_*` conversion).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn rdtsc() -> u64 {
+    // SAFETY: RDTSC is part of the x86_64 baseline and only reads the
+    // time-stamp counter; it has no memory effects.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// No time-stamp counter to read here: 0 (the page never sets
+/// `cap_user_rdpmc` on these targets, so the value is never used).
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub(crate) fn rdtsc() -> u64 {
+    0
+}

@@ -1,0 +1,120 @@
+//! What INITIALIZE says about the CPU, as hwpmc says it: `pl_cpu` (an
+//! `enum pmc_cputype` of `sys/sys/pmc.h`) and `pl_cpuid`
+//! (`kern.hwpmc.cpuid`).
+
+/// `PMC_CPU_AMD_K8` (`sys/sys/pmc.h`): hwpmc_amd.c's `pmc_amd_initialize`
+/// gives it to every AMD (and Hygon) CPU of base family 0xF, i.e. all of
+/// them since the Athlon 64.
+pub const PMC_CPU_AMD_K8: u32 = 0x01;
+/// `PMC_CPU_GENERIC` ("Generic"), for CPUs hwpmc has no type for.
+pub const PMC_CPU_GENERIC: u32 = 0x400;
+
+/// The CPU as INITIALIZE describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuIdentity {
+    /// `enum pmc_cputype`.
+    pub cputype: u32,
+    /// `kern.hwpmc.cpuid`, e.g. `GenuineIntel-6-55-4`.
+    pub cpuid: String,
+}
+
+/// hwpmc_intel.c `pmc_intel_initialize`: the `enum pmc_cputype` of an
+/// Intel family 6 model (values from `sys/sys/pmc.h` `__PMC_CPUS`).
+fn intel_cputype(model: u32) -> Option<u32> {
+    Some(match model {
+        0x0E => 0x87,                                    // INTEL_CORE
+        0x0F => 0x88,                                    // INTEL_CORE2
+        0x17 => 0x89,                                    // INTEL_CORE2EXTREME
+        0x1A | 0x1E | 0x1F => 0x8B,                      // INTEL_COREI7
+        0x2E => 0x93,                                    // INTEL_NEHALEM_EX
+        0x25 | 0x2C => 0x8C,                             // INTEL_WESTMERE
+        0x2F => 0x94,                                    // INTEL_WESTMERE_EX
+        0x2A => 0x8D,                                    // INTEL_SANDYBRIDGE
+        0x2D => 0x8F,                                    // INTEL_SANDYBRIDGE_XEON
+        0x3A => 0x8E,                                    // INTEL_IVYBRIDGE
+        0x3E => 0x90,                                    // INTEL_IVYBRIDGE_XEON
+        0x3D | 0x47 => 0x96,                             // INTEL_BROADWELL
+        0x4F | 0x56 => 0x97,                             // INTEL_BROADWELL_XEON
+        0x3C | 0x45 => 0x91,                             // INTEL_HASWELL
+        0x3F | 0x46 => 0x95,                             // INTEL_HASWELL_XEON
+        0x4E | 0x5E | 0x8E | 0x9E | 0xA5 | 0xA6 => 0x98, // INTEL_SKYLAKE
+        0x55 => 0x99,                                    // INTEL_SKYLAKE_XEON
+        0x7D | 0x7E | 0x8C | 0x8D | 0xA7 => 0x9B,        // INTEL_ICELAKE
+        0x6A | 0x6C => 0x9C,                             // INTEL_ICELAKE_XEON
+        0x97 | 0x9A => 0x9D,                             // INTEL_ALDERLAKE
+        0x1C | 0x26 | 0x27 | 0x35 | 0x36 => 0x8A,        // INTEL_ATOM
+        0x37 | 0x4A | 0x4D | 0x5A | 0x5D => 0x92,        // INTEL_ATOM_SILVERMONT
+        0x5C | 0x5F => 0x9A,                             // INTEL_ATOM_GOLDMONT
+        0x7A => 0x9E,                                    // INTEL_ATOM_GOLDMONT_P
+        0x86 | 0x96 => 0x9F,                             // INTEL_ATOM_TREMONT
+        _ => return None,
+    })
+}
+
+/// The `enum pmc_cputype` hwpmc reports for an x86 CPU (`vendor` as in
+/// CPUID leaf 0, `family` and `model` with their extended fields, as
+/// `/proc/cpuinfo` and FreeBSD's `CPUID_TO_FAMILY`/`CPUID_TO_MODEL` give
+/// them). CPUs hwpmc does not know (where it would refuse to load) get
+/// [`PMC_CPU_GENERIC`], which FreeBSD's tools name "Generic".
+pub fn pmc_cputype(vendor: &str, family: u32, model: u32) -> u32 {
+    match vendor {
+        "AuthenticAMD" | "HygonGenuine" if family >= 0xF => PMC_CPU_AMD_K8,
+        "GenuineIntel" if family == 6 => intel_cputype(model).unwrap_or(PMC_CPU_GENERIC),
+        _ => PMC_CPU_GENERIC,
+    }
+}
+
+/// `kern.hwpmc.cpuid` of an x86 CPU: hwpmc_intel.c and hwpmc_amd.c format
+/// it as `"%s-%d-%02X-%X"` — vendor, family in decimal, model in
+/// two-digit upper-case hex, stepping in hex (hwpmc_amd.c names family
+/// 0x18 `HygonGenuine`).
+pub fn hwpmc_cpuid(vendor: &str, family: u32, model: u32, stepping: u32) -> String {
+    format!("{vendor}-{family}-{model:02X}-{stepping:X}")
+}
+
+/// `kern.hwpmc.cpuid` of an arm64 CPU: hwpmc_arm64.c writes MIDR_EL1 with
+/// its variant (bits 20–23) and revision (bits 0–3) zeroed, as `0x%016lx`.
+pub fn hwpmc_cpuid_arm64(midr: u64) -> String {
+    format!("0x{:016x}", midr & !(0xF << 20) & !0xF)
+}
+
+/// This machine's identity, from `/proc/cpuinfo` (x86) or MIDR_EL1
+/// (arm64); [`PMC_CPU_GENERIC`] and an empty cpuid when unknown.
+pub fn this_machine() -> CpuIdentity {
+    let unknown = CpuIdentity {
+        cputype: PMC_CPU_GENERIC,
+        cpuid: String::new(),
+    };
+    if cfg!(target_arch = "aarch64") {
+        let midr =
+            std::fs::read_to_string("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1")
+                .ok()
+                .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok());
+        return match midr {
+            Some(m) => CpuIdentity {
+                cputype: PMC_CPU_GENERIC,
+                cpuid: hwpmc_cpuid_arm64(m),
+            },
+            None => unknown,
+        };
+    }
+    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    identity_from_cpuinfo(&text).unwrap_or(unknown)
+}
+
+/// The identity of the first CPU of a `/proc/cpuinfo` text (x86).
+pub fn identity_from_cpuinfo(text: &str) -> Option<CpuIdentity> {
+    let field = |key: &str| {
+        text.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let number = |key: &str| field(key)?.parse::<u32>().ok();
+    let vendor = field("vendor_id")?;
+    let (family, model, stepping) = (number("cpu family")?, number("model")?, number("stepping")?);
+    Some(CpuIdentity {
+        cputype: pmc_cputype(&vendor, family, model),
+        cpuid: hwpmc_cpuid(&vendor, family, model, stepping),
+    })
+}

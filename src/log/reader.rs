@@ -1,0 +1,234 @@
+//! [`LogReader`]: libpmc's `pmclog_open` / `pmclog_feed` / `pmclog_read`.
+
+use std::fmt;
+use std::io::Read;
+
+use super::{HEADER_LEN, LogEvent, LogRecord, MAGIC, PMC_VERSION};
+
+/// What [`LogReader::read`] returns (libpmc's `pmclog_read` states).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReadState {
+    /// A record (`PMCLOG_OK`). CLOSELOG comes as a record too (libpmc
+    /// reports it as `PMCLOG_EOF` instead), and every read after it is
+    /// [`ReadState::Eof`].
+    Ok(LogEvent),
+    /// `PMCLOG_EOF`: the reader reached the end of its file or pipe — a
+    /// log still being written may end inside a record, and the next
+    /// [`LogReader::read`] goes on where this one stopped, as
+    /// lib/libpmc/pmclog.c `pmclog_read` does. After a CLOSELOG record the
+    /// stream is over and every later read is `Eof`.
+    Eof,
+    /// `PMCLOG_REQUIRE_DATA`: memory mode, the next record is incomplete
+    /// (feed more bytes); or the file/pipe is non-blocking and had nothing
+    /// (EAGAIN).
+    RequireData,
+    /// `PMCLOG_ERROR`: the stream is corrupt or unreadable; every later
+    /// read returns the same error.
+    Error(String),
+}
+
+/// Reads a pmclog stream from a reader, or from memory fed piecewise.
+///
+/// Records are decoded with the layouts of the version the stream's
+/// INITIALIZE gives (FreeBSD 12–14 until one is seen; FreeBSD 15's
+/// PROCEXEC from `PMC_VERSION` major 0x0A on), and DROPNOTIFY's lost count
+/// is believed only when INITIALIZE carries [`super::ORIGIN_MARK`].
+pub struct LogReader {
+    source: Option<Box<dyn Read + Send>>,
+    buf: Vec<u8>,
+    start: usize,
+    /// Stream offset of `buf[start]` (libpmc's `ps_offset`).
+    offset: u64,
+    /// Records read (libpmc's `ps_count`).
+    count: u64,
+    version: u32,
+    from_this_crate: bool,
+    /// Sticky: an error, or EOF after CLOSELOG.
+    state: Option<ReadState>,
+    /// The iterator already returned the sticky error.
+    error_reported: bool,
+}
+
+impl fmt::Debug for LogReader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LogReader")
+            .field("offset", &self.offset)
+            .field("count", &self.count)
+            .field("version", &format_args!("{:#x}", self.version))
+            .field("buffered", &(self.buf.len() - self.start))
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+impl LogReader {
+    fn with_source(source: Option<Box<dyn Read + Send>>) -> LogReader {
+        LogReader {
+            source,
+            buf: Vec::new(),
+            start: 0,
+            offset: 0,
+            count: 0,
+            version: PMC_VERSION,
+            from_this_crate: false,
+            state: None,
+            error_reported: false,
+        }
+    }
+
+    /// Reads from a file, pipe or socket (`pmclog_open(fd)`).
+    pub fn from_reader(r: impl Read + Send + 'static) -> LogReader {
+        LogReader::with_source(Some(Box::new(r)))
+    }
+
+    /// Reads from bytes given with [`LogReader::feed`] (`pmclog_open(-1)`).
+    pub fn from_memory() -> LogReader {
+        LogReader::with_source(None)
+    }
+
+    /// Adds bytes (memory mode; `pmclog_feed`).
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if self.start > 0 && self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// libpmc's `ps_offset`: the stream offset just past the last record
+    /// read.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// libpmc's `ps_count`: records read so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The `pl_version` of the stream's INITIALIZE (FreeBSD 12–14's
+    /// `PMC_VERSION` until one is read).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// Whether the stream's INITIALIZE says this crate wrote it.
+    pub fn is_from_this_crate(&self) -> bool {
+        self.from_this_crate
+    }
+
+    fn fail(&mut self, what: String) -> ReadState {
+        let s = ReadState::Error(what);
+        self.state = Some(s.clone());
+        s
+    }
+
+    /// The next record, or why there is none.
+    pub fn read(&mut self) -> ReadState {
+        if let Some(s) = &self.state {
+            return s.clone();
+        }
+        loop {
+            let avail = self.buf.len() - self.start;
+            if avail >= 4 {
+                let h = &self.buf[self.start..self.start + 4];
+                let header = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
+                let len = (header & 0xffff) as usize;
+                if header >> 24 != MAGIC {
+                    return self.fail(format!(
+                        "byte {}: bad magic {:#x} (not a pmclog stream, or corrupt)",
+                        self.offset,
+                        header >> 24
+                    ));
+                }
+                // hwpmc rounds every record up to 4 bytes.
+                if len < HEADER_LEN || len % 4 != 0 {
+                    return self.fail(format!("byte {}: bad record length {len}", self.offset));
+                }
+                if avail >= len {
+                    return self.take(len);
+                }
+            }
+            let Some(src) = self.source.as_mut() else {
+                return ReadState::RequireData;
+            };
+            let mut chunk = [0u8; 16 * 1024];
+            match src.read(&mut chunk) {
+                // The writer may not be done: keep the partial record and
+                // read on next time.
+                Ok(0) => return ReadState::Eof,
+                Ok(n) => self.feed(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    return ReadState::RequireData;
+                }
+                Err(e) => return self.fail(format!("byte {}: read failed: {e}", self.offset)),
+            }
+        }
+    }
+
+    /// Decodes the whole record of `len` bytes at `start`.
+    fn take(&mut self, len: usize) -> ReadState {
+        let at = self.offset;
+        let bytes = &self.buf[self.start..self.start + len];
+        let decoded = LogRecord::decode_with(bytes, at, self.version, self.from_this_crate);
+        let (timestamp, record) = match decoded {
+            Ok(r) => r,
+            Err(e) => return self.fail(e.to_string()),
+        };
+        self.start += len;
+        self.offset += len as u64;
+        self.count += 1;
+        if self.start > 1 << 20 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        match &record {
+            LogRecord::Initialize {
+                version, marked, ..
+            } => {
+                self.version = *version;
+                self.from_this_crate = *marked;
+            }
+            LogRecord::Closelog => self.state = Some(ReadState::Eof),
+            _ => {}
+        }
+        ReadState::Ok(LogEvent {
+            offset: at,
+            end_offset: self.offset,
+            count: self.count,
+            timestamp,
+            record,
+        })
+    }
+}
+
+impl Iterator for LogReader {
+    type Item = std::result::Result<LogEvent, String>;
+
+    /// Records until EOF; an error ends the iteration after being returned
+    /// (memory mode also ends when more data is required). A file that
+    /// ends inside a record is an error here, since nothing will follow;
+    /// use [`LogReader::read`] to tail a log still being written.
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.read() {
+            ReadState::Ok(e) => Some(Ok(e)),
+            ReadState::Eof if self.buf.len() > self.start && self.state.is_none() => {
+                let what = format!(
+                    "byte {}: the stream ends inside a record ({} bytes of it)",
+                    self.offset,
+                    self.buf.len() - self.start
+                );
+                self.fail(what.clone());
+                self.error_reported = true;
+                Some(Err(what))
+            }
+            ReadState::Eof | ReadState::RequireData => None,
+            ReadState::Error(_) if self.error_reported => None,
+            ReadState::Error(e) => {
+                self.error_reported = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
