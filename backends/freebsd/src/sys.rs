@@ -52,7 +52,7 @@ impl SyscallTransport {
         // SAFETY: `arg` is null (FLUSHLOG/CLOSELOG take none) or points to
         // the exclusively borrowed `#[repr(C)]` structure the operation
         // `op` reads and writes, alive for the whole call.
-        let rc = unsafe { libc::syscall(self.syscall, op as c_int, arg) };
+        let rc = unsafe { libc::syscall(self.syscall as _, op as c_int, arg) };
         if rc < 0 { Err(last_errno()) } else { Ok(()) }
     }
 }
@@ -86,7 +86,7 @@ impl Transport for SyscallTransport {
                 // contiguous C layout in u64 storage and copy the rows back.
                 let head = abi::GETPMCINFO_PMCS_OFFSET;
                 let row = std::mem::size_of::<abi::pmc_info>();
-                let mut buf = vec![0u64; (head + row * pmcs.len()).div_ceil(8)];
+                let mut buf = vec![0u64; (head + std::mem::size_of_val(pmcs)).div_ceil(8)];
                 let base = buf.as_mut_ptr().cast::<u8>();
                 // SAFETY: `buf` holds at least `head + row * len` bytes, is
                 // 8-aligned like `pmc_info`, and the head starts with the
