@@ -732,7 +732,10 @@ impl EventResolver {
         let mut found = None;
         for &class in &table {
             let p = prefix(class);
-            if ctrname.len() >= p.len() && ctrname[..p.len()].eq_ignore_ascii_case(&p) {
+            if ctrname
+                .get(..p.len())
+                .is_some_and(|head| head.eq_ignore_ascii_case(&p))
+            {
                 let ev = self
                     .class_events(class)
                     .into_iter()
@@ -812,7 +815,10 @@ fn k8_allocate(event: &str, rest: Option<&str>, pa: &mut abi::pmc_op_pmcallocate
     let mut config: u64 = 0;
     let pmask = k8_masks(event);
     let mut evmask: u64 = 0;
-    let prefix = |p: &str, kw: &str| p.len() >= kw.len() && p[..kw.len()].eq_ignore_ascii_case(kw);
+    let prefix = |p: &str, kw: &str| {
+        p.get(..kw.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(kw))
+    };
     for p in rest.into_iter().flat_map(|r| r.split(',')) {
         if prefix(p, "count=") {
             let q = &p[6..];

@@ -1,7 +1,7 @@
 //! `pmc-freebsd`: FreeBSD's hwpmc(4) driven directly through its system
 //! call, as libpmc does.
 //!
-//! **The transport ([`sys`]) is compiled and run only on FreeBSD; its
+//! **The transport (`sys`, `SyscallTransport`) is compiled and run only on FreeBSD; its
 //! structures and logic are tested on every platform.** Everything except
 //! the final `syscall(2)` is platform-neutral:
 //!

@@ -90,6 +90,11 @@ fn tsc_is_unqualified_read_only() {
         .allocate_request("TSC-cycles,usr", Mode::SC, 0, 0, 0)
         .unwrap_err();
     assert!(e.reason.contains("qualifiers"), "{e}");
+    // Byte 4 inside a multi-byte character: compared safely, not sliced.
+    assert!(
+        r.allocate_request("T\u{e9}\u{e9}", Mode::SC, 0, 0, 0)
+            .is_err()
+    );
 }
 
 #[test]
@@ -461,4 +466,21 @@ fn arm64_pmu_events_use_md_config() {
             .pm_ev,
         0x20000
     );
+}
+
+proptest::proptest! {
+    /// Bad input never panics: any specifier yields a request or a SpecError.
+    #[test]
+    fn any_specifier_is_answered_without_panic(spec in "\\PC{0,40}", qual in "[a-zA-Z0-9=+,. é_-]{0,30}") {
+        let mut with_pmu = intel();
+        with_pmu.pmu = pmu(PmuVendor::Intel, &[("inst_retired.any", "event=0x0,umask=0x1", "pipeline")]);
+        for r in [intel(), amd_k8(), with_pmu] {
+            for s in [spec.clone(), format!("k8-dc-miss,{qual}"), format!("TSC-{qual}"), format!("SOFT-{spec}"), format!("T\u{e9}{spec}")] {
+                match r.allocate_request(&s, Mode::TC, 0, PMC_CPU_ANY, 0) {
+                    Ok(pa) => proptest::prop_assert!(pa.pm_class <= 0x18),
+                    Err(e) => proptest::prop_assert_eq!(e.spec, s),
+                }
+            }
+        }
+    }
 }
