@@ -626,3 +626,27 @@ fn release_frees_rows_and_the_owner() {
     assert_eq!(k.live_pmcs(), 0);
     assert_eq!(start(&k, again), Err(Errno::ESRCH));
 }
+
+/// pmc_attach_one_process: a sampling PMC attached to a process other than
+/// its owner needs a log file (NEEDS_LOGFILE) → PMCSTART is EDOOFUS until
+/// one is configured; attached only to its owner it starts without one.
+#[test]
+fn sampling_on_another_process_needs_a_log() {
+    let k = kernel();
+    let own = allocate(
+        &k,
+        alloc_req(Class::SOFT, 0x20000, Mode::TS, PMC_CPU_ANY, 0),
+    )
+    .unwrap();
+    attach(&k, own, 0).unwrap();
+    start(&k, own).unwrap();
+    let other = allocate(
+        &k,
+        alloc_req(Class::SOFT, 0x20001, Mode::TS, PMC_CPU_ANY, 0),
+    )
+    .unwrap();
+    attach(&k, other, OTHER).unwrap();
+    assert_eq!(start(&k, other), Err(Errno::EDOOFUS));
+    configurelog(&k, 0, 5).unwrap();
+    start(&k, other).unwrap();
+}
