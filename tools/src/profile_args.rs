@@ -22,6 +22,10 @@ pub struct ProfileArgs {
     /// Directory for -g output.
     #[arg(short = 'D', value_name = "DIR", default_value = ".")]
     pub directory: PathBuf,
+    /// Write the executable → gmon file map of -g to FILE (`-` for standard
+    /// error), as pmcstat's `MAP:` lines.
+    #[arg(short = 'M', value_name = "FILE")]
+    pub gmon_map: Option<PathBuf>,
     /// Write a gzipped pprof profile.proto to FILE (go tool pprof, Parca,
     /// Pyroscope, Grafana).
     #[arg(long, value_name = "FILE")]
@@ -116,7 +120,8 @@ impl ProfileArgs {
             write_bytes(path, &buf)?;
         }
         if self.gprof {
-            for f in pmc_report::gmon(profile) {
+            let files = pmc_report::gmon(profile);
+            for f in &files {
                 let path = self.directory.join(&f.relative_path);
                 if let Some(parent) = path.parent() {
                     std::fs::create_dir_all(parent)
@@ -124,9 +129,49 @@ impl ProfileArgs {
                 }
                 write_bytes(&path, &f.bytes)?;
             }
+            if let Some(path) = &self.gmon_map {
+                let map = gmon_map(&files);
+                if path.as_os_str() == "-" {
+                    eprint!("{map}");
+                } else {
+                    write_bytes(path, map.as_bytes())?;
+                }
+            }
         }
         Ok(())
     }
+}
+
+/// pmcstat's `-M` map: `MAP:`, then one line per object,
+/// ` "OBJECT" => "SAMPLE NAME" EVENT/SAMPLES…` (usr.sbin/pmcstat:
+/// `pmcstat_shutdown_logging` writes `MAP:`, pmcpl_gprof.c
+/// `pmcpl_gmon_shutdown` the lines). The sample name is the gmon file's
+/// name, which is the same in every event's directory.
+pub fn gmon_map(files: &[pmc_report::GmonFile]) -> String {
+    use std::fmt::Write as _;
+    let mut objects: Vec<&str> = files.iter().map(|f| f.object.as_str()).collect();
+    objects.sort_unstable();
+    objects.dedup();
+    let mut out = String::from("MAP:\n");
+    for object in objects {
+        let of_object: Vec<_> = files.iter().filter(|f| f.object == object).collect();
+        let name = of_object[0]
+            .relative_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let _ = write!(out, " \"{object}\" => \"{name}\"");
+        for f in of_object {
+            let event = f
+                .relative_path
+                .parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            let _ = write!(out, " {event}/{}", f.samples);
+        }
+        out.push('\n');
+    }
+    out
 }
 
 fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
@@ -137,4 +182,36 @@ fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
         std::fs::write(path, bytes)
     };
     r.map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(event: &str, object: &str, samples: u64) -> pmc_report::GmonFile {
+        let base = object.rsplit('/').next().unwrap_or(object);
+        pmc_report::GmonFile {
+            relative_path: Path::new(event).join(format!("{base}.gmon")),
+            object: object.into(),
+            samples,
+            bytes: Vec::new(),
+        }
+    }
+
+    /// usr.sbin/pmcstat: `MAP:` (pmcstat_shutdown_logging), then per image
+    /// ` "EXECPATH" => "SAMPLENAME"` and ` PMCNAME/NSAMPLES` per gmon file,
+    /// then a newline (pmcpl_gprof.c `pmcpl_gmon_shutdown`).
+    #[test]
+    fn the_gmon_map_has_pmcstats_lines() {
+        let files = [
+            file("cpu-clock", "/usr/bin/prog", 120),
+            file("cpu-clock", "/lib/libc.so.6", 3),
+            file("page-faults", "/usr/bin/prog", 7),
+        ];
+        assert_eq!(
+            gmon_map(&files),
+            "MAP:\n \"/lib/libc.so.6\" => \"libc.so.6.gmon\" cpu-clock/3\n \"/usr/bin/prog\" => \"prog.gmon\" cpu-clock/120 page-faults/7\n"
+        );
+        assert_eq!(gmon_map(&[]), "MAP:\n");
+    }
 }

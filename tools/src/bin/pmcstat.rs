@@ -131,9 +131,6 @@ struct Args {
     /// Look executables up under ROOT when resolving symbols.
     #[arg(short = 'r', value_name = "ROOT")]
     fs_root: Option<std::path::PathBuf>,
-    /// Write the executable → gmon.out map of gprof output (-g) to FILE.
-    #[arg(short = 'M', value_name = "FILE")]
-    map_file: Option<std::path::PathBuf>,
     /// More diagnostics: conversion statistics after reports.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     verbose: u8,
@@ -686,13 +683,21 @@ fn check_options(args: &Args) -> Result<Option<(f64, bool)>, ExitCode> {
             dir.display()
         );
     }
-    if args.wide_gprof {
+    if args.wide_gprof && !args.profile.gprof {
         return Err(usage(
             TOOL,
             "-e (wide gprof counters) requires gprof mode (-g) to be specified",
         ));
     }
-    if args.map_file.is_some() {
+    if args.wide_gprof {
+        // pmcstat(8) warns that tools without BSD gmon header support may not
+        // read them: binutils' gprof, the gprof here, reads 16-bit bins only.
+        return Err(usage(
+            TOOL,
+            "-e: wide (32-bit) gmon counters cannot be read by binutils gprof, the gprof on Linux; -g writes 16-bit bins (saturating)",
+        ));
+    }
+    if args.profile.gmon_map.is_some() && !args.profile.gprof {
         return Err(usage(
             TOOL,
             "-M writes the object map of gprof profiles and requires gprof mode (-g)",

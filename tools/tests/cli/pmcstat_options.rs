@@ -572,6 +572,7 @@ fn options_that_cannot_apply_say_why() -> TestResult {
     for (args, needle) in [
         (vec!["-e", "-P", "cpu-clock", "-O", "x", "--", "true"], "-e"),
         (vec!["-M", "map", "-R", "x"], "-M"),
+        (vec!["-e", "-g", "-R", "x"], "binutils gprof"),
         (vec!["-I", "-R", "x", "-G", "-"], "-I"),
         (vec!["-f", "threshold=5", "-R", "x", "-G", "-"], "-f"),
         (

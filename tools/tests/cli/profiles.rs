@@ -161,17 +161,46 @@ fn gprof_gives_the_hot_function_the_most_time() -> TestResult {
     sample_hot(&log, &[])?;
     // -g from -R, into -D.
     let gmon_dir = dir.join("gmon");
+    let map = dir.join("map");
     let out = Command::new(PMCSTAT)
-        .args(["-R", &s(&log), "-g", "-D", &s(&gmon_dir)])
+        .args(["-R", &s(&log), "-g", "-D", &s(&gmon_dir), "-M", &s(&map)])
         .output()
         .ctx("pmcstat -R -g")?;
     ensure!(out.status.success(), "pmcstat -g: {}", text(&out.stderr));
     let exe = std::env::current_exe().ctx("current_exe")?;
-    let base = exe.file_name().map(|n| n.to_string_lossy().into_owned());
-    let gmon = gmon_dir
-        .join("cpu-clock,usr")
-        .join(format!("{}.gmon", base.unwrap_or_default()));
+    let base = exe
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let gmon = gmon_dir.join("cpu-clock,usr").join(format!("{base}.gmon"));
     ensure!(gmon.exists(), "no {}", gmon.display());
+    // -M: pmcstat's `MAP:` lines (pmcpl_gprof.c `pmcpl_gmon_shutdown`), the
+    // count of each event being the samples in that object's histogram.
+    let map = std::fs::read_to_string(&map).ctx("-M map")?;
+    ensure!(map.starts_with("MAP:\n"), "map: {map:?}");
+    let line = map
+        .lines()
+        .find(|l| l.starts_with(&format!(" \"{}\" => \"{base}.gmon\" ", exe.display())))
+        .ok_or_else(|| format!("no map line for {}: {map}", exe.display()))?;
+    let mapped: u64 = line
+        .rsplit_once(" cpu-clock,usr/")
+        .and_then(|(_, n)| n.parse().ok())
+        .ok_or_else(|| format!("no event count in {line:?}"))?;
+    let bytes = std::fs::read(&gmon).ctx("gmon")?;
+    // binutils gmon_out.h: 20-byte header, tag, 2 pointers, hist_size,
+    // prof_rate, 15+1 bytes of dimension, then 16-bit bins.
+    let bins_at = 20 + 1 + 16 + 4 + 4 + 16;
+    let binned: u64 = bytes
+        .get(bins_at..)
+        .unwrap_or_default()
+        .chunks_exact(2)
+        .map(|b| u64::from(u16::from_ne_bytes([b[0], b[1]])))
+        .sum();
+    println!("-M: {line}; histogram total {binned}");
+    ensure!(
+        mapped > 0 && mapped == binned,
+        "map says {mapped}, the histogram holds {binned}"
+    );
     let out = Command::new("gprof")
         .args(["-b", "-p"])
         .arg(&exe)
