@@ -230,7 +230,7 @@ impl ProfileBuilder {
             None => Symbolizer::new(&context),
         };
         let mut locations: Vec<Location> = Vec::new();
-        let mut location_index: HashMap<(u32, u64), usize> = HashMap::new();
+        let mut location_index: HashMap<(u32, u64, bool), usize> = HashMap::new();
         // Deterministic output: sorted keys and chains.
         let mut raw: Vec<(Who, Vec<u64>, u64)> = chains
             .into_iter()
@@ -246,14 +246,32 @@ impl ProfileBuilder {
                     // Return addresses point after the call: step back one
                     // byte so they fall inside the calling function.
                     let address = if i == 0 { *pc } else { pc.saturating_sub(1) };
-                    *location_index.entry((pid, address)).or_insert_with(|| {
-                        locations.push(Location {
-                            pid,
-                            address,
-                            resolved: symbolizer.resolve(pid, address),
-                        });
-                        locations.len() - 1
-                    })
+                    // pmcstat -I: the leaf is shown as its address, unresolved.
+                    let unresolved = i == 0 && options.leaf_address;
+                    *location_index
+                        .entry((pid, address, unresolved))
+                        .or_insert_with(|| {
+                            let resolved = if unresolved {
+                                Arc::new(Resolved {
+                                    frames: vec![Frame {
+                                        function: format!("{address:#x}"),
+                                        file: None,
+                                        line: None,
+                                    }],
+                                    mapping: None,
+                                    object_address: None,
+                                    symbol_start: None,
+                                })
+                            } else {
+                                symbolizer.resolve(pid, address)
+                            };
+                            locations.push(Location {
+                                pid,
+                                address,
+                                resolved,
+                            });
+                            locations.len() - 1
+                        })
                 })
                 .collect();
             samples.push(Sample {
@@ -295,6 +313,9 @@ pub struct ProfileOptions {
     pub map_start: Option<MapStart>,
     /// Keep only the innermost `max_depth` frames of each callchain.
     pub max_depth: Option<usize>,
+    /// Show each sample's leaf pc as its address instead of resolving it
+    /// (pmcstat `-I`, `FLAG_SKIP_TOP_FN_RES`).
+    pub leaf_address: bool,
 }
 
 impl Profile {

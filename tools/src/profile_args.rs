@@ -41,14 +41,14 @@ impl ProfileArgs {
         self.callgrind.is_some() || self.gprof || self.pprof.is_some() || self.flamegraph.is_some()
     }
 
-    /// Writes the outputs asked for. `period` is the sampling reload count
-    /// when known (live sampling), for pprof's event totals. Messages name
-    /// the file that failed and why.
-    pub fn write(&self, events: &[LogEvent], period: Option<u64>) -> Result<(), String> {
-        if !self.any() {
-            return Ok(());
-        }
-        let mut options = ProfileOptions::default();
+    /// Profile options for a log: `period` (the sampling reload count, when
+    /// known from live sampling) for pprof's event totals, and pmcstat -I's
+    /// unresolved leaves.
+    pub fn options(events: &[LogEvent], period: Option<u64>, leaf_address: bool) -> ProfileOptions {
+        let mut options = ProfileOptions {
+            leaf_address,
+            ..ProfileOptions::default()
+        };
         if let Some(period) = period {
             for e in events {
                 if let pmc::log::LogRecord::PmcAllocateDyn { pmcid, .. } = &e.record {
@@ -56,7 +56,7 @@ impl ProfileArgs {
                 }
             }
         }
-        self.write_profile(&Profile::from_events_with(events, &options))
+        options
     }
 
     /// `-R LOG` with reports: streams the log into one profile (memory in
@@ -67,10 +67,11 @@ impl ProfileArgs {
         log: &Path,
         callgraph: Option<&Path>,
         folded: Option<&Path>,
+        options: ProfileOptions,
     ) -> Result<(), String> {
         let file =
             std::fs::File::open(log).map_err(|e| format!("cannot open {}: {e}", log.display()))?;
-        let mut builder = ProfileBuilder::new(ProfileOptions::default());
+        let mut builder = ProfileBuilder::new(options);
         let reader =
             pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 20, file));
         for event in reader {

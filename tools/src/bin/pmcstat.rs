@@ -12,6 +12,7 @@ use clap::Parser;
 use pmc::{Flags, Mode, PerCpu, Pmc, Reading};
 use pmc_tools::gate::{self, HeldCommand};
 use pmc_tools::output::{Format, Printer, Sample};
+use pmc_tools::profile_args::ProfileArgs;
 use pmc_tools::{annotate, top};
 use pmc_tools::{fail, parse_cpus, usage};
 
@@ -61,7 +62,7 @@ struct Args {
     #[arg(long, value_name = "FILE")]
     folded: Option<std::path::PathBuf>,
     #[command(flatten)]
-    profile: pmc_tools::profile_args::ProfileArgs,
+    profile: ProfileArgs,
     /// CPUs for system PMCs: a list such as `0-3,6`, or `*` for all.
     #[arg(short = 'c', value_name = "CPUS", default_value = "*")]
     cpus: String,
@@ -614,11 +615,17 @@ fn write_reports(
         args.depth.map(|d| d as usize),
     );
     let events = &events[..];
-    if let Some(path) = &args.callgraph {
-        write_to(path, &pmc_tools::report::callgraph(events))?;
+    // One symbolised profile for -G, --folded, -F, -g, --pprof, --flamegraph.
+    let profile =
+        (args.callgraph.is_some() || args.folded.is_some() || args.profile.any()).then(|| {
+            let options = ProfileArgs::options(events, period, args.show_address);
+            pmc_report::Profile::from_events_with(events, &options)
+        });
+    if let (Some(path), Some(profile)) = (&args.callgraph, &profile) {
+        write_to(path, &pmc_report::callgraph(profile))?;
     }
-    if let Some(path) = &args.folded {
-        write_to(path, &pmc_tools::report::folded(events))?;
+    if let (Some(path), Some(profile)) = (&args.folded, &profile) {
+        write_to(path, &pmc_report::folded(profile))?;
     }
     if let Some(path) = &args.sampled_pcs {
         write_to(path, &annotate::sampled_pcs(events))?;
@@ -627,10 +634,12 @@ fn write_reports(
         write_to(path, &annotate::annotated_callchains(events))?;
     }
     // -F, -g, --pprof, --flamegraph (tools/src/profile_args.rs).
-    args.profile.write(events, period).map_err(|e| {
-        eprintln!("{TOOL}: {e}");
-        ExitCode::FAILURE
-    })?;
+    if let Some(profile) = &profile {
+        args.profile.write_profile(profile).map_err(|e| {
+            eprintln!("{TOOL}: {e}");
+            ExitCode::FAILURE
+        })?;
+    }
     if args.verbose > 0 {
         let stats = annotate::statistics(events);
         match &args.output {
@@ -703,10 +712,15 @@ fn check_options(args: &Args) -> Result<Option<(f64, bool)>, ExitCode> {
             "-M writes the object map of gprof profiles and requires gprof mode (-g)",
         ));
     }
-    if args.show_address && !args.top {
+    if args.show_address
+        && !args.top
+        && args.callgraph.is_none()
+        && args.folded.is_none()
+        && !args.profile.any()
+    {
         return Err(usage(
             TOOL,
-            "-I applies to the top view (-T); -G and --folded always name functions, -m and -a print pcs",
+            "-I shows sampled leaves as addresses in the top view (-T) and in -G, --folded, -F, -g, --pprof, --flamegraph; -m and -a print pcs already",
         ));
     }
     if !args.plugin_options.is_empty() && !args.top {
@@ -841,7 +855,12 @@ fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
     if streams_report(args) {
         // Streamed: -G, --folded and the profiles of a large log in little memory.
         args.profile
-            .report_file(path, args.callgraph.as_deref(), args.folded.as_deref())
+            .report_file(
+                path,
+                args.callgraph.as_deref(),
+                args.folded.as_deref(),
+                ProfileArgs::options(&[], None, args.show_address),
+            )
             .map_err(|e| {
                 eprintln!("{TOOL}: {e}");
                 ExitCode::FAILURE

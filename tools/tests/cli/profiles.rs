@@ -4,6 +4,7 @@
 //! spinning in `hot_function_for_profiling` with `cpu-clock` (no PMU
 //! needed) and skips, with its reason, where its reader is not installed.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -31,6 +32,11 @@ pub fn tests() -> Vec<LiveTest> {
             "profiles::go_tool_pprof_tops_with_the_hot_function_and_the_logs_counts",
             vec![R::Paranoid(2), R::Program("go".into())],
             go_tool_pprof_tops_with_the_hot_function_and_the_logs_counts,
+        ),
+        test(
+            "profiles::i_shows_leaves_as_addresses_and_keeps_their_callers",
+            vec![R::Paranoid(2)],
+            i_shows_leaves_as_addresses_and_keeps_their_callers,
         ),
         test(
             "profiles::a_log_cut_mid_record_still_reports_what_it_holds",
@@ -288,6 +294,44 @@ fn go_tool_pprof_tops_with_the_hot_function_and_the_logs_counts() -> TestResult 
         raw.contains(&*exe.to_string_lossy()),
         "the executable's mapping is missing from -raw"
     );
+    Ok(())
+}
+
+/// pmcstat -I (`FLAG_SKIP_TOP_FN_RES`): each sample's leaf is its pc, the
+/// callers stay named. Folded with and without -I must agree once the leaf
+/// is taken off, count for count.
+fn i_shows_leaves_as_addresses_and_keeps_their_callers() -> TestResult {
+    let dir = TempDir::new("leaf-address")?;
+    let log = dir.join("log");
+    sample_hot(&log, &[])?;
+    let folded = |extra: &[&str]| -> Result<BTreeMap<String, u64>, libtest_mimic::Failed> {
+        let out = Command::new(PMCSTAT)
+            .args(["-R", &s(&log), "--folded", "-"])
+            .args(extra)
+            .output()
+            .ctx("pmcstat --folded")?;
+        ensure!(out.status.success(), "pmcstat: {}", text(&out.stderr));
+        let mut callers = BTreeMap::new();
+        for line in text(&out.stdout).lines() {
+            let (stack, n) = line.rsplit_once(' ').ok_or("no count")?;
+            let n: u64 = n.parse().ctx(line)?;
+            let (rest, leaf) = stack.rsplit_once(';').unwrap_or(("", stack));
+            if extra.contains(&"-I") {
+                ensure!(
+                    leaf.starts_with("0x") && u64::from_str_radix(&leaf[2..], 16).is_ok(),
+                    "-I leaf is not an address: {line}"
+                );
+            }
+            *callers.entry(rest.to_string()).or_default() += n;
+        }
+        Ok(callers)
+    };
+    let named = folded(&[])?;
+    let addressed = folded(&["-I"])?;
+    let total: u64 = named.values().sum();
+    println!("{total} samples, {} distinct caller stacks", named.len());
+    ensure!(total > 0, "no samples");
+    ensure!(named == addressed, "callers differ with -I");
     Ok(())
 }
 
