@@ -7,9 +7,12 @@
 //!   level × {root, nobody}, proving each skip is needed.
 //! - `cargo xtask bench`: runs the benchmarks and prints the ratios against
 //!   the baselines measured in the same run.
+//! - `cargo xtask mutants [--file F] [--shard K/N]`: cargo-mutants on the
+//!   core files, caught / missed / unviable per file.
 
 mod bench;
 mod matrix;
+mod mutants;
 mod test;
 
 use std::process::ExitCode;
@@ -35,6 +38,8 @@ enum Command {
     Test(test::TestArgs),
     /// Run the benchmarks and report ratios against their baselines.
     Bench(bench::BenchArgs),
+    /// Mutation testing (cargo-mutants) of the core files; score per file.
+    Mutants(mutants::MutantsArgs),
 }
 
 fn main() -> ExitCode {
@@ -57,5 +62,6 @@ fn main() -> ExitCode {
         }
         Command::Test(args) => test::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Mutants(args) => mutants::run(&args),
     }
 }
