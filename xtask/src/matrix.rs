@@ -120,7 +120,12 @@ fn signature(token: &str) -> Option<Vec<Vec<String>>> {
             &["EACCES", "perf_event_paranoid"],
             &["EPERM", "perf_event_paranoid"],
         ]),
-        "perfmon" | "root" => alts(&[&["EACCES"], &["EPERM"]]),
+        "perfmon" | "root" => alts(&[
+            &["EACCES"],
+            &["EPERM"],
+            &["Permission denied"],
+            &["Operation not permitted"],
+        ]),
         "ipc-lock" => alts(&[&["perf_event_mlock_kb"], &["EPERM"]]),
         "hardware" => alts(&[
             &["ENOENT"],

@@ -1,8 +1,9 @@
 //! `cargo xtask mutants`: how strong the tests are, measured by
 //! cargo-mutants on the files whose logic matters most, one target at a
-//! time, each mutant tested only by the unit tests of the crate that owns
-//! the file (fast enough for a 2-core machine; `--shard k/n` splits a
-//! target across runs or machines). Prints caught / missed / unviable /
+//! time, each mutant tested only by the tests of the crate that owns the
+//! file: its unit tests, plus the binding's live tests for the ring and
+//! self-monitoring code that only the kernel exercises (fast enough for a
+//! 2-core machine; `--shard k/n` splits a target across runs or machines). Prints caught / missed / unviable /
 //! timeout per file and the score, caught / (caught + missed).
 //!
 //! A developer command: a full run takes hours here, far too long for CI.
@@ -11,15 +12,25 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-/// The measured targets: (package, file or glob).
-pub const TARGETS: [(&str, &str); 7] = [
-    ("pmc", "src/spec/**"),
-    ("pmc", "src/log/**"),
-    ("pmc", "src/pmc.rs"),
-    ("pmc-linux", "backends/linux/src/attr.rs"),
-    ("pmc-linux", "backends/linux/src/record.rs"),
-    ("pmc-linux", "backends/linux/src/ring.rs"),
-    ("pmc-linux", "backends/linux/src/selfmon.rs"),
+/// The measured targets: (package, file or glob, the `cargo test` target
+/// selection that tests it).
+pub const TARGETS: [(&str, &str, &[&str]); 7] = [
+    ("pmc", "src/spec/**", &["--lib"]),
+    ("pmc", "src/log/**", &["--lib"]),
+    ("pmc", "src/pmc.rs", &["--lib"]),
+    ("pmc-linux", "backends/linux/src/attr.rs", &["--lib"]),
+    ("pmc-linux", "backends/linux/src/record.rs", &["--lib"]),
+    // Rings and the metadata page are only exercised by the kernel.
+    (
+        "pmc-linux",
+        "backends/linux/src/ring.rs",
+        &["--lib", "--test=live"],
+    ),
+    (
+        "pmc-linux",
+        "backends/linux/src/selfmon.rs",
+        &["--lib", "--test=live"],
+    ),
 ];
 
 /// Options of `cargo xtask mutants`.
@@ -148,22 +159,24 @@ pub fn table(scores: &BTreeMap<String, FileScore>) -> String {
 /// Runs the selected targets and prints the table.
 pub fn run(args: &MutantsArgs) -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let targets: Vec<(&str, &str)> = TARGETS
+    let targets: Vec<(&str, &str, &[&str])> = TARGETS
         .iter()
         .copied()
-        .filter(|(_, f)| args.files.is_empty() || args.files.iter().any(|x| f.contains(x.as_str())))
+        .filter(|(_, f, _)| {
+            args.files.is_empty() || args.files.iter().any(|x| f.contains(x.as_str()))
+        })
         .collect();
     if targets.is_empty() {
         eprintln!(
             "xtask mutants: no target matches {:?}; targets: {:?}",
             args.files,
-            TARGETS.map(|(_, f)| f)
+            TARGETS.map(|(_, f, _)| f)
         );
         return ExitCode::FAILURE;
     }
     let mut ok = true;
     if !args.report_only {
-        for (package, file) in &targets {
+        for (package, file, test_targets) in &targets {
             let out = args.output.join(slug(file));
             if let Err(e) = std::fs::create_dir_all(&out) {
                 eprintln!("xtask mutants: create {}: {e}", out.display());
@@ -183,9 +196,11 @@ pub fn run(args: &MutantsArgs) -> ExitCode {
             ])
             .arg("--output")
             .arg(&out)
-            .args(["--jobs", &args.jobs.to_string(), "--no-shuffle"])
-            // Only the unit tests of the crate that owns the file.
-            .arg("--cargo-test-arg=--lib");
+            .args(["--jobs", &args.jobs.to_string(), "--no-shuffle"]);
+            // Only the tests of the crate that owns the file.
+            for t in *test_targets {
+                cmd.arg(format!("--cargo-test-arg={t}"));
+            }
             if let Some(shard) = &args.shard {
                 cmd.args(["--shard", shard]);
             }
@@ -219,7 +234,7 @@ pub fn run(args: &MutantsArgs) -> ExitCode {
         }
     }
     let mut scores = BTreeMap::new();
-    for (_, file) in &targets {
+    for (_, file, _) in &targets {
         if !read_results(&args.output.join(slug(file)), &mut scores) {
             println!("{file}: no results under {}", args.output.display());
         }
@@ -302,7 +317,7 @@ mod tests {
 
     #[test]
     fn each_target_has_its_own_result_directory() {
-        let slugs: Vec<String> = TARGETS.iter().map(|(_, f)| slug(f)).collect();
+        let slugs: Vec<String> = TARGETS.iter().map(|(_, f, _)| slug(f)).collect();
         assert_eq!(slugs[0], "src_spec");
         assert_eq!(slugs[3], "backends_linux_src_attr_rs");
         let mut unique = slugs.clone();

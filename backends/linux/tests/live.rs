@@ -35,6 +35,29 @@ macro_rules! require {
     };
 }
 
+/// Several requirements checked together, so a skip names every unmet one
+/// (`[a,b] why a; why b`) and forcing one of them leaves the others as the
+/// reason: `require_all!(("pmu:kprobe", holds, "why"), ("perfmon", …))`.
+macro_rules! require_all {
+    ($(($token:expr, $holds:expr, $($reason:tt)+)),+ $(,)?) => {
+        let mut unmet: Vec<(&str, String)> = Vec::new();
+        $(
+            if !$holds && !forced($token) {
+                unmet.push(($token, format!($($reason)+)));
+            }
+        )+
+        if !unmet.is_empty() {
+            let tokens: Vec<&str> = unmet.iter().map(|(t, _)| *t).collect();
+            let reasons: Vec<&str> = unmet.iter().map(|(_, r)| r.as_str()).collect();
+            return Ok(Completion::ignored_with(format!(
+                "[{}] {}",
+                tokens.join(","),
+                reasons.join("; ")
+            )));
+        }
+    };
+}
+
 /// Whether `PMC_LIVE_FORCE` names `token` (or is `1`/`all`).
 fn forced(token: &str) -> bool {
     std::env::var("PMC_LIVE_FORCE").is_ok_and(|v| {
@@ -267,23 +290,25 @@ fn ring_set_output_routes_two_events_into_one_ring() -> Outcome {
 
 fn ring_beyond_the_mlock_limit_names_the_sysctl() -> Outcome {
     const IPC_LOCK: u32 = 14;
-    require!(
-        "not-ipc-lock",
-        !system::has_capability(IPC_LOCK),
-        "CAP_IPC_LOCK lifts perf_event_mlock_kb for this caller"
-    );
-    require!(
-        "restricted:0",
-        system::paranoid().is_some_and(|p| p > -1),
-        "at perf_event_paranoid -1 the kernel applies no perf mlock limit"
-    );
     // The kernel allows perf_event_mlock_kb per CPU, then charges the rest
     // to RLIMIT_MEMLOCK.
     let memlock_kb = locked_memory_limit_kb();
-    require!(
-        "memlock-limited",
-        memlock_kb.is_some(),
-        "RLIMIT_MEMLOCK is unlimited here"
+    require_all!(
+        (
+            "not-ipc-lock",
+            !system::has_capability(IPC_LOCK),
+            "CAP_IPC_LOCK lifts perf_event_mlock_kb for this caller"
+        ),
+        (
+            "restricted:0",
+            system::paranoid().is_some_and(|p| p > -1),
+            "at perf_event_paranoid -1 the kernel applies no perf mlock limit"
+        ),
+        (
+            "memlock-limited",
+            memlock_kb.is_some(),
+            "RLIMIT_MEMLOCK is unlimited here"
+        ),
     );
     let limit_kb = system::mlock_kb().unwrap_or(516) * system::online_cpu_count() as u64
         + memlock_kb.unwrap_or(0);
@@ -410,9 +435,10 @@ fn own_symbol() -> Option<(PathBuf, String)> {
 }
 
 fn count_calls(probe: &Probe, calls: impl Fn(u64)) -> Vec<(u64, u64)> {
+    // The error's Display names the errno (EACCES, …): the matrix's proof.
     let ev = probe
         .open(Target::CALLER, None, OpenFlags::empty())
-        .expect("open uprobe");
+        .unwrap_or_else(|e| panic!("open uprobe: {e}"));
     let mut out = Vec::new();
     for n in [0u64, 1, 7, 1000] {
         ev.reset().unwrap();
@@ -491,15 +517,17 @@ fn kprobes_count_kernel_function_calls() -> Outcome {
             .ok_or("a kprobe without a kprobe PMU")?;
         ensure!(e.to_string().contains("kprobe"), "{e}");
     }
-    require!(
-        "pmu:kprobe",
-        root.join("kprobe").exists(),
-        "no kprobe PMU on this kernel"
-    );
-    require!(
-        "perfmon",
-        system::perfmon_capable(),
-        "kprobes need CAP_PERFMON or CAP_SYS_ADMIN"
+    require_all!(
+        (
+            "pmu:kprobe",
+            root.join("kprobe").exists(),
+            "no kprobe PMU on this kernel"
+        ),
+        (
+            "perfmon",
+            system::perfmon_capable(),
+            "kprobes need CAP_PERFMON or CAP_SYS_ADMIN"
+        ),
     );
     match Probe::kprobe(root, "do_sys_openat2", 0, false) {
         Err(e) => panic!("{e}"),
