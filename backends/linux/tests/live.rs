@@ -170,6 +170,57 @@ fn ring_samples_arrive_and_wrap_without_losing_framing() -> Outcome {
     Ok(Completion::Completed)
 }
 
+/// Header-only samples (empty sample_type: every record is exactly 8
+/// bytes, perf_event.h's `struct perf_event_header`) account for every
+/// published byte: `available` shrinks by each record taken, the last
+/// record (which fills what is left) is delivered, and nothing is left.
+fn ring_records_account_for_every_published_byte() -> Outcome {
+    const PERF_RECORD_SAMPLE: u32 = 9;
+    let attr = Attr::new(EventConfig::Software(Software::CpuClock))
+        .exclude_kernel(true)
+        .sample_period(100_000)
+        .sample_type(SampleType::empty())
+        .disabled(true);
+    let ev = self_event_or_skip!(&attr);
+    // 8 pages (32 KiB) hold far more than 20 ms at 10 kHz: no wrap, no loss.
+    let mut ring = RingBuffer::new(&ev, 8).map_err(|e| fail("ring", e))?;
+    ensure!(
+        ring.available() == 0,
+        "{} bytes before enabling",
+        ring.available()
+    );
+    ev.enable().map_err(|e| fail("enable", e))?;
+    spin_cpu_ms(20);
+    ev.disable().map_err(|e| fail("disable", e))?;
+    let published = ring.available();
+    ensure!(
+        published >= 8 * 20 && published % 8 == 0,
+        "{published} bytes published for >= 20 header-only samples"
+    );
+    let mut taken = 0;
+    while let Some(record) = ring.next_record() {
+        let kind = u32::from_ne_bytes(record[..4].try_into().expect("4 bytes"));
+        ensure!(
+            record.len() == 8 && kind == PERF_RECORD_SAMPLE,
+            "record of type {kind}, {} bytes",
+            record.len()
+        );
+        taken += record.len();
+        // The record being read counts as consumed.
+        ensure!(
+            ring.available() == published - taken,
+            "{} available after taking {taken} of {published}",
+            ring.available()
+        );
+    }
+    ensure!(
+        taken == published && ring.available() == 0,
+        "took {taken} of {published} bytes; {} left",
+        ring.available()
+    );
+    Ok(Completion::Completed)
+}
+
 fn ring_wait_times_out_then_hangs_up_when_the_target_exits() -> Outcome {
     // Nothing happens on a disabled event: the wait times out.
     let idle = self_event_or_skip!(&sampling(Software::CpuClock, 100_000));
@@ -553,7 +604,7 @@ fn main() {
     let mut args = Arguments::from_args();
     // Probes and self-monitoring count this process: one test at a time.
     args.test_threads = Some(1);
-    let tests: [LiveTest; 13] = [
+    let tests: [LiveTest; 14] = [
         (
             "ring::sizes_must_be_powers_of_two",
             ring_sizes_must_be_powers_of_two,
@@ -561,6 +612,10 @@ fn main() {
         (
             "ring::samples_arrive_and_wrap_without_losing_framing",
             ring_samples_arrive_and_wrap_without_losing_framing,
+        ),
+        (
+            "ring::records_account_for_every_published_byte",
+            ring_records_account_for_every_published_byte,
         ),
         (
             "ring::wait_times_out_then_hangs_up_when_the_target_exits",
