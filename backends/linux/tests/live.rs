@@ -283,6 +283,71 @@ fn ring_wait_times_out_then_hangs_up_when_the_target_exits() -> Outcome {
     Ok(Completion::Completed)
 }
 
+/// A `sh` child paused on `read go` running `script`, and a cpu-clock
+/// sampling event on it (enabled) with its ring.
+fn child_with_ring(
+    script: &str,
+    period: u64,
+) -> Result<(std::process::Child, Event, RingBuffer, Attr), Failed> {
+    let child = Command::new("sh")
+        .args(["-c", &format!("read go; {script}")])
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|e| fail("spawn sh", e))?;
+    let attr = sampling(Software::CpuClock, period).disabled(false);
+    let target = Target {
+        pid: child.id() as i32,
+        cpu: -1,
+    };
+    let ev = Event::open(&attr, target, None, OpenFlags::empty())
+        .map_err(|e| fail("open on the child", e))?;
+    let ring = RingBuffer::new(&ev, 8).map_err(|e| fail("ring", e))?;
+    Ok((child, ev, ring, attr))
+}
+
+/// `wait(None)` blocks until the target exits (never a timeout), and a
+/// ring still holding records says Ready before it says HungUp.
+fn ring_wait_blocks_without_timeout_and_prefers_records_to_hang_up() -> Outcome {
+    require!(
+        "paranoid:2",
+        system::paranoid().is_some_and(|p| p <= 2) || system::perfmon_capable(),
+        "sampling a child needs perf_event_paranoid <= 2 (or CAP_PERFMON)"
+    );
+    // A sleeping child: no samples at a 1 s period; only its exit wakes us.
+    let (mut child, _ev, ring, _) = child_with_ring("sleep 0.3", 1_000_000_000)?;
+    drop(child.stdin.take());
+    let t = Instant::now();
+    let w = ring.wait(None).map_err(|e| fail("wait", e))?;
+    let waited = t.elapsed();
+    child.wait().map_err(|e| fail("wait child", e))?;
+    ensure!(
+        w == Wait::HungUp && waited >= Duration::from_millis(200),
+        "wait(None) said {w:?} after {waited:?} (the child sleeps 300 ms)"
+    );
+    // A busy child that has exited with its samples still in the ring.
+    let (mut child, _ev, mut ring, attr) =
+        child_with_ring("i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done", 100_000)?;
+    drop(child.stdin.take());
+    child.wait().map_err(|e| fail("wait child", e))?;
+    let w = ring
+        .wait(Some(Duration::ZERO))
+        .map_err(|e| fail("wait", e))?;
+    ensure!(
+        w == Wait::Ready,
+        "{w:?} with {} bytes of records waiting",
+        ring.available()
+    );
+    let samples = drain_samples(&mut ring, &RecordParser::for_attr(&attr))?.len();
+    let w = ring
+        .wait(Some(Duration::ZERO))
+        .map_err(|e| fail("wait", e))?;
+    ensure!(
+        samples > 0 && w == Wait::HungUp,
+        "after draining {samples} samples: {w:?}"
+    );
+    Ok(Completion::Completed)
+}
+
 fn ring_pause_output_holds_back_samples() -> Outcome {
     let attr = sampling(Software::CpuClock, 50_000);
     let ev = self_event_or_skip!(&attr);
@@ -604,7 +669,7 @@ fn main() {
     let mut args = Arguments::from_args();
     // Probes and self-monitoring count this process: one test at a time.
     args.test_threads = Some(1);
-    let tests: [LiveTest; 14] = [
+    let tests: [LiveTest; 15] = [
         (
             "ring::sizes_must_be_powers_of_two",
             ring_sizes_must_be_powers_of_two,
@@ -620,6 +685,10 @@ fn main() {
         (
             "ring::wait_times_out_then_hangs_up_when_the_target_exits",
             ring_wait_times_out_then_hangs_up_when_the_target_exits,
+        ),
+        (
+            "ring::wait_blocks_without_timeout_and_prefers_records_to_hang_up",
+            ring_wait_blocks_without_timeout_and_prefers_records_to_hang_up,
         ),
         (
             "ring::pause_output_holds_back_samples",
