@@ -40,7 +40,8 @@ pub struct MutantsArgs {
     /// repeatable. Default: all of them.
     #[arg(long = "file", value_name = "TEXT")]
     pub files: Vec<String>,
-    /// Run shard K of N of each target (`--shard 0/4`).
+    /// Run shard K of N of each target (`--shard 0/4`), round-robin: one
+    /// shard alone is a sample of the whole file.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
     /// Mutants built and tested at once (each needs a build directory).
@@ -202,7 +203,9 @@ pub fn run(args: &MutantsArgs) -> ExitCode {
                 cmd.arg(format!("--cargo-test-arg={t}"));
             }
             if let Some(shard) = &args.shard {
-                cmd.args(["--shard", shard]);
+                // Round-robin: every shard is a sample spread over the
+                // whole file, so one shard alone estimates its score.
+                cmd.args(["--shard", shard, "--sharding", "round-robin"]);
             }
             if args.list {
                 cmd.arg("--list");
