@@ -19,7 +19,11 @@ pub const TARGETS: [(&str, &str, &[&str]); 7] = [
     ("pmc", "src/log/**", &["--lib"]),
     ("pmc", "src/pmc.rs", &["--lib"]),
     ("pmc-linux", "backends/linux/src/attr.rs", &["--lib"]),
-    ("pmc-linux", "backends/linux/src/record.rs", &["--lib"]),
+    (
+        "pmc-linux",
+        "backends/linux/src/record.rs",
+        &["--lib", "--test=abi_header"],
+    ),
     // Rings and the metadata page are only exercised by the kernel.
     (
         "pmc-linux",
