@@ -1,6 +1,14 @@
 //! What a test (or a program) needs from the machine, checked against an
 //! [`Environment`] with the kernel's own rules, so that a test that cannot
 //! run here is skipped with the reason instead of failing or passing falsely.
+//!
+//! The environment is gathered independently of the code under test (sysfs,
+//! `/proc`, capabilities, `perf stat` as the outside reference for hardware
+//! counting), so a regression in this crate fails its tests instead of
+//! turning them into skips. A machine that is broken rather than merely
+//! without something (perf_event present but no PMU listed, a core PMU that
+//! does not count, tracefs mounted but unreadable by root) gives
+//! [`Verdict::Broken`]: the test fails with the reason.
 
 use std::fmt;
 
@@ -15,6 +23,9 @@ pub enum Tracefs {
     Unreadable(String),
     /// Not mounted at `/sys/kernel/tracing` nor `/sys/kernel/debug/tracing`.
     NotMounted,
+    /// Listed as mounted in `/proc/self/mounts` but its `events` directory
+    /// cannot be read even by root: a mount that failed or went stale.
+    Broken(String),
 }
 
 /// The facts about the machine and the caller that requirements depend on.
@@ -36,7 +47,10 @@ pub struct Environment {
     pub cap_ipc_lock: bool,
     /// The PMUs registered with the kernel (sysfs `event_source/devices`).
     pub pmus: Vec<String>,
-    /// A hardware counter was opened and counted a non-zero value.
+    /// Hardware counters count here, by the outside reference: `perf stat
+    /// -e instructions:u true` counted a non-zero value. Where perf cannot
+    /// run, a registered core PMU (`cpu`, `cpu_core`, …) stands for it, so
+    /// that the tests run and a failure shows.
     pub hardware_counting: bool,
     /// tracefs.
     pub tracefs: Tracefs,
@@ -59,6 +73,29 @@ impl Environment {
     pub fn has_pmu(&self, name: &str) -> bool {
         self.pmus.iter().any(|p| p == name)
     }
+
+    /// Whether a core (CPU) PMU is registered: `cpu`, the hybrid
+    /// `cpu_core`/`cpu_atom`, or an Arm `armv*` PMU.
+    pub fn has_core_pmu(&self) -> bool {
+        self.pmus.iter().any(|p| is_core_pmu(p))
+    }
+}
+
+/// Whether a sysfs PMU name is a core (CPU) PMU.
+pub fn is_core_pmu(name: &str) -> bool {
+    name == "cpu" || name.starts_with("cpu_") || name.starts_with("armv")
+}
+
+/// The outcome of checking one requirement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The requirement holds: the test runs.
+    Met,
+    /// The machine or caller lacks it: the test is skipped with the reason.
+    Unmet(String),
+    /// The machine is broken in a way the requirement does not allow: the
+    /// test fails with the reason instead of skipping.
+    Broken(String),
 }
 
 /// One thing a test needs.
@@ -111,6 +148,67 @@ impl fmt::Display for Requirement {
 }
 
 impl Requirement {
+    /// A short, stable name of the requirement (`paranoid:1`, `pmu:cpu`,
+    /// `hardware`, `tracefs`, …). Skip reasons start with `[token]`, and
+    /// `PMC_LIVE_FORCE=token` forces exactly this requirement, which is how
+    /// `cargo xtask test --matrix` proves each skip one requirement at a time.
+    pub fn token(&self) -> String {
+        match self {
+            Requirement::PerfEvent => "perf-event".into(),
+            Requirement::Paranoid(n) => format!("paranoid:{n}"),
+            Requirement::Pmu(p) => format!("pmu:{p}"),
+            Requirement::HardwareCounting => "hardware".into(),
+            Requirement::TracefsReadable => "tracefs".into(),
+            Requirement::Root => "root".into(),
+            Requirement::NotRoot => "not-root".into(),
+            Requirement::PerfmonCapable => "perfmon".into(),
+            Requirement::IpcLock => "ipc-lock".into(),
+            Requirement::RestrictedTo(n) => format!("restricted:{n}"),
+            Requirement::Program(p) => format!("program:{p}"),
+        }
+    }
+
+    /// Checks the requirement, telling a machine that lacks it (skip) from
+    /// one that is broken (fail).
+    pub fn verdict(&self, env: &Environment) -> Verdict {
+        match self {
+            Requirement::Pmu(_) | Requirement::HardwareCounting
+                if env.paranoid.is_some() && env.pmus.is_empty() =>
+            {
+                Verdict::Broken(
+                    "perf_event is present but /sys/bus/event_source/devices lists no PMU \
+                     (sysfs not mounted or unreadable?); not even `software` is registered"
+                        .into(),
+                )
+            }
+            Requirement::HardwareCounting
+                if env.paranoid.is_some() && env.has_core_pmu() && !env.hardware_counting =>
+            {
+                Verdict::Broken(
+                    "a core PMU is registered but `perf stat -e instructions:u true` counts \
+                     nothing: the PMU is present and does not count (a hypervisor exposing \
+                     a dead PMU?)"
+                        .into(),
+                )
+            }
+            Requirement::TracefsReadable => match &env.tracefs {
+                Tracefs::Broken(p) => Verdict::Broken(format!(
+                    "tracefs is listed as mounted at {p} but its events directory is not \
+                     readable even by root: the mount failed or went stale"
+                )),
+                Tracefs::Unreadable(p) if env.root => Verdict::Broken(format!(
+                    "tracefs at {p} is not readable by root: the mount is broken"
+                )),
+                _ => self
+                    .check(env)
+                    .map_or_else(Verdict::Unmet, |()| Verdict::Met),
+            },
+            _ => self
+                .check(env)
+                .map_or_else(Verdict::Unmet, |()| Verdict::Met),
+        }
+    }
+
     /// `Ok` when `env` satisfies the requirement, else the reason it does not.
     pub fn check(&self, env: &Environment) -> Result<(), String> {
         let perf = || {
@@ -153,7 +251,7 @@ impl Requirement {
                 perf()?;
                 if env.hardware_counting {
                     Ok(())
-                } else if !env.pmus.iter().any(|p| p == "cpu" || p.starts_with("cpu_")) {
+                } else if !env.has_core_pmu() {
                     Err(
                         "no hardware PMU (virtual machine without PMU passthrough?): \
                          hardware events cannot be counted here"
@@ -168,6 +266,9 @@ impl Requirement {
                 Tracefs::Unreadable(p) => {
                     Err(format!("tracefs at {p} is not readable by this user"))
                 }
+                Tracefs::Broken(p) => Err(format!(
+                    "tracefs is listed as mounted at {p} but its events directory is not readable"
+                )),
                 Tracefs::NotMounted => Err(
                     "tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)"
                         .into(),
@@ -345,5 +446,115 @@ mod tests {
         assert!(Requirement::Program("sh".into()).check(&root).is_ok());
         let missing = Requirement::Program("no-such-program-pmc".into()).check(&root);
         assert!(missing.unwrap_err().contains("not installed"));
+    }
+
+    #[test]
+    fn a_broken_machine_fails_instead_of_skipping() {
+        let mut e = env(2, true, true);
+        // No core PMU: hardware tests skip, with the virtual machine hint.
+        assert!(matches!(
+            Requirement::HardwareCounting.verdict(&e),
+            Verdict::Unmet(r) if r.contains("no hardware PMU")
+        ));
+        // A core PMU that perf says does not count: broken, not a skip.
+        e.pmus.push("cpu".into());
+        assert!(matches!(
+            Requirement::HardwareCounting.verdict(&e),
+            Verdict::Broken(r) if r.contains("does not count")
+        ));
+        e.hardware_counting = true;
+        assert_eq!(Requirement::HardwareCounting.verdict(&e), Verdict::Met);
+        // perf_event present but sysfs lists nothing at all.
+        e.pmus.clear();
+        for r in [
+            Requirement::Pmu("uprobe".into()),
+            Requirement::HardwareCounting,
+        ] {
+            assert!(
+                matches!(r.verdict(&e), Verdict::Broken(ref m) if m.contains("lists no PMU")),
+                "{r}"
+            );
+        }
+        // Without perf_event, an empty list is just the system's state.
+        e.paranoid = None;
+        assert!(matches!(
+            Requirement::Pmu("uprobe".into()).verdict(&e),
+            Verdict::Unmet(_)
+        ));
+    }
+
+    #[test]
+    fn tracefs_not_mounted_skips_but_a_failed_mount_fails() {
+        let mut e = env(2, true, true);
+        assert!(matches!(
+            Requirement::TracefsReadable.verdict(&e),
+            Verdict::Unmet(r) if r.contains("not mounted")
+        ));
+        e.tracefs = Tracefs::Broken("/sys/kernel/tracing".into());
+        assert!(matches!(
+            Requirement::TracefsReadable.verdict(&e),
+            Verdict::Broken(r) if r.contains("tracefs") && r.contains("/sys/kernel/tracing")
+        ));
+        // Unreadable is a permission for a user, a broken mount for root.
+        e.tracefs = Tracefs::Unreadable("/sys/kernel/tracing".into());
+        assert!(matches!(
+            Requirement::TracefsReadable.verdict(&e),
+            Verdict::Broken(_)
+        ));
+        let mut user = env(2, false, false);
+        user.tracefs = Tracefs::Unreadable("/sys/kernel/tracing".into());
+        assert!(matches!(
+            Requirement::TracefsReadable.verdict(&user),
+            Verdict::Unmet(r) if r.contains("not readable by this user")
+        ));
+    }
+
+    #[test]
+    fn tokens_name_each_requirement_uniquely() {
+        let all = [
+            Requirement::PerfEvent,
+            Requirement::Paranoid(1),
+            Requirement::Paranoid(-1),
+            Requirement::Pmu("cpu".into()),
+            Requirement::HardwareCounting,
+            Requirement::TracefsReadable,
+            Requirement::Root,
+            Requirement::NotRoot,
+            Requirement::PerfmonCapable,
+            Requirement::IpcLock,
+            Requirement::RestrictedTo(2),
+            Requirement::Program("perf".into()),
+        ];
+        let tokens: Vec<String> = all.iter().map(Requirement::token).collect();
+        assert_eq!(
+            tokens,
+            [
+                "perf-event",
+                "paranoid:1",
+                "paranoid:-1",
+                "pmu:cpu",
+                "hardware",
+                "tracefs",
+                "root",
+                "not-root",
+                "perfmon",
+                "ipc-lock",
+                "restricted:2",
+                "program:perf",
+            ]
+        );
+        for t in &tokens {
+            assert!(!t.contains([' ', ',', '[', ']']), "{t}");
+        }
+    }
+
+    #[test]
+    fn core_pmu_names() {
+        for n in ["cpu", "cpu_core", "cpu_atom", "armv8_pmuv3_0"] {
+            assert!(is_core_pmu(n), "{n}");
+        }
+        for n in ["software", "msr", "uprobe", "breakpoint", "cstate_core", ""] {
+            assert!(!is_core_pmu(n), "{n}");
+        }
     }
 }

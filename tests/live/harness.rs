@@ -5,9 +5,11 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 use libtest_mimic::{Completion, Failed, Trial};
-use pmc::probe::{Environment, Requirement};
+use pmc::probe::{Environment, Requirement, Verdict};
 
-/// The environment variable that makes [`trials`] ignore requirements.
+/// The environment variable that makes [`trials`] ignore requirements: a
+/// comma-separated list of requirement tokens (`paranoid:1,tracefs`, see
+/// [`Requirement::token`]), or `1`/`all` for every requirement.
 pub const FORCE_ENV: &str = "PMC_LIVE_FORCE";
 
 /// A test's body: `Ok(())` passes, `Err` fails with the message, and
@@ -30,26 +32,90 @@ pub fn test(name: &'static str, requires: Vec<Requirement>, run: fn() -> TestRes
     }
 }
 
+/// Which requirements `PMC_LIVE_FORCE` forces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Forced {
+    /// None: every requirement is checked.
+    Nothing,
+    /// Every requirement (`1` or `all`).
+    Everything,
+    /// The requirements with these tokens.
+    Tokens(Vec<String>),
+}
+
+impl Forced {
+    /// Parses the value of `PMC_LIVE_FORCE`.
+    pub fn parse(value: Option<&str>) -> Forced {
+        match value.map(str::trim) {
+            None | Some("") => Forced::Nothing,
+            Some("1") | Some("all") => Forced::Everything,
+            Some(list) => Forced::Tokens(
+                list.split(',')
+                    .map(|t| t.trim().to_string())
+                    .filter(|t| !t.is_empty())
+                    .collect(),
+            ),
+        }
+    }
+
+    fn covers(&self, r: &Requirement) -> bool {
+        match self {
+            Forced::Nothing => false,
+            Forced::Everything => true,
+            Forced::Tokens(t) => t.contains(&r.token()),
+        }
+    }
+}
+
+/// What the harness does with a test before running it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Gate {
+    /// Run it.
+    Run,
+    /// Skip it: `[token,…] reason; reason`, every unmet requirement named.
+    Skip(String),
+    /// Fail it without running: the machine is broken in a way none of its
+    /// requirements allows (`[token] reason`).
+    Fail(String),
+}
+
+/// Decides a test's fate from its requirements alone: an independent look
+/// at the machine, never the code under test. Forced requirements count as
+/// met; a broken machine fails even a test whose other needs are unmet.
+pub fn gate(requires: &[Requirement], env: &Environment, forced: &Forced) -> Gate {
+    let mut unmet: Vec<(String, String)> = Vec::new();
+    for r in requires.iter().filter(|r| !forced.covers(r)) {
+        match r.verdict(env) {
+            Verdict::Met => {}
+            Verdict::Unmet(reason) => unmet.push((r.token(), reason)),
+            Verdict::Broken(reason) => return Gate::Fail(format!("[{}] {reason}", r.token())),
+        }
+    }
+    if unmet.is_empty() {
+        return Gate::Run;
+    }
+    let tokens: Vec<&str> = unmet.iter().map(|(t, _)| t.as_str()).collect();
+    let reasons: Vec<&str> = unmet.iter().map(|(_, r)| r.as_str()).collect();
+    Gate::Skip(format!("[{}] {}", tokens.join(","), reasons.join("; ")))
+}
+
 /// Turns the tests into trials that skip, with the reason, when `env`
-/// does not satisfy their requirements.
+/// does not satisfy their requirements, and fail when `env` is broken.
 ///
-/// With `PMC_LIVE_FORCE` set, requirements are ignored and every test runs:
-/// `cargo xtask test --matrix` uses it to prove that a skipped test would
-/// really fail (a test that passes anyway declared too strict a need).
+/// `PMC_LIVE_FORCE` (see [`FORCE_ENV`]) treats the named requirements as
+/// met: `cargo xtask test --matrix` forces one at a time to prove that a
+/// skipped test really fails without it, with that requirement's error.
 pub fn trials(tests: Vec<LiveTest>, env: &Environment) -> Vec<Trial> {
-    let force = std::env::var_os(FORCE_ENV).is_some();
+    let forced = Forced::parse(std::env::var(FORCE_ENV).ok().as_deref());
     tests
         .into_iter()
         .map(|t| {
-            let verdict = if force {
-                Ok(())
-            } else {
-                Requirement::check_all(&t.requires, env)
-            };
+            let verdict = gate(&t.requires, env, &forced);
             let run = t.run;
             Trial::ignorable_test(t.name, move || match verdict {
-                Err(reason) => Ok(Completion::ignored_with(reason)),
-                Ok(()) => run().map(|()| Completion::Completed),
+                Gate::Skip(reason) => Ok(Completion::ignored_with(reason)),
+                Gate::Fail(reason) => Err(Failed::from(reason)),
+                Gate::Run => run().map(|()| Completion::Completed),
             })
         })
         .collect()
@@ -153,4 +219,121 @@ pub fn spin_ms(ms: u64) -> u64 {
         }
     }
     x
+}
+
+/// The harness's own tests: gating on synthetic environments.
+pub fn tests() -> Vec<LiveTest> {
+    vec![
+        test(
+            "harness::gate_skips_with_every_unmet_token_and_fails_when_broken",
+            vec![],
+            gate_skips_with_every_unmet_token_and_fails_when_broken,
+        ),
+        test(
+            "harness::force_env_forces_only_the_named_requirements",
+            vec![],
+            force_env_forces_only_the_named_requirements,
+        ),
+    ]
+}
+
+/// A user at paranoid 2 on a machine without a core PMU or tracefs.
+fn synthetic_user() -> Environment {
+    Environment {
+        os: "linux".into(),
+        paranoid: Some(2),
+        root: false,
+        cap_perfmon: false,
+        cap_sys_admin: false,
+        cap_sys_ptrace: false,
+        cap_ipc_lock: false,
+        pmus: vec!["software".into(), "tracepoint".into()],
+        hardware_counting: false,
+        tracefs: pmc::probe::Tracefs::NotMounted,
+    }
+}
+
+fn gate_skips_with_every_unmet_token_and_fails_when_broken() -> TestResult {
+    let env = synthetic_user();
+    let reqs = [
+        Requirement::Paranoid(2),
+        Requirement::TracefsReadable,
+        Requirement::Paranoid(-1),
+    ];
+    ensure!(
+        gate(&reqs[..1], &env, &Forced::Nothing) == Gate::Run,
+        "paranoid 2 is met at 2"
+    );
+    let skip = gate(&reqs, &env, &Forced::Nothing);
+    let Gate::Skip(reason) = &skip else {
+        return Err(format!("expected a skip, got {skip:?}").into());
+    };
+    ensure!(
+        reason.starts_with("[tracefs,paranoid:-1] ")
+            && reason.contains("mount -t tracefs")
+            && reason.contains("<= -1"),
+        "{reason}"
+    );
+    // A core PMU that does not count fails the test, whatever else is unmet.
+    let mut dead = env.clone();
+    dead.pmus.push("cpu".into());
+    let verdict = gate(
+        &[Requirement::Paranoid(-1), Requirement::HardwareCounting],
+        &dead,
+        &Forced::Nothing,
+    );
+    ensure!(
+        matches!(&verdict, Gate::Fail(r) if r.starts_with("[hardware] ") && r.contains("does not count")),
+        "{verdict:?}"
+    );
+    // No PMU at all under a live perf_event: broken.
+    let mut empty = env.clone();
+    empty.pmus.clear();
+    let verdict = gate(
+        &[Requirement::Pmu("uprobe".into())],
+        &empty,
+        &Forced::Nothing,
+    );
+    ensure!(
+        matches!(&verdict, Gate::Fail(r) if r.contains("lists no PMU")),
+        "{verdict:?}"
+    );
+    Ok(())
+}
+
+fn force_env_forces_only_the_named_requirements() -> TestResult {
+    ensure!(Forced::parse(None) == Forced::Nothing, "unset");
+    ensure!(Forced::parse(Some("")) == Forced::Nothing, "empty");
+    ensure!(Forced::parse(Some("1")) == Forced::Everything, "1");
+    ensure!(Forced::parse(Some("all")) == Forced::Everything, "all");
+    let two = Forced::parse(Some("tracefs, paranoid:-1"));
+    ensure!(
+        two == Forced::Tokens(vec!["tracefs".into(), "paranoid:-1".into()]),
+        "{two:?}"
+    );
+    let env = synthetic_user();
+    let reqs = [Requirement::TracefsReadable, Requirement::Paranoid(-1)];
+    // Forcing one of two unmet requirements leaves the other as the reason.
+    let one = gate(&reqs, &env, &Forced::parse(Some("tracefs")));
+    ensure!(
+        matches!(&one, Gate::Skip(r) if r.starts_with("[paranoid:-1] ")),
+        "{one:?}"
+    );
+    ensure!(gate(&reqs, &env, &two) == Gate::Run, "both forced");
+    ensure!(
+        gate(&reqs, &env, &Forced::Everything) == Gate::Run,
+        "all forced"
+    );
+    // A broken machine is forced like any other requirement.
+    let mut dead = env.clone();
+    dead.pmus.push("cpu".into());
+    ensure!(
+        gate(
+            &[Requirement::HardwareCounting],
+            &dead,
+            &Forced::parse(Some("hardware"))
+        ) == Gate::Run,
+        "hardware forced"
+    );
+    Ok(())
 }

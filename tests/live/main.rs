@@ -21,6 +21,7 @@ fn main() {
     }
     let env = pmc::probe::Environment::detect();
     let mut tests = Vec::new();
+    tests.extend(harness::tests());
     tests.extend(counting::tests());
     tests.extend(events::tests());
     tests.extend(events::tracepoint_and_probe_tests());

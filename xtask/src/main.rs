@@ -9,11 +9,14 @@
 //!   the baselines measured in the same run.
 //! - `cargo xtask gen-pmu-events <linux source>`: regenerates the native
 //!   event table (`backends/linux/src/pmu_events/`).
+//! - `cargo xtask mutants [--file F] [--shard K/N]`: cargo-mutants on the
+//!   core files, caught / missed / unviable per file.
 
 mod bench;
 mod bench_report;
 mod matrix;
 mod pmu_events;
+mod mutants;
 mod test;
 
 use std::process::ExitCode;
@@ -41,6 +44,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Regenerate the native event table from a Linux source tree.
     GenPmuEvents(pmu_events::GenArgs),
+    /// Mutation testing (cargo-mutants) of the core files; score per file.
+    Mutants(mutants::MutantsArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,5 +69,6 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::GenPmuEvents(args) => pmu_events::run(&args),
+        Command::Mutants(args) => mutants::run(&args),
     }
 }

@@ -3,12 +3,21 @@
 //!
 //! The test binaries are built once (as the caller, root) and run directly,
 //! as root or through `setpriv` as `nobody`. A cell fails on any failed
-//! test, and on any skipped live test that passes when forced to run
-//! (`PMC_LIVE_FORCE`): its requirement was declared stricter than the
-//! kernel's rule. The original paranoid value is restored on every exit
-//! path, Ctrl-C included.
+//! test. Every skip must be proved: the live harnesses name the unmet
+//! requirements of a skipped test (`ignored, [token,…] reason`), and each
+//! is forced alone (`PMC_LIVE_FORCE=token`) on exactly that test. The
+//! proof holds only if exactly that one test ran and failed with its
+//! requirement's signature (EACCES/EPERM and the sysctl for paranoid,
+//! ENOENT/"no PMU" for hardware, "tracefs" for tracefs, …). A forced test
+//! that passes was declared too strictly; a crash, "no test matched", a
+//! failure without the signature or a skip without a token fail the
+//! matrix. A test skipped for several requirements at once keeps skipping
+//! for the others when one is forced; its requirements are proved in the
+//! cells where each is the only one unmet, and any left unproved is listed.
+//! The original paranoid value is restored on every exit path, Ctrl-C
+//! included.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::Mutex;
@@ -70,6 +79,176 @@ struct Cell {
     broken: Vec<String>,
     /// Each failed test's message, from a second run of it alone.
     messages: Vec<(String, String)>,
+    /// Forced runs that proved nothing: `test [token]: what happened`.
+    unproved: Vec<String>,
+    /// (test, token) whose skip a forced run proved in this cell.
+    proved: Vec<(String, String)>,
+    /// (test, token) skipped together with other unmet requirements here,
+    /// so not provable in this cell.
+    deferred: Vec<(String, String)>,
+}
+
+/// The requirement tokens of a skip reason `[a,b] why`, as the live
+/// harnesses print them; `None` when the reason names none.
+fn skip_tokens(reason: &str) -> Option<Vec<String>> {
+    let rest = reason.strip_prefix('[')?;
+    let (list, _) = rest.split_once(']')?;
+    let tokens: Vec<String> = list
+        .split(',')
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
+    (!tokens.is_empty()).then_some(tokens)
+}
+
+/// What a forced run's failure message must show to prove that `token`
+/// was the cause: any one of the alternatives, each a set of substrings
+/// that must all appear. `None` for a token without a known signature
+/// (which fails the matrix: add its signature here).
+fn signature(token: &str) -> Option<Vec<Vec<String>>> {
+    let alts = |a: &[&[&str]]| {
+        Some(
+            a.iter()
+                .map(|all| all.iter().map(|s| s.to_string()).collect())
+                .collect(),
+        )
+    };
+    let (kind, arg) = token.split_once(':').unwrap_or((token, ""));
+    match kind {
+        "perf-event" => alts(&[&["perf_event"]]),
+        "paranoid" => alts(&[
+            &["EACCES", "perf_event_paranoid"],
+            &["EPERM", "perf_event_paranoid"],
+        ]),
+        "perfmon" | "root" => alts(&[
+            &["EACCES"],
+            &["EPERM"],
+            &["Permission denied"],
+            &["Operation not permitted"],
+        ]),
+        "ipc-lock" => alts(&[&["perf_event_mlock_kb"], &["EPERM"]]),
+        "hardware" => alts(&[
+            &["ENOENT"],
+            &["ENXIO"],
+            &["no PMU"],
+            &["no hardware PMU"],
+            &["not supported"],
+        ]),
+        "pmu" if !arg.is_empty() => {
+            let named = format!("no `{arg}` PMU");
+            Some(vec![
+                vec![named],
+                vec![arg.to_string(), "ENOENT".into()],
+                vec![arg.to_string(), "EOPNOTSUPP".into()],
+                vec![arg.to_string(), "not supported".into()],
+            ])
+        }
+        "tracefs" => alts(&[&["tracefs"]]),
+        "program" if !arg.is_empty() => Some(vec![
+            vec![arg.to_string(), "not found".into()],
+            vec![arg.to_string(), "ENOENT".into()],
+            vec![arg.to_string(), "No such file".into()],
+        ]),
+        // Requirements that a restriction applies: forced where it does
+        // not, the test sees the operation allowed.
+        "restricted" | "not-root" | "not-ipc-lock" | "memlock-limited" => {
+            alts(&[&["allowed"], &["mapped beyond"]])
+        }
+        _ => None,
+    }
+}
+
+/// Whether `message` shows `token`'s signature.
+fn shows_signature(token: &str, message: &str) -> bool {
+    signature(token).is_some_and(|alts| {
+        alts.iter()
+            .any(|all| all.iter().all(|needle| message.contains(needle.as_str())))
+    })
+}
+
+/// What forcing one requirement of a skipped test showed.
+#[derive(Debug, PartialEq, Eq)]
+enum Forcing {
+    /// Exactly that test ran and failed with the requirement's signature.
+    Proved,
+    /// Still skipped for the test's other unmet requirements (as expected
+    /// when it has several): proved elsewhere, if at all.
+    Deferred,
+    /// It passed: the requirement was declared too strictly.
+    TooStrict,
+    /// Anything else, with what happened.
+    NoProof(String),
+}
+
+/// Judges a forced run of `test` with `token` forced, `tokens` being all
+/// the requirements it was skipped for.
+fn judge_forcing(
+    test: &str,
+    token: &str,
+    tokens: &[String],
+    completed: bool,
+    forced: &Tally,
+) -> Forcing {
+    if !completed {
+        return Forcing::NoProof("the test binary crashed or could not run".into());
+    }
+    let ran = forced.passed + forced.failed;
+    if ran + forced.skipped == 0 {
+        return Forcing::NoProof("no test matched".into());
+    }
+    if ran + forced.skipped != 1 {
+        return Forcing::NoProof(format!(
+            "{} tests ran instead of exactly this one",
+            ran + forced.skipped
+        ));
+    }
+    if forced.skipped == 1 {
+        let others: Vec<&String> = tokens.iter().filter(|t| *t != token).collect();
+        let still: Vec<String> = forced
+            .reasons
+            .keys()
+            .filter_map(|r| skip_tokens(r))
+            .flatten()
+            .collect();
+        return if !others.is_empty() && others.iter().all(|t| still.contains(t)) {
+            Forcing::Deferred
+        } else {
+            Forcing::NoProof(format!(
+                "still skipped when forced: {}",
+                forced
+                    .reasons
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ))
+        };
+    }
+    if forced.passed == 1 {
+        return Forcing::TooStrict;
+    }
+    let message = forced
+        .messages
+        .get(test)
+        .map(|l| l.join(" | "))
+        .unwrap_or_default();
+    if signature(token).is_none() {
+        return Forcing::NoProof(format!(
+            "no failure signature is known for [{token}] (add it to xtask/src/matrix.rs): {message}"
+        ));
+    }
+    if shows_signature(token, &message) {
+        Forcing::Proved
+    } else {
+        Forcing::NoProof(format!(
+            "failed without the signature of [{token}]: {}",
+            if message.is_empty() {
+                "no message"
+            } else {
+                &message
+            }
+        ))
+    }
 }
 
 /// Restores perf_event_paranoid when dropped and on Ctrl-C.
@@ -186,7 +365,7 @@ fn run_binary(
     bin: &TestBinary,
     user: User,
     args: &[String],
-    force: bool,
+    force: Option<&str>,
     tally: &mut Tally,
     verbose: bool,
 ) -> bool {
@@ -195,8 +374,8 @@ fn run_binary(
         .current_dir(&bin.package_dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if force {
-        cmd.env(FORCE_ENV, "1");
+    if let Some(token) = force {
+        cmd.env(FORCE_ENV, token);
     }
     let Ok(out) = cmd.output() else {
         return false;
@@ -220,18 +399,34 @@ fn run_cell(bins: &[TestBinary], user: User, verbose: bool) -> Cell {
     let mut cell = Cell::default();
     for bin in bins {
         let mut tally = Tally::default();
-        if !run_binary(bin, user, &[], false, &mut tally, verbose) {
+        if !run_binary(bin, user, &[], None, &mut tally, verbose) {
             cell.broken.push(bin.name.clone());
         }
-        // Every skipped test must really need what it declared: forced to
-        // run here, it has to fail.
-        for tests in tally.reasons.values() {
+        // Every skipped test must really need what it declared: each unmet
+        // requirement, forced alone, has to make exactly this test fail
+        // with that requirement's signature.
+        for (reason, tests) in &tally.reasons {
+            let Some(tokens) = skip_tokens(reason) else {
+                for test in tests {
+                    cell.unproved.push(format!(
+                        "{test}: skipped without a requirement token ({reason})"
+                    ));
+                }
+                continue;
+            };
             for test in tests {
-                let mut forced = Tally::default();
-                let args = vec!["--exact".to_string(), test.clone()];
-                run_binary(bin, user, &args, true, &mut forced, false);
-                if forced.passed == 1 && forced.failed == 0 {
-                    cell.too_strict.push(test.clone());
+                for token in &tokens {
+                    let mut forced = Tally::default();
+                    let args = vec!["--exact".to_string(), test.clone()];
+                    let completed = run_binary(bin, user, &args, Some(token), &mut forced, false);
+                    match judge_forcing(test, token, &tokens, completed, &forced) {
+                        Forcing::Proved => cell.proved.push((test.clone(), token.clone())),
+                        Forcing::Deferred => cell.deferred.push((test.clone(), token.clone())),
+                        Forcing::TooStrict => cell.too_strict.push(format!("{test} [{token}]")),
+                        Forcing::NoProof(what) => {
+                            cell.unproved.push(format!("{test} [{token}]: {what}"))
+                        }
+                    }
                 }
             }
         }
@@ -349,6 +544,9 @@ fn run_inner(verbose: bool) -> Result<bool, String> {
         if !cell.broken.is_empty() {
             notes.push(format!("DID NOT RUN: {}", cell.broken.join(", ")));
         }
+        if !cell.unproved.is_empty() {
+            notes.push(format!("{} SKIPS NOT PROVED", cell.unproved.len()));
+        }
         ok &= notes.is_empty() && cell.tally.failed == 0;
         println!(
             "{:<10} {:<12} {:>7} {:>7} {:>8}  {}",
@@ -365,6 +563,29 @@ fn run_inner(verbose: bool) -> Result<bool, String> {
             println!("  [{level:>2} {user}] {test}: {message}");
         }
     }
+    for ((level, user), cell) in &cells {
+        for what in &cell.unproved {
+            println!("  [{level:>2} {user}] NOT PROVED: {what}");
+        }
+    }
+    let proved: BTreeSet<&(String, String)> = cells.values().flat_map(|c| &c.proved).collect();
+    let never: BTreeSet<&(String, String)> = cells
+        .values()
+        .flat_map(|c| &c.deferred)
+        .filter(|pair| !proved.contains(pair))
+        .collect();
+    println!(
+        "\nskips proved: {} (test, requirement) pairs by a forced run that failed with the signature",
+        proved.len()
+    );
+    if !never.is_empty() {
+        println!(
+            "never the only unmet requirement in any cell, so not provable one at a time here:"
+        );
+        for (test, token) in never {
+            println!("  {test} [{token}]");
+        }
+    }
     println!("\nskip reasons per cell:");
     for ((level, user), cell) in &cells {
         for (reason, tests) in &cell.tally.reasons {
@@ -373,4 +594,168 @@ fn run_inner(verbose: bool) -> Result<bool, String> {
     }
     println!("\nmatrix {}", if ok { "passed" } else { "FAILED" });
     Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tally_of(lines: &[&str]) -> Tally {
+        let mut t = Tally::default();
+        for l in lines {
+            t.line(l);
+        }
+        t
+    }
+
+    fn failed_with(test: &str, message: &str) -> Tally {
+        tally_of(&[
+            &format!("test {test} ... FAILED"),
+            "failures:",
+            &format!("---- {test} ----"),
+            message,
+            "",
+            "failures:",
+            &format!("    {test}"),
+            "",
+            "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 40 filtered out",
+        ])
+    }
+
+    #[test]
+    fn skip_reasons_name_their_tokens() {
+        assert_eq!(
+            skip_tokens("[tracefs,paranoid:-1] tracefs is not mounted; needs …"),
+            Some(vec!["tracefs".to_string(), "paranoid:-1".to_string()])
+        );
+        assert_eq!(
+            skip_tokens("[hardware] no hardware PMU"),
+            Some(vec!["hardware".to_string()])
+        );
+        assert_eq!(skip_tokens("no hardware PMU"), None);
+        assert_eq!(skip_tokens("[] nothing"), None);
+        assert_eq!(skip_tokens("[unterminated"), None);
+    }
+
+    #[test]
+    fn signatures_match_the_requirements_errors() {
+        // What the suite printed on this machine when each was forced.
+        assert!(shows_signature(
+            "hardware",
+            "no instructions:u count in perf output: <not supported>,,instructions:u,0,100.00,,"
+        ));
+        assert!(shows_signature(
+            "hardware",
+            "instructions,usr: ENOENT: no PMU for hardware events"
+        ));
+        assert!(shows_signature(
+            "paranoid:1",
+            "start: EACCES: perf_event_paranoid is 2; kernel events need <= 1 (sysctl …)"
+        ));
+        // The errno alone is not the sysctl's signature.
+        assert!(!shows_signature("paranoid:1", "open: EACCES"));
+        assert!(shows_signature(
+            "pmu:kprobe",
+            "kprobe:do_sys_openat2: Kprobe is not supported (EOPNOTSUPP): this kernel has no `kprobe` PMU"
+        ));
+        assert!(!shows_signature("pmu:kprobe", "uprobe: ENOENT"));
+        assert!(shows_signature(
+            "tracefs",
+            "tracefs: not mounted at /sys/kernel/tracing"
+        ));
+        assert!(shows_signature(
+            "restricted:2",
+            "kernel counting allowed at paranoid 2"
+        ));
+        assert!(shows_signature(
+            "not-ipc-lock",
+            "8192 pages mapped beyond 9224 KiB"
+        ));
+        assert!(shows_signature(
+            "program:perf",
+            "spawn perf: No such file or directory"
+        ));
+        // An unrelated panic proves nothing.
+        for token in [
+            "hardware",
+            "paranoid:0",
+            "tracefs",
+            "perfmon",
+            "restricted:2",
+        ] {
+            assert!(
+                !shows_signature(token, "test panicked: index out of bounds"),
+                "{token}"
+            );
+        }
+        assert!(signature("no-such-token").is_none());
+    }
+
+    #[test]
+    fn a_forced_run_proves_a_skip_only_by_the_requirements_failure() {
+        let t = "counting::x";
+        let one = vec!["hardware".to_string()];
+        let proof = failed_with(t, "instructions,usr: ENOENT: no PMU");
+        assert_eq!(
+            judge_forcing(t, "hardware", &one, true, &proof),
+            Forcing::Proved
+        );
+        // Failing for another reason is no proof.
+        let unrelated = failed_with(
+            t,
+            "test panicked: called `Option::unwrap()` on a `None` value",
+        );
+        assert!(matches!(
+            judge_forcing(t, "hardware", &one, true, &unrelated),
+            Forcing::NoProof(m) if m.contains("without the signature")
+        ));
+        // A crash, or a filter that matched nothing.
+        assert!(matches!(
+            judge_forcing(t, "hardware", &one, false, &proof),
+            Forcing::NoProof(m) if m.contains("crashed")
+        ));
+        let none = tally_of(&[
+            "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 41 filtered out",
+        ]);
+        assert!(matches!(
+            judge_forcing(t, "hardware", &one, true, &none),
+            Forcing::NoProof(m) if m.contains("no test matched")
+        ));
+        // More than the one test.
+        let two = tally_of(&[
+            "test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 39 filtered out",
+        ]);
+        assert!(matches!(
+            judge_forcing(t, "hardware", &one, true, &two),
+            Forcing::NoProof(m) if m.contains("2 tests ran")
+        ));
+        // Passing when forced: declared too strictly.
+        let passed = tally_of(&[
+            "test counting::x ... ok",
+            "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 40 filtered out",
+        ]);
+        assert_eq!(
+            judge_forcing(t, "hardware", &one, true, &passed),
+            Forcing::TooStrict
+        );
+        // Still skipped although its only requirement was forced.
+        let still = tally_of(&[
+            "test counting::x ... ignored ([hardware] no hardware PMU)",
+            "test result: ok. 0 passed; 0 failed; 1 ignored; 0 measured; 40 filtered out",
+        ]);
+        assert!(matches!(
+            judge_forcing(t, "hardware", &one, true, &still),
+            Forcing::NoProof(m) if m.contains("still skipped")
+        ));
+        // Two unmet: forcing one leaves the other as the reason.
+        let both = vec!["tracefs".to_string(), "paranoid:-1".to_string()];
+        let other = tally_of(&[
+            "test counting::x ... ignored ([paranoid:-1] needs perf_event_paranoid <= -1)",
+            "test result: ok. 0 passed; 0 failed; 1 ignored; 0 measured; 40 filtered out",
+        ]);
+        assert_eq!(
+            judge_forcing(t, "tracefs", &both, true, &other),
+            Forcing::Deferred
+        );
+    }
 }

@@ -15,6 +15,14 @@ pub struct TestArgs {
     /// With --matrix: print every test binary's output.
     #[arg(long, requires = "matrix")]
     pub verbose: bool,
+    /// Fail on a skip not listed in this file, or on fewer tests executed
+    /// than its `min-executed` (CI: `.ci/expected-skips`).
+    #[arg(long, value_name = "FILE", conflicts_with = "matrix")]
+    pub expect: Option<std::path::PathBuf>,
+    /// Write this run's skips and executed count to FILE in the format
+    /// `--expect` reads (to refresh `.ci/expected-skips`).
+    #[arg(long, value_name = "FILE", conflicts_with = "matrix")]
+    pub record_skips: Option<std::path::PathBuf>,
     /// Extra arguments passed to every test binary (after `--`), e.g. a filter.
     #[arg(last = true)]
     pub test_args: Vec<String>,
@@ -39,6 +47,11 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// Tests that ran (passed or failed).
+    pub fn executed(&self) -> u64 {
+        self.passed + self.failed
+    }
+
     /// Feeds one line of `cargo test` output.
     pub fn line(&mut self, line: &str) {
         if let Some(rest) = line.strip_prefix("test result: ") {
@@ -186,7 +199,7 @@ pub fn run(args: &TestArgs) -> ExitCode {
         tally.skipped += 1;
         tally
             .reasons
-            .entry("libpfm4-dev is not installed (/usr/include/perfmon/pfmlib.h)".into())
+            .entry("[libpfm] libpfm4-dev is not installed (/usr/include/perfmon/pfmlib.h)".into())
             .or_default()
             .push("feature libpfm: pfm::tests, golden_attrs::libpfm_native_names_resolve".into());
     }
@@ -210,15 +223,147 @@ pub fn run(args: &TestArgs) -> ExitCode {
         }
     }
     println!(
-        "\n{} passed, {} failed, {} skipped",
-        tally.passed, tally.failed, tally.skipped
+        "\n{} executed: {} passed, {} failed, {} skipped",
+        tally.executed(),
+        tally.passed,
+        tally.failed,
+        tally.skipped
     );
+    if let Some(path) = &args.record_skips {
+        match std::fs::write(path, Expected::record(&tally)) {
+            Ok(()) => println!("skips and executed count written to {}", path.display()),
+            Err(e) => {
+                eprintln!("xtask: write {}: {e}", path.display());
+                ok = false;
+            }
+        }
+    }
+    if let Some(path) = &args.expect {
+        let problems = std::fs::read_to_string(path)
+            .map_err(|e| format!("read {}: {e}", path.display()))
+            .and_then(|text| Expected::parse(&text))
+            .map_or_else(|e| vec![e], |expected| expected.check(&tally));
+        if problems.is_empty() {
+            println!("skips and executed count as expected by {}", path.display());
+        } else {
+            println!("\nnot as expected by {}:", path.display());
+            for p in &problems {
+                println!("  {p}");
+            }
+            ok = false;
+        }
+    }
     // A build failure leaves no "test result" line: fail on the exit status too.
     if ok && tally.failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// The skips a kind of machine is expected to show, and the fewest tests
+/// it must execute (`.ci/expected-skips`). Lines: `min-executed N`, and
+/// `skip TEST [token,…]` for each expected skip; `#` starts a comment.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Expected {
+    /// The least number of tests that must execute (tests are only added:
+    /// fewer means tests were lost or turned into skips).
+    pub min_executed: u64,
+    /// Expected skipped test → the requirement tokens it skips for.
+    pub skips: BTreeMap<String, Vec<String>>,
+}
+
+impl Expected {
+    /// Parses the file's text.
+    pub fn parse(text: &str) -> Result<Expected, String> {
+        let mut e = Expected::default();
+        let mut has_min = false;
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let bad = || format!("line {}: cannot read {raw:?}", i + 1);
+            if let Some(n) = line.strip_prefix("min-executed ") {
+                e.min_executed = n.trim().parse().map_err(|_| bad())?;
+                has_min = true;
+            } else if let Some(rest) = line.strip_prefix("skip ") {
+                let (test, tokens) = rest.trim().rsplit_once(' ').ok_or_else(bad)?;
+                let tokens = tokens
+                    .trim()
+                    .strip_prefix('[')
+                    .and_then(|t| t.strip_suffix(']'))
+                    .ok_or_else(bad)?;
+                e.skips.insert(
+                    test.to_string(),
+                    tokens.split(',').map(|t| t.trim().to_string()).collect(),
+                );
+            } else {
+                return Err(bad());
+            }
+        }
+        if !has_min {
+            return Err("no `min-executed N` line".into());
+        }
+        Ok(e)
+    }
+
+    /// The file's text for this run.
+    pub fn record(tally: &Tally) -> String {
+        let mut s = String::from(
+            "# Skips expected on this kind of machine, and the fewest tests it must execute.\n\
+             # `cargo xtask test --expect FILE` fails on any other skip and on fewer executed.\n",
+        );
+        s.push_str(&format!("min-executed {}\n", tally.executed()));
+        let mut skips: Vec<(String, String)> = Vec::new();
+        for (reason, tests) in &tally.reasons {
+            let tokens = reason_tokens(reason).join(",");
+            for t in tests {
+                skips.push((t.clone(), tokens.clone()));
+            }
+        }
+        skips.sort();
+        for (t, tokens) in skips {
+            s.push_str(&format!("skip {t} [{tokens}]\n"));
+        }
+        s
+    }
+
+    /// What in `tally` is not as expected (empty: all is).
+    pub fn check(&self, tally: &Tally) -> Vec<String> {
+        let mut problems = Vec::new();
+        if tally.executed() < self.min_executed {
+            problems.push(format!(
+                "{} tests executed, fewer than the {} last known: tests were lost or now skip",
+                tally.executed(),
+                self.min_executed
+            ));
+        }
+        for (reason, tests) in &tally.reasons {
+            let tokens = reason_tokens(reason);
+            for t in tests {
+                match self.skips.get(t) {
+                    None => problems.push(format!("unexpected skip: {t} ({reason})")),
+                    Some(want) if *want != tokens => problems.push(format!(
+                        "{t} skipped for [{}], expected [{}] ({reason})",
+                        tokens.join(","),
+                        want.join(",")
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+        problems
+    }
+}
+
+/// The `[token,…]` a skip reason starts with (empty when none).
+fn reason_tokens(reason: &str) -> Vec<String> {
+    reason
+        .strip_prefix('[')
+        .and_then(|r| r.split_once(']'))
+        .map(|(list, _)| list.split(',').map(|t| t.trim().to_string()).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -262,5 +407,92 @@ mod tests {
         assert_eq!(t.messages["d"], vec!["only 12 of 40 samples in the loop"]);
         assert_eq!(t.messages["f"].len(), 2);
         assert!(!t.reasons.contains_key("x"));
+    }
+
+    fn run_with_skips() -> Tally {
+        let mut t = Tally::default();
+        for l in [
+            "test counting::hw ... ignored ([hardware] no hardware PMU)",
+            "test events::kprobe ... ignored ([pmu:kprobe] no `kprobe` PMU)",
+            "test result: ok. 40 passed; 0 failed; 2 ignored; 0 measured; 0 filtered out",
+        ] {
+            t.line(l);
+        }
+        t
+    }
+
+    #[test]
+    fn expected_skips_round_trip_and_pass() {
+        let t = run_with_skips();
+        let text = Expected::record(&t);
+        assert!(text.contains("min-executed 40\n"), "{text}");
+        assert!(text.contains("skip counting::hw [hardware]\n"), "{text}");
+        let e = Expected::parse(&text).unwrap();
+        assert_eq!(e.min_executed, 40);
+        assert_eq!(e.skips.len(), 2);
+        assert_eq!(e.check(&t), Vec::<String>::new());
+    }
+
+    #[test]
+    fn an_unexpected_skip_or_fewer_tests_fail_the_expectation() {
+        let e = Expected::parse(
+            "# CI\nmin-executed 41  # last known\nskip counting::hw [hardware]\n\
+             skip events::kprobe [perfmon]\nskip never::skipped [tracefs]\n",
+        )
+        .unwrap();
+        let problems = e.check(&run_with_skips());
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("40 tests executed, fewer than the 41"));
+        assert!(
+            problems[1].contains("events::kprobe skipped for [pmu:kprobe], expected [perfmon]")
+        );
+        let mut t = run_with_skips();
+        t.line("test events::new ... ignored ([tracefs] tracefs is not mounted)");
+        let e = Expected::parse(
+            "min-executed 40\nskip counting::hw [hardware]\nskip events::kprobe [pmu:kprobe]",
+        )
+        .unwrap();
+        let problems = e.check(&t);
+        assert_eq!(
+            problems,
+            vec!["unexpected skip: events::new ([tracefs] tracefs is not mounted)".to_string()]
+        );
+        // An expected skip that ran instead is fine (a better machine).
+        let e = Expected::parse("min-executed 0\nskip counting::hw [hardware]\nskip events::kprobe [pmu:kprobe]\nskip a::b [root]").unwrap();
+        assert!(e.check(&run_with_skips()).is_empty());
+    }
+
+    #[test]
+    fn skipped_names_may_contain_spaces() {
+        let e = Expected::parse("min-executed 1\nskip feature libpfm: pfm::tests, x [libpfm]\n")
+            .unwrap();
+        assert_eq!(
+            e.skips.get("feature libpfm: pfm::tests, x"),
+            Some(&vec!["libpfm".to_string()])
+        );
+    }
+
+    #[test]
+    fn malformed_expectations_are_refused_with_the_line() {
+        assert!(
+            Expected::parse("skip a [b]")
+                .unwrap_err()
+                .contains("min-executed")
+        );
+        assert!(
+            Expected::parse("min-executed x")
+                .unwrap_err()
+                .contains("line 1")
+        );
+        assert!(
+            Expected::parse("min-executed 1\nskip a b")
+                .unwrap_err()
+                .contains("line 2")
+        );
+        assert!(
+            Expected::parse("min-executed 1\nwhat")
+                .unwrap_err()
+                .contains("line 2")
+        );
     }
 }

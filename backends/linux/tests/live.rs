@@ -1,8 +1,11 @@
 //! The binding against this machine's kernel: rings, self-monitoring,
-//! sysfs, probes. Each test says at run time what it needs; when the
-//! machine lacks it the test is reported `ignored` with the reason (never
-//! passed silently). `PMC_LIVE_FORCE=1` runs them anyway, as `cargo xtask
-//! test --matrix` does to prove each skip.
+//! sysfs, probes. Each test says at run time what it needs, checked by an
+//! independent look at the machine (sysctls, sysfs, capabilities), never
+//! by the code under test failing; when the machine lacks it the test is
+//! reported `ignored` with `[token] reason` (never passed silently).
+//! `PMC_LIVE_FORCE=token[,token…]` (or `1` for all) runs them anyway, as
+//! `cargo xtask test --matrix` does, one requirement at a time, to prove
+//! each skip.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -22,31 +25,61 @@ use pmc_linux::system;
 type Outcome = Result<Completion, Failed>;
 type LiveTest = (&'static str, fn() -> Outcome);
 
-/// Skips with `reason` unless `holds` (or the run is forced).
+/// Skips with `[token] reason` unless `holds` or `PMC_LIVE_FORCE` forces
+/// `token` (same tokens as `pmc::probe::Requirement::token`).
 macro_rules! require {
-    ($holds:expr, $($reason:tt)+) => {
-        if !$holds && std::env::var_os("PMC_LIVE_FORCE").is_none() {
-            return Ok(Completion::ignored_with(format!($($reason)+)));
+    ($token:expr, $holds:expr, $($reason:tt)+) => {
+        if !$holds && !forced($token) {
+            return Ok(Completion::ignored_with(format!("[{}] {}", $token, format!($($reason)+))));
         }
     };
 }
 
-/// Opens a user-space self-monitoring event (what perf_event_paranoid 2
-/// allows everyone), or skips with the kernel's answer when even that is
-/// refused.
-macro_rules! self_event_or_skip {
-    ($attr:expr) => {
-        match self_event($attr) {
-            Ok(event) => event,
-            Err(e) => {
-                require!(
-                    false,
-                    "perf_event_open refused a user-space self-monitoring event: {e}"
-                );
-                return Err(fail("open", e));
+/// Several requirements checked together, so a skip names every unmet one
+/// (`[a,b] why a; why b`) and forcing one of them leaves the others as the
+/// reason: `require_all!(("pmu:kprobe", holds, "why"), ("perfmon", …))`.
+macro_rules! require_all {
+    ($(($token:expr, $holds:expr, $($reason:tt)+)),+ $(,)?) => {
+        let mut unmet: Vec<(&str, String)> = Vec::new();
+        $(
+            if !$holds && !forced($token) {
+                unmet.push(($token, format!($($reason)+)));
             }
+        )+
+        if !unmet.is_empty() {
+            let tokens: Vec<&str> = unmet.iter().map(|(t, _)| *t).collect();
+            let reasons: Vec<&str> = unmet.iter().map(|(_, r)| r.as_str()).collect();
+            return Ok(Completion::ignored_with(format!(
+                "[{}] {}",
+                tokens.join(","),
+                reasons.join("; ")
+            )));
         }
     };
+}
+
+/// Whether `PMC_LIVE_FORCE` names `token` (or is `1`/`all`).
+fn forced(token: &str) -> bool {
+    std::env::var("PMC_LIVE_FORCE").is_ok_and(|v| {
+        let v = v.trim();
+        v == "1" || v == "all" || v.split(',').any(|t| t.trim() == token)
+    })
+}
+
+/// Opens a user-space self-monitoring event. perf_event_paranoid 2 allows
+/// that to everyone, so the gate is the sysctl itself (an independent
+/// look): only above 2 (Debian's 3, or perf_event absent) without
+/// CAP_PERFMON is the test skipped; a refused open is then a failure.
+macro_rules! self_event_or_skip {
+    ($attr:expr) => {{
+        require!(
+            "paranoid:2",
+            system::paranoid().is_some_and(|p| p <= 2) || system::perfmon_capable(),
+            "user-space self-monitoring needs perf_event_paranoid <= 2 (or CAP_PERFMON); it is {:?}",
+            system::paranoid()
+        );
+        self_event($attr).map_err(|e| fail("open a user-space self-monitoring event", e))?
+    }};
 }
 
 /// Fails with a message unless `cond` holds.
@@ -137,6 +170,57 @@ fn ring_samples_arrive_and_wrap_without_losing_framing() -> Outcome {
     Ok(Completion::Completed)
 }
 
+/// Header-only samples (empty sample_type: every record is exactly 8
+/// bytes, perf_event.h's `struct perf_event_header`) account for every
+/// published byte: `available` shrinks by each record taken, the last
+/// record (which fills what is left) is delivered, and nothing is left.
+fn ring_records_account_for_every_published_byte() -> Outcome {
+    const PERF_RECORD_SAMPLE: u32 = 9;
+    let attr = Attr::new(EventConfig::Software(Software::CpuClock))
+        .exclude_kernel(true)
+        .sample_period(100_000)
+        .sample_type(SampleType::empty())
+        .disabled(true);
+    let ev = self_event_or_skip!(&attr);
+    // 8 pages (32 KiB) hold far more than 20 ms at 10 kHz: no wrap, no loss.
+    let mut ring = RingBuffer::new(&ev, 8).map_err(|e| fail("ring", e))?;
+    ensure!(
+        ring.available() == 0,
+        "{} bytes before enabling",
+        ring.available()
+    );
+    ev.enable().map_err(|e| fail("enable", e))?;
+    spin_cpu_ms(20);
+    ev.disable().map_err(|e| fail("disable", e))?;
+    let published = ring.available();
+    ensure!(
+        published >= 8 * 20 && published % 8 == 0,
+        "{published} bytes published for >= 20 header-only samples"
+    );
+    let mut taken = 0;
+    while let Some(record) = ring.next_record() {
+        let kind = u32::from_ne_bytes(record[..4].try_into().expect("4 bytes"));
+        ensure!(
+            record.len() == 8 && kind == PERF_RECORD_SAMPLE,
+            "record of type {kind}, {} bytes",
+            record.len()
+        );
+        taken += record.len();
+        // The record being read counts as consumed.
+        ensure!(
+            ring.available() == published - taken,
+            "{} available after taking {taken} of {published}",
+            ring.available()
+        );
+    }
+    ensure!(
+        taken == published && ring.available() == 0,
+        "took {taken} of {published} bytes; {} left",
+        ring.available()
+    );
+    Ok(Completion::Completed)
+}
+
 fn ring_wait_times_out_then_hangs_up_when_the_target_exits() -> Outcome {
     // Nothing happens on a disabled event: the wait times out.
     let idle = self_event_or_skip!(&sampling(Software::CpuClock, 100_000));
@@ -199,6 +283,71 @@ fn ring_wait_times_out_then_hangs_up_when_the_target_exits() -> Outcome {
     Ok(Completion::Completed)
 }
 
+/// A `sh` child paused on `read go` running `script`, and a cpu-clock
+/// sampling event on it (enabled) with its ring.
+fn child_with_ring(
+    script: &str,
+    period: u64,
+) -> Result<(std::process::Child, Event, RingBuffer, Attr), Failed> {
+    let child = Command::new("sh")
+        .args(["-c", &format!("read go; {script}")])
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|e| fail("spawn sh", e))?;
+    let attr = sampling(Software::CpuClock, period).disabled(false);
+    let target = Target {
+        pid: child.id() as i32,
+        cpu: -1,
+    };
+    let ev = Event::open(&attr, target, None, OpenFlags::empty())
+        .map_err(|e| fail("open on the child", e))?;
+    let ring = RingBuffer::new(&ev, 8).map_err(|e| fail("ring", e))?;
+    Ok((child, ev, ring, attr))
+}
+
+/// `wait(None)` blocks until the target exits (never a timeout), and a
+/// ring still holding records says Ready before it says HungUp.
+fn ring_wait_blocks_without_timeout_and_prefers_records_to_hang_up() -> Outcome {
+    require!(
+        "paranoid:2",
+        system::paranoid().is_some_and(|p| p <= 2) || system::perfmon_capable(),
+        "sampling a child needs perf_event_paranoid <= 2 (or CAP_PERFMON)"
+    );
+    // A sleeping child: no samples at a 1 s period; only its exit wakes us.
+    let (mut child, _ev, ring, _) = child_with_ring("sleep 0.3", 1_000_000_000)?;
+    drop(child.stdin.take());
+    let t = Instant::now();
+    let w = ring.wait(None).map_err(|e| fail("wait", e))?;
+    let waited = t.elapsed();
+    child.wait().map_err(|e| fail("wait child", e))?;
+    ensure!(
+        w == Wait::HungUp && waited >= Duration::from_millis(200),
+        "wait(None) said {w:?} after {waited:?} (the child sleeps 300 ms)"
+    );
+    // A busy child that has exited with its samples still in the ring.
+    let (mut child, _ev, mut ring, attr) =
+        child_with_ring("i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done", 100_000)?;
+    drop(child.stdin.take());
+    child.wait().map_err(|e| fail("wait child", e))?;
+    let w = ring
+        .wait(Some(Duration::ZERO))
+        .map_err(|e| fail("wait", e))?;
+    ensure!(
+        w == Wait::Ready,
+        "{w:?} with {} bytes of records waiting",
+        ring.available()
+    );
+    let samples = drain_samples(&mut ring, &RecordParser::for_attr(&attr))?.len();
+    let w = ring
+        .wait(Some(Duration::ZERO))
+        .map_err(|e| fail("wait", e))?;
+    ensure!(
+        samples > 0 && w == Wait::HungUp,
+        "after draining {samples} samples: {w:?}"
+    );
+    Ok(Completion::Completed)
+}
+
 fn ring_pause_output_holds_back_samples() -> Outcome {
     let attr = sampling(Software::CpuClock, 50_000);
     let ev = self_event_or_skip!(&attr);
@@ -257,18 +406,26 @@ fn ring_set_output_routes_two_events_into_one_ring() -> Outcome {
 
 fn ring_beyond_the_mlock_limit_names_the_sysctl() -> Outcome {
     const IPC_LOCK: u32 = 14;
-    require!(
-        !system::has_capability(IPC_LOCK),
-        "CAP_IPC_LOCK lifts perf_event_mlock_kb for this caller"
-    );
-    require!(
-        system::paranoid().is_some_and(|p| p > -1),
-        "at perf_event_paranoid -1 the kernel applies no perf mlock limit"
-    );
     // The kernel allows perf_event_mlock_kb per CPU, then charges the rest
     // to RLIMIT_MEMLOCK.
     let memlock_kb = locked_memory_limit_kb();
-    require!(memlock_kb.is_some(), "RLIMIT_MEMLOCK is unlimited here");
+    require_all!(
+        (
+            "not-ipc-lock",
+            !system::has_capability(IPC_LOCK),
+            "CAP_IPC_LOCK lifts perf_event_mlock_kb for this caller"
+        ),
+        (
+            "restricted:0",
+            system::paranoid().is_some_and(|p| p > -1),
+            "at perf_event_paranoid -1 the kernel applies no perf mlock limit"
+        ),
+        (
+            "memlock-limited",
+            memlock_kb.is_some(),
+            "RLIMIT_MEMLOCK is unlimited here"
+        ),
+    );
     let limit_kb = system::mlock_kb().unwrap_or(516) * system::online_cpu_count() as u64
         + memlock_kb.unwrap_or(0);
     let pages = ((limit_kb * 1024) as usize / system::page_size() * 2).next_power_of_two();
@@ -355,7 +512,12 @@ fn perf_users_finds_this_process_with_an_open_event() -> Outcome {
 
 fn this_machine_lists_its_pmus() -> Outcome {
     let all = Pmu::all_system();
-    require!(!all.is_empty(), "no PMUs in /sys/bus/event_source/devices");
+    // perf_event exists (the binding is in use): an empty list is a broken
+    // sysfs, not a machine without PMUs.
+    ensure!(
+        !all.is_empty() || system::paranoid().is_none(),
+        "no PMUs in /sys/bus/event_source/devices although perf_event is present"
+    );
     let software = all
         .iter()
         .find(|p| p.name == "software")
@@ -389,9 +551,10 @@ fn own_symbol() -> Option<(PathBuf, String)> {
 }
 
 fn count_calls(probe: &Probe, calls: impl Fn(u64)) -> Vec<(u64, u64)> {
+    // The error's Display names the errno (EACCES, …): the matrix's proof.
     let ev = probe
         .open(Target::CALLER, None, OpenFlags::empty())
-        .expect("open uprobe");
+        .unwrap_or_else(|e| panic!("open uprobe: {e}"));
     let mut out = Vec::new();
     for n in [0u64, 1, 7, 1000] {
         ev.reset().unwrap();
@@ -407,7 +570,11 @@ fn count_calls(probe: &Probe, calls: impl Fn(u64)) -> Vec<(u64, u64)> {
 
 fn uprobes_count_exactly_the_calls() -> Outcome {
     let root = Path::new(SYSFS_ROOT);
-    require!(root.join("uprobe").exists(), "no uprobe PMU on this kernel");
+    require!(
+        "pmu:uprobe",
+        root.join("uprobe").exists(),
+        "no uprobe PMU on this kernel"
+    );
     let configure = |a: pmc_linux::attr::Attr| {
         a.disabled(true)
             .exclude_kernel(false)
@@ -421,6 +588,7 @@ fn uprobes_count_exactly_the_calls() -> Outcome {
         Err(e) => panic!("{e}"),
     };
     require!(
+        "perfmon",
         system::perfmon_capable(),
         "uprobes need CAP_PERFMON or CAP_SYS_ADMIN"
     );
@@ -465,10 +633,17 @@ fn kprobes_count_kernel_function_calls() -> Outcome {
             .ok_or("a kprobe without a kprobe PMU")?;
         ensure!(e.to_string().contains("kprobe"), "{e}");
     }
-    require!(root.join("kprobe").exists(), "no kprobe PMU on this kernel");
-    require!(
-        system::perfmon_capable(),
-        "kprobes need CAP_PERFMON or CAP_SYS_ADMIN"
+    require_all!(
+        (
+            "pmu:kprobe",
+            root.join("kprobe").exists(),
+            "no kprobe PMU on this kernel"
+        ),
+        (
+            "perfmon",
+            system::perfmon_capable(),
+            "kprobes need CAP_PERFMON or CAP_SYS_ADMIN"
+        ),
     );
     match Probe::kprobe(root, "do_sys_openat2", 0, false) {
         Err(e) => panic!("{e}"),
@@ -494,7 +669,7 @@ fn main() {
     let mut args = Arguments::from_args();
     // Probes and self-monitoring count this process: one test at a time.
     args.test_threads = Some(1);
-    let tests: [LiveTest; 13] = [
+    let tests: [LiveTest; 15] = [
         (
             "ring::sizes_must_be_powers_of_two",
             ring_sizes_must_be_powers_of_two,
@@ -504,8 +679,16 @@ fn main() {
             ring_samples_arrive_and_wrap_without_losing_framing,
         ),
         (
+            "ring::records_account_for_every_published_byte",
+            ring_records_account_for_every_published_byte,
+        ),
+        (
             "ring::wait_times_out_then_hangs_up_when_the_target_exits",
             ring_wait_times_out_then_hangs_up_when_the_target_exits,
+        ),
+        (
+            "ring::wait_blocks_without_timeout_and_prefers_records_to_hang_up",
+            ring_wait_blocks_without_timeout_and_prefers_records_to_hang_up,
         ),
         (
             "ring::pause_output_holds_back_samples",
