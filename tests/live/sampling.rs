@@ -417,10 +417,14 @@ fn log_proccsw_slices_add_up_to_the_counted_value() -> TestResult {
         "{} PROCCSW slices ({busy} with >= 50 faults) sum to {sum}; PMC {total}; PROCEXIT {exit:?}; the child's getrusage {usage:?}",
         slices.len()
     );
+    // The slice that exit ends is read through sched:sched_process_exit;
+    // without tracefs it is missing (a known loss, see ARCHITECTURE).
+    const EXIT_SLICE: &str =
+        "the slice before exit comes from the sched:sched_process_exit tracepoint (tracefs)";
     // A slice per sleep and the one exit ends; a few preemptions more.
     ensure!(
         (ROUNDS + 1..=3 * ROUNDS).contains(&slices.len()),
-        "{} slices for {ROUNDS} sleeps",
+        "{} slices for {ROUNDS} sleeps; {EXIT_SLICE}",
         slices.len()
     );
     // 21 × 50 fresh pages, plus at most 64 other faults; and what the
@@ -439,7 +443,7 @@ fn log_proccsw_slices_add_up_to_the_counted_value() -> TestResult {
     );
     ensure!(
         sum == total,
-        "the slices sum to {sum}, the PMC counted {total}"
+        "the slices sum to {sum}, the PMC counted {total}; {EXIT_SLICE}"
     );
     ensure!(
         exit == Some(total),

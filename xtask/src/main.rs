@@ -15,8 +15,8 @@
 mod bench;
 mod bench_report;
 mod matrix;
-mod pmu_events;
 mod mutants;
+mod pmu_events;
 mod test;
 
 use std::process::ExitCode;
