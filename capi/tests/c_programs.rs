@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 use pmc as _;
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
-use pmc_core::probe::{Environment, Requirement};
+use pmc_core::probe::{Environment, Requirement, Verdict};
 
 type TestResult = Result<(), Failed>;
 
@@ -288,6 +288,37 @@ fn pkg_config() -> TestResult {
     Ok(())
 }
 
+/// What the runner does with a test (tests/live/harness.rs `Gate`).
+enum Gate {
+    Run,
+    /// `[token,…] reason; reason`: every unmet requirement named.
+    Skip(String),
+    /// The machine is broken in a way no requirement allows.
+    Fail(String),
+}
+
+/// An independent look at the machine decides: unmet requirements skip
+/// with their tokens, broken ones fail, forced tokens count as met.
+fn gate(requires: &[Requirement], env: &Environment, forced: &[String]) -> Gate {
+    let mut tokens = Vec::new();
+    let mut reasons = Vec::new();
+    for r in requires.iter().filter(|r| !forced.contains(&r.token())) {
+        match r.verdict(env) {
+            Verdict::Met => {}
+            Verdict::Unmet(reason) => {
+                tokens.push(r.token());
+                reasons.push(reason);
+            }
+            Verdict::Broken(reason) => return Gate::Fail(format!("[{}] {reason}", r.token())),
+        }
+    }
+    if tokens.is_empty() {
+        Gate::Run
+    } else {
+        Gate::Skip(format!("[{}] {}", tokens.join(","), reasons.join("; ")))
+    }
+}
+
 struct CTest {
     name: &'static str,
     requires: Vec<Requirement>,
@@ -298,9 +329,17 @@ fn main() {
     let args = Arguments::from_args();
     let env = Environment::detect();
     let cc = compiler();
-    // `cargo xtask test --matrix` forces skipped tests to prove they need
-    // what they declare (as tests/live/harness.rs does).
-    let force = std::env::var_os("PMC_LIVE_FORCE").is_some();
+    // `cargo xtask test --matrix` forces skipped tests, one requirement token
+    // at a time, to prove they need what they declare (as
+    // tests/live/harness.rs does; that file cannot be included here, where
+    // `pmc` names this crate).
+    let force_value = std::env::var("PMC_LIVE_FORCE").unwrap_or_default();
+    let force = matches!(force_value.trim(), "1" | "all");
+    let forced_tokens: Vec<String> = force_value
+        .split(',')
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
     let perf = || vec![Requirement::PerfEvent];
     let tests = vec![
         CTest {
@@ -372,14 +411,15 @@ fn main() {
         .into_iter()
         .map(|t| {
             let verdict = match &cc {
-                _ if force => Ok(()),
-                None => Err("no C compiler (`cc --version` failed; set CC)".to_string()),
-                Some(_) => Requirement::check_all(&t.requires, &env),
+                _ if force => Gate::Run,
+                None => Gate::Skip("[cc] no C compiler (`cc --version` failed; set CC)".into()),
+                Some(_) => gate(&t.requires, &env, &forced_tokens),
             };
             let run = t.run;
             Trial::ignorable_test(t.name, move || match verdict {
-                Err(reason) => Ok(Completion::ignored_with(reason)),
-                Ok(()) => run().map(|()| Completion::Completed),
+                Gate::Skip(reason) => Ok(Completion::ignored_with(reason)),
+                Gate::Fail(reason) => Err(Failed::from(reason)),
+                Gate::Run => run().map(|()| Completion::Completed),
             })
         })
         .collect();
@@ -392,11 +432,11 @@ fn main() {
         "c::hardware_event_without_core_pmu_fails_quietly",
         move || {
             if !have_cc && !force {
-                return Ok(Completion::ignored_with("no C compiler"));
+                return Ok(Completion::ignored_with("[cc] no C compiler"));
             }
             if core_pmu && !force {
                 return Ok(Completion::ignored_with(
-                    "this machine has a core PMU, so hardware events open",
+                    "[core-pmu-present] this machine has a core PMU, so hardware events open",
                 ));
             }
             no_pmu_hardware_event().map(|()| Completion::Completed)

@@ -278,12 +278,12 @@ fn perf_cache(lower: &str) -> Option<CacheEvent> {
         let mut ops: Vec<_> = OPS.iter().collect();
         ops.sort_by_key(|(n, _)| std::cmp::Reverse(n.len()));
         for (name, o) in ops {
-            if let Some(r) = remaining.strip_prefix(name) {
-                if r.is_empty() || r.starts_with('-') {
-                    op = Some(*o);
-                    remaining = r.strip_prefix('-').unwrap_or(r);
-                    break;
-                }
+            if let Some(r) = remaining.strip_prefix(name)
+                && (r.is_empty() || r.starts_with('-'))
+            {
+                op = Some(*o);
+                remaining = r.strip_prefix('-').unwrap_or(r);
+                break;
             }
         }
         if !remaining.is_empty() {

@@ -37,7 +37,7 @@ pub fn breakpoint(access: BreakpointAccess, addr: u64, len: Option<u64>) -> Resu
             ));
         }
     };
-    if access != BreakpointAccess::Execute && addr % len != 0 {
+    if access != BreakpointAccess::Execute && !addr.is_multiple_of(len) {
         return Err(Error::invalid(
             "breakpoint address",
             format!(

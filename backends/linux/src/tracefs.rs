@@ -199,10 +199,10 @@ impl Format {
                 id = n.trim().parse().unwrap_or(0);
             } else if line.is_empty() && !fields.is_empty() {
                 common = false;
-            } else if let Some(rest) = line.strip_prefix("field:") {
-                if let Some(f) = parse_field(rest, common) {
-                    fields.push(f);
-                }
+            } else if let Some(rest) = line.strip_prefix("field:")
+                && let Some(f) = parse_field(rest, common)
+            {
+                fields.push(f);
             }
         }
         if name.is_empty() {

@@ -5,7 +5,7 @@ use super::*;
 /// Builds a record: header + body (padded to 8 bytes as the kernel does).
 fn rec(record_type: u32, misc: u16, body: &[u8]) -> Vec<u8> {
     let mut body = body.to_vec();
-    while body.len() % 8 != 0 {
+    while !body.len().is_multiple_of(8) {
         body.push(0);
     }
     let size = (8 + body.len()) as u16;
@@ -40,7 +40,7 @@ impl Body {
     fn str8(self, s: &str) -> Self {
         let mut b = s.as_bytes().to_vec();
         b.push(0);
-        while b.len() % 8 != 0 {
+        while !b.len().is_multiple_of(8) {
             b.push(0);
         }
         self.bytes(&b)

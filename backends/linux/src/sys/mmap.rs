@@ -60,7 +60,7 @@ impl Mmap {
     fn at<T>(&self, offset: usize) -> *mut T {
         assert!(
             offset + core::mem::size_of::<T>() <= self.len
-                && offset % core::mem::align_of::<T>() == 0,
+                && offset.is_multiple_of(core::mem::align_of::<T>()),
             "mmap access out of bounds or misaligned"
         );
         // SAFETY: the offset is within the mapping (checked above).
