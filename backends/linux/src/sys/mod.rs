@@ -6,7 +6,6 @@
 //! the raw `errno` so the safe layer above can diagnose them.
 
 pub mod abi;
-#[allow(dead_code)] // used by the ring-buffer and rdpmc layers
 pub(crate) mod mmap;
 #[cfg(feature = "libpfm")]
 pub(crate) mod pfm;
