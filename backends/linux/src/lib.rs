@@ -4,7 +4,7 @@
 //!
 //! - [`attr`]: every field of `perf_event_attr`, built safely.
 //! - [`event`]: opening events, every ioctl, read formats, group reads.
-//! - [`ring`]: the mmap ring buffer: zero-copy records, wait with timeout.
+//! - [`ring`]: the mmap ring buffer: records copied out, wait with timeout.
 //! - [`record`]: every `PERF_RECORD_*` and `PERF_SAMPLE_*`, decoded lazily.
 //! - [`pmu`], [`tracefs`], [`probe`], [`breakpoint`]: sysfs PMUs and their
 //!   format fields, tracepoints and their formats, uprobes/kprobes,

@@ -214,10 +214,6 @@ pub const PERF_EVENT_IOC_PAUSE_OUTPUT: u64 = ioc(ioc_dir::WRITE, 9, 4);
 pub const PERF_EVENT_IOC_QUERY_BPF: u64 = ioc(ioc_dir::READ | ioc_dir::WRITE, 10, PTR);
 pub const PERF_EVENT_IOC_MODIFY_ATTRIBUTES: u64 = ioc(ioc_dir::WRITE, 11, PTR);
 
-// prctl
-pub const PR_TASK_PERF_EVENTS_DISABLE: i32 = 31;
-pub const PR_TASK_PERF_EVENTS_ENABLE: i32 = 32;
-
 /// Byte offsets of the fields of `struct perf_event_mmap_page` that this
 /// crate reads. The page is shared with the kernel, so it is only ever
 /// accessed through volatile/atomic loads at these offsets.
