@@ -258,16 +258,19 @@ impl UserPage {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn rdpmc(counter: u32) -> Option<u64> {
-    Some(sys::mmap::rdpmc(counter))
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-fn rdpmc(_counter: u32) -> Option<u64> {
-    None
+cfg_if::cfg_if! {
+    if #[cfg(target_arch = "x86_64")] {
+        #[inline(always)]
+        fn rdpmc(counter: u32) -> Option<u64> {
+            Some(sys::mmap::rdpmc(counter))
+        }
+    } else {
+        /// No user-space counter read off x86: always `read(2)`.
+        #[inline(always)]
+        fn rdpmc(_counter: u32) -> Option<u64> {
+            None
+        }
+    }
 }
 
 /// How an event is read.
