@@ -53,7 +53,8 @@ impl Target {
 }
 
 /// One counter value as returned by `read(2)`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Count {
     /// The raw count.
     pub value: u64,
@@ -87,7 +88,8 @@ impl Count {
 }
 
 /// A count with its multiplexing times, from [`Event::read_timed`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TimedCount {
     /// The raw count.
     pub value: u64,
