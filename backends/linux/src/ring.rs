@@ -127,6 +127,43 @@ impl RingBuffer {
     /// buffer is empty. The bytes are a copy owned by the ring, valid until
     /// the next call; the record's space in the kernel buffer is given back
     /// then (or by [`RingBuffer::release`]).
+    ///
+    /// ```no_run
+    /// # use pmc_linux::ring::RingBuffer;
+    /// fn first_two(ring: &mut RingBuffer) -> Vec<Vec<u8>> {
+    ///     let mut kept = Vec::new();
+    ///     while let Some(record) = ring.next_record() {
+    ///         kept.push(record.to_vec()); // copy what must outlive the call
+    ///         if kept.len() == 2 {
+    ///             break;
+    ///         }
+    ///     }
+    ///     kept
+    /// }
+    /// ```
+    ///
+    /// A record cannot be held across the next call, which reuses its
+    /// buffer and gives its space back to the kernel:
+    ///
+    /// ```compile_fail,E0499
+    /// # use pmc_linux::ring::RingBuffer;
+    /// fn first_two(ring: &mut RingBuffer) -> Vec<Vec<u8>> {
+    ///     let first = ring.next_record();
+    ///     let second = ring.next_record();
+    ///     vec![first.unwrap_or_default().to_vec(), second.unwrap_or_default().to_vec()]
+    /// }
+    /// ```
+    ///
+    /// nor outlive the ring (the mapping):
+    ///
+    /// ```compile_fail,E0505
+    /// # use pmc_linux::ring::RingBuffer;
+    /// fn first(mut ring: RingBuffer) -> Vec<u8> {
+    ///     let record = ring.next_record().unwrap_or_default();
+    ///     drop(ring);
+    ///     record.to_vec()
+    /// }
+    /// ```
     pub fn next_record(&mut self) -> Option<&[u8]> {
         self.release_pending();
         let head = self.map.load_u64_acquire(mp::DATA_HEAD);
