@@ -10,7 +10,8 @@ pub use crate::sys::abi::AttrBit;
 use crate::sys::abi::{self, RawAttr};
 
 /// Generic hardware events (`PERF_TYPE_HARDWARE`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[repr(u64)]
 #[allow(missing_docs)]
 pub enum Hardware {
@@ -59,7 +60,8 @@ impl Hardware {
 }
 
 /// Software events (`PERF_TYPE_SOFTWARE`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[repr(u64)]
 #[allow(missing_docs)]
 pub enum Software {
@@ -114,7 +116,8 @@ impl Software {
 }
 
 /// The cache of a `PERF_TYPE_HW_CACHE` event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[repr(u64)]
 pub enum CacheId {
     /// Level 1 data cache.
@@ -160,7 +163,8 @@ impl CacheId {
 }
 
 /// The operation of a `PERF_TYPE_HW_CACHE` event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[repr(u64)]
 #[allow(missing_docs)]
 pub enum CacheOp {
@@ -184,7 +188,8 @@ impl CacheOp {
 }
 
 /// The result of a `PERF_TYPE_HW_CACHE` event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[repr(u64)]
 #[allow(missing_docs)]
 pub enum CacheResult {
@@ -198,7 +203,8 @@ impl CacheResult {
 }
 
 /// A `PERF_TYPE_HW_CACHE` event: cache × operation × result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct CacheEvent {
     /// Which cache.
     pub cache: CacheId,
@@ -240,7 +246,8 @@ impl CacheEvent {
 }
 
 /// The access that triggers a hardware breakpoint (`bp_type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum BreakpointAccess {
     /// Data read.
     Read,
@@ -319,7 +326,8 @@ mod bit_sets {
 
     bitflags::bitflags! {
         /// `sample_type`: the fields each sample record carries (`PERF_SAMPLE_*`).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
         pub struct SampleType: u64 {
             const IP = 1 << 0;
             const TID = 1 << 1;
@@ -351,7 +359,8 @@ mod bit_sets {
 
     bitflags::bitflags! {
         /// `read_format`: what `read(2)` returns (`PERF_FORMAT_*`).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
         pub struct ReadFormat: u64 {
             const TOTAL_TIME_ENABLED = 1 << 0;
             const TOTAL_TIME_RUNNING = 1 << 1;
@@ -363,7 +372,8 @@ mod bit_sets {
 
     bitflags::bitflags! {
         /// `branch_sample_type` (`PERF_SAMPLE_BRANCH_*`).
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+        #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
         pub struct BranchSampleType: u64 {
             const USER = 1 << 0;
             const KERNEL = 1 << 1;

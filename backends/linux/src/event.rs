@@ -53,7 +53,8 @@ impl Target {
 }
 
 /// One counter value as returned by `read(2)`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Count {
     /// The raw count.
     pub value: u64,
@@ -87,7 +88,8 @@ impl Count {
 }
 
 /// A count with its multiplexing times, from [`Event::read_timed`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TimedCount {
     /// The raw count.
     pub value: u64,
@@ -216,7 +218,7 @@ impl Event {
     // Inlined so the ioctl is all a caller pays on success; building the
     // error is out of line.
     #[inline]
-    fn ioctl(&self, name: &'static str, request: u64, arg: u64) -> Result<i32, Error> {
+    fn ioctl(&self, name: &'static str, request: sys::ValueIoctl, arg: u64) -> Result<i32, Error> {
         match sys::ioctl_int(self.fd.as_fd(), request, arg) {
             Ok(v) => Ok(v),
             Err(e) => Err(self.ioctl_failed(name, e)),
@@ -250,19 +252,19 @@ impl Event {
     /// [`Event::read_timed_errno`]).
     #[inline]
     pub fn enable_errno(&self) -> Result<(), i32> {
-        sys::ioctl_int(self.fd.as_fd(), abi::PERF_EVENT_IOC_ENABLE, 0).map(drop)
+        sys::ioctl_int(self.fd.as_fd(), sys::ValueIoctl::ENABLE, 0).map(drop)
     }
 
     /// [`Event::disable`] reporting only the errno (see
     /// [`Event::read_timed_errno`]).
     #[inline]
     pub fn disable_errno(&self) -> Result<(), i32> {
-        sys::ioctl_int(self.fd.as_fd(), abi::PERF_EVENT_IOC_DISABLE, 0).map(drop)
+        sys::ioctl_int(self.fd.as_fd(), sys::ValueIoctl::DISABLE, 0).map(drop)
     }
 
     /// `PERF_EVENT_IOC_RESET`: the count goes to zero (times are kept).
     pub fn reset(&self) -> Result<(), Error> {
-        self.ioctl("PERF_EVENT_IOC_RESET", abi::PERF_EVENT_IOC_RESET, 0)
+        self.ioctl("PERF_EVENT_IOC_RESET", sys::ValueIoctl::RESET, 0)
             .map(drop)
     }
 
@@ -270,7 +272,7 @@ impl Event {
     pub fn enable_group(&self) -> Result<(), Error> {
         self.ioctl(
             "PERF_EVENT_IOC_ENABLE|GROUP",
-            abi::PERF_EVENT_IOC_ENABLE,
+            sys::ValueIoctl::ENABLE,
             abi::PERF_IOC_FLAG_GROUP,
         )
         .map(drop)
@@ -280,7 +282,7 @@ impl Event {
     pub fn disable_group(&self) -> Result<(), Error> {
         self.ioctl(
             "PERF_EVENT_IOC_DISABLE|GROUP",
-            abi::PERF_EVENT_IOC_DISABLE,
+            sys::ValueIoctl::DISABLE,
             abi::PERF_IOC_FLAG_GROUP,
         )
         .map(drop)
@@ -290,7 +292,7 @@ impl Event {
     pub fn reset_group(&self) -> Result<(), Error> {
         self.ioctl(
             "PERF_EVENT_IOC_RESET|GROUP",
-            abi::PERF_EVENT_IOC_RESET,
+            sys::ValueIoctl::RESET,
             abi::PERF_IOC_FLAG_GROUP,
         )
         .map(drop)
@@ -301,7 +303,7 @@ impl Event {
     pub fn refresh(&self, overflows: u32) -> Result<(), Error> {
         self.ioctl(
             "PERF_EVENT_IOC_REFRESH",
-            abi::PERF_EVENT_IOC_REFRESH,
+            sys::ValueIoctl::REFRESH,
             u64::from(overflows),
         )
         .map(drop)
@@ -309,7 +311,7 @@ impl Event {
 
     /// `PERF_EVENT_IOC_PERIOD`: a new sample period (or frequency).
     pub fn set_period(&self, period: u64) -> Result<(), Error> {
-        sys::ioctl_in(self.fd.as_fd(), abi::PERF_EVENT_IOC_PERIOD, &period)
+        sys::ioctl_period(self.fd.as_fd(), &period)
             .map(drop)
             .map_err(|e| Error::os("ioctl(PERF_EVENT_IOC_PERIOD)", e))
     }
@@ -320,7 +322,7 @@ impl Event {
         let arg = target.map_or(-1i64, |t| i64::from(t.fd.as_raw_fd()));
         self.ioctl(
             "PERF_EVENT_IOC_SET_OUTPUT",
-            abi::PERF_EVENT_IOC_SET_OUTPUT,
+            sys::ValueIoctl::SET_OUTPUT,
             arg as u64,
         )
         .map(drop)
@@ -354,7 +356,7 @@ impl Event {
     pub fn set_bpf(&self, prog: BorrowedFd<'_>) -> Result<(), Error> {
         self.ioctl(
             "PERF_EVENT_IOC_SET_BPF",
-            abi::PERF_EVENT_IOC_SET_BPF,
+            sys::ValueIoctl::SET_BPF,
             prog.as_raw_fd() as u64,
         )
         .map(drop)
@@ -365,7 +367,7 @@ impl Event {
     pub fn pause_output(&self, pause: bool) -> Result<(), Error> {
         self.ioctl(
             "PERF_EVENT_IOC_PAUSE_OUTPUT",
-            abi::PERF_EVENT_IOC_PAUSE_OUTPUT,
+            sys::ValueIoctl::PAUSE_OUTPUT,
             u64::from(pause),
         )
         .map(drop)
@@ -381,13 +383,9 @@ impl Event {
     /// `PERF_EVENT_IOC_MODIFY_ATTRIBUTES`: change a breakpoint's address,
     /// length or type in place (the only events the kernel allows it for).
     pub fn modify_attributes(&self, attr: &Attr) -> Result<(), Error> {
-        sys::ioctl_in(
-            self.fd.as_fd(),
-            abi::PERF_EVENT_IOC_MODIFY_ATTRIBUTES,
-            &attr.raw,
-        )
-        .map(drop)
-        .map_err(|e| Error::os("ioctl(PERF_EVENT_IOC_MODIFY_ATTRIBUTES)", e))
+        sys::ioctl_modify_attributes(self.fd.as_fd(), &attr.raw)
+            .map(drop)
+            .map_err(|e| Error::os("ioctl(PERF_EVENT_IOC_MODIFY_ATTRIBUTES)", e))
     }
 
     /// The number of u64 words one non-group `read(2)` returns.

@@ -4,7 +4,7 @@
 //!
 //! - [`attr`]: every field of `perf_event_attr`, built safely.
 //! - [`event`]: opening events, every ioctl, read formats, group reads.
-//! - [`ring`]: the mmap ring buffer: zero-copy records, wait with timeout.
+//! - [`ring`]: the mmap ring buffer: records copied out, wait with timeout.
 //! - [`record`]: every `PERF_RECORD_*` and `PERF_SAMPLE_*`, decoded lazily.
 //! - [`pmu`], [`tracefs`], [`probe`], [`breakpoint`]: sysfs PMUs and their
 //!   format fields, tracepoints and their formats, uprobes/kprobes,
@@ -16,7 +16,9 @@
 //!
 //! `examples/sample_self.rs` samples its own loop through a ring buffer.
 //!
-//! All `unsafe` code lives in the private `sys` module.
+//! All `unsafe` code lives in the private `sys` module: the crate denies
+//! `unsafe_code` everywhere else. The ring buffer hands out copies of its
+//! records, never views of memory the kernel may rewrite.
 //!
 //! ```no_run
 //! use pmc_linux::attr::{Attr, EventConfig, ReadFormat, Software};
@@ -34,6 +36,7 @@
 //! ```
 
 #![warn(missing_docs)]
+#![deny(unsafe_code)]
 
 pub mod attr;
 pub mod breakpoint;
@@ -50,6 +53,8 @@ pub mod selfmon;
 pub mod system;
 pub mod tracefs;
 
+// The one place allowed to use `unsafe`; each block carries its SAFETY.
+#[allow(unsafe_code)]
 mod sys;
 
 pub use error::{Error, Hint};

@@ -15,7 +15,8 @@ use crate::error::{Error, Result};
 pub const SYSFS_ROOT: &str = "/sys/bus/event_source/devices";
 
 /// The value of a PMU term.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum TermValue {
     /// A bare term: 1 for a format field, or the name of an event alias.
     Flag,
@@ -26,7 +27,8 @@ pub enum TermValue {
 }
 
 /// One `name[=value]` term.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Term {
     /// The term name.
     pub name: String,
@@ -46,7 +48,8 @@ impl Term {
 
 /// A format field: which bits of which config word a term sets, e.g.
 /// `config:0-7,32-35` (AMD's split event select).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct FormatField {
     /// The field name (`event`, `umask`, `cmask`, …).
     pub name: String,
@@ -129,7 +132,8 @@ impl FormatField {
 }
 
 /// A named event of a PMU (`events/NAME`) with its metadata files.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct EventAlias {
     /// The alias name.
     pub name: String,
@@ -146,14 +150,16 @@ pub struct EventAlias {
 }
 
 /// The four config words an event encodes into.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Encoded {
     /// `config`, `config1`, `config2`, `config3`.
     pub config: [u64; 4],
 }
 
 /// One PMU registered with the kernel.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Pmu {
     /// Its name (`cpu`, `msr`, `cpu_core`, `amd_df`, …).
     pub name: String,

@@ -18,7 +18,8 @@ use crate::event::{Event, OpenFlags, Target};
 use crate::pmu::{Pmu, Term, TermValue};
 
 /// Which kind of probe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum ProbeKind {
     /// A user-space function entry (or any instruction) of a binary.
     Uprobe,

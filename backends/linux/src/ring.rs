@@ -2,11 +2,18 @@
 //! data pages, read with the kernel's head/tail protocol.
 //!
 //! `data_head` is loaded with acquire ordering (the kernel's writes of the
-//! records before it are then visible), records between the tail and the
-//! head are handed out as borrowed byte slices (a record that wraps around
-//! the end is copied into a scratch buffer owned by the ring, reused, so
-//! steady-state reading allocates nothing), and `data_tail` is stored with
-//! release ordering only after the caller is done with a record.
+//! records before it are then visible), each record between the tail and
+//! the head is copied into a scratch buffer owned by the ring (grown to
+//! the largest record seen, so steady-state reading allocates nothing) and
+//! handed out as a slice of it, and `data_tail` is stored with release
+//! ordering only after the caller is done with a record.
+//!
+//! Records are copied, never lent out of the mapping, because nothing can
+//! stop a second reader of the same kernel buffer (another `RingBuffer` on
+//! the same event, an event routed here with [`Event::set_output`], a
+//! forked child) from moving `data_tail` and letting the kernel rewrite the
+//! bytes under a borrow. Two readers of one buffer share its records
+//! between them; each record a reader holds stays intact.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::time::Duration;
@@ -39,6 +46,7 @@ pub struct RingBuffer {
     /// Bytes of the record handed out last, released at the next call.
     pending: u64,
     tail: u64,
+    /// The record handed out last (its first `pending` bytes).
     scratch: Vec<u8>,
 }
 
@@ -116,8 +124,46 @@ impl RingBuffer {
     }
 
     /// The next record's bytes (header included), or `None` when the
-    /// buffer is empty. The slice is valid until the next call; the space
-    /// is given back to the kernel then (or by [`RingBuffer::release`]).
+    /// buffer is empty. The bytes are a copy owned by the ring, valid until
+    /// the next call; the record's space in the kernel buffer is given back
+    /// then (or by [`RingBuffer::release`]).
+    ///
+    /// ```no_run
+    /// # use pmc_linux::ring::RingBuffer;
+    /// fn first_two(ring: &mut RingBuffer) -> Vec<Vec<u8>> {
+    ///     let mut kept = Vec::new();
+    ///     while let Some(record) = ring.next_record() {
+    ///         kept.push(record.to_vec()); // copy what must outlive the call
+    ///         if kept.len() == 2 {
+    ///             break;
+    ///         }
+    ///     }
+    ///     kept
+    /// }
+    /// ```
+    ///
+    /// A record cannot be held across the next call, which reuses its
+    /// buffer and gives its space back to the kernel:
+    ///
+    /// ```compile_fail,E0499
+    /// # use pmc_linux::ring::RingBuffer;
+    /// fn first_two(ring: &mut RingBuffer) -> Vec<Vec<u8>> {
+    ///     let first = ring.next_record();
+    ///     let second = ring.next_record();
+    ///     vec![first.unwrap_or_default().to_vec(), second.unwrap_or_default().to_vec()]
+    /// }
+    /// ```
+    ///
+    /// nor outlive the ring (the mapping):
+    ///
+    /// ```compile_fail,E0505
+    /// # use pmc_linux::ring::RingBuffer;
+    /// fn first(mut ring: RingBuffer) -> Vec<u8> {
+    ///     let record = ring.next_record().unwrap_or_default();
+    ///     drop(ring);
+    ///     record.to_vec()
+    /// }
+    /// ```
     pub fn next_record(&mut self) -> Option<&[u8]> {
         self.release_pending();
         let head = self.map.load_u64_acquire(mp::DATA_HEAD);
@@ -126,9 +172,11 @@ impl RingBuffer {
         }
         let mask = (self.size - 1) as u64;
         let start = (self.tail & mask) as usize;
-        let mut header = [0u8; 8];
-        self.copy(start, &mut header);
-        let size = usize::from(u16::from_ne_bytes([header[6], header[7]]));
+        if self.scratch.len() < 8 {
+            self.scratch.resize(8, 0);
+        }
+        self.copy(start, 0..8);
+        let size = usize::from(u16::from_ne_bytes([self.scratch[6], self.scratch[7]]));
         let avail = head.wrapping_sub(self.tail) as usize;
         if size < 8 || size > avail {
             // A corrupt header: drop everything published so far rather
@@ -138,21 +186,18 @@ impl RingBuffer {
             return None;
         }
         self.pending = size as u64;
-        let off = self.page + start;
-        if start + size <= self.size {
-            Some(self.map.published(off, size))
-        } else {
+        if self.scratch.len() < size {
             self.scratch.resize(size, 0);
-            let mut scratch = std::mem::take(&mut self.scratch);
-            self.copy(start, &mut scratch);
-            self.scratch = scratch;
-            Some(&self.scratch)
         }
+        // The header is already there: copy the rest of the record.
+        self.copy((start + 8) & mask as usize, 8..size);
+        Some(&self.scratch[..size])
     }
 
-    /// Copies `dst.len()` bytes of the data area starting at `start`,
-    /// wrapping around the end.
-    fn copy(&self, start: usize, dst: &mut [u8]) {
+    /// Copies the data-area bytes starting at `start` (wrapping around the
+    /// end) into `self.scratch[range]`.
+    fn copy(&mut self, start: usize, range: std::ops::Range<usize>) {
+        let dst = &mut self.scratch[range];
         let first = dst.len().min(self.size - start);
         self.map.copy_out(self.page + start, &mut dst[..first]);
         if first < dst.len() {

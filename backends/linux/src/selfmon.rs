@@ -25,7 +25,8 @@ pub struct UserPage {
 }
 
 /// What the metadata page says about user-space reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct UserPageCaps {
     /// `cap_user_rdpmc`: user-space rdpmc is allowed for this event.
     pub user_rdpmc: bool,
@@ -64,7 +65,8 @@ impl PageView for Mmap {
 
 /// One consistent read of a metadata page (all fields from the same
 /// sequence-lock generation).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct PageReading {
     /// `offset` plus the sign-extended `rdpmc` value: the raw count, as
     /// `read(2)` would return it.
@@ -97,7 +99,8 @@ impl PageReading {
 /// The TSC to nanoseconds conversion published in the page
 /// (`time_shift`, `time_mult`, `time_offset`, `time_zero`, `time_cycles`,
 /// `time_mask`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TimeConversion {
     /// `time_shift`.
     pub shift: u16,
@@ -258,20 +261,24 @@ impl UserPage {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn rdpmc(counter: u32) -> Option<u64> {
-    Some(sys::mmap::rdpmc(counter))
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-fn rdpmc(_counter: u32) -> Option<u64> {
-    None
+cfg_if::cfg_if! {
+    if #[cfg(target_arch = "x86_64")] {
+        #[inline(always)]
+        fn rdpmc(counter: u32) -> Option<u64> {
+            Some(sys::mmap::rdpmc(counter))
+        }
+    } else {
+        /// No user-space counter read off x86: always `read(2)`.
+        #[inline(always)]
+        fn rdpmc(_counter: u32) -> Option<u64> {
+            None
+        }
+    }
 }
 
 /// How an event is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum ReadPath {
     /// The `read(2)` system call.
     Syscall,
@@ -281,7 +288,8 @@ pub enum ReadPath {
 }
 
 /// The outcome of measuring both read paths on one event.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Calibration {
     /// The faster path (ties go to `read(2)`, which never needs a fallback).
     pub chosen: ReadPath,

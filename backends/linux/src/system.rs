@@ -233,7 +233,8 @@ pub fn page_size() -> usize {
 }
 
 /// A process holding perf_event file descriptors.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct PerfUser {
     /// The process id.
     pub pid: i32,

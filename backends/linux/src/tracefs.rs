@@ -144,7 +144,8 @@ impl Tracefs {
 }
 
 /// One field of a tracepoint's record.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Field {
     /// The field name (`count`, `__syscall_nr`, …).
     pub name: String,
@@ -161,7 +162,8 @@ pub struct Field {
 }
 
 /// A decoded field value.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum FieldValue {
     /// A signed integer.
     Signed(i64),
@@ -174,7 +176,8 @@ pub enum FieldValue {
 }
 
 /// A tracepoint's `format` file.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Format {
     /// The event name.
     pub name: String,

@@ -165,31 +165,28 @@ pub const PERF_FLAG_FD_CLOEXEC: u64 = 1 << 3;
 pub const PERF_IOC_FLAG_GROUP: u64 = 1;
 
 // ioctl request numbers, built like the kernel's _IO/_IOR/_IOW macros.
-#[cfg(any(
-    target_arch = "powerpc",
-    target_arch = "powerpc64",
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "sparc64"
-))]
-mod ioc_dir {
-    pub const NONE: u64 = 1;
-    pub const READ: u64 = 2;
-    pub const WRITE: u64 = 4;
-    pub const SIZE_BITS: u64 = 13;
-}
-#[cfg(not(any(
-    target_arch = "powerpc",
-    target_arch = "powerpc64",
-    target_arch = "mips",
-    target_arch = "mips64",
-    target_arch = "sparc64"
-)))]
-mod ioc_dir {
-    pub const NONE: u64 = 0;
-    pub const READ: u64 = 2;
-    pub const WRITE: u64 = 1;
-    pub const SIZE_BITS: u64 = 14;
+cfg_if::cfg_if! {
+    if #[cfg(any(
+        target_arch = "powerpc",
+        target_arch = "powerpc64",
+        target_arch = "mips",
+        target_arch = "mips64",
+        target_arch = "sparc64"
+    ))] {
+        mod ioc_dir {
+            pub const NONE: u64 = 1;
+            pub const READ: u64 = 2;
+            pub const WRITE: u64 = 4;
+            pub const SIZE_BITS: u64 = 13;
+        }
+    } else {
+        mod ioc_dir {
+            pub const NONE: u64 = 0;
+            pub const READ: u64 = 2;
+            pub const WRITE: u64 = 1;
+            pub const SIZE_BITS: u64 = 14;
+        }
+    }
 }
 
 const fn ioc(dir: u64, nr: u64, size: u64) -> u64 {
@@ -213,10 +210,6 @@ pub const PERF_EVENT_IOC_SET_BPF: u64 = ioc(ioc_dir::WRITE, 8, 4);
 pub const PERF_EVENT_IOC_PAUSE_OUTPUT: u64 = ioc(ioc_dir::WRITE, 9, 4);
 pub const PERF_EVENT_IOC_QUERY_BPF: u64 = ioc(ioc_dir::READ | ioc_dir::WRITE, 10, PTR);
 pub const PERF_EVENT_IOC_MODIFY_ATTRIBUTES: u64 = ioc(ioc_dir::WRITE, 11, PTR);
-
-// prctl
-pub const PR_TASK_PERF_EVENTS_DISABLE: i32 = 31;
-pub const PR_TASK_PERF_EVENTS_ENABLE: i32 = 32;
 
 /// Byte offsets of the fields of `struct perf_event_mmap_page` that this
 /// crate reads. The page is shared with the kernel, so it is only ever

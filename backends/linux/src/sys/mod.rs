@@ -1,25 +1,35 @@
-//! The only place in the workspace with `unsafe` code: raw system calls,
-//! ioctls, the shared mmap pages and the `rdpmc` instruction.
+//! The operating-system layer of the binding, and the only place in the
+//! workspace with `unsafe` code.
 //!
-//! Every function here is a thin, safe wrapper whose `// SAFETY:` comment
-//! states why the call cannot violate memory safety. Errors are returned as
-//! the raw `errno` so the safe layer above can diagnose them.
+//! What a well-kept crate wraps safely goes through it: nix for poll,
+//! prctl, read, getrlimit, kill, gettid, sched_getcpu, sysconf, geteuid and
+//! clock_gettime, memmap2 for mapping and unmapping. Hand-written `unsafe`
+//! is left only where no crate helps: `perf_event_open` and the perf ioctls
+//! (here), `capget` (no nix wrapper), the ring's volatile/atomic accesses
+//! and `rdpmc`/`rdtsc` (`mmap.rs`), and libpfm4 (`pfm.rs`). Each block's
+//! `// SAFETY:` comment says why it holds whatever the caller does.
+//!
+//! Errors are returned as the raw `errno` so the safe layer above can
+//! diagnose them.
 
 pub mod abi;
-#[allow(dead_code)] // used by the ring-buffer and rdpmc layers
 pub(crate) mod mmap;
 #[cfg(feature = "libpfm")]
 pub(crate) mod pfm;
 
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
+use nix::errno::Errno;
+use nix::poll::{PollFd, PollFlags, PollTimeout};
+use nix::sys::resource::{Resource, getrlimit};
+use nix::time::{ClockId, clock_gettime};
+use nix::unistd::{Pid, SysconfVar, sysconf};
+
 use abi::RawAttr;
 
 /// The errno of the last failed libc call on this thread.
 fn last_errno() -> i32 {
-    std::io::Error::last_os_error()
-        .raw_os_error()
-        .unwrap_or(libc::EIO)
+    Errno::last_raw()
 }
 
 /// `perf_event_open(2)`. `attr.size` must already be set by the caller; on
@@ -31,10 +41,14 @@ pub(crate) fn perf_event_open(
     group_fd: Option<BorrowedFd<'_>>,
     flags: u64,
 ) -> Result<OwnedFd, i32> {
+    if attr.size as usize > core::mem::size_of::<RawAttr>() {
+        // The kernel would read past the struct.
+        return Err(libc::EINVAL);
+    }
     let group = group_fd.map_or(-1, |fd| fd.as_raw_fd());
     // SAFETY: `attr` is a valid, exclusively borrowed `perf_event_attr` of
-    // `attr.size` bytes (the struct is at least that large, checked by the
-    // caller); the kernel reads it and may write back `size` on E2BIG.
+    // at least `attr.size` bytes (checked above); the kernel reads that
+    // many and may write back `size` (a field of the struct) on E2BIG.
     let ret = unsafe {
         libc::syscall(
             libc::SYS_perf_event_open,
@@ -53,22 +67,58 @@ pub(crate) fn perf_event_open(
     Ok(unsafe { OwnedFd::from_raw_fd(ret as RawFd) })
 }
 
-/// An ioctl whose argument is a plain integer (or unused).
+/// A perf ioctl that takes its argument by value, so no memory crosses the
+/// call whatever the argument is. Only these requests exist: a request that
+/// reads or writes through a pointer has its own typed wrapper below.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ValueIoctl(u64);
+
+impl ValueIoctl {
+    pub(crate) const ENABLE: ValueIoctl = ValueIoctl(abi::PERF_EVENT_IOC_ENABLE);
+    pub(crate) const DISABLE: ValueIoctl = ValueIoctl(abi::PERF_EVENT_IOC_DISABLE);
+    pub(crate) const RESET: ValueIoctl = ValueIoctl(abi::PERF_EVENT_IOC_RESET);
+    pub(crate) const REFRESH: ValueIoctl = ValueIoctl(abi::PERF_EVENT_IOC_REFRESH);
+    pub(crate) const SET_OUTPUT: ValueIoctl = ValueIoctl(abi::PERF_EVENT_IOC_SET_OUTPUT);
+    pub(crate) const SET_BPF: ValueIoctl = ValueIoctl(abi::PERF_EVENT_IOC_SET_BPF);
+    pub(crate) const PAUSE_OUTPUT: ValueIoctl = ValueIoctl(abi::PERF_EVENT_IOC_PAUSE_OUTPUT);
+}
+
+/// A perf ioctl whose argument is a plain integer (or unused).
 #[inline]
-pub(crate) fn ioctl_int(fd: BorrowedFd<'_>, request: u64, arg: u64) -> Result<i32, i32> {
-    // SAFETY: the perf ioctls called through this wrapper take their
-    // argument by value (ENABLE, DISABLE, RESET, REFRESH, SET_OUTPUT,
-    // SET_BPF, PAUSE_OUTPUT), so no memory is passed to the kernel.
-    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg as libc::c_ulong) };
+pub(crate) fn ioctl_int(fd: BorrowedFd<'_>, request: ValueIoctl, arg: u64) -> Result<i32, i32> {
+    // SAFETY: every `ValueIoctl` request takes its argument by value (see
+    // the type), so the kernel dereferences no user memory.
+    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), request.0 as _, arg as libc::c_ulong) };
     if ret < 0 { Err(last_errno()) } else { Ok(ret) }
 }
 
-/// An ioctl that reads a `T` from user memory (PERIOD, MODIFY_ATTRIBUTES).
-pub(crate) fn ioctl_in<T>(fd: BorrowedFd<'_>, request: u64, arg: &T) -> Result<i32, i32> {
-    // SAFETY: `arg` is a valid reference to a `T` for the duration of the
-    // call; the kernel only reads `size_of::<T>()` bytes (or, for
-    // MODIFY_ATTRIBUTES, `attr.size` bytes, which never exceeds the struct).
-    let ret = unsafe { libc::ioctl(fd.as_raw_fd(), request as _, arg as *const T) };
+/// `PERF_EVENT_IOC_PERIOD`: the kernel reads a `u64`.
+pub(crate) fn ioctl_period(fd: BorrowedFd<'_>, period: &u64) -> Result<i32, i32> {
+    // SAFETY: `period` is a valid u64 for the duration of the call, and
+    // PERF_EVENT_IOC_PERIOD reads exactly one u64 through its argument.
+    let ret = unsafe {
+        libc::ioctl(
+            fd.as_raw_fd(),
+            abi::PERF_EVENT_IOC_PERIOD as _,
+            period as *const u64,
+        )
+    };
+    if ret < 0 { Err(last_errno()) } else { Ok(ret) }
+}
+
+/// `PERF_EVENT_IOC_MODIFY_ATTRIBUTES`: the kernel reads a `perf_event_attr`.
+pub(crate) fn ioctl_modify_attributes(fd: BorrowedFd<'_>, attr: &RawAttr) -> Result<i32, i32> {
+    // SAFETY: `attr` is a valid `perf_event_attr` for the duration of the
+    // call; the kernel reads at most `attr.size` bytes of it, and `Attr`
+    // never sets `size` beyond the struct (`RawAttr` is the newest uapi
+    // layout).
+    let ret = unsafe {
+        libc::ioctl(
+            fd.as_raw_fd(),
+            abi::PERF_EVENT_IOC_MODIFY_ATTRIBUTES as _,
+            attr as *const RawAttr,
+        )
+    };
     if ret < 0 { Err(last_errno()) } else { Ok(ret) }
 }
 
@@ -117,84 +167,62 @@ pub(crate) fn ioctl_query_bpf(fd: BorrowedFd<'_>, ids: &mut [u32]) -> Result<u32
     Ok(prog_cnt)
 }
 
-/// `read(2)` into a `u64` buffer (the perf read formats are arrays of u64).
-/// The first attempt is inline; a failure (EINTR retries) is out of line,
-/// which keeps callers' hot paths short.
+/// `read(2)` into a `u64` buffer (the perf read formats are arrays of u64),
+/// seen as bytes. The first attempt is inline; a failure (EINTR retries) is
+/// out of line, which keeps callers' hot paths short.
 #[inline(always)]
 pub(crate) fn read_u64s(fd: BorrowedFd<'_>, buf: &mut [u64]) -> Result<usize, i32> {
-    match read_u64s_once(fd, buf) {
+    match nix::unistd::read(fd, bytemuck::cast_slice_mut(buf)) {
         Ok(n) => Ok(n),
-        Err(_) => read_u64s_retrying(fd, buf),
+        Err(e) => read_u64s_retrying(fd, buf, e),
     }
-}
-
-#[inline(always)]
-fn read_u64s_once(fd: BorrowedFd<'_>, buf: &mut [u64]) -> Result<usize, ()> {
-    // SAFETY: `buf` is valid and writable for `size_of_val(buf)` bytes,
-    // and any byte pattern is a valid u64.
-    let ret = unsafe {
-        libc::read(
-            fd.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            core::mem::size_of_val(buf),
-        )
-    };
-    usize::try_from(ret).map_err(drop)
 }
 
 #[cold]
 #[inline(never)]
-fn read_u64s_retrying(fd: BorrowedFd<'_>, buf: &mut [u64]) -> Result<usize, i32> {
-    loop {
-        let e = last_errno();
-        if e != libc::EINTR {
-            return Err(e);
-        }
-        if let Ok(n) = read_u64s_once(fd, buf) {
-            return Ok(n);
+fn read_u64s_retrying(fd: BorrowedFd<'_>, buf: &mut [u64], first: Errno) -> Result<usize, i32> {
+    let mut e = first;
+    while e == Errno::EINTR {
+        match nix::unistd::read(fd, bytemuck::cast_slice_mut(buf)) {
+            Ok(n) => return Ok(n),
+            Err(again) => e = again,
         }
     }
+    Err(e as i32)
 }
 
 /// `prctl(PR_TASK_PERF_EVENTS_{ENABLE,DISABLE})`.
 pub(crate) fn prctl_perf_events(enable: bool) -> Result<(), i32> {
-    let op = if enable {
-        abi::PR_TASK_PERF_EVENTS_ENABLE
+    let done = if enable {
+        nix::sys::prctl::task_perf_events_enable()
     } else {
-        abi::PR_TASK_PERF_EVENTS_DISABLE
+        nix::sys::prctl::task_perf_events_disable()
     };
-    // SAFETY: these prctl operations take no pointer arguments.
-    let ret = unsafe { libc::prctl(op, 0, 0, 0, 0) };
-    if ret < 0 { Err(last_errno()) } else { Ok(()) }
+    done.map_err(|e| e as i32)
 }
 
-/// `poll(2)` for readability on one fd. Returns `Ok(true)` when readable,
-/// `Ok(false)` on timeout; `POLLHUP` (the monitored task exited) is reported
-/// as readable with `hup = true`.
+/// `poll(2)` for readability on one fd (a negative timeout waits forever).
+/// Returns `Ok(true)` when readable, `Ok(false)` on timeout; `POLLHUP` (the
+/// monitored task exited) is reported as readable with `hup = true`.
 pub(crate) fn poll_in(fd: BorrowedFd<'_>, timeout_ms: i32) -> Result<(bool, bool), i32> {
-    let mut pfd = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
+    let timeout = PollTimeout::try_from(timeout_ms).unwrap_or(PollTimeout::NONE);
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
     loop {
-        // SAFETY: `pfd` is one valid pollfd for the duration of the call.
-        let ret = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-        if ret >= 0 {
-            let hup = pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0;
-            return Ok((pfd.revents & libc::POLLIN != 0 || hup, hup));
-        }
-        let e = last_errno();
-        if e != libc::EINTR {
-            return Err(e);
+        match nix::poll::poll(&mut fds, timeout) {
+            Ok(_) => {
+                let revents = fds[0].revents().unwrap_or(PollFlags::empty());
+                let hup = revents.intersects(PollFlags::POLLHUP | PollFlags::POLLERR);
+                return Ok((revents.contains(PollFlags::POLLIN) || hup, hup));
+            }
+            Err(Errno::EINTR) => continue,
+            Err(e) => return Err(e as i32),
         }
     }
 }
 
 /// The caller's thread id.
 pub(crate) fn gettid() -> i32 {
-    // SAFETY: gettid takes no arguments and cannot fail.
-    unsafe { libc::gettid() }
+    nix::unistd::gettid().as_raw()
 }
 
 /// Whether a process or thread with this id exists (`kill(pid, 0)`):
@@ -203,24 +231,16 @@ pub(crate) fn process_exists(pid: i32) -> bool {
     if pid <= 0 {
         return false;
     }
-    // SAFETY: signal 0 performs only the existence and permission checks.
-    let ret = unsafe { libc::kill(pid, 0) };
-    ret == 0 || last_errno() == libc::EPERM
+    matches!(
+        nix::sys::signal::kill(Pid::from_raw(pid), None),
+        Ok(()) | Err(Errno::EPERM)
+    )
 }
 
 /// The soft and hard `RLIMIT_NOFILE`.
 pub(crate) fn nofile_limit() -> (u64, u64) {
-    let mut rl = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `rl` is a valid, writable rlimit.
-    let ret = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) };
-    if ret < 0 {
-        return (0, 0);
-    }
     #[allow(clippy::unnecessary_cast)] // rlim_t is not u64 on every target
-    (rl.rlim_cur as u64, rl.rlim_max as u64)
+    getrlimit(Resource::RLIMIT_NOFILE).map_or((0, 0), |(soft, hard)| (soft as u64, hard as u64))
 }
 
 /// The effective capability set of the calling thread (capget v3), as a
@@ -253,69 +273,63 @@ pub(crate) fn effective_capabilities() -> Result<u64, i32> {
     Ok(u64::from(data[0].effective) | (u64::from(data[1].effective) << 32))
 }
 
-/// Raw CPUID on x86; `None` elsewhere.
-pub(crate) fn cpuid(leaf: u32, subleaf: u32) -> Option<[u32; 4]> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // CPUID is always available on x86_64 and safe to call.
-        let r = core::arch::x86_64::__cpuid_count(leaf, subleaf);
-        Some([r.eax, r.ebx, r.ecx, r.edx])
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (leaf, subleaf);
-        None
+cfg_if::cfg_if! {
+    if #[cfg(target_arch = "x86_64")] {
+        /// Raw CPUID (always available on x86_64, and a safe intrinsic).
+        pub(crate) fn cpuid(leaf: u32, subleaf: u32) -> Option<[u32; 4]> {
+            let r = core::arch::x86_64::__cpuid_count(leaf, subleaf);
+            Some([r.eax, r.ebx, r.ecx, r.edx])
+        }
+    } else {
+        /// No CPUID off x86.
+        pub(crate) fn cpuid(_leaf: u32, _subleaf: u32) -> Option<[u32; 4]> {
+            None
+        }
     }
 }
 
 /// The number of online CPUs as the C library reports it.
 pub(crate) fn online_cpus() -> usize {
-    // SAFETY: sysconf has no memory effects.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    if n < 1 { 1 } else { n as usize }
+    match sysconf(SysconfVar::_NPROCESSORS_ONLN) {
+        Ok(Some(n)) if n >= 1 => n as usize,
+        _ => 1,
+    }
 }
 
 /// The CPU the calling thread runs on right now.
 pub(crate) fn current_cpu() -> Option<u32> {
-    // SAFETY: sched_getcpu has no memory effects.
-    let c = unsafe { libc::sched_getcpu() };
-    u32::try_from(c).ok()
+    nix::sched::sched_getcpu()
+        .ok()
+        .and_then(|c| u32::try_from(c).ok())
 }
 
 /// The effective user id.
 pub(crate) fn geteuid() -> u32 {
-    // SAFETY: geteuid takes no arguments and cannot fail.
-    unsafe { libc::geteuid() }
+    nix::unistd::geteuid().as_raw()
 }
 
 /// The system page size.
 pub(crate) fn page_size() -> usize {
-    // SAFETY: sysconf has no memory effects.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n <= 0 { 4096 } else { n as usize }
+    match sysconf(SysconfVar::PAGE_SIZE) {
+        Ok(Some(n)) if n > 0 => n as usize,
+        _ => 4096,
+    }
 }
 
 /// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds (the clock perf stamps
 /// records with when `use_clockid` selects it).
 pub(crate) fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
+    clock_ns(ClockId::CLOCK_MONOTONIC)
 }
 
 /// CPU time consumed by the calling thread, in nanoseconds.
 pub(crate) fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+    clock_ns(ClockId::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// `clock_gettime(clock)` in nanoseconds; 0 if the clock is unavailable.
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for the kernel to fill.
-    let ret = unsafe { libc::clock_gettime(clock, &mut ts) };
-    if ret != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64).wrapping_mul(1_000_000_000) + ts.tv_nsec as u64
+fn clock_ns(clock: ClockId) -> u64 {
+    clock_gettime(clock).map_or(0, |ts| {
+        (ts.tv_sec() as u64).wrapping_mul(1_000_000_000) + ts.tv_nsec() as u64
+    })
 }
