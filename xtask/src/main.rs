@@ -9,11 +9,13 @@
 //!   the baselines measured in the same run.
 //! - `cargo xtask gen-pmu-events <linux source>`: regenerates the native
 //!   event table (`backends/linux/src/pmu_events/`).
+//! - `cargo xtask tidy`: the invariants a command can check (see `tidy.rs`).
 
 mod bench;
 mod matrix;
 mod pmu_events;
 mod test;
+mod tidy;
 
 use std::process::ExitCode;
 
@@ -40,6 +42,11 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Regenerate the native event table from a Linux source tree.
     GenPmuEvents(pmu_events::GenArgs),
+    /// Check the invariants a command can check (unsafe only in sys/, SAFETY lines, file length, no /proc or /sys in the portable crate).
+    Tidy {
+        /// The tree to check (default: this workspace).
+        root: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -63,5 +70,6 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::GenPmuEvents(args) => pmu_events::run(&args),
+        Command::Tidy { root } => tidy::run(root),
     }
 }
