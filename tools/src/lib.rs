@@ -42,26 +42,29 @@ pub fn parse_cpus(list: &str) -> Result<Vec<u32>, String> {
     if list.trim() == "*" {
         return Ok(pmc::machine::online_cpus());
     }
-    let mut cpus = Vec::new();
-    for part in list.split(',').map(str::trim) {
-        let bad = || format!("bad CPU list {list:?}: expected e.g. `0-3,6` or `*`");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (
-                    a.trim().parse().map_err(|_| bad())?,
-                    b.trim().parse().map_err(|_| bad())?,
-                );
-                if a > b {
-                    return Err(bad());
-                }
-                cpus.extend(a..=b);
-            }
-            None => cpus.push(part.parse().map_err(|_| bad())?),
-        }
+    let bad = || format!("bad CPU list {list:?}: expected e.g. `0-3,6` or `*`");
+    if list.trim().is_empty() {
+        return Err(bad());
     }
+    let mut cpus = cpu_list(list)?.ok_or_else(bad)?;
     cpus.sort_unstable();
     cpus.dedup();
     Ok(cpus)
+}
+
+/// The kernel's CPU list syntax, parsed by the binding (one parser for
+/// sysfs files and for `-c`).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+fn cpu_list(list: &str) -> Result<Option<Vec<u32>>, String> {
+    Ok(pmc_linux::system::parse_cpu_list(list))
+}
+
+/// No binding here parses CPU lists yet: only `*` works.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+fn cpu_list(list: &str) -> Result<Option<Vec<u32>>, String> {
+    Err(format!(
+        "CPU list {list:?}: this platform's backend takes only `*` (every online CPU)"
+    ))
 }
 
 #[cfg(test)]
@@ -74,5 +77,10 @@ mod tests {
         assert!(parse_cpus("3-1").is_err());
         assert!(parse_cpus("x").is_err());
         assert!(!parse_cpus("*").unwrap().is_empty());
+        assert_eq!(parse_cpus(" 2, 0-1 ,1").unwrap(), vec![0, 1, 2]);
+        assert!(parse_cpus("").is_err());
+        // FreeBSD pmcstat.c pmcstat_get_cpumask skips any run of ", \t"
+        // between CPU numbers, so an empty part is not an error there either.
+        assert_eq!(parse_cpus("0-1,,2").unwrap(), vec![0, 1, 2]);
     }
 }

@@ -11,6 +11,7 @@
 //!   event table (`backends/linux/src/pmu_events/`).
 //! - `cargo xtask mutants [--file F] [--shard K/N]`: cargo-mutants on the
 //!   core files, caught / missed / unviable per file.
+//! - `cargo xtask tidy`: the invariants a command can check (see `tidy.rs`).
 
 mod bench;
 mod bench_report;
@@ -18,6 +19,7 @@ mod matrix;
 mod mutants;
 mod pmu_events;
 mod test;
+mod tidy;
 
 use std::process::ExitCode;
 
@@ -46,6 +48,11 @@ enum Command {
     GenPmuEvents(pmu_events::GenArgs),
     /// Mutation testing (cargo-mutants) of the core files; score per file.
     Mutants(mutants::MutantsArgs),
+    /// Check the invariants a command can check (unsafe only in sys/, SAFETY lines, file length, no /proc or /sys in the portable crate).
+    Tidy {
+        /// The tree to check (default: this workspace).
+        root: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -70,5 +77,6 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::GenPmuEvents(args) => pmu_events::run(&args),
         Command::Mutants(args) => mutants::run(&args),
+        Command::Tidy { root } => tidy::run(root),
     }
 }

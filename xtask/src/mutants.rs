@@ -18,10 +18,11 @@ pub const TARGETS: [(&str, &str, &[&str]); 7] = [
     ("pmc", "src/spec/**", &["--lib"]),
     ("pmc", "src/log/**", &["--lib"]),
     ("pmc", "src/pmc.rs", &["--lib"]),
-    ("pmc-linux", "backends/linux/src/attr.rs", &["--lib"]),
+    // attr.rs and record.rs with the modules split out of them.
+    ("pmc-linux", "backends/linux/src/attr{.rs,/**}", &["--lib"]),
     (
         "pmc-linux",
-        "backends/linux/src/record.rs",
+        "backends/linux/src/record{.rs,/**}",
         &["--lib", "--test=abi_header"],
     ),
     // Rings and the metadata page are only exercised by the kernel.
@@ -83,10 +84,17 @@ impl FileScore {
 
 /// The directory name of a target's results.
 fn slug(file: &str) -> String {
-    file.trim_end_matches("/**")
-        .replace(['/', '.', '*'], "_")
-        .trim_matches('_')
-        .to_string()
+    let flat = file
+        .trim_end_matches("/**")
+        .replace(['/', '.', '*', '{', '}', ','], "_");
+    // `attr{.rs,/**}` and `attr.rs` share a name.
+    let mut out = String::with_capacity(flat.len());
+    for c in flat.chars() {
+        if !(c == '_' && out.ends_with('_')) {
+            out.push(c);
+        }
+    }
+    out.trim_matches('_').to_string()
 }
 
 /// Adds the lines of one of cargo-mutants' outcome lists
@@ -327,6 +335,7 @@ mod tests {
         let slugs: Vec<String> = TARGETS.iter().map(|(_, f, _)| slug(f)).collect();
         assert_eq!(slugs[0], "src_spec");
         assert_eq!(slugs[3], "backends_linux_src_attr_rs");
+        assert_eq!(slugs[4], "backends_linux_src_record_rs");
         let mut unique = slugs.clone();
         unique.sort();
         unique.dedup();

@@ -271,6 +271,26 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::EOVERFLOW => "EOVERFLOW",
         libc::EMSGSIZE => "EMSGSIZE",
         libc::EALREADY => "EALREADY",
+        libc::EBADFD => "EBADFD",
         _ => "unknown errno",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_names_follow_the_kernel_numbers() {
+        // asm-generic/errno-base.h, the same on every architecture:
+        // EPERM 1, EBADF 9, EACCES 13.
+        assert_eq!(errno_name(1), "EPERM");
+        assert_eq!(errno_name(9), "EBADF");
+        assert_eq!(errno_name(13), "EACCES");
+        // asm-generic/errno.h numbers differ on some architectures: by name.
+        assert_eq!(errno_name(libc::EOPNOTSUPP), "EOPNOTSUPP");
+        // pmc's EDOOFUS stand-in on Linux, named now that pmc uses this table.
+        assert_eq!(errno_name(libc::EBADFD), "EBADFD");
+        assert_eq!(errno_name(-1), "unknown errno");
     }
 }

@@ -17,10 +17,11 @@ use crate::error::{Error, Result};
 use crate::event::{Event, OpenFlags, Target};
 use crate::pmu::{Pmu, Term, TermValue};
 
-/// Which kind of probe.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub enum ProbeKind {
+/// Which kind of probe: the binding's internal tag (which PMU, whether a
+/// return probe). The public name of the concept is `pmc::spec::ProbeKind`;
+/// callers here say `ret: bool`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ProbeKind {
     /// A user-space function entry (or any instruction) of a binary.
     Uprobe,
     /// A user-space function return.

@@ -1,6 +1,7 @@
 use proptest::prelude::*;
 
 use super::*;
+use crate::attr::{ReadFormat, SampleType};
 
 /// Builds a record: header + body (padded to 8 bytes as the kernel does).
 fn rec(record_type: u32, misc: u16, body: &[u8]) -> Vec<u8> {
