@@ -63,7 +63,7 @@ pub fn is_configured() -> bool {
 /// EIO, …), that error with its errno, as hwpmc's `pmclog_flush` returns
 /// `po_error`.
 pub fn flush_logfile() -> Result<()> {
-    crate::backend::drain_samples();
+    <crate::backend::Native as crate::backend::Platform>::drain_samples();
     match lock().as_mut() {
         Some(w) => w.flush(),
         None => Err(no_log("flush_logfile")),
@@ -77,11 +77,13 @@ pub fn flush_logfile() -> Result<()> {
 /// the destination. Without a log, EINVAL. A write error of the
 /// destination is returned after the log is deconfigured.
 pub fn close_logfile() -> Result<()> {
-    crate::backend::drain_samples();
+    <crate::backend::Native as crate::backend::Platform>::drain_samples();
     let Some(mut w) = lock().take() else {
         return Err(no_log("close_logfile"));
     };
-    crate::pmc::mark_stopped_by_log_close(&crate::backend::stop_logging_pmcs());
+    crate::pmc::mark_stopped_by_log_close(
+        &<crate::backend::Native as crate::backend::Platform>::stop_logging_pmcs(),
+    );
     w.close()
 }
 
@@ -158,7 +160,7 @@ fn no_log(op: &'static str) -> Error {
 /// The log's clock: CLOCK_MONOTONIC nanoseconds, the clock sampling PMCs
 /// stamp their records with.
 pub fn now() -> u64 {
-    crate::backend::monotonic_ns()
+    <crate::backend::Native as crate::backend::Platform>::monotonic_ns()
 }
 
 /// Data pages per CPU ring of logging PMCs allocated from now on (a power

@@ -1,0 +1,213 @@
+//! hwpmc's logging rules, once for every backend: neutral
+//! [`BackendEvent`]s in, pmclog records out.
+//!
+//! - a sample becomes one CALLCHAIN: the user chain for a user-mode
+//!   sample, the kernel chain for a kernel-mode one, and with
+//!   `USERCALLCHAIN` the kernel frames followed by the user stack the
+//!   kernel was entered from (`pmc_capture_user_callchain`);
+//! - a (thread, CPU) slice's value is the difference of consecutive totals,
+//!   logged as PROCCSW under `LOG_PROCCSW` and summed per process
+//!   (`pmc_process_csw_out`);
+//! - a process exit logs PROCEXIT under `LOG_PROCEXIT` with the process's
+//!   value (`pmc_process_exit`), then SYSEXIT for sampling PMCs; a thread
+//!   exit logs THR_EXIT (`pmc_process_thread_delete`).
+
+use std::collections::HashMap;
+
+use super::LogRecord;
+use crate::Flags;
+use crate::backend::event::{BackendEvent, Callchain};
+
+/// What the rules depend on for one PMC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rules {
+    /// The PMC's id (`pl_pmcid`).
+    pub pmcid: u32,
+    /// Its flags (`LOG_PROCCSW`, `LOG_PROCEXIT`, `USERCALLCHAIN`).
+    pub flags: Flags,
+    /// Whether it samples (CALLCHAIN, SYSEXIT and THR_EXIT are logged for
+    /// sampling PMCs only).
+    pub sampling: bool,
+    /// Whether the backend reports each thread's last slice as it exits,
+    /// so that a process's slices add up to its whole value (else its
+    /// value comes from [`BackendEvent::ExitValue`] or the exit itself).
+    pub exit_slices: bool,
+}
+
+/// The per-PMC state the rules keep between batches.
+#[derive(Debug)]
+pub struct Translator {
+    rules: Rules,
+    /// The counter's total at the last slice of each (tid, cpu).
+    last_slice: HashMap<(u32, u32), u64>,
+    /// The sum of each live process's slices.
+    process_value: HashMap<u32, u64>,
+    /// Values reported apart from exits, by process.
+    exit_values: HashMap<u32, u64>,
+}
+
+impl Translator {
+    /// A translator for one PMC.
+    pub fn new(rules: Rules) -> Translator {
+        Translator {
+            rules,
+            last_slice: HashMap::new(),
+            process_value: HashMap::new(),
+            exit_values: HashMap::new(),
+        }
+    }
+
+    /// The rules it applies.
+    pub fn rules(&self) -> Rules {
+        self.rules
+    }
+
+    /// Appends the pmclog records of a batch of `(time, event)`s to `out`,
+    /// in time order (events of one time keep their order: a backend may
+    /// merge several per-CPU streams).
+    pub fn translate(
+        &mut self,
+        mut events: Vec<(u64, BackendEvent)>,
+        out: &mut Vec<(u64, LogRecord)>,
+    ) {
+        events.sort_by_key(|(t, _)| *t);
+        for (t, event) in events {
+            self.one(t, event, out);
+        }
+    }
+
+    fn one(&mut self, t: u64, event: BackendEvent, out: &mut Vec<(u64, LogRecord)>) {
+        let Rules {
+            pmcid,
+            flags,
+            sampling,
+            ..
+        } = self.rules;
+        match event {
+            BackendEvent::Sample {
+                pid,
+                tid,
+                cpu,
+                user,
+                pc,
+                callchain,
+            } => {
+                if !sampling {
+                    return;
+                }
+                let (userspace, pcs) = match callchain {
+                    None => (user, vec![pc]),
+                    Some(Callchain { user: u, .. }) if user => (true, u),
+                    Some(Callchain {
+                        mut kernel,
+                        user: u,
+                    }) => {
+                        if flags.contains(Flags::USERCALLCHAIN) {
+                            kernel.extend(u);
+                        }
+                        (false, kernel)
+                    }
+                };
+                out.push((
+                    t,
+                    LogRecord::Callchain {
+                        pid,
+                        tid,
+                        pmcid,
+                        cpu: u16::try_from(cpu).unwrap_or(u16::MAX),
+                        userspace,
+                        pcs,
+                    },
+                ));
+            }
+            BackendEvent::Mapping { pid, start, path } => {
+                out.push((t, LogRecord::MapIn { pid, start, path }));
+            }
+            BackendEvent::Exec { pid, path, entry } => out.push((
+                t,
+                LogRecord::ProcExec {
+                    pid,
+                    pmcid,
+                    entry,
+                    dynaddr: 0,
+                    path,
+                },
+            )),
+            BackendEvent::Fork { parent, child } => out.push((
+                t,
+                LogRecord::ProcFork {
+                    oldpid: parent,
+                    newpid: child,
+                },
+            )),
+            BackendEvent::ThreadCreate { pid, tid } => out.push((
+                t,
+                LogRecord::ThrCreate {
+                    tid,
+                    pid,
+                    flags: 0,
+                    name: String::new(),
+                },
+            )),
+            BackendEvent::ExitValue { pid, value } => {
+                let v = self.exit_values.entry(pid).or_default();
+                *v = v.wrapping_add(value);
+            }
+            BackendEvent::Slice {
+                pid,
+                tid,
+                cpu,
+                total,
+            } => {
+                let last = self.last_slice.entry((tid, cpu)).or_insert(0);
+                let delta = total.wrapping_sub(*last);
+                *last = total;
+                let sum = self.process_value.entry(pid).or_default();
+                *sum = sum.wrapping_add(delta);
+                if flags.contains(Flags::LOG_PROCCSW) {
+                    out.push((
+                        t,
+                        LogRecord::ProcCsw {
+                            pmcid,
+                            value: delta,
+                            pid,
+                            tid,
+                        },
+                    ));
+                }
+            }
+            BackendEvent::ThreadExit { tid, .. } => {
+                self.last_slice.retain(|(t, _), _| *t != tid);
+                if sampling {
+                    out.push((t, LogRecord::ThrExit { tid }));
+                }
+            }
+            BackendEvent::ProcessExit { pid, value } => {
+                // The process's main thread ends with it.
+                self.last_slice.retain(|(t, _), _| *t != pid);
+                let slices = self.process_value.remove(&pid);
+                let reported = self.exit_values.remove(&pid);
+                if flags.contains(Flags::LOG_PROCEXIT) {
+                    let value = if self.rules.exit_slices {
+                        slices.unwrap_or(0)
+                    } else {
+                        reported.or(value).unwrap_or(0)
+                    };
+                    out.push((t, LogRecord::ProcExit { pmcid, pid, value }));
+                }
+                if sampling {
+                    out.push((t, LogRecord::SysExit { pid }));
+                }
+            }
+            BackendEvent::Lost { count } => out.push((
+                t,
+                LogRecord::Dropnotify {
+                    lost: Some(u32::try_from(count).unwrap_or(u32::MAX)),
+                },
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
