@@ -7,7 +7,16 @@
 //!   answers machine queries;
 //! - [`PreparedEvent`]: a resolved event that can be opened on a process
 //!   or a CPU;
-//! - [`Counters`]: the open hardware/software counters of one target.
+//! - [`Counters`]: the open hardware/software counters of one target;
+//! - [`Platform`]: what the log and the hot path need of the platform
+//!   itself, statically (the clock, draining samples, the direct counter
+//!   handle [`HotCounter`]), implemented by [`Native`].
+//!
+//! Backends report what their PMCs observe as neutral
+//! [`event::BackendEvent`]s, which [`crate::log::translate`] turns into
+//! pmclog records by hwpmc's rules; they also answer every question the
+//! portable layer has about the machine (processes, executables, CPUs), so
+//! nothing outside a platform's module reads `/proc` or sysfs.
 //!
 //! The Linux binding (`backends/linux`, wired in `linux/`) implements them on
 //! perf_event; [`sim::SimBackend`] is a deterministic test double; where no

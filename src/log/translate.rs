@@ -10,7 +10,12 @@
 //!   (`pmc_process_csw_out`);
 //! - a process exit logs PROCEXIT under `LOG_PROCEXIT` with the process's
 //!   value (`pmc_process_exit`), then SYSEXIT for sampling PMCs; a thread
-//!   exit logs THR_EXIT (`pmc_process_thread_delete`).
+//!   exit logs THR_EXIT (`pmc_process_thread_delete`);
+//! - before a sampling PMC's first records in a log come the mappings that
+//!   already exist: the attached processes' (`pmc_log_process_mappings`),
+//!   every process's once per log for a system PMC
+//!   (`pmc_log_all_process_mappings`), and the kernel's once per log when
+//!   samples may come from the kernel (`pmc_log_kernel_mappings`).
 
 use std::collections::HashMap;
 
@@ -28,6 +33,11 @@ pub struct Rules {
     /// Whether it samples (CALLCHAIN, SYSEXIT and THR_EXIT are logged for
     /// sampling PMCs only).
     pub sampling: bool,
+    /// Whether samples may come from the kernel (its mapping is logged).
+    pub kernel_samples: bool,
+    /// Whether the PMC is system-wide (every process's mappings are
+    /// logged).
+    pub system: bool,
     /// Whether the backend reports each thread's last slice as it exits,
     /// so that a process's slices add up to its whole value (else its
     /// value comes from [`BackendEvent::ExitValue`] or the exit itself).
@@ -44,6 +54,18 @@ pub struct Translator {
     process_value: HashMap<u32, u64>,
     /// Values reported apart from exits, by process.
     exit_values: HashMap<u32, u64>,
+    /// Attached processes whose existing mappings are still to be logged.
+    pending_mappings: Vec<u32>,
+}
+
+/// Where a backend finds the mappings that exist when logging starts.
+pub trait MappingSource {
+    /// The kernel's mapping ([`BackendEvent::Mapping`] of pid `u32::MAX`).
+    fn kernel_mapping(&self) -> Option<BackendEvent>;
+    /// Every process now.
+    fn all_processes(&self) -> Vec<u32>;
+    /// A process's executable mappings now ([`BackendEvent::Mapping`]s).
+    fn process_mappings(&self, pid: u32) -> Vec<BackendEvent>;
 }
 
 impl Translator {
@@ -54,7 +76,64 @@ impl Translator {
             last_slice: HashMap::new(),
             process_value: HashMap::new(),
             exit_values: HashMap::new(),
+            pending_mappings: Vec::new(),
         }
+    }
+
+    /// The PMC was attached to these processes: a sampling PMC logs their
+    /// existing mappings before its first records.
+    pub fn attached(&mut self, pids: impl IntoIterator<Item = u32>) {
+        if self.rules.sampling {
+            self.pending_mappings.extend(pids);
+        }
+    }
+
+    /// The mappings to log, stamped `at`, before the PMC's records go into
+    /// the configured log (call only with a log configured): the attached
+    /// processes' the first time, and the kernel's and every process's
+    /// when this PMC is the first of the log to need them.
+    pub fn initial_mappings(
+        &mut self,
+        at: u64,
+        source: &dyn MappingSource,
+    ) -> Vec<(u64, BackendEvent)> {
+        self.initial_mappings_claiming(
+            at,
+            source,
+            super::sink::claim_kernel_mappings,
+            super::sink::claim_all_process_mappings,
+        )
+    }
+
+    /// [`Translator::initial_mappings`] with the log's once-per-log claims
+    /// given (each asked only by a PMC that needs it, since asking takes
+    /// it).
+    fn initial_mappings_claiming(
+        &mut self,
+        at: u64,
+        source: &dyn MappingSource,
+        claim_kernel: impl FnOnce() -> bool,
+        claim_all_processes: impl FnOnce() -> bool,
+    ) -> Vec<(u64, BackendEvent)> {
+        let Rules {
+            sampling,
+            kernel_samples,
+            system,
+            ..
+        } = self.rules;
+        let mut out = Vec::new();
+        if sampling && kernel_samples && claim_kernel() {
+            out.extend(source.kernel_mapping().map(|m| (at, m)));
+        }
+        if sampling && system && claim_all_processes() {
+            for pid in source.all_processes() {
+                out.extend(source.process_mappings(pid).into_iter().map(|m| (at, m)));
+            }
+        }
+        for pid in std::mem::take(&mut self.pending_mappings) {
+            out.extend(source.process_mappings(pid).into_iter().map(|m| (at, m)));
+        }
+        out
     }
 
     /// The rules it applies.

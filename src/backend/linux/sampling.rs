@@ -25,7 +25,7 @@ use pmc_linux::ring::RingBuffer;
 
 use crate::backend::event::{BackendEvent, Callchain};
 use crate::log::LogRecord;
-use crate::log::translate::{Rules, Translator};
+use crate::log::translate::{MappingSource, Rules, Translator};
 use crate::{Flags, Mode};
 
 /// The siblings that sample a counter's per-thread value, each reading the
@@ -107,16 +107,6 @@ pub(super) struct RingSet {
     root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
     /// Parses the slice siblings' samples (their sample type adds READ).
     slice_parser: Option<RecordParser>,
-    /// Processes whose existing executable mappings still have to be
-    /// logged (hwpmc's `pmc_log_process_mappings` at attach): done at the
-    /// first drain with a log configured.
-    initial_mappings: Vec<u32>,
-    /// Whether samples may come from the kernel, so the log needs the
-    /// kernel's MAP_IN (hwpmc's `pmc_log_kernel_mappings`).
-    kernel_samples: bool,
-    /// A system sampling set: the log needs every process's mappings
-    /// (hwpmc's `pmc_log_all_process_mappings` at the first SS start).
-    system_sampling: bool,
     /// When the set was made (the attach): the timestamp of the initial
     /// MAP_INs, which precede every sample of the set.
     attached_at: u64,
@@ -140,37 +130,34 @@ impl RingSet {
         root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
         slices: Option<&SliceSiblings>,
     ) -> Arc<Mutex<RingSet>> {
-        let initial_mappings = match (&root, plan.sampling) {
-            (Some((pid, _)), true) => {
-                let mut pids = vec![*pid];
-                if plan.flags.contains(Flags::DESCENDANTS) {
-                    let root = i32::try_from(*pid).unwrap_or(i32::MAX);
-                    pids.extend(
-                        pmc_linux::system::descendants_of(root)
-                            .into_iter()
-                            .filter_map(|p| u32::try_from(p).ok()),
-                    );
-                }
-                pids
+        let mut translator = Translator::new(Rules {
+            pmcid: plan.pmcid,
+            flags: plan.flags,
+            sampling: plan.sampling,
+            kernel_samples: !attr.is_set(AttrBit::EXCLUDE_KERNEL),
+            system: root.is_none(),
+            exit_slices: slices.is_some_and(|s| s.exit.is_some()),
+        });
+        if let Some((pid, _)) = &root
+            && plan.sampling
+        {
+            translator.attached(std::iter::once(*pid));
+            if plan.flags.contains(Flags::DESCENDANTS) {
+                let root = i32::try_from(*pid).unwrap_or(i32::MAX);
+                translator.attached(
+                    pmc_linux::system::descendants_of(root)
+                        .into_iter()
+                        .filter_map(|p| u32::try_from(p).ok()),
+                );
             }
-            _ => Vec::new(),
-        };
-        let system_sampling = plan.sampling && root.is_none();
+        }
         let set = Arc::new(Mutex::new(RingSet {
             parser: RecordParser::for_attr(attr),
             rings,
-            translator: Translator::new(Rules {
-                pmcid: plan.pmcid,
-                flags: plan.flags,
-                sampling: plan.sampling,
-                exit_slices: slices.is_some_and(|s| s.exit.is_some()),
-            }),
+            translator,
             discarded: 0,
             root,
             slice_parser: slices.map(|s| RecordParser::for_attr(&s.switch)),
-            initial_mappings,
-            kernel_samples: plan.sampling && !attr.is_set(AttrBit::EXCLUDE_KERNEL),
-            system_sampling,
             attached_at: crate::log::sink::now(),
             stopped_by_log_close: false,
             plan,
@@ -196,18 +183,10 @@ impl RingSet {
     fn convert_published(&mut self, out: &mut Vec<(u64, LogRecord)>) {
         let mut events = Vec::new();
         if crate::log::sink::is_configured() && !self.stopped_by_log_close {
-            let now = self.attached_at;
-            if self.kernel_samples && crate::log::sink::claim_kernel_mappings() {
-                events.push((now, kernel_mapping()));
-            }
-            if self.system_sampling && crate::log::sink::claim_all_process_mappings() {
-                for pid in all_processes() {
-                    events.extend(process_mappings(pid).into_iter().map(|m| (now, m)));
-                }
-            }
-            for pid in std::mem::take(&mut self.initial_mappings) {
-                events.extend(process_mappings(pid).into_iter().map(|m| (now, m)));
-            }
+            // Stamped with the attach, before every record of the set.
+            events = self
+                .translator
+                .initial_mappings(self.attached_at, &ProcMappings);
         }
         let parser = self.parser;
         let slice_parser = self.slice_parser;
@@ -475,6 +454,21 @@ fn entry_from_auxv(auxv: &[u8], interp_entry: impl Fn(u64) -> Option<u64>) -> u6
 fn elf_entry(image: &[u8]) -> Option<u64> {
     (image.get(..5)? == b"\x7fELF\x02").then_some(())?;
     Some(u64::from_ne_bytes(image.get(24..32)?.try_into().ok()?))
+}
+
+/// The mappings that exist now, from `/proc`.
+struct ProcMappings;
+
+impl MappingSource for ProcMappings {
+    fn kernel_mapping(&self) -> Option<BackendEvent> {
+        Some(kernel_mapping())
+    }
+    fn all_processes(&self) -> Vec<u32> {
+        all_processes()
+    }
+    fn process_mappings(&self, pid: u32) -> Vec<BackendEvent> {
+        process_mappings(pid)
+    }
 }
 
 /// Every process's pid, from `/proc`.

@@ -10,6 +10,8 @@ fn rules(flags: Flags, sampling: bool, exit_slices: bool) -> Rules {
         pmcid: 0x0110_0003,
         flags,
         sampling,
+        kernel_samples: false,
+        system: false,
         exit_slices,
     }
 }
@@ -362,5 +364,93 @@ fn events_map_field_by_field_in_time_order() {
                 }
             ),
         ]
+    );
+}
+
+struct FakeMachine;
+
+impl MappingSource for FakeMachine {
+    fn kernel_mapping(&self) -> Option<E> {
+        Some(mapping(u32::MAX, 0xffff_8000, "[kernel]"))
+    }
+    fn all_processes(&self) -> Vec<u32> {
+        vec![1, 10]
+    }
+    fn process_mappings(&self, pid: u32) -> Vec<E> {
+        vec![mapping(pid, 0x1000 * u64::from(pid), "/bin/x")]
+    }
+}
+
+fn mapping(pid: u32, start: u64, path: &str) -> E {
+    E::Mapping {
+        pid,
+        start,
+        path: path.into(),
+    }
+}
+
+/// hwpmc_mod.c: attaching a sampling PMC logs the target's existing
+/// mappings (`pmc_attach_one_process` → `pmc_log_process_mappings`), once;
+/// the kernel's are logged once per log owner (`pmc_log_kernel_mappings`,
+/// PMC_PO_INITIAL_MAPPINGS_DONE) and a system sampling PMC's first start
+/// logs every process's (`pmc_log_all_process_mappings`, `po_logprocmaps`).
+/// Counting PMCs log none.
+#[test]
+fn initial_mappings_follow_attach_kernel_and_system_rules() {
+    let process = Rules {
+        kernel_samples: true,
+        ..rules(Flags::empty(), true, false)
+    };
+    let mut t = Translator::new(process);
+    t.attached([10, 11]);
+    let got = t.initial_mappings_claiming(5, &FakeMachine, || true, || panic!("not system"));
+    assert_eq!(
+        got,
+        vec![
+            (5, mapping(u32::MAX, 0xffff_8000, "[kernel]")),
+            (5, mapping(10, 0xa000, "/bin/x")),
+            (5, mapping(11, 0xb000, "/bin/x")),
+        ]
+    );
+    assert!(
+        t.initial_mappings_claiming(6, &FakeMachine, || false, || false)
+            .is_empty(),
+        "the attached processes' mappings are logged once, the kernel's claimed once per log"
+    );
+
+    let user_only = rules(Flags::empty(), true, false);
+    let mut t = Translator::new(user_only);
+    t.attached([10]);
+    let got = t.initial_mappings_claiming(
+        5,
+        &FakeMachine,
+        || panic!("a user-only PMC must not take the kernel's claim"),
+        || panic!("not system"),
+    );
+    assert_eq!(got, vec![(5, mapping(10, 0xa000, "/bin/x"))]);
+
+    let system = Rules {
+        system: true,
+        ..user_only
+    };
+    let got = Translator::new(system).initial_mappings_claiming(7, &FakeMachine, || false, || true);
+    assert_eq!(
+        got,
+        vec![
+            (7, mapping(1, 0x1000, "/bin/x")),
+            (7, mapping(10, 0xa000, "/bin/x"))
+        ]
+    );
+
+    let mut counting = Translator::new(Rules {
+        kernel_samples: true,
+        system: true,
+        ..rules(Flags::empty(), false, false)
+    });
+    counting.attached([10]);
+    assert!(
+        counting
+            .initial_mappings_claiming(5, &FakeMachine, || panic!("claimed"), || panic!("claimed"))
+            .is_empty()
     );
 }
