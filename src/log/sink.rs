@@ -132,6 +132,29 @@ pub fn stats() -> (u64, u64) {
     (SAMPLES.load(Relaxed), LOST.load(Relaxed))
 }
 
+/// Held by a backend from taking records out of its buffers until they
+/// are in the log, so a flush or close (which drain first) never overtakes
+/// records a concurrent drain holds.
+static DRAINING: Mutex<()> = Mutex::new(());
+
+/// Takes the drain lock (see [`DRAINING`]).
+pub(crate) fn draining() -> std::sync::MutexGuard<'static, ()> {
+    DRAINING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Writes a drained batch in time order (per-CPU buffers interleave;
+/// records of one time keep their order), if a log is configured. A log
+/// closed meanwhile loses the batch, as hwpmc's does.
+pub(crate) fn write_batch(mut batch: Vec<(u64, LogRecord)>) {
+    if batch.is_empty() || !is_configured() {
+        return;
+    }
+    batch.sort_by_key(|(t, _)| *t);
+    for (t, r) in &batch {
+        let _ = write_at(r, *t);
+    }
+}
+
 /// Appends a record with its own timestamp, if a log is configured.
 pub(crate) fn write_at(record: &LogRecord, timestamp: u64) -> Result<()> {
     use std::sync::atomic::Ordering::Relaxed;

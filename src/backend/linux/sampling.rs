@@ -118,10 +118,6 @@ pub(super) struct RingSet {
 
 static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
 
-/// Held from taking records out of rings until they are in the log, so a
-/// flush or close never overtakes records a concurrent drain holds.
-static DRAINING: Mutex<()> = Mutex::new(());
-
 impl RingSet {
     pub(super) fn new(
         plan: LogPlan,
@@ -567,7 +563,7 @@ fn kernel_text_start(kallsyms: &str) -> u64 {
 
 /// Drains every live ring set into the log (or discards, without one).
 pub(crate) fn drain_all() {
-    let _draining = DRAINING.lock().unwrap_or_else(|p| p.into_inner());
+    let _draining = crate::log::sink::draining();
     let sets: Vec<Arc<Mutex<RingSet>>> = {
         let mut reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
         reg.retain(|w| w.strong_count() > 0);
@@ -582,20 +578,12 @@ pub(crate) fn drain_all() {
             s.discarded += (out.len() - before) as u64;
         }
     }
-    if out.is_empty() || !crate::log::sink::is_configured() {
-        return;
-    }
-    // Per-CPU rings interleave: put the batch in time order.
-    out.sort_by_key(|(t, _)| *t);
-    for (t, r) in &out {
-        // A log closed meanwhile loses the batch, as hwpmc does.
-        let _ = crate::log::sink::write_at(r, *t);
-    }
+    crate::log::sink::write_batch(out);
 }
 
 /// Drains one set now (at stop and release, so nothing is lost).
 pub(super) fn drain_set(set: &Arc<Mutex<RingSet>>) {
-    let _draining = DRAINING.lock().unwrap_or_else(|p| p.into_inner());
+    let _draining = crate::log::sink::draining();
     let mut out = Vec::new();
     {
         let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
@@ -603,12 +591,7 @@ pub(super) fn drain_set(set: &Arc<Mutex<RingSet>>) {
         // Called as the PMC stops: a later start logs again.
         s.stopped_by_log_close = false;
     }
-    out.sort_by_key(|(t, _)| *t);
-    if crate::log::sink::is_configured() {
-        for (t, r) in &out {
-            let _ = crate::log::sink::write_at(r, *t);
-        }
-    }
+    crate::log::sink::write_batch(out);
 }
 
 /// Starts the thread that sweeps rings every 10 ms (once per process).
