@@ -325,3 +325,25 @@ pub(crate) fn from_linux(e: pmc_linux::Error) -> Error {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The questions `Pmc` asks instead of reading procfs/sysfs itself:
+    /// this process's executable is the one std finds for it, a pid that
+    /// cannot exist has none, and the advice for an offline CPU names its
+    /// sysfs switch.
+    #[test]
+    fn the_backend_answers_for_proc_and_sysfs() {
+        let backend = LinuxBackend::new();
+        let me = std::env::current_exe().unwrap().display().to_string();
+        assert_eq!(backend.executable_path(std::process::id()), Some(me));
+        assert_eq!(backend.executable_path(u32::MAX), None);
+        assert!(
+            backend
+                .how_to_online(3)
+                .contains("/sys/devices/system/cpu/cpu3/online")
+        );
+    }
+}
