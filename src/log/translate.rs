@@ -56,6 +56,12 @@ pub struct Translator {
     exit_values: HashMap<u32, u64>,
     /// Attached processes whose existing mappings are still to be logged.
     pending_mappings: Vec<u32>,
+    /// The log was closed while the PMC ran: hwpmc stops the PMCs that
+    /// write into a log as it is deconfigured, so what this one still
+    /// produces is dropped until its owner stops it.
+    log_closed: bool,
+    /// Records dropped that way.
+    discarded: u64,
 }
 
 /// Where a backend finds the mappings that exist when logging starts.
@@ -77,7 +83,26 @@ impl Translator {
             process_value: HashMap::new(),
             exit_values: HashMap::new(),
             pending_mappings: Vec::new(),
+            log_closed: false,
+            discarded: 0,
         }
+    }
+
+    /// The log this PMC writes into was closed while it ran: its records
+    /// are dropped from now until [`Translator::stopped`].
+    pub fn log_closed(&mut self) {
+        self.log_closed = true;
+    }
+
+    /// The PMC was stopped: a later start writes into the log configured
+    /// then.
+    pub fn stopped(&mut self) {
+        self.log_closed = false;
+    }
+
+    /// Records dropped because the log was closed under the running PMC.
+    pub fn discarded(&self) -> u64 {
+        self.discarded
     }
 
     /// The PMC was attached to these processes: a sampling PMC logs their
@@ -122,6 +147,9 @@ impl Translator {
             ..
         } = self.rules;
         let mut out = Vec::new();
+        if self.log_closed {
+            return out;
+        }
         if sampling && kernel_samples && claim_kernel() {
             out.extend(source.kernel_mapping().map(|m| (at, m)));
         }
@@ -150,8 +178,15 @@ impl Translator {
         out: &mut Vec<(u64, LogRecord)>,
     ) {
         events.sort_by_key(|(t, _)| *t);
+        let before = out.len();
+        // The rules still see every event (slice totals, exit values), so
+        // the state is right when the PMC logs again.
         for (t, event) in events {
             self.one(t, event, out);
+        }
+        if self.log_closed {
+            self.discarded += (out.len() - before) as u64;
+            out.truncate(before);
         }
     }
 

@@ -101,7 +101,8 @@ pub(super) struct RingSet {
     rings: Vec<RingBuffer>,
     /// hwpmc's logging rules and their state for this PMC.
     translator: Translator,
-    /// Records dropped because the log was closed or missing.
+    /// Records dropped because no log was configured (those dropped
+    /// after a close are the translator's).
     pub(super) discarded: u64,
     /// The attached process and its events, read when it exits.
     root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
@@ -110,10 +111,6 @@ pub(super) struct RingSet {
     /// When the set was made (the attach): the timestamp of the initial
     /// MAP_INs, which precede every sample of the set.
     attached_at: u64,
-    /// The log was closed while the PMC ran: hwpmc stops such a PMC, so
-    /// what it still produces is discarded until the PMC is stopped (and
-    /// started again, with a new log).
-    stopped_by_log_close: bool,
 }
 
 static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
@@ -155,7 +152,6 @@ impl RingSet {
             root,
             slice_parser: slices.map(|s| RecordParser::for_attr(&s.switch)),
             attached_at: crate::log::sink::now(),
-            stopped_by_log_close: false,
             plan,
         }));
         REGISTRY
@@ -168,17 +164,8 @@ impl RingSet {
 
     /// Converts every published record into pmclog records, in time order.
     pub(super) fn drain(&mut self, out: &mut Vec<(u64, LogRecord)>) {
-        let before = out.len();
-        self.convert_published(out);
-        if self.stopped_by_log_close {
-            self.discarded += (out.len() - before) as u64;
-            out.truncate(before);
-        }
-    }
-
-    fn convert_published(&mut self, out: &mut Vec<(u64, LogRecord)>) {
         let mut events = Vec::new();
-        if crate::log::sink::is_configured() && !self.stopped_by_log_close {
+        if crate::log::sink::is_configured() {
             // Stamped with the attach, before every record of the set.
             events = self
                 .translator
@@ -389,7 +376,7 @@ pub(crate) fn stop_all() -> Vec<u32> {
     };
     for set in &sets {
         let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
-        s.stopped_by_log_close = true;
+        s.translator.log_closed();
         stopped.push(s.plan.pmcid);
         if let Some((_, events)) = &s.root {
             for e in events.iter() {
@@ -589,7 +576,7 @@ pub(super) fn drain_set(set: &Arc<Mutex<RingSet>>) {
         let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
         s.drain(&mut out);
         // Called as the PMC stops: a later start logs again.
-        s.stopped_by_log_close = false;
+        s.translator.stopped();
     }
     crate::log::sink::write_batch(out);
 }

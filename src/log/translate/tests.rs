@@ -454,3 +454,48 @@ fn initial_mappings_follow_attach_kernel_and_system_rules() {
             .is_empty()
     );
 }
+
+/// hwpmc_mod.c stops the running PMC_F_NEEDS_LOGFILE PMCs before
+/// `pmclog_deconfigure_log`: what such a PMC still produces reaches no log
+/// (counted here), its initial mappings wait, and once its owner stops it
+/// a new log gets its records again, slice increments continuing from the
+/// totals seen meanwhile.
+#[test]
+fn a_closed_log_drops_the_pmcs_records_until_it_stops() {
+    let mut t = Translator::new(Rules {
+        kernel_samples: true,
+        ..rules(Flags::LOG_PROCCSW, true, true)
+    });
+    t.attached([10]);
+    t.log_closed();
+    let mut out = Vec::new();
+    t.translate(
+        vec![(1, slice(10, 11, 0, 100)), (2, sample(true, None))],
+        &mut out,
+    );
+    assert!(out.is_empty());
+    assert_eq!(t.discarded(), 2);
+    assert!(
+        t.initial_mappings_claiming(3, &FakeMachine, || panic!("claimed"), || panic!("claimed"))
+            .is_empty()
+    );
+
+    t.stopped();
+    t.translate(vec![(4, slice(10, 11, 0, 130))], &mut out);
+    assert_eq!(
+        out,
+        vec![(
+            4,
+            LogRecord::ProcCsw {
+                pmcid: 0x0110_0003,
+                value: 30,
+                pid: 10,
+                tid: 11
+            }
+        )]
+    );
+    assert_eq!(
+        t.initial_mappings_claiming(5, &FakeMachine, || false, || false),
+        vec![(5, mapping(10, 0xa000, "/bin/x"))]
+    );
+}
