@@ -72,9 +72,7 @@ impl Backend for LinuxBackend {
     }
 
     fn executable_path(&self, pid: u32) -> Option<String> {
-        std::fs::read_link(format!("/proc/{pid}/exe"))
-            .ok()
-            .map(|p| p.display().to_string())
+        executable_path(pid)
     }
 
     fn how_to_online(&self, cpu: u32) -> String {
@@ -88,6 +86,13 @@ impl Backend for LinuxBackend {
     fn event_names(&self, class: &Class) -> Result<Vec<String>> {
         machine::event_names(class)
     }
+}
+
+/// A process's executable, from `/proc/<pid>/exe`.
+fn executable_path(pid: u32) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .ok()
+        .map(|p| p.display().to_string())
 }
 
 impl Platform for LinuxBackend {

@@ -274,9 +274,8 @@ fn neutral(
             exec: true,
             sample_id,
         } if pid == tid => {
-            let path = std::fs::read_link(format!("/proc/{pid}/exe"))
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| String::from_utf8_lossy(comm).into_owned());
+            let path = super::executable_path(*pid)
+                .unwrap_or_else(|| String::from_utf8_lossy(comm).into_owned());
             (
                 sample_id.time.unwrap_or(0),
                 BackendEvent::Exec {
