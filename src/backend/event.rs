@@ -38,7 +38,8 @@ pub enum BackendEvent {
     Mapping {
         /// The process.
         pid: u32,
-        /// Where the file's offset 0 is (mapping start - file offset).
+        /// The start address of its first executable mapping (hwpmc logs
+        /// `entry->start`; see [`crate::log`] on MAP_IN).
         start: u64,
         /// The file.
         path: String,

@@ -39,19 +39,14 @@
 //!   bytes of `pl_cpuid` (hwpmc copies its zero-filled `pmc_cpuid[64]`
 //!   there, so a FreeBSD log has zeros; FreeBSD's readers stop at the
 //!   string's NUL and never see the mark);
-//! - MAP_IN `start` is where the object's file offset 0 would be mapped:
-//!   `address - file offset` of its executable mapping (perf's MMAP2
-//!   `addr - pgoff`, `/proc/<pid>/maps` `start - offset`). A pc of that
-//!   object is at file offset `pc - start`. libpmcstat's
-//!   `pmcstat_image_link` takes `start - pi_vaddr` as the load bias
-//!   (`pi_vaddr` is 0 for ET_DYN objects), and hwpmc's
-//!   `pmc_log_process_mappings` logs the start of the executable mapping:
-//!   the three agree for objects whose executable segment starts at file
-//!   offset 0 and, for `pmcstat_image_link`, for every object whose
-//!   segments have `p_vaddr == p_offset` (GNU ld's layouts). Objects laid
-//!   out with `p_vaddr != p_offset` (lld's, e.g. Rust's own test
-//!   binaries: `p_vaddr = p_offset + 0x1000`) keep the file-offset
-//!   convention here, which this crate's symbolizer relies on.
+//! - MAP_IN `start` is the start address of the object's first
+//!   executable mapping, as hwpmc logs it (`hwpmc_mod.c`,
+//!   `pmc_log_process_mappings`: `entry->start` of an executable entry).
+//!   A symbolizer relocates by `start - page_down(p_vaddr of the first
+//!   executable PT_LOAD)`, libpmcstat's `pmcstat_image_link` formula for
+//!   FreeBSD's layouts, which also holds for lld's (`p_vaddr != p_offset`).
+//!   Logs of pmc's earlier writer (INITIALIZE version `0x05000000`) carried
+//!   `address - file offset` instead; `pmc-report` reads both.
 //!
 //! - [`LogRecord`]: one variant per record type, with [`LogRecord::encode`]
 //!   and [`LogRecord::decode`];

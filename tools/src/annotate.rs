@@ -19,6 +19,9 @@ use std::path::Path;
 
 use object::{Object, ObjectSegment, ObjectSymbol};
 use pmc::log::{LogEvent, LogRecord};
+use pmc_report::MapStart;
+
+const PAGE: u64 = 4096;
 
 /// Applies `-r ROOT` (look executables up under ROOT), `-i TID` (keep that
 /// thread's samples only) and `-z DEPTH` (keep the DEPTH innermost frames
@@ -68,6 +71,8 @@ struct Function {
 struct ObjectInfo {
     /// (file offset start, file offset end, vaddr start) of loadable segments.
     segments: Vec<(u64, u64, u64)>,
+    /// Link-time address of the first executable segment.
+    first_text_vaddr: Option<u64>,
     /// Sorted by start; unsized symbols end at the next one.
     functions: Vec<Function>,
     /// DWARF line tables, when the object has them.
@@ -78,6 +83,7 @@ impl ObjectInfo {
     fn load(path: &str) -> ObjectInfo {
         let empty = || ObjectInfo {
             segments: Vec::new(),
+            first_text_vaddr: None,
             functions: Vec::new(),
             lines: None,
         };
@@ -87,6 +93,13 @@ impl ObjectInfo {
         let Ok(file) = object::File::parse(&*data) else {
             return empty();
         };
+        let first_text_vaddr = file
+            .segments()
+            .filter(|s| {
+                matches!(s.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0)
+            })
+            .map(|s| s.address())
+            .min();
         let segments = file
             .segments()
             .map(|s| {
@@ -126,9 +139,18 @@ impl ObjectInfo {
             .flatten();
         ObjectInfo {
             segments,
+            first_text_vaddr,
             functions,
             lines,
         }
+    }
+
+    /// Whether a link-time address lies in one of the loadable segments (a
+    /// pc past the object belongs to no function of it).
+    fn holds_vaddr(&self, vaddr: u64) -> bool {
+        self.segments
+            .iter()
+            .any(|(s, e, v)| vaddr >= *v && vaddr - v < e - s)
     }
 
     /// The link-time address of a file offset.
@@ -159,10 +181,21 @@ pub struct Place {
 
 /// Resolves pcs of the processes in a log to objects, functions and lines,
 /// following MAP_IN, fork and exec records like `report::Symbolizer`.
-#[derive(Default)]
 pub struct Resolver {
     maps: HashMap<u32, Vec<(u64, String)>>,
     objects: HashMap<String, ObjectInfo>,
+    /// What MAP_IN's `start` is the address of in this log.
+    convention: MapStart,
+}
+
+impl Default for Resolver {
+    fn default() -> Resolver {
+        Resolver {
+            maps: HashMap::new(),
+            objects: HashMap::new(),
+            convention: MapStart::FirstExecutableMapping,
+        }
+    }
 }
 
 impl std::fmt::Debug for Resolver {
@@ -186,6 +219,9 @@ impl Resolver {
     pub fn learn(&mut self, events: &[LogEvent]) {
         for e in events {
             match &e.record {
+                LogRecord::Initialize { .. } => {
+                    self.convention = MapStart::for_log(std::slice::from_ref(e));
+                }
                 LogRecord::MapIn { pid, start, path } if path.starts_with('/') => {
                     let m = self.maps.entry(*pid).or_default();
                     if let Err(i) = m.binary_search(&(*start, path.clone())) {
@@ -224,8 +260,14 @@ impl Resolver {
             .objects
             .entry(path.clone())
             .or_insert_with(|| ObjectInfo::load(&path));
-        let offset = pc - start;
-        let vaddr = info.vaddr(offset);
+        let vaddr = match self.convention {
+            MapStart::FileOffsetZero => info.vaddr(pc - start),
+            // hwpmc: `start` is where the first executable segment's page begins.
+            MapStart::FirstExecutableMapping => info
+                .first_text_vaddr
+                .map(|v| (pc - start).wrapping_add(v & !(PAGE - 1)))
+                .filter(|&v| info.holds_vaddr(v)),
+        };
         let function = vaddr.and_then(|v| info.function(v)).map(|f| {
             // Run-time address = link-time address + (pc - its vaddr).
             let bias = pc.wrapping_sub(vaddr.unwrap_or(0));

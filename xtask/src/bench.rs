@@ -31,6 +31,7 @@ fn target(subject: &str) -> (Option<f64>, &'static str) {
 }
 
 pub fn run(args: &BenchArgs) -> ExitCode {
+    crate::bench_report::measure_child_if_requested();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
         .args(["bench", "-q", "-p", "pmc", "--bench", "read_ratio"])
@@ -166,6 +167,10 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                 _ => {}
             }
         }
+    }
+    if let Err(e) = crate::bench_report::run(&cargo) {
+        eprintln!("xtask bench: report benchmark: {e}");
+        return ExitCode::FAILURE;
     }
     if args.criterion {
         let status = Command::new(&cargo)

@@ -11,6 +11,7 @@
 //!   event table (`backends/linux/src/pmu_events/`).
 
 mod bench;
+mod bench_report;
 mod matrix;
 mod pmu_events;
 mod test;

@@ -242,12 +242,12 @@ fn neutral(
                 },
             )
         }
-        // MAP_IN's start is where the object's file offset 0 would be (its
-        // load base, as hwpmc logs it): a pc maps to file offset pc - start.
+        // MAP_IN's start is the executable mapping's start address, as hwpmc
+        // logs it (hwpmc_mod.c `pmc_log_process_mappings`: `entry->start`);
+        // perf reports executable mmaps only (`mmap_data` is off).
         Record::Mmap2 {
             pid,
             addr,
-            pgoff,
             filename,
             sample_id,
             ..
@@ -255,7 +255,6 @@ fn neutral(
         | Record::Mmap {
             pid,
             addr,
-            pgoff,
             filename,
             sample_id,
             ..
@@ -263,7 +262,7 @@ fn neutral(
             sample_id.time.unwrap_or(0),
             BackendEvent::Mapping {
                 pid: *pid,
-                start: addr.wrapping_sub(*pgoff),
+                start: *addr,
                 path: String::from_utf8_lossy(filename).into_owned(),
             },
         ),
@@ -475,8 +474,8 @@ pub(crate) fn process_mappings(pid: u32) -> Vec<BackendEvent> {
 /// The executable file mappings of a `/proc/<pid>/maps` text (MAP_IN
 /// records once translated). Contiguous executable mappings of one file give one record, as
 /// hwpmc skips "contiguous regions that point to the same vnode"; `start`
-/// is where the file's offset 0 is (mapping start - file offset), the
-/// convention of [`crate::log`].
+/// is the first executable mapping's start, the convention of
+/// [`crate::log`].
 pub(crate) fn mappings_from_maps(pid: u32, text: &str) -> Vec<BackendEvent> {
     let mut out = Vec::new();
     let mut last: Option<(u64, String)> = None; // (end, path)
@@ -495,7 +494,7 @@ pub(crate) fn mappings_from_maps(pid: u32, text: &str) -> Vec<BackendEvent> {
         let Some((lo, hi)) = range.split_once('-') else {
             continue;
         };
-        let (Ok(lo), Ok(hi), Ok(offset)) = (
+        let (Ok(lo), Ok(hi), Ok(_offset)) = (
             u64::from_str_radix(lo, 16),
             u64::from_str_radix(hi, 16),
             u64::from_str_radix(offset, 16),
@@ -514,7 +513,7 @@ pub(crate) fn mappings_from_maps(pid: u32, text: &str) -> Vec<BackendEvent> {
         }
         out.push(BackendEvent::Mapping {
             pid,
-            start: lo.wrapping_sub(offset),
+            start: lo,
             path: path.clone(),
         });
         last = Some((hi, path));
@@ -650,17 +649,17 @@ mod tests {
             vec![
                 BackendEvent::Mapping {
                     pid: 42,
-                    start: 0x5555_0000_0000,
+                    start: 0x5555_0000_1000,
                     path: "/usr/bin/prog".into()
                 },
                 BackendEvent::Mapping {
                     pid: 42,
-                    start: 0x7f00_0000_0000,
+                    start: 0x7f00_0002_8000,
                     path: "/usr/lib/libc.so.6".into()
                 },
                 BackendEvent::Mapping {
                     pid: 42,
-                    start: 0x7fff_f7ff_e000,
+                    start: 0x7fff_f800_0000,
                     path: "/opt/my lib.so".into()
                 },
             ]

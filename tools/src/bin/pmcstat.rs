@@ -12,6 +12,7 @@ use clap::Parser;
 use pmc::{Flags, Mode, PerCpu, Pmc, Reading};
 use pmc_tools::gate::{self, HeldCommand};
 use pmc_tools::output::{Format, Printer, Sample};
+use pmc_tools::profile_args::ProfileArgs;
 use pmc_tools::{annotate, top};
 use pmc_tools::{fail, parse_cpus, usage};
 
@@ -60,6 +61,8 @@ struct Args {
     /// Write folded stacks (flamegraph input) to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     folded: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    profile: ProfileArgs,
     /// CPUs for system PMCs: a list such as `0-3,6`, or `*` for all.
     #[arg(short = 'c', value_name = "CPUS", default_value = "*")]
     cpus: String,
@@ -129,9 +132,6 @@ struct Args {
     /// Look executables up under ROOT when resolving symbols.
     #[arg(short = 'r', value_name = "ROOT")]
     fs_root: Option<std::path::PathBuf>,
-    /// Write the executable → gmon.out map of gprof output (-g) to FILE.
-    #[arg(short = 'M', value_name = "FILE")]
-    map_file: Option<std::path::PathBuf>,
     /// More diagnostics: conversion statistics after reports.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     verbose: u8,
@@ -225,7 +225,7 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
     if sampling && args.log_out.is_none() && !wants_report(&args) && !args.top {
         return Err(usage(
             TOOL,
-            "sampling writes a log: give -O FILE, -G/--folded/-m/-a FILE to report directly, or -T to watch",
+            "sampling writes a log: give -O FILE, -G/--folded/-m/-a/-F/-g/--pprof/--flamegraph to report directly, or -T to watch",
         ));
     }
     if !args.process_sampling.is_empty() && args.pid.is_none() && args.command.is_empty() {
@@ -472,7 +472,7 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
             })?,
         };
         if sampling {
-            write_reports(&args, &events, false)?;
+            write_reports(&args, &events, false, Some(args.reload))?;
         }
         // pmcstat(8): without -O, logged events are printed as text.
         if logging_counts && args.log_out.is_none() {
@@ -584,6 +584,19 @@ fn wants_report(args: &Args) -> bool {
         || args.folded.is_some()
         || args.sampled_pcs.is_some()
         || args.annotated.is_some()
+        || args.profile.any()
+}
+
+/// Whether `-R`'s reports can stream the log (no filter, -m, -a or -v needs
+/// every event at once).
+fn streams_report(args: &Args) -> bool {
+    (args.callgraph.is_some() || args.folded.is_some() || args.profile.any())
+        && args.fs_root.is_none()
+        && args.thread.is_none()
+        && args.depth.is_none()
+        && args.sampled_pcs.is_none()
+        && args.annotated.is_none()
+        && args.verbose == 0
 }
 
 /// Writes the reports asked for, after -r/-i/-z; with -v, the conversion
@@ -592,6 +605,7 @@ fn write_reports(
     args: &Args,
     events: &[pmc::log::LogEvent],
     from_log: bool,
+    period: Option<u64>,
 ) -> Result<(), ExitCode> {
     let root = fs_root(args)?;
     let events = annotate::prepare(
@@ -601,17 +615,30 @@ fn write_reports(
         args.depth.map(|d| d as usize),
     );
     let events = &events[..];
-    if let Some(path) = &args.callgraph {
-        write_to(path, &pmc_tools::report::callgraph(events))?;
+    // One symbolised profile for -G, --folded, -F, -g, --pprof, --flamegraph.
+    let profile =
+        (args.callgraph.is_some() || args.folded.is_some() || args.profile.any()).then(|| {
+            let options = ProfileArgs::options(events, period, args.show_address);
+            pmc_report::Profile::from_events_with(events, &options)
+        });
+    if let (Some(path), Some(profile)) = (&args.callgraph, &profile) {
+        write_to(path, &pmc_report::callgraph(profile))?;
     }
-    if let Some(path) = &args.folded {
-        write_to(path, &pmc_tools::report::folded(events))?;
+    if let (Some(path), Some(profile)) = (&args.folded, &profile) {
+        write_to(path, &pmc_report::folded(profile))?;
     }
     if let Some(path) = &args.sampled_pcs {
         write_to(path, &annotate::sampled_pcs(events))?;
     }
     if let Some(path) = &args.annotated {
         write_to(path, &annotate::annotated_callchains(events))?;
+    }
+    // -F, -g, --pprof, --flamegraph (tools/src/profile_args.rs).
+    if let Some(profile) = &profile {
+        args.profile.write_profile(profile).map_err(|e| {
+            eprintln!("{TOOL}: {e}");
+            ExitCode::FAILURE
+        })?;
     }
     if args.verbose > 0 {
         let stats = annotate::statistics(events);
@@ -665,22 +692,35 @@ fn check_options(args: &Args) -> Result<Option<(f64, bool)>, ExitCode> {
             dir.display()
         );
     }
-    if args.wide_gprof {
+    if args.wide_gprof && !args.profile.gprof {
         return Err(usage(
             TOOL,
             "-e (wide gprof counters) requires gprof mode (-g) to be specified",
         ));
     }
-    if args.map_file.is_some() {
+    if args.wide_gprof {
+        // pmcstat(8) warns that tools without BSD gmon header support may not
+        // read them: binutils' gprof, the gprof here, reads 16-bit bins only.
+        return Err(usage(
+            TOOL,
+            "-e: wide (32-bit) gmon counters cannot be read by binutils gprof, the gprof on Linux; -g writes 16-bit bins (saturating)",
+        ));
+    }
+    if args.profile.gmon_map.is_some() && !args.profile.gprof {
         return Err(usage(
             TOOL,
             "-M writes the object map of gprof profiles and requires gprof mode (-g)",
         ));
     }
-    if args.show_address && !args.top {
+    if args.show_address
+        && !args.top
+        && args.callgraph.is_none()
+        && args.folded.is_none()
+        && !args.profile.any()
+    {
         return Err(usage(
             TOOL,
-            "-I applies to the top view (-T); -G and --folded always name functions, -m and -a print pcs",
+            "-I shows sampled leaves as addresses in the top view (-T) and in -G, --folded, -F, -g, --pprof, --flamegraph; -m and -a print pcs already",
         ));
     }
     if !args.plugin_options.is_empty() && !args.top {
@@ -812,11 +852,27 @@ fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
             "-R reads a log: it excludes event specs, -t and a command",
         ));
     }
-    let events = read_events(path)?;
-    if wants_report(args) || args.verbose > 0 {
-        write_reports(args, &events, true)?;
+    if streams_report(args) {
+        // Streamed: -G, --folded and the profiles of a large log in little memory.
+        args.profile
+            .report_file(
+                path,
+                args.callgraph.as_deref(),
+                args.folded.as_deref(),
+                ProfileArgs::options(&[], None, args.show_address),
+            )
+            .map_err(|e| {
+                eprintln!("{TOOL}: {e}");
+                ExitCode::FAILURE
+            })?;
         return Ok(ExitCode::SUCCESS);
     }
+    let events = read_events(path)?;
+    if wants_report(args) || args.verbose > 0 {
+        write_reports(args, &events, true, None)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let events = read_events(path)?;
     let mut text = String::new();
     for e in &events {
         text.push_str(&e.record.to_string());

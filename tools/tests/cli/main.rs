@@ -10,6 +10,7 @@ mod harness;
 mod workloads;
 
 mod pmcstat_options;
+mod profiles;
 mod tools;
 
 fn main() {
@@ -19,15 +20,8 @@ fn main() {
         args.test_threads = Some(1);
     }
     let env = pmc::probe::Environment::detect();
-    libtest_mimic::run(
-        &args,
-        harness::trials(
-            tools::tests()
-                .into_iter()
-                .chain(pmcstat_options::tests())
-                .collect(),
-            &env,
-        ),
-    )
-    .exit();
+    let mut tests = tools::tests();
+    tests.extend(pmcstat_options::tests());
+    tests.extend(profiles::tests());
+    libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }

@@ -572,7 +572,8 @@ fn options_that_cannot_apply_say_why() -> TestResult {
     for (args, needle) in [
         (vec!["-e", "-P", "cpu-clock", "-O", "x", "--", "true"], "-e"),
         (vec!["-M", "map", "-R", "x"], "-M"),
-        (vec!["-I", "-R", "x", "-G", "-"], "-I"),
+        (vec!["-e", "-g", "-R", "x"], "binutils gprof"),
+        (vec!["-I", "-R", "x"], "-I"),
         (vec!["-f", "threshold=5", "-R", "x", "-G", "-"], "-f"),
         (
             vec!["-T", "-f", "threshold=x", "-P", "cpu-clock", "--", "true"],

@@ -1,0 +1,583 @@
+//! A kernel double: a [`Transport`] that answers every `PMC_OP_*` with the
+//! rules of `pmc_syscall_handler` and its helpers in
+//! sys/dev/hwpmc/hwpmc_mod.c (FreeBSD 14/15), on any platform.
+//!
+//! It models one calling process (the owner), a process table, the rows of
+//! every class on every CPU, row dispositions, the owner's log file, and a
+//! counter value per PMC that [`KernelDouble::advance`] moves forward, so
+//! the backend above it can be tested end to end without FreeBSD.
+//!
+//! Simplifications, each visible in the API: hardware is one value per
+//! PMC (`advance` adds events to running PMCs that target a process or
+//! CPU); the log file records WRITELOG cookies instead of pmclog bytes;
+//! `p_candebug` is a per-process flag.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use crate::abi::{self, Class, CpuType, Errno, Mode, State};
+use crate::transport::{Request, Transport};
+
+mod ops;
+
+/// One class of counters the simulated machine has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassSpec {
+    /// The class.
+    pub class: Class,
+    /// `pcd_caps`.
+    pub caps: u32,
+    /// Counter width.
+    pub width: u32,
+    /// Rows (`pcd_num`).
+    pub num: u32,
+    /// `pcd_get_msr` result base (`None`: the class has no GETMSR, ENOSYS).
+    pub msr_base: Option<u32>,
+}
+
+/// The machine the double simulates.
+#[derive(Clone, Debug)]
+pub struct Machine {
+    /// `pm_cputype`.
+    pub cputype: CpuType,
+    /// `pmc_cpu_max()`.
+    pub ncpu: u32,
+    /// CPUs that are not active (`pmc_cpu_is_active` false → ENXIO).
+    pub inactive_cpus: BTreeSet<u32>,
+    /// Classes in row order.
+    pub classes: Vec<ClassSpec>,
+    /// Registered soft events (names after `pmc_soft_namecleanup`).
+    pub soft_events: Vec<String>,
+    /// The module's `PMC_VERSION`.
+    pub module_version: u32,
+    /// `kern.hwpmc.mincount`: lower bound of sampling reload counts.
+    pub mincount: u64,
+}
+
+impl Machine {
+    /// A 2-CPU Intel machine: TSC, IAP×4, IAF×3, SOFT×16, with the kernel
+    /// soft events that exist on amd64 (kern_clock.c `clock.hard/stat/prof`,
+    /// trap.c `page_fault.all/read/write`). Capabilities are the double's
+    /// configuration, chosen to exercise the rules, not measured.
+    pub fn intel_2cpu() -> Machine {
+        let rw = abi::PMC_CAP_READ | abi::PMC_CAP_WRITE;
+        let hw = rw | abi::PMC_CAP_INTERRUPT | abi::PMC_CAP_USER | abi::PMC_CAP_SYSTEM;
+        Machine {
+            cputype: CpuType::INTEL_SKYLAKE,
+            ncpu: 2,
+            inactive_cpus: BTreeSet::new(),
+            classes: vec![
+                ClassSpec {
+                    class: Class::TSC,
+                    caps: abi::PMC_CAP_READ,
+                    width: 64,
+                    num: 1,
+                    msr_base: Some(0x10),
+                },
+                ClassSpec {
+                    class: Class::IAP,
+                    caps: hw
+                        | abi::PMC_CAP_EDGE
+                        | abi::PMC_CAP_THRESHOLD
+                        | abi::PMC_CAP_INVERT
+                        | abi::PMC_CAP_QUALIFIER,
+                    width: 48,
+                    num: 4,
+                    msr_base: Some(0),
+                },
+                ClassSpec {
+                    class: Class::IAF,
+                    caps: hw,
+                    width: 48,
+                    num: 3,
+                    msr_base: Some(1 << 30),
+                },
+                ClassSpec {
+                    class: Class::SOFT,
+                    caps: hw,
+                    width: 64,
+                    num: 16,
+                    msr_base: None,
+                },
+            ],
+            soft_events: [
+                "CLOCK.HARD",
+                "CLOCK.STAT",
+                "CLOCK.PROF",
+                "PAGE_FAULT.ALL",
+                "PAGE_FAULT.READ",
+                "PAGE_FAULT.WRITE",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            module_version: abi::PMC_VERSION,
+            mincount: 1000,
+        }
+    }
+
+    fn npmc(&self) -> u32 {
+        self.classes.iter().map(|c| c.num).sum()
+    }
+
+    /// The first row of a class and its spec.
+    fn class_rows(&self, class: u32) -> Option<(u32, &ClassSpec)> {
+        let mut ri = 0;
+        for c in &self.classes {
+            if c.class as u32 == class {
+                return Some((ri, c));
+            }
+            ri += c.num;
+        }
+        None
+    }
+
+    fn row_class(&self, ri: u32) -> Option<(u32, &ClassSpec)> {
+        let mut base = 0;
+        for c in &self.classes {
+            if ri < base + c.num {
+                return Some((ri - base, c));
+            }
+            base += c.num;
+        }
+        None
+    }
+
+    fn soft_code(&self, name: &str) -> Option<u32> {
+        self.soft_events
+            .iter()
+            .position(|n| n == name)
+            .map(|i| abi::PMC_EV_SOFT_FIRST + i as u32)
+    }
+}
+
+/// A process the double knows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Process {
+    /// Parent pid.
+    pub parent: i32,
+    /// Exiting (`P_WEXIT`): treated as absent.
+    pub exiting: bool,
+    /// Whether the owner may debug it (`p_candebug` == 0).
+    pub debuggable: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Pmc {
+    id: u32,
+    mode: Mode,
+    ri: u32,
+    cpu: u32,
+    event: u32,
+    caps: u32,
+    flags: u32,
+    state: State,
+    targets: BTreeSet<i32>,
+    /// `pm_savedvalue` (virtual) or the hardware count (system).
+    value: u64,
+    /// `pm_reloadcount` (sampling) or `pm_initial` (counting).
+    count: u64,
+}
+
+#[derive(Debug, Default)]
+struct Kernel {
+    owner_exists: bool,
+    owns_logfile: bool,
+    logfd: i32,
+    log: Vec<u32>,
+    flushes: u32,
+    pmcs: Vec<Pmc>,
+    /// Row dispositions: >0 thread users, <0 standalone users (`pmc_pmcdisp`).
+    disp: BTreeMap<u32, i32>,
+    /// Rows disabled by PMCADMIN, per (cpu, ri).
+    disabled: BTreeSet<(u32, u32)>,
+    syscalls: u32,
+    syscall_errors: u32,
+}
+
+/// The kernel double. See the module documentation.
+#[derive(Debug)]
+pub struct KernelDouble {
+    machine: Machine,
+    pid: i32,
+    privileged: bool,
+    jailed: bool,
+    procs: Mutex<BTreeMap<i32, Process>>,
+    kernel: Mutex<Kernel>,
+}
+
+impl KernelDouble {
+    /// A kernel on `machine` whose caller is `pid`, privileged (root).
+    pub fn new(machine: Machine, pid: i32) -> KernelDouble {
+        let mut procs = BTreeMap::new();
+        procs.insert(
+            pid,
+            Process {
+                parent: 1,
+                exiting: false,
+                debuggable: true,
+            },
+        );
+        KernelDouble {
+            machine,
+            pid,
+            privileged: true,
+            jailed: false,
+            procs: Mutex::new(procs),
+            kernel: Mutex::new(Kernel {
+                logfd: -1,
+                ..Kernel::default()
+            }),
+        }
+    }
+
+    /// Drops or grants `PRIV_PMC_SYSTEM`/`PRIV_PMC_MANAGE`.
+    pub fn with_privilege(mut self, privileged: bool) -> KernelDouble {
+        self.privileged = privileged;
+        self
+    }
+
+    /// Puts the caller in a jail (system-mode PMCs → EPERM).
+    pub fn with_jail(mut self, jailed: bool) -> KernelDouble {
+        self.jailed = jailed;
+        self
+    }
+
+    /// The simulated machine.
+    pub fn machine(&self) -> &Machine {
+        &self.machine
+    }
+
+    /// The caller's pid.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Adds (or replaces) a process.
+    pub fn add_process(&self, pid: i32, process: Process) {
+        self.procs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(pid, process);
+    }
+
+    /// Simulates `events` occurring in process `pid` on CPU `cpu`: every
+    /// RUNNING virtual PMC targeting `pid` and every RUNNING system PMC on
+    /// `cpu` counts them.
+    pub fn advance(&self, pid: i32, cpu: u32, events: u64) {
+        let mut k = self.lock();
+        for pm in k.pmcs.iter_mut().filter(|p| p.state == State::RUNNING) {
+            let hit = if pm.mode.is_virtual() {
+                pm.targets.contains(&pid)
+            } else {
+                pm.cpu == cpu
+            };
+            if hit {
+                pm.value = pm.value.wrapping_add(events);
+            }
+        }
+    }
+
+    /// The WRITELOG cookies in the configured log, in order.
+    pub fn log_cookies(&self) -> Vec<u32> {
+        self.lock().log.clone()
+    }
+
+    /// How many successful FLUSHLOG/CLOSELOG flushes happened.
+    pub fn log_flushes(&self) -> u32 {
+        self.lock().flushes
+    }
+
+    /// The capabilities and internal flags the kernel recorded for a PMC
+    /// (`pm_caps`, `pm_flags`), if it exists.
+    pub fn recorded(&self, id: u32) -> Option<(u32, u32)> {
+        self.lock()
+            .pmcs
+            .iter()
+            .find(|p| p.id == id)
+            .map(|p| (p.caps, p.flags))
+    }
+
+    /// Number of PMCs the owner holds (to check releases).
+    pub fn live_pmcs(&self) -> usize {
+        self.lock().pmcs.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Kernel> {
+        self.kernel.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn process(&self, pid: i32) -> Option<Process> {
+        self.procs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&pid)
+            .cloned()
+    }
+
+    fn children(&self, pid: i32) -> Vec<i32> {
+        let procs = self.procs.lock().unwrap_or_else(|e| e.into_inner());
+        procs
+            .iter()
+            .filter(|(p, pr)| pr.parent == pid && **p != pid)
+            .map(|(p, _)| *p)
+            .collect()
+    }
+
+    /// `pmc_find_pmc`.
+    fn find(&self, k: &Kernel, id: u32) -> Result<usize, Errno> {
+        if abi::pmc_id_to_rowindex(id) >= self.machine.npmc() {
+            return Err(Errno::EINVAL);
+        }
+        if !k.owner_exists {
+            return Err(Errno::ESRCH);
+        }
+        k.pmcs.iter().position(|p| p.id == id).ok_or(Errno::EINVAL)
+    }
+
+    fn cpu_active(&self, cpu: u32) -> bool {
+        cpu < self.machine.ncpu && !self.machine.inactive_cpus.contains(&cpu)
+    }
+
+    /// `pmc_maybe_remove_owner`.
+    fn maybe_remove_owner(k: &mut Kernel) {
+        if k.pmcs.is_empty() && !k.owns_logfile {
+            k.owner_exists = false;
+        }
+    }
+
+    fn allocate(&self, k: &mut Kernel, pa: &mut abi::pmc_op_pmcallocate) -> Result<(), Errno> {
+        let Some(mode) = Mode::from_raw(pa.pm_mode) else {
+            return Err(Errno::EINVAL);
+        };
+        let cpu = pa.pm_cpu;
+        let flags = pa.pm_flags;
+        let mut caps = pa.pm_caps;
+        if cpu != abi::PMC_CPU_ANY && cpu >= self.machine.ncpu {
+            return Err(Errno::EINVAL);
+        }
+        if (mode.is_virtual() && cpu != abi::PMC_CPU_ANY)
+            || (mode.is_system() && cpu == abi::PMC_CPU_ANY)
+        {
+            return Err(Errno::EINVAL);
+        }
+        if mode.is_system() && !self.cpu_active(cpu) {
+            return Err(Errno::ENXIO);
+        }
+        if mode.is_system() && (self.jailed || !self.privileged) {
+            return Err(Errno::EPERM);
+        }
+        let allowed = abi::PMC_F_DESCENDANTS
+            | abi::PMC_F_LOG_PROCCSW
+            | abi::PMC_F_LOG_PROCEXIT
+            | abi::PMC_F_CALLCHAIN
+            | abi::PMC_F_USERCALLCHAIN
+            | abi::PMC_F_EV_PMU;
+        if flags & !allowed != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if flags & (abi::PMC_F_CALLCHAIN | abi::PMC_F_USERCALLCHAIN) == abi::PMC_F_USERCALLCHAIN {
+            return Err(Errno::EINVAL);
+        }
+        if flags & abi::PMC_F_USERCALLCHAIN != 0 && !mode.is_sampling() {
+            return Err(Errno::EINVAL);
+        }
+        if mode.is_system() && flags & (abi::PMC_F_LOG_PROCCSW | abi::PMC_F_LOG_PROCEXIT) != 0 {
+            return Err(Errno::EINVAL);
+        }
+        if mode.is_sampling() {
+            caps |= abi::PMC_CAP_INTERRUPT;
+        }
+        let Some((first, spec)) = self.machine.class_rows(pa.pm_class) else {
+            return Err(Errno::EINVAL);
+        };
+        if spec.caps & caps != caps {
+            return Err(Errno::EOPNOTSUPP);
+        }
+        // The class's pcd_allocate_pmc: TSC counts only TSC_TSC in SC mode
+        // (hwpmc_tsc.c); SOFT only registered soft events (hwpmc_soft.c).
+        let event_ok = match spec.class {
+            Class::TSC => pa.pm_ev == abi::PMC_EV_TSC_TSC && mode == Mode::SC,
+            Class::SOFT => {
+                (abi::PMC_EV_SOFT_FIRST..=abi::PMC_EV_SOFT_LAST).contains(&pa.pm_ev)
+                    && ((pa.pm_ev - abi::PMC_EV_SOFT_FIRST) as usize)
+                        < self.machine.soft_events.len()
+            }
+            _ => true,
+        };
+        let mut row = None;
+        if event_ok {
+            for ri in first..first + spec.num {
+                let d = k.disp.get(&ri).copied().unwrap_or(0);
+                let row_ok = d == 0 || (mode.is_system() && d < 0) || (mode.is_virtual() && d > 0);
+                // pmc_can_allocate_rowindex: no PMC of ours at this row
+                // (virtual), or not on the same CPU (system).
+                let taken = k.pmcs.iter().any(|p| {
+                    p.ri == ri
+                        && (p.mode.is_virtual()
+                            || (mode.is_system() && p.mode.is_system() && p.cpu == cpu))
+                });
+                let hw_busy = mode.is_system()
+                    && k.pmcs
+                        .iter()
+                        .any(|p| p.ri == ri && p.mode.is_system() && p.cpu == cpu);
+                if row_ok && !taken && !hw_busy {
+                    row = Some(ri);
+                    break;
+                }
+            }
+        }
+        let Some(ri) = row else {
+            return Err(Errno::EINVAL);
+        };
+        if mode.is_system() && k.disabled.contains(&(cpu, ri)) {
+            return Err(Errno::EPERM);
+        }
+        let mut pflags = flags;
+        if flags & (abi::PMC_F_LOG_PROCEXIT | abi::PMC_F_LOG_PROCCSW) != 0 {
+            pflags |= abi::PMC_F_NEEDS_LOGFILE;
+        }
+        if mode.is_sampling() && mode.is_system() {
+            pflags |= abi::PMC_F_NEEDS_LOGFILE;
+        }
+        let count = if mode.is_sampling() {
+            pa.pm_count.max(self.machine.mincount.max(1))
+        } else {
+            pa.pm_count
+        };
+        let id = abi::pmc_id_make(cpu, mode as u32, pa.pm_class, ri);
+        *k.disp.entry(ri).or_insert(0) += if mode.is_system() { -1 } else { 1 };
+        k.pmcs.push(Pmc {
+            id,
+            mode,
+            ri,
+            cpu,
+            event: pa.pm_ev,
+            caps,
+            flags: pflags,
+            state: State::ALLOCATED,
+            targets: BTreeSet::new(),
+            value: if mode.is_system() && !mode.is_sampling() {
+                count
+            } else {
+                0
+            },
+            count,
+        });
+        k.owner_exists = true;
+        pa.pm_pmcid = id;
+        Ok(())
+    }
+
+    /// `pmc_attach_one_process`.
+    fn attach_one(&self, k: &mut Kernel, idx: usize, pid: i32) -> Result<(), Errno> {
+        let ri = k.pmcs[idx].ri;
+        if k.pmcs[idx].targets.contains(&pid) {
+            return Err(Errno::EEXIST);
+        }
+        if k.pmcs
+            .iter()
+            .any(|p| p.ri == ri && p.targets.contains(&pid))
+        {
+            return Err(Errno::EBUSY);
+        }
+        let pm = &mut k.pmcs[idx];
+        pm.targets.insert(pid);
+        if pid == self.pid {
+            pm.flags |= abi::PMC_F_ATTACHED_TO_OWNER;
+        }
+        if pm.mode.is_sampling() && pm.flags & abi::PMC_F_ATTACHED_TO_OWNER == 0 {
+            pm.flags |= abi::PMC_F_NEEDS_LOGFILE;
+        }
+        pm.flags |= abi::PMC_F_ATTACH_DONE;
+        Ok(())
+    }
+
+    /// `pmc_attach_process`: with DESCENDANTS the whole tree, undone on error.
+    fn attach_process(&self, k: &mut Kernel, idx: usize, pid: i32) -> Result<(), Errno> {
+        if k.pmcs[idx].flags & abi::PMC_F_DESCENDANTS == 0 {
+            return self.attach_one(k, idx, pid);
+        }
+        let mut todo = vec![pid];
+        while let Some(p) = todo.pop() {
+            if let Err(e) = self.attach_one(k, idx, p) {
+                let _ = self.detach_process(k, idx, pid);
+                return Err(e);
+            }
+            todo.extend(self.children(p));
+        }
+        Ok(())
+    }
+
+    /// `pmc_detach_one_process`.
+    fn detach_one(&self, k: &mut Kernel, idx: usize, pid: i32) -> Result<(), Errno> {
+        if !k
+            .pmcs
+            .iter()
+            .any(|p| p.mode.is_virtual() && p.targets.contains(&pid))
+        {
+            return Err(Errno::ESRCH);
+        }
+        let pm = &mut k.pmcs[idx];
+        if !pm.targets.remove(&pid) {
+            return Err(Errno::EINVAL);
+        }
+        if pid == self.pid {
+            pm.flags &= !abi::PMC_F_ATTACHED_TO_OWNER;
+        }
+        Ok(())
+    }
+
+    /// `pmc_detach_process`.
+    fn detach_process(&self, k: &mut Kernel, idx: usize, pid: i32) -> Result<(), Errno> {
+        if k.pmcs[idx].flags & abi::PMC_F_DESCENDANTS == 0 {
+            return self.detach_one(k, idx, pid);
+        }
+        let mut todo = vec![pid];
+        while let Some(p) = todo.pop() {
+            let _ = self.detach_one(k, idx, p);
+            todo.extend(self.children(p));
+        }
+        if k.pmcs[idx].targets.is_empty() {
+            k.pmcs[idx].flags &= !abi::PMC_F_ATTACH_DONE;
+        }
+        Ok(())
+    }
+
+    /// `pmc_do_op_pmcattach` / `pmc_do_op_pmcdetach` front halves.
+    fn target(&self, k: &Kernel, a: &abi::pmc_op_pmcattach) -> Result<(usize, i32), Errno> {
+        let pid = match a.pm_pid {
+            p if p < 0 => return Err(Errno::EINVAL),
+            0 => self.pid,
+            p => p,
+        };
+        Ok((self.find(k, a.pm_pmc)?, pid))
+    }
+
+    fn live_process(&self, pid: i32) -> Result<Process, Errno> {
+        match self.process(pid) {
+            Some(p) if !p.exiting => Ok(p),
+            _ => Err(Errno::ESRCH),
+        }
+    }
+}
+
+impl Transport for KernelDouble {
+    fn call(&self, request: Request<'_>) -> Result<(), Errno> {
+        let mut k = self.lock();
+        k.syscalls += 1;
+        let r = self.dispatch(&mut k, request);
+        if r.is_err() {
+            k.syscall_errors += 1;
+        }
+        r
+    }
+}
+
+/// The soft-event code the double gives `name` (for tests).
+impl KernelDouble {
+    /// `PMC_EV_SOFT_FIRST` + registration index of `name`.
+    pub fn soft_event_code(&self, name: &str) -> Option<u32> {
+        self.machine.soft_code(name)
+    }
+}

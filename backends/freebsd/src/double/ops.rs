@@ -1,0 +1,327 @@
+//! `pmc_syscall_handler`'s switch: one arm per `PMC_OP_*`, with the
+//! errno rules of sys/dev/hwpmc/hwpmc_mod.c and hwpmc_logging.c.
+
+use super::{Kernel, KernelDouble};
+use crate::abi::{self, Class, Errno, State};
+use crate::transport::Request;
+
+impl KernelDouble {
+    pub(super) fn dispatch(&self, k: &mut Kernel, request: Request<'_>) -> Result<(), Errno> {
+        match request {
+            Request::ConfigureLog(cl) => {
+                if cl.pm_flags != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                k.owner_exists = true;
+                if cl.pm_logfd >= 0 {
+                    // hwpmc_logging.c pmclog_configure_log: one log per owner.
+                    if k.owns_logfile {
+                        return Err(Errno::EBUSY);
+                    }
+                    k.owns_logfile = true;
+                    k.logfd = cl.pm_logfd;
+                    Ok(())
+                } else if k.owns_logfile {
+                    for pm in k.pmcs.iter_mut() {
+                        if pm.flags & abi::PMC_F_NEEDS_LOGFILE != 0 && pm.state == State::RUNNING {
+                            pm.state = State::STOPPED;
+                        }
+                    }
+                    k.owns_logfile = false;
+                    k.logfd = -1;
+                    k.flushes += 1;
+                    Ok(())
+                } else {
+                    Err(Errno::EINVAL)
+                }
+            }
+            Request::FlushLog => {
+                if !k.owner_exists {
+                    return Err(Errno::EINVAL);
+                }
+                // hwpmc_logging.c pmclog_flush: EINVAL without a log file.
+                if !k.owns_logfile {
+                    return Err(Errno::EINVAL);
+                }
+                k.flushes += 1;
+                Ok(())
+            }
+            Request::CloseLog => {
+                if !k.owner_exists {
+                    return Err(Errno::EINVAL);
+                }
+                // hwpmc_logging.c pmclog_close always succeeds; the logger
+                // writes what is queued and lets the file go.
+                if k.owns_logfile {
+                    k.flushes += 1;
+                    k.owns_logfile = false;
+                    k.logfd = -1;
+                }
+                Ok(())
+            }
+            Request::GetCpuInfo(gci) => {
+                *gci = abi::pmc_op_getcpuinfo {
+                    pm_cputype: self.machine.cputype as u32,
+                    pm_ncpu: self.machine.ncpu,
+                    pm_npmc: self.machine.npmc(),
+                    pm_nclass: self.machine.classes.len() as u32,
+                    ..Default::default()
+                };
+                for (slot, c) in gci.pm_classes.iter_mut().zip(&self.machine.classes) {
+                    *slot = abi::pmc_classinfo {
+                        pm_class: c.class as u32,
+                        pm_caps: c.caps,
+                        pm_width: c.width,
+                        pm_num: c.num,
+                    };
+                }
+                Ok(())
+            }
+            Request::GetDynEventInfo(gei) => {
+                if gei.pm_class != Class::SOFT as u32 {
+                    return Err(Errno::EINVAL);
+                }
+                for (i, name) in self.machine.soft_events.iter().enumerate() {
+                    abi::set_c_name(&mut gei.pm_events[i].pm_ev_name, name);
+                    gei.pm_events[i].pm_ev_code = abi::PMC_EV_SOFT_FIRST + i as u32;
+                }
+                gei.pm_nevent = self.machine.soft_events.len() as u32;
+                Ok(())
+            }
+            Request::GetDriverStats(gms) => {
+                *gms = abi::pmc_op_getdriverstats {
+                    pm_syscalls: k.syscalls,
+                    pm_syscall_errors: k.syscall_errors,
+                    ..Default::default()
+                };
+                Ok(())
+            }
+            Request::GetModuleVersion(v) => {
+                let modv = self.machine.module_version;
+                if (*v & 0xFFFF_0000) > (modv & 0xFFFF_0000) {
+                    return Err(Errno::EPROGMISMATCH);
+                }
+                *v = modv;
+                Ok(())
+            }
+            Request::GetPmcInfo { cpu, pmcs } => {
+                let cpu = cpu as u32;
+                if cpu >= self.machine.ncpu {
+                    return Err(Errno::EINVAL);
+                }
+                if !self.cpu_active(cpu) {
+                    return Err(Errno::ENXIO);
+                }
+                for (ri, slot) in pmcs
+                    .iter_mut()
+                    .enumerate()
+                    .take(self.machine.npmc() as usize)
+                {
+                    let ri = ri as u32;
+                    let (adj, spec) = self.machine.row_class(ri).expect("row within npmc");
+                    let mut info = abi::pmc_info {
+                        pm_class: spec.class as u32,
+                        pm_ownerpid: -1,
+                        ..Default::default()
+                    };
+                    abi::set_c_name(&mut info.pm_name, &format!("{}-{}", spec.class.name(), adj));
+                    info.pm_enabled = i32::from(!k.disabled.contains(&(cpu, ri)));
+                    let d = k.disp.get(&ri).copied().unwrap_or(0);
+                    info.pm_rowdisp = match d {
+                        d if d < 0 => abi::Disp::STANDALONE,
+                        d if d > 0 => abi::Disp::THREAD,
+                        _ => abi::Disp::FREE,
+                    } as u32;
+                    if let Some(pm) = k
+                        .pmcs
+                        .iter()
+                        .find(|p| p.ri == ri && p.mode.is_system() && p.cpu == cpu)
+                    {
+                        info.pm_ownerpid = self.pid;
+                        info.pm_mode = pm.mode as u32;
+                        info.pm_event = pm.event;
+                        info.pm_flags = pm.flags;
+                        if pm.mode.is_sampling() {
+                            info.pm_reloadcount = pm.count;
+                        }
+                    }
+                    *slot = info;
+                }
+                Ok(())
+            }
+            Request::PmcAdmin(pma) => {
+                if !self.privileged {
+                    return Err(Errno::EPERM);
+                }
+                if pma.pm_cpu < 0 || pma.pm_cpu as u32 >= self.machine.ncpu {
+                    return Err(Errno::EINVAL);
+                }
+                let cpu = pma.pm_cpu as u32;
+                if !self.cpu_active(cpu) {
+                    return Err(Errno::ENXIO);
+                }
+                let request = State::from_raw(pma.pm_state);
+                if !matches!(request, Some(State::DISABLED | State::FREE)) {
+                    return Err(Errno::EINVAL);
+                }
+                if pma.pm_pmc < 0 || pma.pm_pmc as u32 >= self.machine.npmc() {
+                    return Err(Errno::EINVAL);
+                }
+                let ri = pma.pm_pmc as u32;
+                if k.disp.get(&ri).copied().unwrap_or(0) > 0 && request == Some(State::DISABLED) {
+                    return Err(Errno::EBUSY);
+                }
+                if k.pmcs
+                    .iter()
+                    .any(|p| p.ri == ri && p.mode.is_system() && p.cpu == cpu)
+                {
+                    return Err(Errno::EBUSY);
+                }
+                if request == Some(State::DISABLED) {
+                    if k.disabled.insert((cpu, ri)) {
+                        *k.disp.entry(ri).or_insert(0) -= 1;
+                    }
+                } else if k.disabled.remove(&(cpu, ri)) {
+                    *k.disp.entry(ri).or_insert(0) += 1;
+                }
+                Ok(())
+            }
+            Request::PmcAllocate(pa) => self.allocate(k, pa),
+            Request::PmcAttach(a) => {
+                let (idx, pid) = self.target(k, a)?;
+                if k.pmcs[idx].mode.is_system() {
+                    return Err(Errno::EINVAL);
+                }
+                match k.pmcs[idx].state {
+                    State::RUNNING => return Err(Errno::EBUSY),
+                    State::ALLOCATED | State::STOPPED => {}
+                    _ => return Err(Errno::EINVAL),
+                }
+                let p = self.live_process(pid)?;
+                if !p.debuggable {
+                    return Err(Errno::EPERM);
+                }
+                self.attach_process(k, idx, pid)
+            }
+            Request::PmcDetach(a) => {
+                let (idx, pid) = self.target(k, a)?;
+                self.live_process(pid)?;
+                self.detach_process(k, idx, pid)
+            }
+            Request::PmcGetMsr(gm) => {
+                let idx = self.find(k, gm.pm_pmcid)?;
+                let pm = &k.pmcs[idx];
+                if !pm.mode.is_virtual() || pm.flags & abi::PMC_F_DESCENDANTS != 0 {
+                    return Err(Errno::EINVAL);
+                }
+                if pm.targets.len() != 1 || !pm.targets.contains(&self.pid) {
+                    return Err(Errno::EINVAL);
+                }
+                let (adj, spec) = self.machine.row_class(pm.ri).expect("allocated row exists");
+                let Some(base) = spec.msr_base else {
+                    return Err(Errno::ENOSYS);
+                };
+                gm.pm_msr = base + adj;
+                Ok(())
+            }
+            Request::PmcRelease(sp) => {
+                let idx = self.find(k, sp.pm_pmcid)?;
+                let pm = k.pmcs.remove(idx);
+                if let Some(d) = k.disp.get_mut(&pm.ri) {
+                    *d -= if pm.mode.is_system() { -1 } else { 1 };
+                }
+                Self::maybe_remove_owner(k);
+                Ok(())
+            }
+            Request::PmcRw(prw) => {
+                if prw.pm_flags & (abi::PMC_F_OLDVALUE | abi::PMC_F_NEWVALUE) == 0 {
+                    return Err(Errno::EINVAL);
+                }
+                let idx = self.find(k, prw.pm_pmcid)?;
+                let pm = &mut k.pmcs[idx];
+                if !matches!(pm.state, State::ALLOCATED | State::STOPPED | State::RUNNING) {
+                    return Err(Errno::EINVAL);
+                }
+                if pm.state == State::RUNNING && prw.pm_flags & abi::PMC_F_NEWVALUE != 0 {
+                    return Err(Errno::EBUSY);
+                }
+                if !pm.mode.is_virtual() && !self.cpu_active(pm.cpu) {
+                    return Err(Errno::ENXIO);
+                }
+                let old = pm.value;
+                if prw.pm_flags & abi::PMC_F_NEWVALUE != 0 {
+                    pm.value = prw.pm_value;
+                }
+                if prw.pm_flags & abi::PMC_F_OLDVALUE != 0 {
+                    prw.pm_value = old;
+                }
+                Ok(())
+            }
+            Request::PmcSetCount(sc) => {
+                let idx = self.find(k, sc.pm_pmcid)?;
+                let pm = &mut k.pmcs[idx];
+                if pm.state == State::RUNNING {
+                    return Err(Errno::EBUSY);
+                }
+                pm.count = if pm.mode.is_sampling() {
+                    sc.pm_count.max(self.machine.mincount.max(1))
+                } else {
+                    sc.pm_count
+                };
+                Ok(())
+            }
+            Request::PmcStart(sp) => {
+                let idx = self.find(k, sp.pm_pmcid)?;
+                match k.pmcs[idx].state {
+                    State::RUNNING => return Ok(()),
+                    State::STOPPED | State::ALLOCATED => {}
+                    _ => return Err(Errno::EINVAL),
+                }
+                // pmc_start: a required log file must exist (EDOOFUS).
+                if k.pmcs[idx].flags & abi::PMC_F_NEEDS_LOGFILE != 0 && !k.owns_logfile {
+                    return Err(Errno::EDOOFUS);
+                }
+                if k.pmcs[idx].mode.is_virtual() {
+                    if k.pmcs[idx].targets.is_empty() {
+                        if k.pmcs[idx].flags & abi::PMC_F_ATTACH_DONE != 0 {
+                            return Err(Errno::ESRCH);
+                        }
+                        self.attach_process(k, idx, self.pid)?;
+                    }
+                } else {
+                    let pm = &mut k.pmcs[idx];
+                    if !self.cpu_active(pm.cpu) {
+                        return Err(Errno::ENXIO);
+                    }
+                    // Global PMCs restart from their initial/reload count.
+                    pm.value = pm.count;
+                }
+                k.pmcs[idx].state = State::RUNNING;
+                Ok(())
+            }
+            Request::PmcStop(sp) => {
+                let idx = self.find(k, sp.pm_pmcid)?;
+                let pm = &mut k.pmcs[idx];
+                match pm.state {
+                    State::STOPPED => Ok(()),
+                    State::RUNNING => {
+                        pm.state = State::STOPPED;
+                        if pm.mode.is_system() {
+                            // pmc_stop reads the hardware into pm_initial.
+                            pm.count = pm.value;
+                        }
+                        Ok(())
+                    }
+                    _ => Err(Errno::EINVAL),
+                }
+            }
+            Request::WriteLog(wl) => {
+                if !k.owner_exists || !k.owns_logfile {
+                    return Err(Errno::EINVAL);
+                }
+                k.log.push(wl.pm_userdata);
+                Ok(())
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! The FreeBSD-only part: find hwpmc's system call number with
+//! `modfind(2)`/`modstat(2)` and issue `syscall(num, op, arg)`, exactly as
+//! libpmc's `pmc_init` and `PMC_CALL` do (lib/libpmc/libpmc.c).
+//!
+//! Compiled and run only on FreeBSD; everything it passes to the kernel is
+//! a `#[repr(C)]` mirror from [`crate::abi`] whose layout is tested on
+//! every platform. This is the crate's only `unsafe` code.
+#![allow(unsafe_code)]
+
+use std::ffi::{CString, c_int, c_void};
+
+use crate::abi::{self, Errno, Op};
+use crate::transport::{Request, Transport};
+
+unsafe extern "C" {
+    fn modfind(modname: *const libc::c_char) -> c_int;
+    fn modstat(modid: c_int, stat: *mut abi::module_stat) -> c_int;
+}
+
+fn last_errno() -> Errno {
+    Errno(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+}
+
+/// hwpmc's system call, located through the loaded module.
+#[derive(Debug, Clone, Copy)]
+pub struct SyscallTransport {
+    syscall: c_int,
+}
+
+impl SyscallTransport {
+    /// Finds the `hwpmc` module's syscall number. `Err(ENOENT)` when the
+    /// module is not loaded (`kldload hwpmc`).
+    pub fn open() -> Result<SyscallTransport, Errno> {
+        let name = CString::new(abi::PMC_MODULE_NAME).expect("module name has no NUL");
+        // SAFETY: `name` is a valid NUL-terminated string that outlives the call.
+        let id = unsafe { modfind(name.as_ptr()) };
+        if id < 0 {
+            return Err(last_errno());
+        }
+        let mut stat = abi::module_stat::new();
+        // SAFETY: `stat` is a writable `struct module_stat` mirror whose
+        // `version` field holds its size, as modstat(2) requires.
+        if unsafe { modstat(id, &mut stat) } < 0 {
+            return Err(last_errno());
+        }
+        Ok(SyscallTransport {
+            syscall: stat.intval(),
+        })
+    }
+
+    fn raw(&self, op: Op, arg: *mut c_void) -> Result<(), Errno> {
+        // SAFETY: `arg` is null (FLUSHLOG/CLOSELOG take none) or points to
+        // the exclusively borrowed `#[repr(C)]` structure the operation
+        // `op` reads and writes, alive for the whole call.
+        let rc = unsafe { libc::syscall(self.syscall as _, op as c_int, arg) };
+        if rc < 0 { Err(last_errno()) } else { Ok(()) }
+    }
+}
+
+fn ptr<T>(r: &mut T) -> *mut c_void {
+    (r as *mut T).cast()
+}
+
+impl Transport for SyscallTransport {
+    fn call(&self, request: Request<'_>) -> Result<(), Errno> {
+        let op = request.op();
+        match request {
+            Request::FlushLog | Request::CloseLog => self.raw(op, std::ptr::null_mut()),
+            Request::ConfigureLog(a) => self.raw(op, ptr(a)),
+            Request::GetCpuInfo(a) => self.raw(op, ptr(a)),
+            Request::GetDriverStats(a) => self.raw(op, ptr(a)),
+            Request::GetModuleVersion(a) => self.raw(op, ptr(a)),
+            Request::PmcAdmin(a) => self.raw(op, ptr(a)),
+            Request::PmcAllocate(a) => self.raw(op, ptr(a)),
+            Request::PmcAttach(a) | Request::PmcDetach(a) => self.raw(op, ptr(a)),
+            Request::PmcGetMsr(a) => self.raw(op, ptr(a)),
+            Request::PmcRelease(a) | Request::PmcStart(a) | Request::PmcStop(a) => {
+                self.raw(op, ptr(a))
+            }
+            Request::PmcRw(a) => self.raw(op, ptr(a)),
+            Request::PmcSetCount(a) => self.raw(op, ptr(a)),
+            Request::WriteLog(a) => self.raw(op, ptr(a)),
+            Request::GetDynEventInfo(a) => self.raw(op, ptr(a)),
+            Request::GetPmcInfo { cpu, pmcs } => {
+                // The flexible array follows the 8-aligned head: build the
+                // contiguous C layout in u64 storage and copy the rows back.
+                let head = abi::GETPMCINFO_PMCS_OFFSET;
+                let row = std::mem::size_of::<abi::pmc_info>();
+                let mut buf = vec![0u64; (head + std::mem::size_of_val(pmcs)).div_ceil(8)];
+                let base = buf.as_mut_ptr().cast::<u8>();
+                // SAFETY: `buf` holds at least `head + row * len` bytes, is
+                // 8-aligned like `pmc_info`, and the head starts with the
+                // i32 `pm_cpu`.
+                unsafe { base.cast::<i32>().write(cpu) };
+                self.raw(op, base.cast())?;
+                for (i, slot) in pmcs.iter_mut().enumerate() {
+                    // SAFETY: row `i` lies inside `buf` at an 8-aligned
+                    // offset and holds plain data the kernel wrote.
+                    *slot = unsafe { base.add(head + i * row).cast::<abi::pmc_info>().read() };
+                }
+                Ok(())
+            }
+        }
+    }
+}

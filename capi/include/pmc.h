@@ -1,0 +1,312 @@
+/*
+ * pmc.h -- FreeBSD's libpmc interface (pmc(3)) for Linux, implemented by
+ * libpmc from the `pmc` Rust workspace over perf_event.
+ *
+ * Names, values and layouts follow FreeBSD 14's headers so that programs
+ * written for FreeBSD's libpmc compile unchanged:
+ *   - sys/sys/pmc.h      (PMC_* constants, enum pmc_mode/class/cputype/
+ *                         state/disp/caps, struct pmc_classinfo, pmc_info)
+ *   - lib/libpmc/pmc.h   (struct pmc_driverstats, pmc_cpuinfo, pmc_pmcinfo,
+ *                         the prototypes, pmc_allocate's 6th `count` argument)
+ * This file restates those facts; it is not a copy of FreeBSD's text.
+ * What differs on Linux is listed in README.md, "Using from C".
+ */
+#ifndef _PMC_H_
+#define _PMC_H_
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* sys/sys/pmc.h: sizes. */
+#define PMC_MODULE_NAME		"hwpmc"
+#define PMC_NAME_MAX		64	/* struct pmc_info pm_name */
+#define PMC_CLASS_MAX		8	/* struct pmc_cpuinfo pm_classes[] */
+#define PMC_CPUID_LEN		64
+
+/* sys/sys/pmc.h: API version [MMmmpppp] of FreeBSD 14. */
+#define PMC_VERSION_MAJOR	0x0A
+#define PMC_VERSION_MINOR	0x00
+#define PMC_VERSION_PATCH	0x0000
+#define PMC_VERSION		(PMC_VERSION_MAJOR << 24 |		\
+	PMC_VERSION_MINOR << 16 | PMC_VERSION_PATCH)
+
+/* sys/sys/pmc.h __PMC_CPUS(): kinds of CPUs, sparse values. */
+enum pmc_cputype {
+	PMC_CPU_AMD_K7			= 0x00,
+	PMC_CPU_AMD_K8			= 0x01,
+	PMC_CPU_INTEL_CORE		= 0x87,
+	PMC_CPU_INTEL_CORE2		= 0x88,
+	PMC_CPU_INTEL_CORE2EXTREME	= 0x89,
+	PMC_CPU_INTEL_ATOM		= 0x8A,
+	PMC_CPU_INTEL_COREI7		= 0x8B,
+	PMC_CPU_INTEL_WESTMERE		= 0x8C,
+	PMC_CPU_INTEL_SANDYBRIDGE	= 0x8D,
+	PMC_CPU_INTEL_IVYBRIDGE		= 0x8E,
+	PMC_CPU_INTEL_SANDYBRIDGE_XEON	= 0x8F,
+	PMC_CPU_INTEL_IVYBRIDGE_XEON	= 0x90,
+	PMC_CPU_INTEL_HASWELL		= 0x91,
+	PMC_CPU_INTEL_ATOM_SILVERMONT	= 0x92,
+	PMC_CPU_INTEL_NEHALEM_EX	= 0x93,
+	PMC_CPU_INTEL_WESTMERE_EX	= 0x94,
+	PMC_CPU_INTEL_HASWELL_XEON	= 0x95,
+	PMC_CPU_INTEL_BROADWELL		= 0x96,
+	PMC_CPU_INTEL_BROADWELL_XEON	= 0x97,
+	PMC_CPU_INTEL_SKYLAKE		= 0x98,
+	PMC_CPU_INTEL_SKYLAKE_XEON	= 0x99,
+	PMC_CPU_INTEL_ATOM_GOLDMONT	= 0x9A,
+	PMC_CPU_INTEL_ICELAKE		= 0x9B,
+	PMC_CPU_INTEL_ICELAKE_XEON	= 0x9C,
+	PMC_CPU_INTEL_ALDERLAKE		= 0x9D,
+	PMC_CPU_INTEL_ATOM_GOLDMONT_P	= 0x9E,
+	PMC_CPU_INTEL_ATOM_TREMONT	= 0x9F,
+	PMC_CPU_INTEL_XSCALE		= 0x100,
+	PMC_CPU_PPC_7450		= 0x300,
+	PMC_CPU_PPC_E500		= 0x340,
+	PMC_CPU_PPC_970			= 0x380,
+	PMC_CPU_PPC_POWER8		= 0x390,
+	PMC_CPU_GENERIC			= 0x400,
+	PMC_CPU_ARMV7_CORTEX_A5		= 0x500,
+	PMC_CPU_ARMV7_CORTEX_A7		= 0x501,
+	PMC_CPU_ARMV7_CORTEX_A8		= 0x502,
+	PMC_CPU_ARMV7_CORTEX_A9		= 0x503,
+	PMC_CPU_ARMV7_CORTEX_A15	= 0x504,
+	PMC_CPU_ARMV7_CORTEX_A17	= 0x505,
+	PMC_CPU_ARMV8_CORTEX_A53	= 0x600,
+	PMC_CPU_ARMV8_CORTEX_A57	= 0x601,
+	PMC_CPU_ARMV8_CORTEX_A76	= 0x602
+};
+#define PMC_CPU_FIRST	PMC_CPU_AMD_K7
+#define PMC_CPU_LAST	PMC_CPU_ARMV8_CORTEX_A76
+
+/* sys/sys/pmc.h __PMC_CLASSES(): classes of PMCs. */
+enum pmc_class {
+	PMC_CLASS_TSC		= 0x00,
+	PMC_CLASS_K7		= 0x01,
+	PMC_CLASS_K8		= 0x02,
+	PMC_CLASS_IAF		= 0x06,
+	PMC_CLASS_IAP		= 0x07,
+	PMC_CLASS_UCF		= 0x08,
+	PMC_CLASS_UCP		= 0x09,
+	PMC_CLASS_XSCALE	= 0x0A,
+	PMC_CLASS_PPC7450	= 0x0D,
+	PMC_CLASS_PPC970	= 0x0E,
+	PMC_CLASS_SOFT		= 0x0F,
+	PMC_CLASS_ARMV7		= 0x10,
+	PMC_CLASS_ARMV8		= 0x11,
+	PMC_CLASS_E500		= 0x13,
+	PMC_CLASS_POWER8	= 0x15,
+	PMC_CLASS_DMC620_PMU_CD2 = 0x16,
+	PMC_CLASS_DMC620_PMU_C	= 0x17,
+	PMC_CLASS_CMN600_PMU	= 0x18
+};
+#define PMC_CLASS_FIRST	PMC_CLASS_TSC
+#define PMC_CLASS_LAST	PMC_CLASS_CMN600_PMU
+
+/* sys/sys/pmc.h __PMC_STATES(). */
+enum pmc_state {
+	PMC_STATE_DISABLED,
+	PMC_STATE_FREE,
+	PMC_STATE_ALLOCATED,
+	PMC_STATE_STOPPED,
+	PMC_STATE_RUNNING,
+	PMC_STATE_DELETED,
+	PMC_STATE_MAX
+};
+#define PMC_STATE_FIRST	PMC_STATE_DISABLED
+#define PMC_STATE_LAST	PMC_STATE_DELETED
+
+/* sys/sys/pmc.h __PMC_MODES(). */
+enum pmc_mode {
+	PMC_MODE_SS = 0,	/* system-wide sampling */
+	PMC_MODE_SC = 1,	/* system-wide counting */
+	PMC_MODE_TS = 2,	/* process ("thread virtual") sampling */
+	PMC_MODE_TC = 3		/* process counting */
+};
+#define PMC_MODE_FIRST	PMC_MODE_SS
+#define PMC_MODE_LAST	PMC_MODE_TC
+
+#define PMC_IS_COUNTING_MODE(mode)				\
+	((mode) == PMC_MODE_SC || (mode) == PMC_MODE_TC)
+#define PMC_IS_SYSTEM_MODE(mode)				\
+	((mode) == PMC_MODE_SS || (mode) == PMC_MODE_SC)
+#define PMC_IS_SAMPLING_MODE(mode)				\
+	((mode) == PMC_MODE_SS || (mode) == PMC_MODE_TS)
+#define PMC_IS_VIRTUAL_MODE(mode)				\
+	((mode) == PMC_MODE_TS || (mode) == PMC_MODE_TC)
+
+/* sys/sys/pmc.h __PMC_DISPOSITIONS(). */
+enum pmc_disp {
+	PMC_DISP_STANDALONE,
+	PMC_DISP_FREE,
+	PMC_DISP_THREAD,
+	PMC_DISP_UNKNOWN
+};
+#define PMC_DISP_FIRST	PMC_DISP_STANDALONE
+#define PMC_DISP_LAST	PMC_DISP_THREAD
+
+/* sys/sys/pmc.h __PMC_CAPS(): one bit each. */
+enum pmc_caps {
+	PMC_CAP_INTERRUPT	= (1 << 0),
+	PMC_CAP_USER		= (1 << 1),
+	PMC_CAP_SYSTEM		= (1 << 2),
+	PMC_CAP_EDGE		= (1 << 3),
+	PMC_CAP_THRESHOLD	= (1 << 4),
+	PMC_CAP_READ		= (1 << 5),
+	PMC_CAP_WRITE		= (1 << 6),
+	PMC_CAP_INVERT		= (1 << 7),
+	PMC_CAP_QUALIFIER	= (1 << 8),
+	PMC_CAP_PRECISE		= (1 << 9),
+	PMC_CAP_TAGGING		= (1 << 10),
+	PMC_CAP_CASCADE		= (1 << 11),
+	PMC_CAP_SYSWIDE		= (1 << 12),
+	PMC_CAP_DOMWIDE		= (1 << 13)
+};
+#define PMC_CAP_FIRST	PMC_CAP_INTERRUPT
+#define PMC_CAP_LAST	PMC_CAP_DOMWIDE
+
+/*
+ * FreeBSD numbers its events from a static table (dev/hwpmc/pmc_events.h).
+ * Events here are named by specifier strings, so the enum only gives the
+ * type its size; pmc_name_of_event() knows no numbers (see README).
+ */
+enum pmc_event {
+	__PMC_EV_NONE = 0,
+	__PMC_EV_SIZE = 0x7FFFFFFF
+};
+
+/* sys/sys/pmc.h: flags of pmc_allocate(3) and internal ones. */
+#define PMC_F_UNUSED1		0x00000001
+#define PMC_F_DESCENDANTS	0x00000002 /* track descendants */
+#define PMC_F_LOG_PROCCSW	0x00000004 /* log context switches */
+#define PMC_F_LOG_PROCEXIT	0x00000008 /* log process exits */
+#define PMC_F_NEWVALUE		0x00000010 /* PMCRW: write */
+#define PMC_F_OLDVALUE		0x00000020 /* PMCRW: read */
+#define PMC_F_CALLCHAIN		0x00000080 /* capture callchains */
+#define PMC_F_USERCALLCHAIN	0x00000100 /* user-space callchains */
+#define PMC_F_EV_PMU		0x00000200 /* event given by a PMU name */
+#define PMC_F_ATTACHED_TO_OWNER	0x00010000 /* internal */
+#define PMC_F_NEEDS_LOGFILE	0x00020000 /* internal */
+#define PMC_F_ATTACH_DONE	0x00040000 /* internal */
+
+#define PMC_CALLCHAIN_DEPTH_MAX	512
+#define PMC_CC_F_USERSPACE	0x01
+
+typedef uint32_t	pmc_id_t;
+typedef uint64_t	pmc_value_t;
+
+#define PMC_ID_INVALID		(~ (pmc_id_t) 0)
+#define PMC_CPU_ANY		~0
+
+/*
+ * libpmc sets EDOOFUS when a PMC needs a log file and none is configured;
+ * Linux has no EDOOFUS, so it is EBADFD here (the `pmc` crate's choice).
+ */
+#ifndef EDOOFUS
+#define EDOOFUS			EBADFD
+#endif
+
+/* sys/sys/pmc.h: one row of pmc_pmcinfo(). */
+struct pmc_info {
+	char		pm_name[PMC_NAME_MAX];	/* event specifier */
+	enum pmc_class	pm_class;
+	int		pm_enabled;
+	enum pmc_disp	pm_rowdisp;	/* THREAD (process) or STANDALONE */
+	pid_t		pm_ownerpid;
+	enum pmc_mode	pm_mode;
+	enum pmc_event	pm_event;
+	uint32_t	pm_flags;
+	pmc_value_t	pm_reloadcount;
+};
+
+/* sys/sys/pmc.h: one class of pmc_cpuinfo(). */
+struct pmc_classinfo {
+	enum pmc_class	pm_class;
+	uint32_t	pm_caps;	/* PMC_CAP_* */
+	uint32_t	pm_width;	/* bits */
+	uint32_t	pm_num;		/* PMCs of the class per CPU */
+};
+
+/* lib/libpmc/pmc.h */
+struct pmc_driverstats {
+	unsigned int	pm_intr_ignored;
+	unsigned int	pm_intr_processed;
+	unsigned int	pm_intr_bufferfull;
+	unsigned int	pm_syscalls;
+	unsigned int	pm_syscall_errors;
+	unsigned int	pm_buffer_requests;
+	unsigned int	pm_buffer_requests_failed;
+	unsigned int	pm_log_sweeps;
+};
+
+/* lib/libpmc/pmc.h */
+struct pmc_cpuinfo {
+	enum pmc_cputype pm_cputype;
+	uint32_t	pm_ncpu;
+	uint32_t	pm_npmc;
+	uint32_t	pm_nclass;
+	struct pmc_classinfo pm_classes[PMC_CLASS_MAX];
+};
+
+/* lib/libpmc/pmc.h; pmc_pmcinfo() mallocs it, the caller frees it. */
+struct pmc_pmcinfo {
+	int32_t		pm_cpu;
+	struct pmc_info	pm_pmcs[];
+};
+
+/* lib/libpmc/pmc.h: the prototypes (FreeBSD 12+ pmc_allocate). */
+int	pmc_allocate(const char *_ctrspec, enum pmc_mode _mode, uint32_t _flags,
+    int _cpu, pmc_id_t *_pmcid, uint64_t _count);
+int	pmc_attach(pmc_id_t _pmcid, pid_t _pid);
+int	pmc_capabilities(pmc_id_t _pmc, uint32_t *_caps);
+int	pmc_configure_logfile(int _fd);
+int	pmc_flush_logfile(void);
+int	pmc_close_logfile(void);
+int	pmc_detach(pmc_id_t _pmcid, pid_t _pid);
+int	pmc_disable(int _cpu, int _pmc);
+int	pmc_enable(int _cpu, int _pmc);
+int	pmc_get_driver_stats(struct pmc_driverstats *_gms);
+int	pmc_get_msr(pmc_id_t _pmc, uint32_t *_msr);
+int	pmc_init(void);
+int	pmc_read(pmc_id_t _pmc, pmc_value_t *_value);
+int	pmc_release(pmc_id_t _pmc);
+int	pmc_rw(pmc_id_t _pmc, pmc_value_t _newvalue, pmc_value_t *_oldvalue);
+int	pmc_set(pmc_id_t _pmc, pmc_value_t _value);
+int	pmc_start(pmc_id_t _pmc);
+int	pmc_stop(pmc_id_t _pmc);
+int	pmc_width(pmc_id_t _pmc, uint32_t *_width);
+int	pmc_write(pmc_id_t _pmc, pmc_value_t _value);
+int	pmc_writelog(uint32_t _udata);
+
+int	pmc_ncpu(void);
+int	pmc_npmc(int _cpu);
+int	pmc_cpuinfo(const struct pmc_cpuinfo **_cpu_info);
+int	pmc_pmcinfo(int _cpu, struct pmc_pmcinfo **_pmc_info);
+
+const char	*pmc_name_of_capability(enum pmc_caps _c);
+const char	*pmc_name_of_class(enum pmc_class _pc);
+const char	*pmc_name_of_cputype(enum pmc_cputype _cp);
+const char	*pmc_name_of_disposition(enum pmc_disp _pd);
+const char	*pmc_name_of_event(enum pmc_event _pe);
+const char	*pmc_name_of_mode(enum pmc_mode _pm);
+const char	*pmc_name_of_state(enum pmc_state _ps);
+
+int	pmc_event_names_of_class(enum pmc_class _cl, const char ***_eventnames,
+    int *_nevents);
+
+/*
+ * Linux extension: the full message of the calling thread's last failure
+ * (what failed, the errno, what to do), or "" if none. Valid until the
+ * thread's next libpmc call.
+ */
+const char	*pmc_last_error(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* _PMC_H_ */

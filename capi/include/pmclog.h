@@ -1,0 +1,248 @@
+/*
+ * pmclog.h -- FreeBSD's pmclog(3) log parser for Linux, implemented by
+ * libpmc from the `pmc` Rust workspace.
+ *
+ * Names, values and layouts follow FreeBSD 14's headers:
+ *   - sys/sys/pmclog.h   (enum pmclog_type, the CALLCHAIN cpuflags macros)
+ *   - lib/libpmc/pmclog.h (enum pmclog_state, struct pmclog_ev and every
+ *                          struct pmclog_ev_*, the four functions)
+ * and the behaviour of lib/libpmc/pmclog.c (pl_offset is the stream offset
+ * after the record, pl_count counts records from 1, CLOSELOG reads as
+ * PMCLOG_EOF, pl_ts.tv_sec carries the record's raw timestamp).
+ */
+#ifndef _PMCLOG_H_
+#define _PMCLOG_H_
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "pmc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef MAXCOMLEN
+#define MAXCOMLEN	19	/* FreeBSD sys/param.h */
+#endif
+
+typedef uint64_t	uintfptr_t;	/* FreeBSD amd64 machine/profile.h */
+
+/*
+ * FreeBSD's PATH_MAX (sys/syslimits.h), which sizes the path arrays below;
+ * Linux's PATH_MAX is 4096, so the arrays use FreeBSD's value to keep
+ * FreeBSD's layout.
+ */
+#define __PMCLOG_PATH_MAX	1024
+
+/* sys/sys/pmclog.h */
+enum pmclog_type {
+	PMCLOG_TYPE_CLOSELOG = 1,
+	PMCLOG_TYPE_DROPNOTIFY = 2,
+	PMCLOG_TYPE_INITIALIZE = 3,
+	PMCLOG_TYPE_PMCALLOCATE = 5,
+	PMCLOG_TYPE_PMCATTACH = 6,
+	PMCLOG_TYPE_PMCDETACH = 7,
+	PMCLOG_TYPE_PROCCSW = 8,
+	PMCLOG_TYPE_PROCEXEC = 9,
+	PMCLOG_TYPE_PROCEXIT = 10,
+	PMCLOG_TYPE_PROCFORK = 11,
+	PMCLOG_TYPE_SYSEXIT = 12,
+	PMCLOG_TYPE_USERDATA = 13,
+	PMCLOG_TYPE_MAP_IN = 14,
+	PMCLOG_TYPE_MAP_OUT = 15,
+	PMCLOG_TYPE_CALLCHAIN = 16,
+	PMCLOG_TYPE_PMCALLOCATEDYN = 17,
+	PMCLOG_TYPE_THR_CREATE = 18,
+	PMCLOG_TYPE_THR_EXIT = 19,
+	PMCLOG_TYPE_PROC_CREATE = 20
+};
+
+/* sys/sys/pmclog.h: CALLCHAIN pl_cpuflags = CPU << 16 | flags. */
+#define PMC_CALLCHAIN_CPUFLAGS_TO_CPU(CF)	(((CF) >> 16) & 0xFFFF)
+#define PMC_CALLCHAIN_CPUFLAGS_TO_USERMODE(CF)	((CF) & PMC_CC_F_USERSPACE)
+#define PMC_CALLCHAIN_TO_CPUFLAGS(CPU,FLAGS)	\
+	(((CPU) << 16) | ((FLAGS) & 0xFFFF))
+
+/* lib/libpmc/pmclog.h */
+enum pmclog_state {
+	PMCLOG_OK,
+	PMCLOG_EOF,
+	PMCLOG_REQUIRE_DATA,
+	PMCLOG_ERROR
+};
+
+struct pmclog_ev_callchain {
+	uint32_t	pl_pid;
+	uint32_t	pl_tid;
+	uint32_t	pl_pmcid;
+	uint32_t	pl_cpuflags;
+	uint32_t	pl_cpuflags2;
+	uint32_t	pl_npc;
+	uintfptr_t	pl_pc[PMC_CALLCHAIN_DEPTH_MAX];
+};
+
+struct pmclog_ev_dropnotify {
+	char		__pl_empty[0];	/* FreeBSD: an empty struct (GNU C) */
+};
+
+struct pmclog_ev_closelog {
+	char		__pl_empty[0];
+};
+
+struct pmclog_ev_initialize {
+	uint32_t	pl_version;
+	uint32_t	pl_arch;
+	uint64_t	pl_tsc_freq;
+	struct timespec	pl_ts;
+	char		pl_cpuid[__PMCLOG_PATH_MAX];
+};
+
+struct pmclog_ev_map_in {
+	pid_t		pl_pid;
+	uintfptr_t	pl_start;
+	char		pl_pathname[__PMCLOG_PATH_MAX];
+};
+
+struct pmclog_ev_map_out {
+	pid_t		pl_pid;
+	uintfptr_t	pl_start;
+	uintfptr_t	pl_end;
+};
+
+struct pmclog_ev_pcsample {
+	uintfptr_t	pl_pc;
+	pid_t		pl_pid;
+	pid_t		pl_tid;
+	pmc_id_t	pl_pmcid;
+	uint32_t	pl_flags;
+	uint32_t	pl_usermode;
+};
+
+struct pmclog_ev_pmcallocate {
+	const char	*pl_evname;
+	uint64_t	pl_rate;
+	uint32_t	pl_event;
+	uint32_t	pl_flags;
+	pmc_id_t	pl_pmcid;
+};
+
+struct pmclog_ev_pmcallocatedyn {
+	char		pl_evname[PMC_NAME_MAX];
+	uint32_t	pl_event;
+	uint32_t	pl_flags;
+	pmc_id_t	pl_pmcid;
+};
+
+struct pmclog_ev_pmcattach {
+	pmc_id_t	pl_pmcid;
+	pid_t		pl_pid;
+	char		pl_pathname[__PMCLOG_PATH_MAX];
+};
+
+struct pmclog_ev_pmcdetach {
+	pmc_id_t	pl_pmcid;
+	pid_t		pl_pid;
+};
+
+struct pmclog_ev_proccsw {
+	pid_t		pl_pid;
+	pid_t		pl_tid;
+	pmc_id_t	pl_pmcid;
+	pmc_value_t	pl_value;
+};
+
+struct pmclog_ev_proccreate {
+	pid_t		pl_pid;
+	uint32_t	pl_flags;
+	char		pl_pcomm[MAXCOMLEN+1];
+};
+
+struct pmclog_ev_procexec {
+	pid_t		pl_pid;
+	pmc_id_t	pl_pmcid;
+	uintptr_t	pl_baseaddr;
+	uintptr_t	pl_dynaddr;
+	char		pl_pathname[__PMCLOG_PATH_MAX];
+};
+
+struct pmclog_ev_procexit {
+	uint32_t	pl_pid;
+	pmc_id_t	pl_pmcid;
+	pmc_value_t	pl_value;
+};
+
+struct pmclog_ev_procfork {
+	pid_t		pl_oldpid;
+	pid_t		pl_newpid;
+};
+
+struct pmclog_ev_sysexit {
+	pid_t		pl_pid;
+};
+
+struct pmclog_ev_threadcreate {
+	pid_t		pl_tid;
+	pid_t		pl_pid;
+	uint32_t	pl_flags;
+	char		pl_tdname[MAXCOMLEN+1];
+};
+
+struct pmclog_ev_threadexit {
+	pid_t		pl_tid;
+};
+
+struct pmclog_ev_userdata {
+	uint32_t	pl_userdata;
+};
+
+struct pmclog_ev {
+	enum pmclog_state pl_state;	/* state after pmclog_read() */
+	off_t		  pl_offset;	/* stream offset after the record */
+	size_t		  pl_count;	/* records read so far */
+	struct timespec   pl_ts;	/* tv_sec: the record's timestamp */
+	enum pmclog_type  pl_type;
+	void		 *pl_data;	/* NULL here (see README) */
+	int		  pl_len;	/* record length in bytes */
+	union {
+		struct pmclog_ev_callchain	pl_cc;
+		struct pmclog_ev_closelog	pl_cl;
+		struct pmclog_ev_dropnotify	pl_dn;
+		struct pmclog_ev_initialize	pl_i;
+		struct pmclog_ev_map_in		pl_mi;
+		struct pmclog_ev_map_out	pl_mo;
+		struct pmclog_ev_pmcallocate	pl_a;
+		struct pmclog_ev_pmcallocatedyn	pl_ad;
+		struct pmclog_ev_pmcattach	pl_t;
+		struct pmclog_ev_pmcdetach	pl_d;
+		struct pmclog_ev_proccsw	pl_c;
+		struct pmclog_ev_proccreate	pl_pc;
+		struct pmclog_ev_procexec	pl_x;
+		struct pmclog_ev_procexit	pl_e;
+		struct pmclog_ev_procfork	pl_f;
+		struct pmclog_ev_sysexit	pl_se;
+		struct pmclog_ev_threadcreate	pl_tc;
+		struct pmclog_ev_threadexit	pl_te;
+		struct pmclog_ev_userdata	pl_u;
+	} pl_u;
+};
+
+#define PMCLOG_FD_NONE		(-1)
+
+/*
+ * pmclog_open(fd) reads from fd (a file, pipe or socket; the caller keeps
+ * ownership of fd), pmclog_open(PMCLOG_FD_NONE) makes a parser fed with
+ * pmclog_feed(). NULL on failure with errno set.
+ */
+void	*pmclog_open(int _fd);
+int	pmclog_feed(void *_cookie, char *_data, int _len);
+int	pmclog_read(void *_cookie, struct pmclog_ev *_ev);
+void	pmclog_close(void *_cookie);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* _PMCLOG_H_ */

@@ -1,0 +1,425 @@
+//! pmc(3) in safe Rust: what each C function does once `sys` has checked
+//! and converted its pointers. Ids map to [`Pmc`] objects in a registry;
+//! every rule is the `pmc` crate's, errors carry its errno.
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::fs::File;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use pmc_core::machine::CpuInfo;
+use pmc_core::{Class, Cpu, Flags, Mode, Pmc};
+
+use crate::types::{self, disp, pmc_classinfo, pmc_cpuinfo, pmc_driverstats, pmc_info};
+use crate::{CResult, Failure};
+
+type Shared = Arc<Mutex<Pmc>>;
+
+/// The PMCs allocated through the C API, by `pmc_id_t`. The map's lock is
+/// held only to look up, insert or remove; each PMC has its own lock, so
+/// threads using different PMCs do not wait on each other.
+static PMCS: Mutex<Option<HashMap<u32, Shared>>> = Mutex::new(None);
+
+fn registry() -> MutexGuard<'static, Option<HashMap<u32, Shared>>> {
+    PMCS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn unknown_id(op: &str, id: u32) -> Failure {
+    // hwpmc_mod.c pmc_find_pmc(): an id the caller does not own is EINVAL.
+    Failure::new(
+        libc::EINVAL,
+        format!(
+            "{op}: no PMC with id {id:#x} is allocated in this process (EINVAL): it was never \
+             returned by pmc_allocate or has been released"
+        ),
+    )
+}
+
+fn lookup(op: &str, id: u32) -> CResult<Shared> {
+    registry()
+        .as_ref()
+        .and_then(|m| m.get(&id).cloned())
+        .ok_or_else(|| unknown_id(op, id))
+}
+
+fn with_pmc<T>(op: &str, id: u32, f: impl FnOnce(&mut Pmc) -> pmc_core::Result<T>) -> CResult<T> {
+    let shared = lookup(op, id)?;
+    let mut pmc = shared.lock().unwrap_or_else(|p| p.into_inner());
+    Ok(f(&mut pmc)?)
+}
+
+fn einval(message: String) -> Failure {
+    Failure::new(libc::EINVAL, message)
+}
+
+/// `pmc_init`: checks that performance counters can be described here.
+pub fn init() -> CResult<()> {
+    cpuinfo().map(|_| ())
+}
+
+/// `enum pmc_mode` → [`Mode`].
+pub fn mode_of(mode: i32) -> CResult<Mode> {
+    Ok(match mode {
+        0 => Mode::SS,
+        1 => Mode::SC,
+        2 => Mode::TS,
+        3 => Mode::TC,
+        _ => {
+            return Err(einval(format!(
+                "pmc_allocate: mode {mode} is not a PMC_MODE_* value (EINVAL)"
+            )));
+        }
+    })
+}
+
+/// `pmc_allocate`, returning the new id.
+pub fn allocate(spec: &str, mode: i32, flags: u32, cpu: i32, count: u64) -> CResult<u32> {
+    let mode = mode_of(mode)?;
+    let flags = Flags::from_bits(flags).ok_or_else(|| {
+        einval(format!(
+            "pmc_allocate: flags {flags:#x} include bits pmc_allocate(3) does not accept (EINVAL)"
+        ))
+    })?;
+    // PMC_CPU_ANY is ~0, i.e. -1 as an int.
+    let cpu = match cpu {
+        -1 => Cpu::Any,
+        n if n >= 0 => Cpu::Id(n as u32),
+        n => {
+            return Err(einval(format!(
+                "pmc_allocate: cpu {n} is neither a CPU number nor PMC_CPU_ANY (EINVAL)"
+            )));
+        }
+    };
+    let pmc = Pmc::allocate_with_count(spec, mode, flags, cpu, count)?;
+    let id = pmc.id().0;
+    registry()
+        .get_or_insert_with(HashMap::new)
+        .insert(id, Arc::new(Mutex::new(pmc)));
+    Ok(id)
+}
+
+/// hwpmc_mod.c PMCATTACH/PMCDETACH: a negative pid is EINVAL, checked
+/// before the PMC is looked up; 0 is the caller.
+fn pid_of(op: &str, pid: i32) -> CResult<u32> {
+    u32::try_from(pid).map_err(|_| {
+        einval(format!(
+            "{op}: pid {pid} is negative; give a process id, or 0 for the caller (EINVAL)"
+        ))
+    })
+}
+
+/// `pmc_attach`
+pub fn attach(id: u32, pid: i32) -> CResult<()> {
+    let pid = pid_of("pmc_attach", pid)?;
+    with_pmc("pmc_attach", id, |p| p.attach(pid))
+}
+
+/// `pmc_detach`
+pub fn detach(id: u32, pid: i32) -> CResult<()> {
+    let pid = pid_of("pmc_detach", pid)?;
+    with_pmc("pmc_detach", id, |p| p.detach(pid))
+}
+
+/// `pmc_release`: the id is invalid afterwards, even when releasing fails.
+pub fn release(id: u32) -> CResult<()> {
+    let shared = registry()
+        .as_mut()
+        .and_then(|m| m.remove(&id))
+        .ok_or_else(|| unknown_id("pmc_release", id))?;
+    // Another thread may still hold a clone for a call in progress; then
+    // the PMC is released when that call returns (its Drop).
+    match Arc::try_unwrap(shared) {
+        Ok(m) => Ok(m
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .release()?),
+        Err(_) => Ok(()),
+    }
+}
+
+/// `pmc_start`
+pub fn start(id: u32) -> CResult<()> {
+    with_pmc("pmc_start", id, Pmc::start)
+}
+
+/// `pmc_stop`
+pub fn stop(id: u32) -> CResult<()> {
+    with_pmc("pmc_stop", id, Pmc::stop)
+}
+
+/// `pmc_read`
+pub fn read(id: u32) -> CResult<u64> {
+    with_pmc("pmc_read", id, Pmc::read)
+}
+
+/// `pmc_write`
+pub fn write(id: u32, value: u64) -> CResult<()> {
+    with_pmc("pmc_write", id, |p| p.write(value))
+}
+
+/// `pmc_rw`: writes `value`, returns the previous value.
+pub fn rw(id: u32, value: u64) -> CResult<u64> {
+    with_pmc("pmc_rw", id, |p| p.rw(value))
+}
+
+/// `pmc_set`
+pub fn set(id: u32, value: u64) -> CResult<()> {
+    with_pmc("pmc_set", id, |p| p.set(value))
+}
+
+/// `pmc_capabilities`
+pub fn capabilities(id: u32) -> CResult<u32> {
+    with_pmc("pmc_capabilities", id, |p| Ok(p.capabilities().bits()))
+}
+
+/// `pmc_width`
+pub fn width(id: u32) -> CResult<u32> {
+    with_pmc("pmc_width", id, |p| Ok(p.width()))
+}
+
+/// `pmc_get_msr`
+pub fn get_msr(id: u32) -> CResult<u32> {
+    with_pmc("pmc_get_msr", id, |p| p.get_msr())
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Vendor {
+    Intel,
+    Amd,
+    Arm,
+    Other,
+}
+
+fn vendor(info: &CpuInfo) -> Vendor {
+    let t = info.cputype.to_ascii_lowercase();
+    if t.contains("intel") {
+        Vendor::Intel
+    } else if t.contains("amd") || t.contains("hygon") {
+        Vendor::Amd
+    } else if cfg!(target_arch = "aarch64") {
+        Vendor::Arm
+    } else {
+        Vendor::Other
+    }
+}
+
+/// The `enum pmc_class` FreeBSD gives a class of ours: the core PMU's
+/// class for hardware events (IAP on Intel, K8 on AMD, ARMV8 on arm64),
+/// SOFT for the kernel's software-defined events, TSC for the `msr` PMU,
+/// UCP for other PMUs.
+fn class_to_c(class: &Class, vendor: Vendor) -> u32 {
+    match class {
+        Class::Hardware | Class::Cache | Class::Raw => match vendor {
+            Vendor::Amd => types::class::K8,
+            Vendor::Arm => types::class::ARMV8,
+            Vendor::Intel | Vendor::Other => types::class::IAP,
+        },
+        Class::Pmu(n) if n == "msr" => types::class::TSC,
+        Class::Pmu(_) => types::class::UCP,
+        _ => types::class::SOFT,
+    }
+}
+
+static CPUINFO: OnceLock<(pmc_cpuinfo, Vendor)> = OnceLock::new();
+
+fn cpuinfo_and_vendor() -> CResult<&'static (pmc_cpuinfo, Vendor)> {
+    if let Some(c) = CPUINFO.get() {
+        return Ok(c);
+    }
+    let info = pmc_core::cpuinfo()?;
+    let vendor = vendor(&info);
+    let mut out = pmc_cpuinfo {
+        // The crate's one mapping (the log's INITIALIZE pl_cpu too).
+        pm_cputype: pmc_core::log::cpu::this_machine().cputype,
+        pm_ncpu: info.ncpu,
+        pm_npmc: info.npmc,
+        ..pmc_cpuinfo::default()
+    };
+    let mut n = 0;
+    for c in &info.classes {
+        let class = class_to_c(&c.class, vendor);
+        let existing = out.pm_classes[..n].iter_mut().find(|e| e.pm_class == class);
+        let num = c.num.unwrap_or(0);
+        match existing {
+            // Several of our classes share FreeBSD's (all SOFT kinds): one row.
+            Some(e) => {
+                e.pm_caps |= c.caps.bits();
+                e.pm_num = e.pm_num.max(num);
+                e.pm_width = e.pm_width.max(c.width);
+            }
+            None if n < types::PMC_CLASS_MAX => {
+                out.pm_classes[n] = pmc_classinfo {
+                    pm_class: class,
+                    pm_caps: c.caps.bits(),
+                    pm_width: c.width,
+                    pm_num: num,
+                };
+                n += 1;
+            }
+            None => {}
+        }
+    }
+    out.pm_nclass = n as u32;
+    Ok(CPUINFO.get_or_init(|| (out, vendor)))
+}
+
+/// `pmc_cpuinfo`: a description that lives as long as the process.
+pub fn cpuinfo() -> CResult<&'static pmc_cpuinfo> {
+    cpuinfo_and_vendor().map(|(c, _)| c)
+}
+
+/// `pmc_ncpu`
+pub fn ncpu() -> CResult<u32> {
+    Ok(pmc_core::ncpu()?)
+}
+
+fn cpu_arg(op: &str, cpu: i32) -> CResult<u32> {
+    u32::try_from(cpu).map_err(|_| einval(format!("{op}: cpu {cpu} does not exist (EINVAL)")))
+}
+
+/// `pmc_npmc`
+pub fn npmc(cpu: i32) -> CResult<u32> {
+    Ok(pmc_core::npmc(cpu_arg("pmc_npmc", cpu)?)?)
+}
+
+/// `pmc_pmcinfo`: the rows for `cpu`: this process's PMCs, then FREE rows
+/// (empty name, owner −1) up to at least `pmc_npmc(cpu)` rows and always
+/// at least one, so that FreeBSD's loop over `pmc_npmc(cpu)` rows reads
+/// only what was allocated, and a loop to the first FREE row ends.
+pub fn pmcinfo(cpu: i32) -> CResult<Vec<pmc_info>> {
+    let cpu = cpu_arg("pmc_pmcinfo", cpu)?;
+    let vendor = cpuinfo_and_vendor()?.1;
+    let npmc = pmc_core::npmc(cpu)? as usize;
+    let rows = pmc_core::pmcinfo(cpu)?;
+    let free = pmc_info {
+        pm_name: [0; types::PMC_NAME_MAX],
+        pm_class: 0,
+        pm_enabled: 1,
+        pm_rowdisp: disp::FREE,
+        pm_ownerpid: -1,
+        pm_mode: 0,
+        pm_event: 0,
+        pm_flags: 0,
+        pm_reloadcount: 0,
+    };
+    let total = npmc.max(rows.len() + 1);
+    let mut out: Vec<pmc_info> = rows
+        .into_iter()
+        .map(|p| pmc_info {
+            pm_name: types::fill_chars(&p.name),
+            pm_class: class_to_c(&p.class, vendor),
+            pm_enabled: 1,
+            pm_rowdisp: if p.mode.is_process() {
+                disp::THREAD
+            } else {
+                disp::STANDALONE
+            },
+            pm_ownerpid: p.owner_pid as libc::pid_t,
+            pm_mode: p.mode as u32,
+            pm_event: 0,
+            pm_flags: p.flags.bits(),
+            pm_reloadcount: p.reload_count,
+        })
+        .collect();
+    out.resize(total, free);
+    Ok(out)
+}
+
+/// `pmc_get_driver_stats`: the log's sample and loss counts; the rest
+/// counts kernel work that has no equivalent here and stays 0.
+pub fn driver_stats() -> pmc_driverstats {
+    let (samples, lost) = pmc_core::log::sink::stats();
+    let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    pmc_driverstats {
+        pm_intr_processed: clamp(samples),
+        pm_intr_bufferfull: clamp(lost),
+        ..pmc_driverstats::default()
+    }
+}
+
+/// `pmc_enable`/`pmc_disable` (hwpmc's PMCADMIN): the CPU and row are
+/// checked as hwpmc does; Linux has no administrative state per counter.
+pub fn admin(op: &str, cpu: i32, row: i32) -> CResult<()> {
+    let npmc = npmc(cpu).map_err(|f| Failure::new(f.errno, f.message.replace("pmc_npmc", op)))?;
+    if row < 0 || row as u32 >= npmc {
+        return Err(einval(format!(
+            "{op}: cpu {cpu} has no hardware PMC row {row} (it has {npmc}) (EINVAL)"
+        )));
+    }
+    Err(Failure::new(
+        libc::EOPNOTSUPP,
+        format!(
+            "{op}: Linux has no per-counter administrative state (EOPNOTSUPP): restrict counters \
+             with kernel.perf_event_paranoid instead"
+        ),
+    ))
+}
+
+/// `pmc_configure_logfile` with a checked, duplicated descriptor, or
+/// `None` for −1 (deconfigure).
+pub fn configure_logfile(out: Option<File>) -> CResult<()> {
+    match out {
+        Some(f) => Ok(pmc_core::log::sink::configure_logfile(f)?),
+        None => Ok(pmc_core::log::sink::close_logfile()?),
+    }
+}
+
+/// `pmc_flush_logfile`
+pub fn flush_logfile() -> CResult<()> {
+    Ok(pmc_core::log::sink::flush_logfile()?)
+}
+
+/// `pmc_close_logfile`
+pub fn close_logfile() -> CResult<()> {
+    Ok(pmc_core::log::sink::close_logfile()?)
+}
+
+/// `pmc_writelog`
+pub fn writelog(value: u32) -> CResult<()> {
+    Ok(pmc_core::log::sink::writelog(value)?)
+}
+
+/// Event names handed to C: interned for the life of the process, since
+/// libpmc's arrays point at static strings the caller never frees.
+static INTERNED: Mutex<Option<HashMap<String, &'static CStr>>> = Mutex::new(None);
+
+fn intern(s: &str) -> Option<&'static CStr> {
+    let mut map = INTERNED.lock().unwrap_or_else(|p| p.into_inner());
+    let map = map.get_or_insert_with(HashMap::new);
+    if let Some(c) = map.get(s) {
+        return Some(c);
+    }
+    let c: &'static CStr = Box::leak(std::ffi::CString::new(s).ok()?.into_boxed_c_str());
+    map.insert(s.to_string(), c);
+    Some(c)
+}
+
+/// `pmc_event_names_of_class`: the names of a class this machine has.
+pub fn event_names_of_class(class: u32) -> CResult<Vec<&'static CStr>> {
+    let (info, vendor) = cpuinfo_and_vendor()?;
+    let present = info.pm_classes[..info.pm_nclass as usize]
+        .iter()
+        .any(|c| c.pm_class == class);
+    if !present {
+        return Err(einval(format!(
+            "pmc_event_names_of_class: class {class:#x} ({}) is not present on this machine \
+             (EINVAL); pmc_cpuinfo() lists the classes",
+            crate::names::class(class)
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_else(|_| "unknown".into())
+        )));
+    }
+    let ours: Vec<Class> = match class {
+        types::class::SOFT => vec![Class::Software],
+        types::class::TSC => vec![Class::Pmu("msr".into())],
+        c if c == class_to_c(&Class::Hardware, *vendor) => vec![Class::Hardware, Class::Cache],
+        _ => Vec::new(),
+    };
+    let mut names = Vec::new();
+    for c in &ours {
+        for n in pmc_core::event_names_of_class(c)? {
+            names.extend(intern(&n));
+        }
+    }
+    Ok(names)
+}

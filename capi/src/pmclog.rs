@@ -1,0 +1,320 @@
+//! pmclog(3) in safe Rust: parsers over [`LogReader`], kept in a registry
+//! by cookie, and the conversion of records into `struct pmclog_ev` as
+//! lib/libpmc/pmclog.c fills it.
+
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::fs::File;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pmc_core::log::{LogEvent, LogReader, LogRecord, ReadState, kind};
+
+use crate::types::{self, pmclog_ev, state};
+use crate::{CResult, Failure};
+
+/// One parser (`struct pmclog_parse_state`).
+#[derive(Debug)]
+pub struct Parser {
+    reader: LogReader,
+    from_fd: bool,
+    /// The event name `pl_a.pl_evname` points at until the next read.
+    evname: CString,
+}
+
+type Shared = Arc<Mutex<Parser>>;
+
+/// Live parsers by cookie. The cookie is a number the C side holds as a
+/// `void *` and is never dereferenced, so a closed or made-up cookie is
+/// an error, not a crash.
+static PARSERS: Mutex<Option<HashMap<usize, Shared>>> = Mutex::new(None);
+/// Cookies are multiples of 16 (so they look like aligned pointers) and
+/// never reused.
+static NEXT: AtomicUsize = AtomicUsize::new(1);
+
+fn parsers() -> MutexGuard<'static, Option<HashMap<usize, Shared>>> {
+    PARSERS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `pmclog_open`: a parser reading `source`, or fed from memory if `None`.
+pub fn open(source: Option<File>) -> usize {
+    let from_fd = source.is_some();
+    let reader = match source {
+        Some(f) => LogReader::from_reader(f),
+        None => LogReader::from_memory(),
+    };
+    let cookie = NEXT.fetch_add(1, Ordering::Relaxed) << 4;
+    let parser = Parser {
+        reader,
+        from_fd,
+        evname: CString::default(),
+    };
+    parsers()
+        .get_or_insert_with(HashMap::new)
+        .insert(cookie, Arc::new(Mutex::new(parser)));
+    cookie
+}
+
+fn lookup(op: &str, cookie: usize) -> CResult<Shared> {
+    parsers()
+        .as_ref()
+        .and_then(|m| m.get(&cookie).cloned())
+        .ok_or_else(|| {
+            Failure::new(
+                libc::EINVAL,
+                format!("{op}: {cookie:#x} is not an open pmclog parser (EINVAL)"),
+            )
+        })
+}
+
+/// `pmclog_feed`: adds a copy of `data` (so, unlike libpmc, the caller may
+/// reuse its buffer at once).
+pub fn feed(cookie: usize, data: &[u8]) -> CResult<()> {
+    let shared = lookup("pmclog_feed", cookie)?;
+    let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
+    if p.from_fd {
+        // pmclog.c pmclog_feed(): a file parser cannot be fed.
+        return Err(Failure::new(
+            libc::EINVAL,
+            "pmclog_feed: this parser reads a file descriptor; only pmclog_open(-1) parsers \
+             are fed (EINVAL)",
+        ));
+    }
+    p.reader.feed(data);
+    Ok(())
+}
+
+/// `pmclog_read`: the next event; `pl_state` says what happened, and for
+/// PMCLOG_ERROR the second value says why (pmclog.c sets no errno then).
+pub fn read(cookie: usize) -> CResult<(pmclog_ev, Option<String>)> {
+    let shared = lookup("pmclog_read", cookie)?;
+    let mut p = shared.lock().unwrap_or_else(|e| e.into_inner());
+    Ok(match p.reader.read() {
+        ReadState::Ok(ev) => (to_c(&mut p, ev), None),
+        ReadState::Eof => (pmclog_ev::with_state(state::EOF), None),
+        ReadState::RequireData => (pmclog_ev::with_state(state::REQUIRE_DATA), None),
+        ReadState::Error(why) => (
+            pmclog_ev::with_state(state::ERROR),
+            Some(format!("pmclog_read: {why}")),
+        ),
+    })
+}
+
+/// `pmclog_close`
+pub fn close(cookie: usize) {
+    if let Some(m) = parsers().as_mut() {
+        m.remove(&cookie);
+    }
+}
+
+fn pid(p: u32) -> libc::pid_t {
+    p as libc::pid_t
+}
+
+/// Fills a `struct pmclog_ev` as pmclog.c `pmclog_get_event()` does.
+fn to_c(p: &mut Parser, ev: LogEvent) -> pmclog_ev {
+    use types::*;
+    let mut out = pmclog_ev::with_state(state::OK);
+    out.pl_type = u32::from(ev.record.kind());
+    out.pl_offset = ev.end_offset as libc::off_t;
+    out.pl_count = ev.count as usize;
+    out.pl_len = i32::try_from(ev.end_offset - ev.offset).unwrap_or(i32::MAX);
+    // pmclog.c copies the header's raw timestamp into tv_sec.
+    out.pl_ts.tv_sec = ev.timestamp as libc::time_t;
+    match ev.record {
+        LogRecord::Closelog => {
+            // pmclog.c: CLOSELOG is read as the end of the log.
+            let mut eof = pmclog_ev::with_state(state::EOF);
+            eof.pl_type = u32::from(kind::CLOSELOG);
+            return eof;
+        }
+        LogRecord::Dropnotify { .. } => {}
+        LogRecord::Initialize {
+            version,
+            arch,
+            tsc_freq,
+            time_sec,
+            time_nsec,
+            cpuid,
+            ..
+        } => {
+            out.pl_u.pl_i = pmclog_ev_initialize {
+                pl_version: version,
+                pl_arch: arch,
+                pl_tsc_freq: tsc_freq,
+                pl_ts: libc::timespec {
+                    tv_sec: time_sec as libc::time_t,
+                    tv_nsec: time_nsec as libc::c_long,
+                },
+                pl_cpuid: fill_chars(&cpuid),
+            }
+        }
+        LogRecord::PmcAllocate {
+            pmcid,
+            event,
+            flags,
+            rate,
+        } => {
+            p.evname = CString::new(format!("event-{event:#x}")).unwrap_or_default();
+            out.pl_u.pl_a = pmclog_ev_pmcallocate {
+                pl_evname: p.evname.as_ptr(),
+                pl_rate: rate,
+                pl_event: event,
+                pl_flags: flags,
+                pl_pmcid: pmcid,
+            }
+        }
+        LogRecord::PmcAllocateDyn {
+            pmcid,
+            event,
+            flags,
+            name,
+        } => {
+            out.pl_u.pl_ad = pmclog_ev_pmcallocatedyn {
+                pl_evname: fill_chars(&name),
+                pl_event: event,
+                pl_flags: flags,
+                pl_pmcid: pmcid,
+            }
+        }
+        LogRecord::PmcAttach {
+            pmcid,
+            pid: target,
+            path,
+        } => {
+            out.pl_u.pl_t = pmclog_ev_pmcattach {
+                pl_pmcid: pmcid,
+                pl_pid: pid(target),
+                pl_pathname: fill_chars(&path),
+            }
+        }
+        LogRecord::PmcDetach { pmcid, pid: target } => {
+            out.pl_u.pl_d = pmclog_ev_pmcdetach {
+                pl_pmcid: pmcid,
+                pl_pid: pid(target),
+            }
+        }
+        LogRecord::ProcCsw {
+            pmcid,
+            value,
+            pid: target,
+            tid,
+        } => {
+            out.pl_u.pl_c = pmclog_ev_proccsw {
+                pl_pid: pid(target),
+                pl_tid: pid(tid),
+                pl_pmcid: pmcid,
+                pl_value: value,
+            }
+        }
+        LogRecord::ProcExec {
+            pid: target,
+            pmcid,
+            entry,
+            dynaddr,
+            path,
+        } => {
+            out.pl_u.pl_x = pmclog_ev_procexec {
+                pl_pid: pid(target),
+                pl_pmcid: pmcid,
+                pl_baseaddr: entry as usize,
+                pl_dynaddr: dynaddr as usize,
+                pl_pathname: fill_chars(&path),
+            }
+        }
+        LogRecord::ProcExit {
+            pmcid,
+            pid: target,
+            value,
+        } => {
+            out.pl_u.pl_e = pmclog_ev_procexit {
+                pl_pid: target,
+                pl_pmcid: pmcid,
+                pl_value: value,
+            }
+        }
+        LogRecord::ProcFork { oldpid, newpid } => {
+            out.pl_u.pl_f = pmclog_ev_procfork {
+                pl_oldpid: pid(oldpid),
+                pl_newpid: pid(newpid),
+            }
+        }
+        LogRecord::SysExit { pid: target } => {
+            out.pl_u.pl_se = pmclog_ev_sysexit {
+                pl_pid: pid(target),
+            }
+        }
+        LogRecord::Userdata { value } => out.pl_u.pl_u = pmclog_ev_userdata { pl_userdata: value },
+        LogRecord::MapIn {
+            pid: target,
+            start,
+            path,
+        } => {
+            out.pl_u.pl_mi = pmclog_ev_map_in {
+                pl_pid: pid(target),
+                pl_start: start,
+                pl_pathname: fill_chars(&path),
+            }
+        }
+        LogRecord::MapOut {
+            pid: target,
+            start,
+            end,
+        } => {
+            out.pl_u.pl_mo = pmclog_ev_map_out {
+                pl_pid: pid(target),
+                pl_start: start,
+                pl_end: end,
+            }
+        }
+        LogRecord::Callchain {
+            pid: target,
+            tid,
+            pmcid,
+            cpu,
+            userspace,
+            pcs,
+        } => {
+            let mut pl_pc = [0u64; PMC_CALLCHAIN_DEPTH_MAX];
+            let n = pcs.len().min(PMC_CALLCHAIN_DEPTH_MAX);
+            pl_pc[..n].copy_from_slice(&pcs[..n]);
+            // sys/sys/pmclog.h PMC_CALLCHAIN_TO_CPUFLAGS(cpu, flags).
+            let flags = if userspace { 1 } else { 0 };
+            out.pl_u.pl_cc = pmclog_ev_callchain {
+                pl_pid: target,
+                pl_tid: tid,
+                pl_pmcid: pmcid,
+                pl_cpuflags: (u32::from(cpu) << 16) | flags,
+                pl_cpuflags2: 0,
+                pl_npc: n as u32,
+                pl_pc,
+            }
+        }
+        LogRecord::ThrCreate {
+            tid,
+            pid: target,
+            flags,
+            name,
+        } => {
+            out.pl_u.pl_tc = pmclog_ev_threadcreate {
+                pl_tid: pid(tid),
+                pl_pid: pid(target),
+                pl_flags: flags,
+                pl_tdname: fill_chars(&name),
+            }
+        }
+        LogRecord::ThrExit { tid } => out.pl_u.pl_te = pmclog_ev_threadexit { pl_tid: pid(tid) },
+        LogRecord::ProcCreate {
+            pid: target,
+            flags,
+            name,
+        } => {
+            out.pl_u.pl_pc = pmclog_ev_proccreate {
+                pl_pid: pid(target),
+                pl_flags: flags,
+                pl_pcomm: fill_chars(&name),
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,406 @@
+//! Compiles the C programs of `tests/c/` with `cc` against `include/` and
+//! the libpmc that cargo built for this test run, runs them, and checks
+//! what they report. Skipped, with the reason, where the machine lacks
+//! what a program needs (a C compiler, CPU-wide counting rights, …),
+//! judged by looking at the machine, never by the library failing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+// Linked so that cargo rebuilds libpmc.so/.a before this test runs.
+use pmc as _;
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use pmc_core::probe::{Environment, Requirement};
+
+type TestResult = Result<(), Failed>;
+
+const INCLUDE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/include");
+const SOURCES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c");
+
+/// The directory holding the libpmc.so/libpmc.a built with this test
+/// (cargo puts the cdylib/staticlib of the package next to its tests).
+fn lib_dir() -> Result<PathBuf, Failed> {
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let deps = exe.parent().ok_or("the test binary has no directory")?;
+    for dir in [deps.to_path_buf(), deps.join("..")] {
+        if dir.join("libpmc.so").exists() && dir.join("libpmc.a").exists() {
+            return Ok(dir);
+        }
+    }
+    Err(format!("libpmc.so/libpmc.a not found next to {}", exe.display()).into())
+}
+
+/// The C compiler, if the machine has one.
+fn compiler() -> Option<String> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    Command::new(&cc)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| cc)
+}
+
+fn run_checked(cmd: &mut Command, what: &str) -> Result<Output, Failed> {
+    let out = cmd.output().map_err(|e| format!("{what}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{what} failed ({}):\n--- stdout\n{}--- stderr\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    Ok(out)
+}
+
+/// How to link a program.
+#[derive(Clone, Copy)]
+enum Link {
+    Shared,
+    Static,
+}
+
+/// Compiles `tests/c/<name>.c` into `dir`.
+fn build(name: &str, dir: &Path, link: Link) -> Result<PathBuf, Failed> {
+    let cc = compiler().ok_or("no C compiler")?;
+    let libs = lib_dir()?;
+    let exe = dir.join(name);
+    let mut cmd = Command::new(cc);
+    cmd.args([
+        "-std=gnu11",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-O1",
+        "-I",
+        INCLUDE,
+    ])
+    .arg(Path::new(SOURCES).join(format!("{name}.c")))
+    .arg("-o")
+    .arg(&exe);
+    match link {
+        Link::Shared => {
+            // An RPATH (not RUNPATH) to this very build: cargo's
+            // LD_LIBRARY_PATH may name an older uplifted copy.
+            cmd.arg("-L")
+                .arg(&libs)
+                .arg(format!("-Wl,--disable-new-dtags,-rpath,{}", libs.display()));
+            cmd.args(["-lpmc", "-lpthread"]);
+        }
+        Link::Static => {
+            // The libraries a Rust staticlib needs (as libpmc.pc's Libs.private).
+            cmd.arg(libs.join("libpmc.a"));
+            cmd.args([
+                "-lgcc_s",
+                "-lutil",
+                "-lrt",
+                "-lpthread",
+                "-lm",
+                "-ldl",
+                "-lc",
+            ]);
+        }
+    }
+    run_checked(&mut cmd, &format!("compiling {name}.c"))?;
+    Ok(exe)
+}
+
+/// Builds and runs a program, returning its stdout.
+fn build_and_run(name: &str, link: Link, args: &[&str]) -> Result<String, Failed> {
+    let dir = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+    let exe = build(name, dir.path(), link)?;
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("{tmp}", &dir.path().display().to_string()))
+        .collect();
+    let out = run_checked(
+        Command::new(&exe).args(&args).env_remove("LD_LIBRARY_PATH"),
+        &format!("running {name}"),
+    )?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn counting() -> TestResult {
+    let out = build_and_run("counting", Link::Shared, &[])?;
+    println!("{out}");
+    Ok(())
+}
+
+fn counting_static() -> TestResult {
+    let out = build_and_run("counting", Link::Static, &[])?;
+    println!("{out}");
+    Ok(())
+}
+
+fn hw_counting() -> TestResult {
+    println!("{}", build_and_run("hw_counting", Link::Shared, &[])?);
+    Ok(())
+}
+
+fn counting_sc() -> TestResult {
+    println!("{}", build_and_run("counting_sc", Link::Shared, &[])?);
+    Ok(())
+}
+
+fn errno_rules() -> TestResult {
+    let out = build_and_run("errno", Link::Shared, &[])?;
+    if !out.contains("all errno rules hold") {
+        return Err(format!("errno printed {out:?}").into());
+    }
+    Ok(())
+}
+
+fn machine() -> TestResult {
+    println!("{}", build_and_run("machine", Link::Shared, &[])?);
+    Ok(())
+}
+
+fn log_on_fd() -> TestResult {
+    println!(
+        "{}",
+        build_and_run("log_fd", Link::Shared, &["{tmp}/pmc.log"])?
+    );
+    Ok(())
+}
+
+fn log_procexit() -> TestResult {
+    println!(
+        "{}",
+        build_and_run("log_procexit", Link::Shared, &["{tmp}/pmc.log"])?
+    );
+    Ok(())
+}
+
+fn log_in_memory() -> TestResult {
+    println!(
+        "{}",
+        build_and_run("log_memory", Link::Shared, &["{tmp}/pmc.log"])?
+    );
+    Ok(())
+}
+
+fn threads() -> TestResult {
+    println!("{}", build_and_run("threads", Link::Shared, &[])?);
+    Ok(())
+}
+
+/// The C headers against FreeBSD's amd64 layout (and so against the Rust
+/// structs, which `src/layout.rs` checks against the same file).
+fn layout() -> TestResult {
+    let out = build_and_run("layout", Link::Shared, &[])?;
+    let expected = pmc_layout_lines(include_str!("layout_freebsd_amd64.txt"));
+    let got = pmc_layout_lines(&out);
+    let mut problems = Vec::new();
+    for line in &expected {
+        if !got.contains(line) {
+            let key = line.rsplit_once(' ').map(|(k, _)| k);
+            let actual = got
+                .iter()
+                .find(|g| g.rsplit_once(' ').map(|(k, _)| k) == key)
+                .map(String::as_str)
+                .unwrap_or("missing");
+            problems.push(format!("expected `{line}`, the header gives `{actual}`"));
+        }
+    }
+    if got.len() != expected.len() {
+        problems.push(format!(
+            "layout.c printed {} lines, the FreeBSD table has {}",
+            got.len(),
+            expected.len()
+        ));
+    }
+    if !problems.is_empty() {
+        return Err(problems.join("\n").into());
+    }
+    println!("{} sizeof/offsetof values match FreeBSD amd64", got.len());
+    Ok(())
+}
+
+fn pmc_layout_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A hardware event without a core PMU: −1 and an errno from pmc_allocate,
+/// and not a byte printed (the program itself prints nothing).
+fn no_pmu_hardware_event() -> TestResult {
+    let dir = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+    let exe = build("nopmu", dir.path(), Link::Shared)?;
+    let out = Command::new(&exe)
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .map_err(|e| format!("running nopmu: {e}"))?;
+    if !out.stdout.is_empty() || !out.stderr.is_empty() {
+        return Err(format!(
+            "the library printed: stdout {:?}, stderr {:?}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    match out.status.code() {
+        Some(0) => Ok(()),
+        Some(10) => Err("pmc_allocate(\"instructions\") succeeded without a core PMU".into()),
+        Some(11) => Err("pmc_allocate returned -1 but left errno 0".into()),
+        Some(20) => Err("pmc_allocate failed but wrote an id".into()),
+        Some(30) => Err("pmc_allocate failed without a message for pmc_last_error".into()),
+        other => Err(format!("nopmu exited with {other:?}").into()),
+    }
+}
+
+/// `pkg-config --cflags --libs libpmc` with the generated libpmc.pc builds
+/// and runs a program.
+fn pkg_config() -> TestResult {
+    let libs = lib_dir()?;
+    // The .pc sits in <profile>/pkgconfig; tests run from <profile>/deps.
+    let pcdir = [libs.join("pkgconfig"), libs.join("../pkgconfig")]
+        .into_iter()
+        .find(|d| d.join("libpmc.pc").exists())
+        .ok_or("libpmc.pc was not generated next to the libraries")?;
+    let flags = run_checked(
+        Command::new("pkg-config")
+            .env("PKG_CONFIG_PATH", &pcdir)
+            .args(["--cflags", "--libs", "libpmc"]),
+        "pkg-config",
+    )?;
+    let flags = String::from_utf8_lossy(&flags.stdout).into_owned();
+    let dir = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+    let exe = dir.path().join("machine");
+    let cc = compiler().ok_or("no C compiler")?;
+    run_checked(
+        Command::new(cc)
+            .arg(Path::new(SOURCES).join("machine.c"))
+            .arg("-o")
+            .arg(&exe)
+            .args(flags.split_whitespace()),
+        "compiling machine.c with pkg-config's flags",
+    )?;
+    run_checked(
+        Command::new(&exe).env_remove("LD_LIBRARY_PATH"),
+        "running machine (pkg-config build)",
+    )?;
+    Ok(())
+}
+
+struct CTest {
+    name: &'static str,
+    requires: Vec<Requirement>,
+    run: fn() -> TestResult,
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let env = Environment::detect();
+    let cc = compiler();
+    // `cargo xtask test --matrix` forces skipped tests to prove they need
+    // what they declare (as tests/live/harness.rs does).
+    let force = std::env::var_os("PMC_LIVE_FORCE").is_some();
+    let perf = || vec![Requirement::PerfEvent];
+    let tests = vec![
+        CTest {
+            name: "c::layout_matches_freebsd_amd64",
+            requires: vec![],
+            run: layout,
+        },
+        CTest {
+            name: "c::counting_tc_software_events",
+            requires: perf(),
+            run: counting,
+        },
+        CTest {
+            name: "c::counting_tc_linked_statically",
+            requires: perf(),
+            run: counting_static,
+        },
+        CTest {
+            name: "c::counting_tc_hardware_instructions",
+            requires: vec![Requirement::HardwareCounting],
+            run: hw_counting,
+        },
+        CTest {
+            name: "c::counting_sc_on_cpu0",
+            // CPU-wide counting: perf_event_paranoid <= 0 or CAP_PERFMON.
+            requires: vec![Requirement::Paranoid(0)],
+            run: counting_sc,
+        },
+        CTest {
+            name: "c::errno_rules",
+            requires: perf(),
+            run: errno_rules,
+        },
+        CTest {
+            name: "c::machine_queries",
+            requires: perf(),
+            run: machine,
+        },
+        CTest {
+            name: "c::sampling_into_a_log_on_an_fd",
+            requires: perf(),
+            run: log_on_fd,
+        },
+        CTest {
+            name: "c::log_procexit_of_a_child",
+            requires: perf(),
+            run: log_procexit,
+        },
+        CTest {
+            name: "c::pmclog_feed_memory_parser",
+            requires: perf(),
+            run: log_in_memory,
+        },
+        CTest {
+            name: "c::threads",
+            requires: perf(),
+            run: threads,
+        },
+        CTest {
+            name: "c::pkg_config_build",
+            requires: vec![
+                Requirement::PerfEvent,
+                Requirement::Program("pkg-config".into()),
+            ],
+            run: pkg_config,
+        },
+    ];
+    let mut trials: Vec<Trial> = tests
+        .into_iter()
+        .map(|t| {
+            let verdict = match &cc {
+                _ if force => Ok(()),
+                None => Err("no C compiler (`cc --version` failed; set CC)".to_string()),
+                Some(_) => Requirement::check_all(&t.requires, &env),
+            };
+            let run = t.run;
+            Trial::ignorable_test(t.name, move || match verdict {
+                Err(reason) => Ok(Completion::ignored_with(reason)),
+                Ok(()) => run().map(|()| Completion::Completed),
+            })
+        })
+        .collect();
+    // Only meaningful where there is no core PMU: decided from sysfs.
+    let core_pmu = ["cpu", "cpu_core", "cpu_atom", "armv8_pmuv3_0"]
+        .iter()
+        .any(|p| env.has_pmu(p));
+    let have_cc = cc.is_some();
+    trials.push(Trial::ignorable_test(
+        "c::hardware_event_without_core_pmu_fails_quietly",
+        move || {
+            if !have_cc && !force {
+                return Ok(Completion::ignored_with("no C compiler"));
+            }
+            if core_pmu && !force {
+                return Ok(Completion::ignored_with(
+                    "this machine has a core PMU, so hardware events open",
+                ));
+            }
+            no_pmu_hardware_event().map(|()| Completion::Completed)
+        },
+    ));
+    libtest_mimic::run(&args, trials).exit();
+}

@@ -1,0 +1,366 @@
+//! Profiles from pmclog records, for profilers that embed `pmc`: log
+//! records in, symbolised stacks and files out.
+//!
+//! [`Profile::from_events`] aggregates the callchains of a log per PMC,
+//! process, thread and CPU, and resolves each distinct pc once through the
+//! [`Symbolizer`] (ELF symbols, and inline frames with file:line from DWARF
+//! where the object has debug info). The writers turn a profile into the
+//! formats the usual tools read:
+//!
+//! | writer | format | read by |
+//! |---|---|---|
+//! | [`folded`] | folded stacks | flamegraph.pl, inferno, speedscope |
+//! | [`callgraph`] | pmcstat `-G` text | people |
+//! | [`callgrind`] | callgrind profile | callgrind_annotate, KCachegrind |
+//! | [`gmon`] | gprof `gmon.out` per object | gprof |
+//! | [`pprof`] | gzipped `profile.proto` | go tool pprof, Parca, Pyroscope, Grafana |
+//! | [`flamegraph`] | interactive SVG | browsers |
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod callgrind_writer;
+mod gmon_writer;
+mod pprof_writer;
+pub mod symbols;
+mod text;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use pmc::log::{LogEvent, LogRecord};
+
+pub use callgrind_writer::callgrind;
+pub use gmon_writer::{GmonFile, gmon};
+pub use pprof_writer::{pprof, pprof_uncompressed};
+pub use symbols::{Frame, MapStart, Mapping, Resolved, Symbolizer};
+pub use text::{callgraph, flamegraph, folded};
+
+/// Errors of the writers.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Writing an output failed.
+    #[error(
+        "writing {what} failed: {source} (errno {errno:?}); check the destination's space and permissions"
+    )]
+    Write {
+        /// Which output.
+        what: &'static str,
+        /// The errno, when the OS gave one.
+        errno: Option<i32>,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The flame graph renderer refused the stacks.
+    #[error(
+        "rendering the flame graph failed: {0}; the folded stacks (--folded) still hold the data"
+    )]
+    Flamegraph(String),
+}
+
+impl Error {
+    pub(crate) fn write(what: &'static str, source: std::io::Error) -> Error {
+        Error::Write {
+            what,
+            errno: source.raw_os_error(),
+            source,
+        }
+    }
+}
+
+/// Result of the writers.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// A sampled event: one PMC of the log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// The PMC id in the log.
+    pub pmcid: u32,
+    /// Its name (PMCALLOCATEDYN), or `pmc 0x…` when the log has none.
+    pub name: String,
+    /// Events between two samples (the reload count), when known.
+    pub period: Option<u64>,
+}
+
+/// A distinct stack of one event, thread and CPU, with its sample count.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    /// Index into [`Profile::events`].
+    pub event: usize,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// CPU the samples were taken on.
+    pub cpu: u16,
+    /// Indices into [`Profile::locations`], leaf first.
+    pub stack: Vec<usize>,
+    /// Number of samples.
+    pub count: u64,
+}
+
+/// A distinct pc of a process, resolved.
+#[derive(Clone, Debug)]
+pub struct Location {
+    /// Process id.
+    pub pid: u32,
+    /// The pc looked up: the sampled pc for leaves, the return address
+    /// minus one for callers (so it falls inside the call).
+    pub address: u64,
+    /// What it resolved to.
+    pub resolved: Arc<Resolved>,
+}
+
+impl Location {
+    /// The outermost (real, not inlined) function.
+    pub fn function(&self) -> &str {
+        self.resolved
+            .frames
+            .last()
+            .map(|f| f.function.as_str())
+            .unwrap_or("")
+    }
+}
+
+/// Callchains of one event, process, thread and CPU: chain → samples.
+type ChainCounts = HashMap<Vec<u64>, u64>;
+/// (pmcid, pid, tid, cpu).
+type Who = (u32, u32, u32, u16);
+
+/// Builds a [`Profile`] from records fed one at a time, so a log of any
+/// size is reported in memory proportional to its distinct stacks: only the
+/// records that describe mappings and events are kept.
+#[derive(Debug, Default)]
+pub struct ProfileBuilder {
+    options: ProfileOptions,
+    /// MAP_IN, PROCFORK, PROCEXEC, INITIALIZE, PMCALLOCATE(DYN) records.
+    context: Vec<LogEvent>,
+    /// (pmcid, pid, tid, cpu) → chains.
+    chains: HashMap<Who, ChainCounts>,
+}
+
+impl ProfileBuilder {
+    /// An empty builder.
+    pub fn new(options: ProfileOptions) -> ProfileBuilder {
+        ProfileBuilder {
+            options,
+            ..ProfileBuilder::default()
+        }
+    }
+
+    /// Feeds one record of the log.
+    pub fn push(&mut self, event: &LogEvent) {
+        match &event.record {
+            LogRecord::Callchain {
+                pid,
+                tid,
+                pmcid,
+                cpu,
+                pcs,
+                ..
+            } => {
+                if pcs.is_empty() {
+                    return;
+                }
+                let pcs = match self.options.max_depth {
+                    Some(d) => &pcs[..pcs.len().min(d.max(1))],
+                    None => &pcs[..],
+                };
+                let per = self.chains.entry((*pmcid, *pid, *tid, *cpu)).or_default();
+                // Only a new chain allocates.
+                match per.get_mut(pcs) {
+                    Some(n) => *n += 1,
+                    None => {
+                        per.insert(pcs.to_vec(), 1);
+                    }
+                }
+            }
+            LogRecord::MapIn { .. }
+            | LogRecord::ProcFork { .. }
+            | LogRecord::ProcExec { .. }
+            | LogRecord::Initialize { .. }
+            | LogRecord::PmcAllocate { .. }
+            | LogRecord::PmcAllocateDyn { .. } => self.context.push(event.clone()),
+            _ => {}
+        }
+    }
+
+    /// Symbolises the distinct pcs and returns the profile.
+    pub fn finish(self) -> Profile {
+        let ProfileBuilder {
+            options,
+            context,
+            chains,
+        } = self;
+        let mut names: HashMap<u32, String> = HashMap::new();
+        let mut rates: HashMap<u32, u64> = HashMap::new();
+        for e in &context {
+            match &e.record {
+                LogRecord::PmcAllocateDyn { pmcid, name, .. } => {
+                    names.insert(*pmcid, name.clone());
+                }
+                LogRecord::PmcAllocate { pmcid, rate, .. } if *rate > 0 => {
+                    rates.insert(*pmcid, *rate);
+                }
+                _ => {}
+            }
+        }
+        let mut pmcids: Vec<u32> = chains.keys().map(|k| k.0).collect();
+        pmcids.sort_unstable();
+        pmcids.dedup();
+        let event_index: HashMap<u32, usize> =
+            pmcids.iter().enumerate().map(|(i, p)| (*p, i)).collect();
+        let events_out: Vec<Event> = pmcids
+            .iter()
+            .map(|&pmcid| Event {
+                pmcid,
+                name: names
+                    .get(&pmcid)
+                    .cloned()
+                    .unwrap_or_else(|| format!("pmc {pmcid:#x}")),
+                period: options
+                    .periods
+                    .get(&pmcid)
+                    .or_else(|| rates.get(&pmcid))
+                    .copied(),
+            })
+            .collect();
+        let mut symbolizer = match options.map_start {
+            Some(c) => Symbolizer::with_convention(&context, c),
+            None => Symbolizer::new(&context),
+        };
+        let mut locations: Vec<Location> = Vec::new();
+        let mut location_index: HashMap<(u32, u64, bool), usize> = HashMap::new();
+        // Deterministic output: sorted keys and chains.
+        let mut raw: Vec<(Who, Vec<u64>, u64)> = chains
+            .into_iter()
+            .flat_map(|(k, per)| per.into_iter().map(move |(pcs, n)| (k, pcs, n)))
+            .collect();
+        raw.sort_unstable();
+        let mut samples: Vec<Sample> = Vec::with_capacity(raw.len());
+        for ((pmcid, pid, tid, cpu), pcs, count) in raw {
+            let stack = pcs
+                .iter()
+                .enumerate()
+                .map(|(i, pc)| {
+                    // Return addresses point after the call: step back one
+                    // byte so they fall inside the calling function.
+                    let address = if i == 0 { *pc } else { pc.saturating_sub(1) };
+                    // pmcstat -I: the leaf is shown as its address, unresolved.
+                    let unresolved = i == 0 && options.leaf_address;
+                    *location_index
+                        .entry((pid, address, unresolved))
+                        .or_insert_with(|| {
+                            let resolved = if unresolved {
+                                Arc::new(Resolved {
+                                    frames: vec![Frame {
+                                        function: format!("{address:#x}"),
+                                        file: None,
+                                        line: None,
+                                    }],
+                                    mapping: None,
+                                    object_address: None,
+                                    symbol_start: None,
+                                })
+                            } else {
+                                symbolizer.resolve(pid, address)
+                            };
+                            locations.push(Location {
+                                pid,
+                                address,
+                                resolved,
+                            });
+                            locations.len() - 1
+                        })
+                })
+                .collect();
+            samples.push(Sample {
+                event: event_index[&pmcid],
+                pid,
+                tid,
+                cpu,
+                stack,
+                count,
+            });
+        }
+        Profile {
+            events: events_out,
+            locations,
+            samples,
+        }
+    }
+}
+
+/// A symbolised profile of a log.
+#[derive(Debug, Default)]
+pub struct Profile {
+    /// The sampled events, in pmcid order.
+    pub events: Vec<Event>,
+    /// The distinct pcs.
+    pub locations: Vec<Location>,
+    /// The distinct stacks with their counts.
+    pub samples: Vec<Sample>,
+}
+
+/// Options of [`Profile::from_events_with`].
+#[derive(Clone, Debug, Default)]
+pub struct ProfileOptions {
+    /// Sampling period per pmcid, overriding what the log says (pmcstat
+    /// knows its `-n`).
+    pub periods: HashMap<u32, u64>,
+    /// MAP_IN convention; `None` picks it from the log
+    /// ([`MapStart::for_log`]).
+    pub map_start: Option<MapStart>,
+    /// Keep only the innermost `max_depth` frames of each callchain.
+    pub max_depth: Option<usize>,
+    /// Show each sample's leaf pc as its address instead of resolving it
+    /// (pmcstat `-I`, `FLAG_SKIP_TOP_FN_RES`).
+    pub leaf_address: bool,
+}
+
+impl Profile {
+    /// Aggregates and symbolises the callchains of a log.
+    pub fn from_events(events: &[LogEvent]) -> Profile {
+        Profile::from_events_with(events, &ProfileOptions::default())
+    }
+
+    /// [`Profile::from_events`] with options.
+    pub fn from_events_with(events: &[LogEvent], options: &ProfileOptions) -> Profile {
+        let mut builder = ProfileBuilder::new(options.clone());
+        for e in events {
+            builder.push(e);
+        }
+        builder.finish()
+    }
+
+    /// Total samples of an event.
+    pub fn total(&self, event: usize) -> u64 {
+        self.samples
+            .iter()
+            .filter(|s| s.event == event)
+            .map(|s| s.count)
+            .sum()
+    }
+
+    /// The stacks of each event as function names (inline frames
+    /// expanded), leaf first, with their sample counts. Keys are pmcids.
+    pub fn stacks(&self) -> BTreeMap<u32, HashMap<Vec<String>, u64>> {
+        let mut out: BTreeMap<u32, HashMap<Vec<String>, u64>> = BTreeMap::new();
+        for s in &self.samples {
+            let names: Vec<String> = s
+                .stack
+                .iter()
+                .flat_map(|&l| self.locations[l].resolved.frames.iter())
+                .map(|f| f.function.clone())
+                .collect();
+            *out.entry(self.events[s.event].pmcid)
+                .or_default()
+                .entry(names)
+                .or_default() += s.count;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

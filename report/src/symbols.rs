@@ -1,0 +1,471 @@
+//! Runtime pcs of logged processes to functions, with inline frames and
+//! file:line from DWARF where the object has debug info.
+//!
+//! # MAP_IN `start`
+//!
+//! hwpmc logs one MAP_IN per run of executable map entries of a vnode, with
+//! `start` = the first executable entry's start address
+//! (`sys/dev/hwpmc/hwpmc_mod.c`, `pmc_log_process_mappings`: `start_addr =
+//! entry->start` for entries with `VM_PROT_EXECUTE`). libpmcstat relocates
+//! an image by `start - pi_vaddr` (`lib/libpmcstat/libpmcstat_image.c`,
+//! `pmcstat_image_link`), where `pi_vaddr` is the address of the
+//! executable PT_LOAD that maps file offset 0 for `ET_EXEC` and 0 otherwise
+//! (`pmcstat_image_get_elf_params`). Both say: `start` is where the
+//! object's first executable segment begins in memory. We therefore take
+//! the load bias as `start - page_down(p_vaddr of the first executable
+//! PT_LOAD)`, which is libpmcstat's formula for FreeBSD's usual layouts
+//! (text at file offset 0) and stays right for objects whose text segment
+//! does not start at offset 0 (`ld -z separate-code`, lld).
+//!
+//! Logs written by pmc before its writer followed hwpmc (INITIALIZE version
+//! [`LEGACY_PMC_LOG_VERSION`]) put the address of file offset 0 there
+//! instead; [`MapStart::for_log`] picks the convention from the log.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use object::{Object, ObjectSection, ObjectSegment};
+use pmc::log::{LogEvent, LogRecord};
+
+/// INITIALIZE version of logs written by pmc before it logged MAP_IN the
+/// way hwpmc does (those logs carry the address of file offset 0).
+pub const LEGACY_PMC_LOG_VERSION: u32 = 0x0500_0000;
+
+const PAGE: u64 = 4096;
+
+/// What a MAP_IN record's `start` is the address of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapStart {
+    /// hwpmc's convention: the start of the object's first executable
+    /// mapping.
+    FirstExecutableMapping,
+    /// The address where the object's file offset 0 would be mapped (pmc's
+    /// logs before it followed hwpmc).
+    FileOffsetZero,
+}
+
+impl MapStart {
+    /// The convention of a log: [`MapStart::FileOffsetZero`] for logs whose
+    /// INITIALIZE has [`LEGACY_PMC_LOG_VERSION`], hwpmc's otherwise.
+    pub fn for_log(events: &[LogEvent]) -> MapStart {
+        let legacy = events.iter().any(|e| {
+            matches!(e.record, LogRecord::Initialize { version, .. } if version == LEGACY_PMC_LOG_VERSION)
+        });
+        if legacy {
+            MapStart::FileOffsetZero
+        } else {
+            MapStart::FirstExecutableMapping
+        }
+    }
+}
+
+/// One source-level frame at a pc: a function, and where in it when debug
+/// info says so. Inlined functions give several frames for one pc.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Frame {
+    /// Demangled function name, `object+0xoffset` when the object has no
+    /// symbol there, or `0xpc` when no mapping covers the pc.
+    pub function: String,
+    /// Source file, from DWARF.
+    pub file: Option<String>,
+    /// Source line, from DWARF.
+    pub line: Option<u32>,
+}
+
+/// A mapped object of a process, as pprof describes mappings.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Mapping {
+    /// First address of the object's executable mapping.
+    pub memory_start: u64,
+    /// End (exclusive) of the executable mapping.
+    pub memory_limit: u64,
+    /// File offset mapped at `memory_start`.
+    pub file_offset: u64,
+    /// Path of the object.
+    pub path: String,
+    /// GNU build id, lowercase hex, when the object has one.
+    pub build_id: Option<String>,
+    /// Lowest and highest (exclusive) object address of the executable
+    /// sections (libpmcstat's `pi_start`/`pi_end`).
+    pub text_range: Option<(u64, u64)>,
+}
+
+/// Everything known about one pc.
+#[derive(Clone, Debug)]
+pub struct Resolved {
+    /// Frames, innermost (inlined callee) first, outermost (the real
+    /// function) last. Never empty.
+    pub frames: Vec<Frame>,
+    /// The object's mapping, when one covers the pc.
+    pub mapping: Option<Arc<Mapping>>,
+    /// The pc as an address of the object's ELF image (what `nm`, gprof
+    /// and DWARF use), when a mapping covers it.
+    pub object_address: Option<u64>,
+    /// Start (object address) of the containing function symbol.
+    pub symbol_start: Option<u64>,
+}
+
+/// An ELF object loaded once per path.
+struct ObjectInfo {
+    /// (vaddr, memsz, file offset) of executable PT_LOADs, lowest first.
+    text_segments: Vec<(u64, u64, u64)>,
+    /// All PT_LOADs: (file offset start, file offset end, vaddr).
+    segments: Vec<(u64, u64, u64)>,
+    /// (vaddr, size, name) of text symbols, sorted by address.
+    functions: Vec<(u64, u64, String)>,
+    /// Lowest and highest address of executable sections (libpmcstat's
+    /// `pi_start`/`pi_end`).
+    text_range: Option<(u64, u64)>,
+    build_id: Option<String>,
+    dwarf: Option<addr2line::Loader>,
+}
+
+impl std::fmt::Debug for ObjectInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectInfo")
+            .field("functions", &self.functions.len())
+            .field("dwarf", &self.dwarf.is_some())
+            .finish()
+    }
+}
+
+impl ObjectInfo {
+    fn load(path: &str) -> Option<ObjectInfo> {
+        let data = std::fs::read(path).ok()?;
+        let file = object::File::parse(&*data).ok()?;
+        let mut text_segments = Vec::new();
+        let mut segments = Vec::new();
+        if let object::File::Elf64(elf) = &file {
+            use object::read::elf::ProgramHeader as _;
+            let endian = elf.endian();
+            for ph in elf.elf_program_headers() {
+                if ph.p_type(endian) != object::elf::PT_LOAD {
+                    continue;
+                }
+                let (vaddr, memsz, off, filesz) = (
+                    ph.p_vaddr(endian),
+                    ph.p_memsz(endian),
+                    ph.p_offset(endian),
+                    ph.p_filesz(endian),
+                );
+                segments.push((off, off + filesz, vaddr));
+                if ph.p_flags(endian) & object::elf::PF_X != 0 {
+                    text_segments.push((vaddr, memsz, off));
+                }
+            }
+        } else {
+            for s in file.segments() {
+                let (off, size) = s.file_range();
+                segments.push((off, off + size, s.address()));
+            }
+        }
+        text_segments.sort_unstable();
+        let mut text_range: Option<(u64, u64)> = None;
+        for s in file.sections() {
+            if let object::SectionFlags::Elf { sh_flags } = s.flags()
+                && sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0
+            {
+                let (lo, hi) = (s.address(), s.address() + s.size());
+                text_range = Some(match text_range {
+                    Some((a, b)) => (a.min(lo), b.max(hi)),
+                    None => (lo, hi),
+                });
+            }
+        }
+        use object::ObjectSymbol as _;
+        let mut functions: Vec<(u64, u64, String)> = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+            .filter_map(|s| {
+                let name = s.name().ok()?;
+                Some((s.address(), s.size(), demangle(name)))
+            })
+            .collect();
+        functions.sort_by_key(|f| f.0);
+        functions.dedup_by_key(|f| f.0);
+        let build_id = file
+            .build_id()
+            .ok()
+            .flatten()
+            .map(|b| b.iter().map(|x| format!("{x:02x}")).collect());
+        let has_debug = file.section_by_name(".debug_info").is_some()
+            || file.section_by_name(".gnu_debuglink").is_some();
+        drop(file);
+        let dwarf = if has_debug {
+            addr2line::Loader::new(path).ok()
+        } else {
+            None
+        };
+        Some(ObjectInfo {
+            text_segments,
+            segments,
+            functions,
+            text_range,
+            build_id,
+            dwarf,
+        })
+    }
+
+    /// The object address of a pc, given the MAP_IN start.
+    fn object_address(&self, convention: MapStart, start: u64, pc: u64) -> Option<u64> {
+        match convention {
+            MapStart::FirstExecutableMapping => {
+                let (vaddr, _, _) = self.text_segments.first()?;
+                let bias = start.wrapping_sub(vaddr & !(PAGE - 1));
+                Some(pc.wrapping_sub(bias))
+            }
+            MapStart::FileOffsetZero => {
+                let file_offset = pc.checked_sub(start)?;
+                let (off, _, vaddr) = self
+                    .segments
+                    .iter()
+                    .find(|(s, e, _)| file_offset >= *s && file_offset < *e)?;
+                Some(file_offset - off + vaddr)
+            }
+        }
+    }
+
+    /// The executable mapping's extent for a bias (runtime - object address).
+    fn mapping(&self, path: &str, bias: u64) -> Mapping {
+        let (lo, hi, off) = match (self.text_segments.first(), self.text_segments.last()) {
+            (Some(first), Some(last)) => (
+                first.0 & !(PAGE - 1),
+                (last.0 + last.1).next_multiple_of(PAGE),
+                first.2 & !(PAGE - 1),
+            ),
+            _ => (0, 0, 0),
+        };
+        Mapping {
+            memory_start: lo.wrapping_add(bias),
+            memory_limit: hi.wrapping_add(bias),
+            file_offset: off,
+            path: path.to_string(),
+            build_id: self.build_id.clone(),
+            text_range: self.text_range,
+        }
+    }
+
+    fn symbol_at(&self, addr: u64) -> Option<(u64, &str)> {
+        let i = self.functions.partition_point(|f| f.0 <= addr);
+        let (start, size, name) = self.functions.get(i.checked_sub(1)?)?;
+        // Unsized symbols (assembly) cover up to the next symbol.
+        (*size == 0 || addr < start + size).then_some((*start, name.as_str()))
+    }
+
+    fn frames(&self, addr: u64, symbol: Option<&str>) -> Vec<Frame> {
+        let mut out = Vec::new();
+        if let Some(loader) = &self.dwarf
+            && let Ok(mut frames) = loader.find_frames(addr)
+        {
+            while let Ok(Some(f)) = frames.next() {
+                let function = f
+                    .function
+                    .as_ref()
+                    .and_then(|n| n.demangle().ok())
+                    .map(|n| n.into_owned());
+                let (file, line) = match &f.location {
+                    Some(l) => (l.file.map(str::to_string), l.line),
+                    None => (None, None),
+                };
+                match function {
+                    Some(function) => out.push(Frame {
+                        function,
+                        file,
+                        line,
+                    }),
+                    None => {
+                        if let Some(name) = symbol {
+                            out.push(Frame {
+                                function: name.to_string(),
+                                file,
+                                line,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        if out.is_empty()
+            && let Some(name) = symbol
+        {
+            out.push(Frame {
+                function: name.to_string(),
+                file: None,
+                line: None,
+            });
+        }
+        out
+    }
+}
+
+fn demangle(name: &str) -> String {
+    format!("{:#}", rustc_demangle::demangle(name))
+}
+
+/// Resolves pcs of logged processes, with a cache per pc.
+#[derive(Debug)]
+pub struct Symbolizer {
+    convention: MapStart,
+    /// Per pid: (start, path), sorted by start.
+    maps: HashMap<u32, Vec<(u64, Arc<str>)>>,
+    objects: HashMap<Arc<str>, Option<ObjectInfo>>,
+    mappings: HashMap<(Arc<str>, u64), Arc<Mapping>>,
+    cache: HashMap<(u32, u64), Arc<Resolved>>,
+}
+
+impl Symbolizer {
+    /// Learns the mappings of a log, with the log's MAP_IN convention
+    /// ([`MapStart::for_log`]).
+    pub fn new(events: &[LogEvent]) -> Symbolizer {
+        Symbolizer::with_convention(events, MapStart::for_log(events))
+    }
+
+    /// Learns the mappings of a log whose MAP_IN `start`s follow `convention`.
+    pub fn with_convention(events: &[LogEvent], convention: MapStart) -> Symbolizer {
+        let mut maps: HashMap<u32, Vec<(u64, Arc<str>)>> = HashMap::new();
+        for e in events {
+            match &e.record {
+                LogRecord::MapIn { pid, start, path } if path.starts_with('/') => {
+                    maps.entry(*pid)
+                        .or_default()
+                        .push((*start, Arc::from(path.as_str())));
+                }
+                // A child inherits its parent's mappings until it execs.
+                LogRecord::ProcFork { oldpid, newpid } => {
+                    let parent = maps.get(oldpid).cloned().unwrap_or_default();
+                    maps.entry(*newpid).or_default().extend(parent);
+                }
+                LogRecord::ProcExec { pid, .. } => {
+                    maps.remove(pid);
+                }
+                _ => {}
+            }
+        }
+        for m in maps.values_mut() {
+            m.sort();
+            m.dedup();
+        }
+        Symbolizer {
+            convention,
+            maps,
+            objects: HashMap::new(),
+            mappings: HashMap::new(),
+            cache: HashMap::new(),
+        }
+    }
+
+    /// The convention in use.
+    pub fn convention(&self) -> MapStart {
+        self.convention
+    }
+
+    /// The innermost function name at a pc of `pid` (`object+0xoffset`
+    /// without a symbol, `0xpc` without a mapping).
+    pub fn name(&mut self, pid: u32, pc: u64) -> String {
+        self.resolve(pid, pc)
+            .frames
+            .first()
+            .map(|f| f.function.clone())
+            .unwrap_or_default()
+    }
+
+    /// Everything known about a pc of `pid`.
+    pub fn resolve(&mut self, pid: u32, pc: u64) -> Arc<Resolved> {
+        if let Some(r) = self.cache.get(&(pid, pc)) {
+            return r.clone();
+        }
+        let r = Arc::new(self.resolve_uncached(pid, pc));
+        self.cache.insert((pid, pc), r.clone());
+        r
+    }
+
+    fn resolve_uncached(&mut self, pid: u32, pc: u64) -> Resolved {
+        let raw = || Resolved {
+            frames: vec![Frame {
+                function: format!("{pc:#x}"),
+                file: None,
+                line: None,
+            }],
+            mapping: None,
+            object_address: None,
+            symbol_start: None,
+        };
+        // The process's own objects first, then the kernel's (hwpmc logs
+        // kernel MAP_INs with pid -1, pmc_log_kernel_mappings).
+        let lookup = |pid: u32| {
+            let maps = self.maps.get(&pid)?;
+            let i = maps.partition_point(|(start, _)| *start <= pc);
+            i.checked_sub(1).and_then(|i| maps.get(i)).cloned()
+        };
+        let found = match lookup(pid) {
+            Some(m) if pid != u32::MAX && self.maps.contains_key(&u32::MAX) => {
+                // A kernel pc lies above every user mapping: prefer the
+                // kernel's mapping when it starts above the user one.
+                match lookup(u32::MAX) {
+                    Some(k) if k.0 > m.0 => Some(k),
+                    _ => Some(m),
+                }
+            }
+            Some(m) => Some(m),
+            None => lookup(u32::MAX),
+        };
+        let Some((start, path)) = found else {
+            return raw();
+        };
+        let info = self
+            .objects
+            .entry(path.clone())
+            .or_insert_with(|| ObjectInfo::load(&path));
+        let file_name = path.rsplit('/').next().unwrap_or(&path).to_string();
+        let Some(info) = info else {
+            return Resolved {
+                frames: vec![Frame {
+                    function: format!("{file_name}+{:#x}", pc - start),
+                    file: None,
+                    line: None,
+                }],
+                ..raw()
+            };
+        };
+        let Some(addr) = info.object_address(self.convention, start, pc) else {
+            return raw();
+        };
+        let bias = pc.wrapping_sub(addr);
+        let mapping = self
+            .mappings
+            .entry((path.clone(), bias))
+            .or_insert_with(|| Arc::new(info.mapping(&path, bias)))
+            .clone();
+        // MAP_IN has no end: past the object's text the pc is not its.
+        if !(mapping.memory_start..mapping.memory_limit).contains(&pc) {
+            return raw();
+        }
+        let symbol = info.symbol_at(addr);
+        let mut frames = info.frames(addr, symbol.map(|s| s.1));
+        if frames.is_empty() {
+            frames.push(Frame {
+                function: format!("{file_name}+{addr:#x}"),
+                file: None,
+                line: None,
+            });
+        }
+        Resolved {
+            frames,
+            mapping: Some(mapping),
+            object_address: Some(addr),
+            symbol_start: symbol.map(|s| s.0),
+        }
+    }
+
+    /// Executable-section extent (object addresses) of the object at
+    /// `path`, libpmcstat's `pi_start`/`pi_end`.
+    pub fn text_range(&mut self, path: &str) -> Option<(u64, u64)> {
+        let key: Arc<str> = Arc::from(path);
+        self.objects
+            .entry(key)
+            .or_insert_with(|| ObjectInfo::load(path))
+            .as_ref()?
+            .text_range
+    }
+}

@@ -1,0 +1,332 @@
+//! Hardware-free checks of the symbolizer's MAP_IN reading and of the
+//! writers' layouts against the formats' own definitions.
+
+use pmc::log::{LogEvent, LogRecord};
+
+use crate::*;
+
+fn ev(record: LogRecord) -> LogEvent {
+    LogEvent {
+        offset: 0,
+        end_offset: 0,
+        count: 0,
+        timestamp: 0,
+        record,
+    }
+}
+
+#[inline(never)]
+fn report_crate_test_target() -> u64 {
+    std::hint::black_box(11)
+}
+
+/// This test binary's first executable mapping: (start, file offset).
+fn own_text_mapping() -> (u64, u64) {
+    let exe = std::env::current_exe().unwrap().display().to_string();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    maps.lines()
+        .filter(|l| l.ends_with(&exe))
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let range = f.next()?;
+            if !f.next()?.contains('x') {
+                return None;
+            }
+            let off = u64::from_str_radix(f.next()?, 16).ok()?;
+            let lo = u64::from_str_radix(range.split('-').next()?, 16).ok()?;
+            Some((lo, off))
+        })
+        .min()
+        .unwrap()
+}
+
+fn log_with(start: u64, initialize_version: Option<u32>, pcs: Vec<u64>) -> Vec<LogEvent> {
+    let exe = std::env::current_exe().unwrap().display().to_string();
+    let mut events = Vec::new();
+    if let Some(version) = initialize_version {
+        events.push(ev(LogRecord::Initialize {
+            version,
+            arch: 0,
+            tsc_freq: 0,
+            time_sec: 0,
+            time_nsec: 0,
+            cpuid: String::new(),
+            marked: false,
+        }));
+    }
+    events.push(ev(LogRecord::MapIn {
+        pid: 7,
+        start,
+        path: exe,
+    }));
+    events.push(ev(LogRecord::PmcAllocateDyn {
+        pmcid: 3,
+        event: 0,
+        flags: 0,
+        name: "cpu-clock".into(),
+    }));
+    for cpu in [0u16, 1] {
+        events.push(ev(LogRecord::Callchain {
+            pid: 7,
+            tid: 8,
+            pmcid: 3,
+            cpu,
+            userspace: true,
+            pcs: pcs.clone(),
+        }));
+    }
+    events
+}
+
+#[test]
+fn hwpmc_map_in_start_is_the_first_executable_mappings_start() {
+    // hwpmc_mod.c pmc_log_process_mappings: start_addr = entry->start of
+    // the first VM_PROT_EXECUTE entry of the vnode.
+    let (text_start, _) = own_text_mapping();
+    let pc = report_crate_test_target as *const () as usize as u64;
+    // Version 0x09xx…: not pmc's legacy writer, so hwpmc's convention.
+    let events = log_with(text_start, Some(0x0903_0000), vec![pc + 1]);
+    assert_eq!(MapStart::for_log(&events), MapStart::FirstExecutableMapping);
+    let mut s = Symbolizer::new(&events);
+    let r = s.resolve(7, pc + 1);
+    assert!(
+        r.frames
+            .iter()
+            .any(|f| f.function.ends_with("report_crate_test_target")),
+        "{r:?}"
+    );
+    // Debug info gives the file and line of the function's body.
+    let f = r.frames.last().unwrap();
+    assert!(
+        f.file.as_deref().is_some_and(|p| p.ends_with("tests.rs")) && f.line.is_some(),
+        "{f:?}"
+    );
+    let m = r.mapping.as_ref().unwrap();
+    assert_eq!(m.memory_start, text_start, "{m:?}");
+    assert!(m.memory_limit > pc && m.memory_start <= pc, "{m:?}");
+    assert_eq!(s.name(99, 0x1234), "0x1234", "unknown process: raw pc");
+}
+
+#[test]
+fn legacy_pmc_logs_put_file_offset_zero_in_map_in_start() {
+    let (text_start, text_offset) = own_text_mapping();
+    let pc = report_crate_test_target as *const () as usize as u64;
+    let events = log_with(
+        text_start - text_offset,
+        Some(symbols::LEGACY_PMC_LOG_VERSION),
+        vec![pc],
+    );
+    assert_eq!(MapStart::for_log(&events), MapStart::FileOffsetZero);
+    let mut s = Symbolizer::new(&events);
+    assert!(s.name(7, pc).ends_with("report_crate_test_target"));
+}
+
+#[test]
+fn samples_aggregate_per_cpu_with_the_events_name_and_period() {
+    let (text_start, _) = own_text_mapping();
+    let pc = report_crate_test_target as *const () as usize as u64;
+    let events = log_with(text_start, None, vec![pc, pc + 1]);
+    let mut options = ProfileOptions::default();
+    options.periods.insert(3, 1000);
+    let p = Profile::from_events_with(&events, &options);
+    assert_eq!(
+        p.events,
+        vec![Event {
+            pmcid: 3,
+            name: "cpu-clock".into(),
+            period: Some(1000)
+        }]
+    );
+    assert_eq!(p.samples.len(), 2, "one per cpu");
+    assert_eq!(p.total(0), 2);
+    // The caller's pc is looked up one byte back, inside the call.
+    assert_eq!(p.locations[p.samples[0].stack[1]].address, pc);
+    let folded = folded(&p);
+    assert!(
+        folded.ends_with(" 2\n") && folded.contains("report_crate_test_target;"),
+        "{folded}"
+    );
+}
+
+/// binutils gprof/gmon_out.h: `struct gmon_hdr { char cookie[4]; char
+/// version[4]; char spare[3*4]; }`, then per record a tag byte;
+/// `GMON_TAG_TIME_HIST` = 0 is followed by `struct gmon_hist_hdr { char
+/// low_pc[sizeof(char*)]; char high_pc[sizeof(char*)]; char hist_size[4];
+/// char prof_rate[4]; char dimen[15]; char dimen_abbrev; }` and hist_size
+/// 16-bit bins.
+#[test]
+fn gmon_files_follow_binutils_gmon_out_h() {
+    let (text_start, _) = own_text_mapping();
+    let pc = report_crate_test_target as *const () as usize as u64;
+    let p = Profile::from_events(&log_with(text_start, None, vec![pc]));
+    let files = gmon(&p);
+    assert_eq!(files.len(), 1);
+    let f = &files[0];
+    let exe = std::env::current_exe().unwrap();
+    assert_eq!(
+        f.relative_path,
+        std::path::Path::new("cpu-clock").join(format!(
+            "{}.gmon",
+            exe.file_name().unwrap().to_string_lossy()
+        ))
+    );
+    let b = &f.bytes;
+    assert_eq!(&b[0..4], b"gmon");
+    assert_eq!(u32::from_ne_bytes(b[4..8].try_into().unwrap()), 1);
+    assert_eq!(&b[8..20], &[0; 12]);
+    assert_eq!(b[20], 0, "GMON_TAG_TIME_HIST");
+    let low = u64::from_ne_bytes(b[21..29].try_into().unwrap());
+    let high = u64::from_ne_bytes(b[29..37].try_into().unwrap());
+    let bins = u32::from_ne_bytes(b[37..41].try_into().unwrap()) as u64;
+    assert_eq!(u32::from_ne_bytes(b[41..45].try_into().unwrap()), 1);
+    assert_eq!(&b[45..52], b"samples");
+    assert_eq!(b[60], b's');
+    assert_eq!(b.len() as u64, 61 + 2 * bins);
+    // The sample lands in the bin of the function's object address.
+    let addr = p.locations[0].resolved.object_address.unwrap();
+    assert!(low <= addr && addr < high);
+    let bin = (addr - low) * bins / (high - low);
+    let at = 61 + 2 * bin as usize;
+    assert_eq!(u16::from_ne_bytes([b[at], b[at + 1]]), 2);
+}
+
+/// Top-level fields of the encoded Profile message, per
+/// github.com/google/pprof proto/profile.proto: sample_type = 1, sample
+/// = 2, mapping = 3, location = 4, function = 5, string_table = 6,
+/// period_type = 11, period = 12, default_sample_type = 14; the string
+/// table starts with "".
+#[test]
+fn pprof_messages_use_profile_proto_field_numbers() {
+    let (text_start, _) = own_text_mapping();
+    let pc = report_crate_test_target as *const () as usize as u64;
+    let mut options = ProfileOptions::default();
+    options.periods.insert(3, 1000);
+    let p = Profile::from_events_with(&log_with(text_start, None, vec![pc, pc + 1]), &options);
+    let bytes = pprof_uncompressed(&p);
+    let mut i = 0;
+    let varint = |i: &mut usize| {
+        let mut v = 0u64;
+        let mut shift = 0;
+        loop {
+            let b = bytes[*i];
+            *i += 1;
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return v;
+            }
+            shift += 7;
+        }
+    };
+    let mut fields = std::collections::BTreeMap::<u64, usize>::new();
+    let mut strings = Vec::new();
+    let mut period = 0;
+    while i < bytes.len() {
+        let key = varint(&mut i);
+        let (field, wire) = (key >> 3, key & 7);
+        *fields.entry(field).or_default() += 1;
+        match wire {
+            0 => {
+                let v = varint(&mut i);
+                if field == 12 {
+                    period = v;
+                }
+            }
+            2 => {
+                let n = varint(&mut i) as usize;
+                if field == 6 {
+                    strings.push(String::from_utf8(bytes[i..i + n].to_vec()).unwrap());
+                }
+                i += n;
+            }
+            w => panic!("unexpected wire type {w} for field {field}"),
+        }
+    }
+    assert_eq!(fields[&1], 2, "samples and events types for one event");
+    assert_eq!(fields[&2], 2, "one sample per cpu");
+    assert_eq!(fields[&3], 1, "one mapping");
+    assert_eq!(fields[&4], p.locations.len());
+    assert!(fields[&5] >= 1);
+    assert_eq!(strings[0], "");
+    for s in [
+        "cpu-clock",
+        "samples",
+        "cpu-clock_events",
+        "pid",
+        "tid",
+        "cpu",
+    ] {
+        assert!(strings.iter().any(|x| x == s), "{s} missing: {strings:?}");
+    }
+    assert!(fields.contains_key(&11) && fields.contains_key(&14));
+    assert_eq!(period, 1000);
+}
+
+#[test]
+fn an_empty_log_gives_empty_but_valid_outputs() {
+    let p = Profile::from_events(&[]);
+    assert_eq!(folded(&p), "");
+    assert!(callgraph(&p).is_empty());
+    assert!(callgrind(&p, "test").starts_with("# callgrind format\nversion: 1\n"));
+    assert!(gmon(&p).is_empty());
+    let mut gz = Vec::new();
+    pprof(&p, &mut gz).unwrap();
+    assert_eq!(&gz[..2], &[0x1f, 0x8b], "gzip magic");
+    let mut svg = Vec::new();
+    flamegraph(&p, "empty", &mut svg).unwrap();
+    assert!(String::from_utf8_lossy(&svg).contains("<svg"));
+}
+
+#[test]
+fn unmapped_and_unreadable_objects_give_addresses_not_panics() {
+    let (text_start, _) = own_text_mapping();
+    let exe = std::env::current_exe().unwrap().display().to_string();
+    let events = vec![
+        ev(LogRecord::MapIn {
+            pid: 1,
+            start: 0x40_0000,
+            path: "/nonexistent/libgone.so".into(),
+        }),
+        ev(LogRecord::MapIn {
+            pid: 1,
+            start: text_start,
+            path: exe,
+        }),
+        ev(LogRecord::Callchain {
+            pid: 1,
+            tid: 1,
+            pmcid: 1,
+            cpu: 0,
+            userspace: true,
+            pcs: vec![0x40_1234, 0x10, u64::MAX],
+        }),
+    ];
+    let p = Profile::from_events(&events);
+    let names: Vec<&str> = p.samples[0]
+        .stack
+        .iter()
+        .map(|&l| p.locations[l].function())
+        .collect();
+    // An unreadable object has no known extent: it keeps object+offset; a
+    // pc past a readable object's text is nobody's.
+    assert_eq!(
+        names,
+        vec!["libgone.so+0x1234", "0xf", &format!("{:#x}", u64::MAX - 1)]
+    );
+    assert!(p.events[0].name.starts_with("pmc 0x1"));
+}
+
+#[test]
+fn pcs_outside_the_process_fall_back_to_the_kernels_map_ins() {
+    // hwpmc_mod.c pmc_log_kernel_mappings logs the kernel and its modules
+    // with pid -1; their pcs appear in every process's callchains.
+    let (text_start, _) = own_text_mapping();
+    let exe = std::env::current_exe().unwrap().display().to_string();
+    let pc = report_crate_test_target as *const () as usize as u64;
+    let events = vec![ev(LogRecord::MapIn {
+        pid: u32::MAX,
+        start: text_start,
+        path: exe,
+    })];
+    let mut s = Symbolizer::new(&events);
+    assert!(s.name(42, pc).ends_with("report_crate_test_target"));
+}

@@ -1,0 +1,218 @@
+//! pmcstat's profile outputs in the formats other tools read: callgrind
+//! (`-F`), gprof (`-g` into `-D`), pprof (`--pprof`) and a flame graph
+//! (`--flamegraph`), from live sampling or from `-R`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use pmc::log::LogEvent;
+use pmc_report::{Profile, ProfileBuilder, ProfileOptions};
+
+/// The profile output options (flattened into pmcstat's arguments).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct ProfileArgs {
+    /// Write the call tree in callgrind format to FILE (KCachegrind,
+    /// callgrind_annotate).
+    #[arg(short = 'F', value_name = "FILE")]
+    pub callgrind: Option<PathBuf>,
+    /// Write gprof gmon.out files, one per sampled object and event, under
+    /// the -D directory (`DIR/EVENT/OBJECT.gmon`).
+    #[arg(short = 'g')]
+    pub gprof: bool,
+    /// Directory for -g output.
+    #[arg(short = 'D', value_name = "DIR", default_value = ".")]
+    pub directory: PathBuf,
+    /// Write the executable → gmon file map of -g to FILE (`-` for standard
+    /// error), as pmcstat's `MAP:` lines.
+    #[arg(short = 'M', value_name = "FILE")]
+    pub gmon_map: Option<PathBuf>,
+    /// Write a gzipped pprof profile.proto to FILE (go tool pprof, Parca,
+    /// Pyroscope, Grafana).
+    #[arg(long, value_name = "FILE")]
+    pub pprof: Option<PathBuf>,
+    /// Write an interactive flame graph SVG to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub flamegraph: Option<PathBuf>,
+}
+
+impl ProfileArgs {
+    /// Whether any profile output is asked for.
+    pub fn any(&self) -> bool {
+        self.callgrind.is_some() || self.gprof || self.pprof.is_some() || self.flamegraph.is_some()
+    }
+
+    /// Profile options for a log: `period` (the sampling reload count, when
+    /// known from live sampling) for pprof's event totals, and pmcstat -I's
+    /// unresolved leaves.
+    pub fn options(events: &[LogEvent], period: Option<u64>, leaf_address: bool) -> ProfileOptions {
+        let mut options = ProfileOptions {
+            leaf_address,
+            ..ProfileOptions::default()
+        };
+        if let Some(period) = period {
+            for e in events {
+                if let pmc::log::LogRecord::PmcAllocateDyn { pmcid, .. } = &e.record {
+                    options.periods.insert(*pmcid, period);
+                }
+            }
+        }
+        options
+    }
+
+    /// `-R LOG` with reports: streams the log into one profile (memory in
+    /// proportion to its distinct stacks, not its size), then writes the
+    /// `-G` call graph, the `--folded` stacks and these outputs from it.
+    pub fn report_file(
+        &self,
+        log: &Path,
+        callgraph: Option<&Path>,
+        folded: Option<&Path>,
+        options: ProfileOptions,
+    ) -> Result<(), String> {
+        let file =
+            std::fs::File::open(log).map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+        let mut builder = ProfileBuilder::new(options);
+        let reader =
+            pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 20, file));
+        for event in reader {
+            match event {
+                Ok(event) => builder.push(&event),
+                // A log cut short (the writer crashed, the disk filled)
+                // still holds every record before the damage: report them.
+                Err(e) => {
+                    eprintln!(
+                        "pmcstat: warning: {}: {e}; reporting the records before it",
+                        log.display()
+                    );
+                    break;
+                }
+            }
+        }
+        let profile = builder.finish();
+        if let Some(path) = callgraph {
+            write_bytes(path, pmc_report::callgraph(&profile).as_bytes())?;
+        }
+        if let Some(path) = folded {
+            write_bytes(path, pmc_report::folded(&profile).as_bytes())?;
+        }
+        self.write_profile(&profile)
+    }
+
+    /// Writes the outputs asked for from a built profile.
+    pub fn write_profile(&self, profile: &Profile) -> Result<(), String> {
+        if let Some(path) = &self.callgrind {
+            write_bytes(path, pmc_report::callgrind(profile, "pmcstat").as_bytes())?;
+        }
+        if let Some(path) = &self.pprof {
+            let mut buf = Vec::new();
+            pmc_report::pprof(profile, &mut buf).map_err(|e| format!("{}: {e}", path.display()))?;
+            write_bytes(path, &buf)?;
+        }
+        if let Some(path) = &self.flamegraph {
+            let title = profile
+                .events
+                .iter()
+                .map(|e| e.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            let mut buf = Vec::new();
+            pmc_report::flamegraph(profile, &format!("pmcstat: {title}"), &mut buf)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            write_bytes(path, &buf)?;
+        }
+        if self.gprof {
+            let files = pmc_report::gmon(profile);
+            for f in &files {
+                let path = self.directory.join(&f.relative_path);
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+                }
+                write_bytes(&path, &f.bytes)?;
+            }
+            if let Some(path) = &self.gmon_map {
+                let map = gmon_map(&files);
+                if path.as_os_str() == "-" {
+                    eprint!("{map}");
+                } else {
+                    write_bytes(path, map.as_bytes())?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// pmcstat's `-M` map: `MAP:`, then one line per object,
+/// ` "OBJECT" => "SAMPLE NAME" EVENT/SAMPLES…` (usr.sbin/pmcstat:
+/// `pmcstat_shutdown_logging` writes `MAP:`, pmcpl_gprof.c
+/// `pmcpl_gmon_shutdown` the lines). The sample name is the gmon file's
+/// name, which is the same in every event's directory.
+pub fn gmon_map(files: &[pmc_report::GmonFile]) -> String {
+    use std::fmt::Write as _;
+    let mut objects: Vec<&str> = files.iter().map(|f| f.object.as_str()).collect();
+    objects.sort_unstable();
+    objects.dedup();
+    let mut out = String::from("MAP:\n");
+    for object in objects {
+        let of_object: Vec<_> = files.iter().filter(|f| f.object == object).collect();
+        let name = of_object[0]
+            .relative_path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let _ = write!(out, " \"{object}\" => \"{name}\"");
+        for f in of_object {
+            let event = f
+                .relative_path
+                .parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            let _ = write!(out, " {event}/{}", f.samples);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let r = if path.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(bytes).and_then(|()| out.flush())
+    } else {
+        std::fs::write(path, bytes)
+    };
+    r.map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(event: &str, object: &str, samples: u64) -> pmc_report::GmonFile {
+        let base = object.rsplit('/').next().unwrap_or(object);
+        pmc_report::GmonFile {
+            relative_path: Path::new(event).join(format!("{base}.gmon")),
+            object: object.into(),
+            samples,
+            bytes: Vec::new(),
+        }
+    }
+
+    /// usr.sbin/pmcstat: `MAP:` (pmcstat_shutdown_logging), then per image
+    /// ` "EXECPATH" => "SAMPLENAME"` and ` PMCNAME/NSAMPLES` per gmon file,
+    /// then a newline (pmcpl_gprof.c `pmcpl_gmon_shutdown`).
+    #[test]
+    fn the_gmon_map_has_pmcstats_lines() {
+        let files = [
+            file("cpu-clock", "/usr/bin/prog", 120),
+            file("cpu-clock", "/lib/libc.so.6", 3),
+            file("page-faults", "/usr/bin/prog", 7),
+        ];
+        assert_eq!(
+            gmon_map(&files),
+            "MAP:\n \"/lib/libc.so.6\" => \"libc.so.6.gmon\" cpu-clock/3\n \"/usr/bin/prog\" => \"prog.gmon\" cpu-clock/120 page-faults/7\n"
+        );
+        assert_eq!(gmon_map(&[]), "MAP:\n");
+    }
+}
