@@ -481,7 +481,7 @@ impl LogRecord {
             }
         }
         // _PMCLOG_RESERVE: roundup(LEN, sizeof(uint32_t)).
-        while (out.len() - start) % 4 != 0 {
+        while !(out.len() - start).is_multiple_of(4) {
             out.push(0);
         }
         let len = (out.len() - start) as u32;

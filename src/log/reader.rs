@@ -142,7 +142,7 @@ impl LogReader {
                     ));
                 }
                 // hwpmc rounds every record up to 4 bytes.
-                if len < HEADER_LEN || len % 4 != 0 {
+                if len < HEADER_LEN || !len.is_multiple_of(4) {
                     return self.fail(format!("byte {}: bad record length {len}", self.offset));
                 }
                 if avail >= len {
