@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::backend::{
-    self, Backend, CounterValue, Counters, EventRequest, HotCounter, PreparedEvent,
+    self, Backend, CounterValue, Counters, EventRequest, HotCounter, HotHandle, PreparedEvent,
 };
 use crate::machine::PmcInfo;
 use crate::spec::{self, EventSpec};
@@ -462,9 +462,7 @@ impl Pmc {
             .open_process(pid, self.flags.contains(Flags::DESCENDANTS))?;
         self.targets.push(Target { pid, counters });
         if crate::log::sink::is_configured() {
-            let path = std::fs::read_link(format!("/proc/{pid}/exe"))
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
+            let path = self.backend.executable_path(pid).unwrap_or_default();
             let _ = crate::log::sink::write(&crate::log::LogRecord::PmcAttach {
                 pmcid: self.id.0,
                 pid,
@@ -1044,9 +1042,9 @@ fn validate_allocation(mode: Mode, flags: Flags, cpu: Cpu, backend: &dyn Backend
             return Err(Error::Unavailable {
                 what: format!("cpu {n}"),
                 why: format!(
-                    "it exists but is offline (online: {:?}); bring it online with \
-                     `echo 1 > /sys/devices/system/cpu/cpu{n}/online` or choose another",
-                    backend.online_cpus()
+                    "it exists but is offline (online: {:?}); {} or choose another",
+                    backend.online_cpus(),
+                    backend.how_to_online(n)
                 ),
             });
         }

@@ -7,7 +7,16 @@
 //!   answers machine queries;
 //! - [`PreparedEvent`]: a resolved event that can be opened on a process
 //!   or a CPU;
-//! - [`Counters`]: the open hardware/software counters of one target.
+//! - [`Counters`]: the open hardware/software counters of one target;
+//! - [`Platform`]: what the log and the hot path need of the platform
+//!   itself, statically (the clock, draining samples, the direct counter
+//!   handle [`HotCounter`]), implemented by [`Native`].
+//!
+//! Backends report what their PMCs observe as neutral
+//! [`event::BackendEvent`]s, which [`crate::log::translate`] turns into
+//! pmclog records by hwpmc's rules; they also answer every question the
+//! portable layer has about the machine (processes, executables, CPUs), so
+//! nothing outside a platform's module reads `/proc` or sysfs.
 //!
 //! The Linux binding (`backends/linux`, wired in `linux/`) implements them on
 //! perf_event; [`sim::SimBackend`] is a deterministic test double; where no
@@ -25,56 +34,66 @@ use crate::{Capabilities, Class, Flags, Mode, Result};
 pub mod sim;
 pub mod unsupported;
 
+pub mod event;
+
 cfg_if::cfg_if! {
     if #[cfg(any(target_os = "linux", target_os = "android"))] {
         pub mod linux;
-        pub use linux::HotCounter;
+        /// The platform this build runs on: perf_event.
+        pub type Native = linux::LinuxBackend;
         fn make_default() -> Arc<dyn Backend> {
             Arc::new(linux::LinuxBackend::new())
         }
-        /// CLOCK_MONOTONIC in nanoseconds (the log's clock).
-        pub(crate) fn monotonic_ns() -> u64 {
-            pmc_linux::system::monotonic_ns()
-        }
-        /// Moves the samples the PMCs produced into the log.
-        pub(crate) fn drain_samples() {
-            linux::sampling::drain_all();
-        }
-        /// Stops the counters that write into the log (its deconfiguration);
-        /// the ids of their PMCs.
-        pub(crate) fn stop_logging_pmcs() -> Vec<u32> {
-            linux::sampling::stop_all()
-        }
     } else {
+        /// The platform this build runs on: none has a backend yet.
+        pub type Native = unsupported::UnsupportedBackend;
         fn make_default() -> Arc<dyn Backend> {
             Arc::new(unsupported::UnsupportedBackend)
         }
-        /// No backend here has a direct counter handle.
-        #[derive(Debug, Clone)]
-        pub enum HotCounter {}
-        impl HotCounter {
-            pub(crate) fn enable(&self) -> bool {
-                match *self {}
-            }
-            pub(crate) fn disable_and_read_scaled(&self) -> Option<u64> {
-                match *self {}
-            }
-            pub(crate) fn read_scaled(&self) -> Option<u64> {
-                match *self {}
-            }
-        }
-        /// No backend here produces samples.
-        pub(crate) fn drain_samples() {}
-        /// Nothing writes into the log here.
-        pub(crate) fn stop_logging_pmcs() -> Vec<u32> {
-            Vec::new()
-        }
-        /// Nanoseconds since the first call (no platform clock here).
-        pub(crate) fn monotonic_ns() -> u64 {
-            static START: OnceLock<std::time::Instant> = OnceLock::new();
-            START.get_or_init(std::time::Instant::now).elapsed().as_nanos() as u64
-        }
     }
+}
+
+/// The direct counter handle of this platform (see [`Counters::hot`]).
+pub type HotCounter = <Native as Platform>::Hot;
+
+/// What the portable layer needs of the platform itself rather than of a
+/// backend instance: the log's clock, moving samples into the log, and the
+/// hot-path counter handle. Static, so the log and `Pmc`'s hot path call
+/// them without dynamic dispatch; implemented by [`Native`].
+pub trait Platform {
+    /// A handle `Pmc` starts, reads and stops directly (statically
+    /// dispatched: the hot path of a one-counter process PMC).
+    type Hot: HotHandle;
+
+    /// The log's clock in nanoseconds (CLOCK_MONOTONIC where there is one:
+    /// the clock the platform stamps its sample records with).
+    fn monotonic_ns() -> u64;
+
+    /// Moves the records the PMCs produced into the log
+    /// ([`crate::log::sink`]), through [`crate::log::translate`].
+    fn drain_samples();
+
+    /// Stops the counters that write into the log (its deconfiguration);
+    /// the ids of their PMCs.
+    fn stop_logging_pmcs() -> Vec<u32>;
+
+    /// The CPU identity INITIALIZE records carry (`pl_cputype`,
+    /// `pl_cpuid`), as this platform can tell it.
+    fn cpu_identity() -> crate::log::cpu::CpuIdentity;
+}
+
+/// The operations of a direct counter handle. Each answers only "did it
+/// work": on failure `Pmc` takes its general path through [`Counters`],
+/// which repeats the (idempotent) operation and reports the error in full.
+pub trait HotHandle: Clone + fmt::Debug + Send + Sync {
+    /// Enables; false when that failed.
+    fn enable(&self) -> bool;
+    /// Disables, then reads the scaled value; `None` when either failed or
+    /// the counter never ran.
+    fn disable_and_read_scaled(&self) -> Option<u64>;
+    /// The scaled value; `None` when the read failed or the counter was
+    /// enabled but never ran.
+    fn read_scaled(&self) -> Option<u64>;
 }
 
 /// The backend of this platform (created once).
@@ -165,6 +184,20 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn descendants(&self, pid: u32) -> Vec<u32> {
         let _ = pid;
         Vec::new()
+    }
+
+    /// The path of a process's executable (PMCATTACH's `pl_pathname`);
+    /// `None` when it cannot be told.
+    fn executable_path(&self, pid: u32) -> Option<String> {
+        let _ = pid;
+        None
+    }
+
+    /// How to bring an offline CPU online on this platform (the advice of
+    /// allocate's ENXIO).
+    fn how_to_online(&self, cpu: u32) -> String {
+        let _ = cpu;
+        "bring it online".into()
     }
 
     /// The machine description (`pmc_cpuinfo`).

@@ -2,7 +2,9 @@
 //! [`Error::Unsupported`], so portable code builds everywhere and reports
 //! clearly at run time.
 
-use super::{Backend, EventRequest, PreparedEvent};
+use std::sync::OnceLock;
+
+use super::{Backend, EventRequest, HotHandle, Platform, PreparedEvent};
 use crate::machine::CpuInfo;
 use crate::{Class, Error, Result};
 
@@ -44,6 +46,47 @@ impl Backend for UnsupportedBackend {
 
     fn event_names(&self, _class: &Class) -> Result<Vec<String>> {
         Err(unsupported())
+    }
+}
+
+/// No counter here has a direct handle (the type has no values).
+#[derive(Debug, Clone, Copy)]
+pub enum NoHotCounter {}
+
+impl HotHandle for NoHotCounter {
+    fn enable(&self) -> bool {
+        match *self {}
+    }
+    fn disable_and_read_scaled(&self) -> Option<u64> {
+        match *self {}
+    }
+    fn read_scaled(&self) -> Option<u64> {
+        match *self {}
+    }
+}
+
+impl Platform for UnsupportedBackend {
+    type Hot = NoHotCounter;
+
+    /// Nanoseconds since the first call (no platform clock here).
+    fn monotonic_ns() -> u64 {
+        static START: OnceLock<std::time::Instant> = OnceLock::new();
+        START
+            .get_or_init(std::time::Instant::now)
+            .elapsed()
+            .as_nanos() as u64
+    }
+
+    /// No backend here produces samples.
+    fn drain_samples() {}
+
+    /// Nothing writes into the log here.
+    fn stop_logging_pmcs() -> Vec<u32> {
+        Vec::new()
+    }
+
+    fn cpu_identity() -> crate::log::cpu::CpuIdentity {
+        crate::log::cpu::CpuIdentity::unknown()
     }
 }
 

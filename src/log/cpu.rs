@@ -78,28 +78,22 @@ pub fn hwpmc_cpuid_arm64(midr: u64) -> String {
     format!("0x{:016x}", midr & !(0xF << 20) & !0xF)
 }
 
-/// This machine's identity, from `/proc/cpuinfo` (x86) or MIDR_EL1
-/// (arm64); [`PMC_CPU_GENERIC`] and an empty cpuid when unknown.
+/// This machine's identity as the platform backend tells it
+/// ([`crate::backend::Platform::cpu_identity`]); [`PMC_CPU_GENERIC`] and
+/// an empty cpuid when unknown.
 pub fn this_machine() -> CpuIdentity {
-    let unknown = CpuIdentity {
-        cputype: PMC_CPU_GENERIC,
-        cpuid: String::new(),
-    };
-    if cfg!(target_arch = "aarch64") {
-        let midr =
-            std::fs::read_to_string("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1")
-                .ok()
-                .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok());
-        return match midr {
-            Some(m) => CpuIdentity {
-                cputype: PMC_CPU_GENERIC,
-                cpuid: hwpmc_cpuid_arm64(m),
-            },
-            None => unknown,
-        };
+    use crate::backend::Platform;
+    crate::backend::Native::cpu_identity()
+}
+
+impl CpuIdentity {
+    /// A CPU nothing is known of: [`PMC_CPU_GENERIC`], empty cpuid.
+    pub fn unknown() -> CpuIdentity {
+        CpuIdentity {
+            cputype: PMC_CPU_GENERIC,
+            cpuid: String::new(),
+        }
     }
-    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    identity_from_cpuinfo(&text).unwrap_or(unknown)
 }
 
 /// The identity of the first CPU of a `/proc/cpuinfo` text (x86).

@@ -59,6 +59,7 @@
 pub mod cpu;
 mod reader;
 pub mod sink;
+pub mod translate;
 mod writer;
 
 use std::fmt;

@@ -63,7 +63,7 @@ pub fn is_configured() -> bool {
 /// EIO, …), that error with its errno, as hwpmc's `pmclog_flush` returns
 /// `po_error`.
 pub fn flush_logfile() -> Result<()> {
-    crate::backend::drain_samples();
+    <crate::backend::Native as crate::backend::Platform>::drain_samples();
     match lock().as_mut() {
         Some(w) => w.flush(),
         None => Err(no_log("flush_logfile")),
@@ -77,11 +77,13 @@ pub fn flush_logfile() -> Result<()> {
 /// the destination. Without a log, EINVAL. A write error of the
 /// destination is returned after the log is deconfigured.
 pub fn close_logfile() -> Result<()> {
-    crate::backend::drain_samples();
+    <crate::backend::Native as crate::backend::Platform>::drain_samples();
     let Some(mut w) = lock().take() else {
         return Err(no_log("close_logfile"));
     };
-    crate::pmc::mark_stopped_by_log_close(&crate::backend::stop_logging_pmcs());
+    crate::pmc::mark_stopped_by_log_close(
+        &<crate::backend::Native as crate::backend::Platform>::stop_logging_pmcs(),
+    );
     w.close()
 }
 
@@ -130,6 +132,33 @@ pub fn stats() -> (u64, u64) {
     (SAMPLES.load(Relaxed), LOST.load(Relaxed))
 }
 
+/// Held by a backend from taking records out of its buffers until they
+/// are in the log, so a flush or close (which drain first) never overtakes
+/// records a concurrent drain holds.
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+static DRAINING: Mutex<()> = Mutex::new(());
+
+/// Takes the drain lock (see [`DRAINING`]).
+// Used by the platform backends; a target without one has no caller.
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+pub(crate) fn draining() -> std::sync::MutexGuard<'static, ()> {
+    DRAINING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Writes a drained batch in time order (per-CPU buffers interleave;
+/// records of one time keep their order), if a log is configured. A log
+/// closed meanwhile loses the batch, as hwpmc's does.
+#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+pub(crate) fn write_batch(mut batch: Vec<(u64, LogRecord)>) {
+    if batch.is_empty() || !is_configured() {
+        return;
+    }
+    batch.sort_by_key(|(t, _)| *t);
+    for (t, r) in &batch {
+        let _ = write_at(r, *t);
+    }
+}
+
 /// Appends a record with its own timestamp, if a log is configured.
 pub(crate) fn write_at(record: &LogRecord, timestamp: u64) -> Result<()> {
     use std::sync::atomic::Ordering::Relaxed;
@@ -158,7 +187,7 @@ fn no_log(op: &'static str) -> Error {
 /// The log's clock: CLOCK_MONOTONIC nanoseconds, the clock sampling PMCs
 /// stamp their records with.
 pub fn now() -> u64 {
-    crate::backend::monotonic_ns()
+    <crate::backend::Native as crate::backend::Platform>::monotonic_ns()
 }
 
 /// Data pages per CPU ring of logging PMCs allocated from now on (a power

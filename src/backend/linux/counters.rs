@@ -17,7 +17,7 @@ use pmc_linux::ring::RingBuffer;
 use super::from_linux;
 use super::resolve::LinuxEvent;
 use super::sampling::{self, RingSet};
-use crate::backend::{CounterValue, Counters};
+use crate::backend::{CounterValue, Counters, HotHandle};
 use crate::{Error, Result};
 
 fn open_one(attr: &Attr, target: Target, event: &LinuxEvent) -> Result<Event> {
@@ -517,17 +517,19 @@ impl HotCounter {
     // general path, which repeats the (idempotent) operation through
     // `Counters` and reports the error in full. Nothing here builds an
     // error on success, so the hot path is the syscall and a compare.
+}
 
+impl HotHandle for HotCounter {
     /// Enables; false when the ioctl failed.
     #[inline(always)]
-    pub(crate) fn enable(&self) -> bool {
+    fn enable(&self) -> bool {
         self.event().enable_errno().is_ok()
     }
 
     /// Disables, then reads the scaled value (`Pmc::stop`); `None` when
     /// either failed or the counter never ran.
     #[inline(always)]
-    pub(crate) fn disable_and_read_scaled(&self) -> Option<u64> {
+    fn disable_and_read_scaled(&self) -> Option<u64> {
         let event = self.event();
         event.disable_errno().ok()?;
         event.read_timed_errno().ok()?.scaled()
@@ -536,7 +538,7 @@ impl HotCounter {
     /// The scaled value; `None` when the read failed or the counter was
     /// enabled but never ran.
     #[inline(always)]
-    pub(crate) fn read_scaled(&self) -> Option<u64> {
+    fn read_scaled(&self) -> Option<u64> {
         self.event().read_timed_errno().ok()?.scaled()
     }
 }

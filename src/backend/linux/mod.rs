@@ -15,7 +15,8 @@ pub(crate) mod sampling;
 
 use pmc_linux::system;
 
-use super::{Backend, EventRequest, PreparedEvent};
+use super::{Backend, EventRequest, Platform, PreparedEvent};
+use crate::log::cpu::CpuIdentity;
 use crate::machine::CpuInfo;
 use crate::{Class, Error, Result};
 
@@ -70,12 +71,61 @@ impl Backend for LinuxBackend {
         )
     }
 
+    fn executable_path(&self, pid: u32) -> Option<String> {
+        executable_path(pid)
+    }
+
+    fn how_to_online(&self, cpu: u32) -> String {
+        format!("bring it online with `echo 1 > /sys/devices/system/cpu/cpu{cpu}/online`")
+    }
+
     fn cpuinfo(&self) -> Result<CpuInfo> {
         Ok(machine::cpuinfo())
     }
 
     fn event_names(&self, class: &Class) -> Result<Vec<String>> {
         machine::event_names(class)
+    }
+}
+
+/// A process's executable, from `/proc/<pid>/exe`.
+fn executable_path(pid: u32) -> Option<String> {
+    std::fs::read_link(format!("/proc/{pid}/exe"))
+        .ok()
+        .map(|p| p.display().to_string())
+}
+
+impl Platform for LinuxBackend {
+    type Hot = HotCounter;
+
+    #[inline]
+    fn monotonic_ns() -> u64 {
+        system::monotonic_ns()
+    }
+
+    fn drain_samples() {
+        sampling::drain_all();
+    }
+
+    fn stop_logging_pmcs() -> Vec<u32> {
+        sampling::stop_all()
+    }
+
+    /// From `/proc/cpuinfo` (x86) or MIDR_EL1 (arm64).
+    fn cpu_identity() -> CpuIdentity {
+        if cfg!(target_arch = "aarch64") {
+            return std::fs::read_to_string(
+                "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1",
+            )
+            .ok()
+            .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok())
+            .map_or_else(CpuIdentity::unknown, |midr| CpuIdentity {
+                cputype: crate::log::cpu::PMC_CPU_GENERIC,
+                cpuid: crate::log::cpu::hwpmc_cpuid_arm64(midr),
+            });
+        }
+        let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        crate::log::cpu::identity_from_cpuinfo(&text).unwrap_or_else(CpuIdentity::unknown)
     }
 }
 
@@ -278,5 +328,27 @@ pub(crate) fn from_linux(e: pmc_linux::Error) -> Error {
             os_errno: other.errno(),
             hint: None,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The questions `Pmc` asks instead of reading procfs/sysfs itself:
+    /// this process's executable is the one std finds for it, a pid that
+    /// cannot exist has none, and the advice for an offline CPU names its
+    /// sysfs switch.
+    #[test]
+    fn the_backend_answers_for_proc_and_sysfs() {
+        let backend = LinuxBackend::new();
+        let me = std::env::current_exe().unwrap().display().to_string();
+        assert_eq!(backend.executable_path(std::process::id()), Some(me));
+        assert_eq!(backend.executable_path(u32::MAX), None);
+        assert!(
+            backend
+                .how_to_online(3)
+                .contains("/sys/devices/system/cpu/cpu3/online")
+        );
     }
 }

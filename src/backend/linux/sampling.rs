@@ -16,7 +16,6 @@
 //! or an exit, but a sibling that samples with `PERF_SAMPLE_READ` of the
 //! group reads the counter at exactly that moment.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Once, Weak};
 use std::time::Duration;
 
@@ -24,7 +23,9 @@ use pmc_linux::attr::{Attr, AttrBit, EventConfig, ReadFormat, SampleType, Softwa
 use pmc_linux::record::{Record, RecordParser, Sample, context, kind};
 use pmc_linux::ring::RingBuffer;
 
+use crate::backend::event::{BackendEvent, Callchain};
 use crate::log::LogRecord;
+use crate::log::translate::{MappingSource, Rules, Translator};
 use crate::{Flags, Mode};
 
 /// The siblings that sample a counter's per-thread value, each reading the
@@ -92,78 +93,27 @@ pub(super) struct LogPlan {
     pub(super) pages: usize,
 }
 
-/// A converted record, or a LOG_PROCEXIT step resolved once the batch is
-/// in time order (a child's READ value may sit in another CPU's ring than
-/// its EXIT).
-#[derive(Debug)]
-enum Item {
-    Log(LogRecord),
-    ChildValue {
-        pid: u32,
-        value: u64,
-    },
-    ProcExit {
-        pid: u32,
-    },
-    /// A sibling's sample: the counter's value for (tid, cpu) as the
-    /// thread was switched out (or exited).
-    Slice {
-        pid: u32,
-        tid: u32,
-        cpu: u32,
-        value: u64,
-    },
-    /// A thread's EXIT record: after all its samples, so its slice
-    /// bookkeeping ends here.
-    ThreadGone {
-        tid: u32,
-    },
-}
-
 /// The rings of one target and how to turn their records into pmclog.
 #[derive(Debug)]
 pub(super) struct RingSet {
     plan: LogPlan,
     parser: RecordParser,
     rings: Vec<RingBuffer>,
-    /// LOG_PROCEXIT: values of exited child threads by process.
-    exited_values: HashMap<u32, u64>,
-    /// Records dropped because the log was closed or missing.
+    /// hwpmc's logging rules and their state for this PMC.
+    translator: Translator,
+    /// Records dropped because no log was configured (those dropped
+    /// after a close are the translator's).
     pub(super) discarded: u64,
     /// The attached process and its events, read when it exits.
     root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
     /// Parses the slice siblings' samples (their sample type adds READ).
     slice_parser: Option<RecordParser>,
-    /// Whether an exit sibling gives each thread's last slice.
-    exit_slices: bool,
-    /// The counter's value at the last slice of each (tid, cpu).
-    last_slice: HashMap<(u32, u32), u64>,
-    /// The sum of each live process's slices.
-    process_value: HashMap<u32, u64>,
-    /// Processes whose existing executable mappings still have to be
-    /// logged (hwpmc's `pmc_log_process_mappings` at attach): done at the
-    /// first drain with a log configured.
-    initial_mappings: Vec<u32>,
-    /// Whether samples may come from the kernel, so the log needs the
-    /// kernel's MAP_IN (hwpmc's `pmc_log_kernel_mappings`).
-    kernel_samples: bool,
-    /// A system sampling set: the log needs every process's mappings
-    /// (hwpmc's `pmc_log_all_process_mappings` at the first SS start).
-    system_sampling: bool,
     /// When the set was made (the attach): the timestamp of the initial
     /// MAP_INs, which precede every sample of the set.
     attached_at: u64,
-    /// The log was closed while the PMC ran: hwpmc stops such a PMC, so
-    /// what it still produces is discarded until the PMC is stopped (and
-    /// started again, with a new log).
-    stopped_by_log_close: bool,
 }
 
 static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
-
-/// Held from taking records out of rings until they are in the log, so a
-/// flush or close never overtakes records a concurrent drain holds.
-static DRAINING: Mutex<()> = Mutex::new(());
 
 impl RingSet {
     pub(super) fn new(
@@ -173,37 +123,35 @@ impl RingSet {
         root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
         slices: Option<&SliceSiblings>,
     ) -> Arc<Mutex<RingSet>> {
-        let initial_mappings = match (&root, plan.sampling) {
-            (Some((pid, _)), true) => {
-                let mut pids = vec![*pid];
-                if plan.flags.contains(Flags::DESCENDANTS) {
-                    let root = i32::try_from(*pid).unwrap_or(i32::MAX);
-                    pids.extend(
-                        pmc_linux::system::descendants_of(root)
-                            .into_iter()
-                            .filter_map(|p| u32::try_from(p).ok()),
-                    );
-                }
-                pids
+        let mut translator = Translator::new(Rules {
+            pmcid: plan.pmcid,
+            flags: plan.flags,
+            sampling: plan.sampling,
+            kernel_samples: !attr.is_set(AttrBit::EXCLUDE_KERNEL),
+            system: root.is_none(),
+            exit_slices: slices.is_some_and(|s| s.exit.is_some()),
+        });
+        if let Some((pid, _)) = &root
+            && plan.sampling
+        {
+            translator.attached(std::iter::once(*pid));
+            if plan.flags.contains(Flags::DESCENDANTS) {
+                let root = i32::try_from(*pid).unwrap_or(i32::MAX);
+                translator.attached(
+                    pmc_linux::system::descendants_of(root)
+                        .into_iter()
+                        .filter_map(|p| u32::try_from(p).ok()),
+                );
             }
-            _ => Vec::new(),
-        };
-        let system_sampling = plan.sampling && root.is_none();
+        }
         let set = Arc::new(Mutex::new(RingSet {
             parser: RecordParser::for_attr(attr),
             rings,
-            exited_values: HashMap::new(),
+            translator,
             discarded: 0,
             root,
             slice_parser: slices.map(|s| RecordParser::for_attr(&s.switch)),
-            exit_slices: slices.is_some_and(|s| s.exit.is_some()),
-            last_slice: HashMap::new(),
-            process_value: HashMap::new(),
-            initial_mappings,
-            kernel_samples: plan.sampling && !attr.is_set(AttrBit::EXCLUDE_KERNEL),
-            system_sampling,
             attached_at: crate::log::sink::now(),
-            stopped_by_log_close: false,
             plan,
         }));
         REGISTRY
@@ -216,171 +164,83 @@ impl RingSet {
 
     /// Converts every published record into pmclog records, in time order.
     pub(super) fn drain(&mut self, out: &mut Vec<(u64, LogRecord)>) {
-        let before = out.len();
-        self.convert_published(out);
-        if self.stopped_by_log_close {
-            self.discarded += (out.len() - before) as u64;
-            out.truncate(before);
-        }
-    }
-
-    fn convert_published(&mut self, out: &mut Vec<(u64, LogRecord)>) {
-        if crate::log::sink::is_configured() && !self.stopped_by_log_close {
-            let now = self.attached_at;
-            if self.kernel_samples && crate::log::sink::claim_kernel_mappings() {
-                out.extend(kernel_mappings().into_iter().map(|r| (now, r)));
-            }
-            if self.system_sampling && crate::log::sink::claim_all_process_mappings() {
-                for pid in all_processes() {
-                    out.extend(process_mappings(pid).into_iter().map(|r| (now, r)));
-                }
-            }
-            for pid in std::mem::take(&mut self.initial_mappings) {
-                out.extend(process_mappings(pid).into_iter().map(|r| (now, r)));
-            }
+        let mut events = Vec::new();
+        if crate::log::sink::is_configured() {
+            // Stamped with the attach, before every record of the set.
+            events = self
+                .translator
+                .initial_mappings(self.attached_at, &ProcMappings);
         }
         let parser = self.parser;
-        let plan = self.plan.clone();
-        let mut items = Vec::new();
         let slice_parser = self.slice_parser;
+        let rules = self.translator.rules();
+        // The attached process's value at its exit, where neither exit
+        // slices nor a READ record give it: its events, final once it
+        // has exited.
+        let root = self
+            .root
+            .as_ref()
+            .filter(|_| rules.flags.contains(Flags::LOG_PROCEXIT) && !rules.exit_slices);
         for ring in &mut self.rings {
             while let Some(bytes) = ring.next_record() {
                 let is_sample = bytes.get(..4) == Some(&kind::SAMPLE.to_ne_bytes()[..]);
                 if let (Some(p), true) = (&slice_parser, is_sample) {
                     if let Ok(Record::Sample(s)) = p.parse(bytes, 0)
-                        && let Some(item) = slice_item(&s)
+                        && let Some(event) = slice_event(&s)
                     {
-                        items.push(item);
+                        events.push(event);
                     }
                     continue;
                 }
                 let Ok(record) = parser.parse(bytes, 0) else {
                     continue;
                 };
-                convert(&plan, &record, &mut items);
+                if let Some(event) = neutral(&record, rules.sampling, root) {
+                    events.push(event);
+                }
             }
             ring.release();
         }
-        items.sort_by_key(|(t, _)| *t);
-        for (t, item) in items {
-            match item {
-                Item::Log(r) => out.push((t, r)),
-                Item::ChildValue { pid, value } => {
-                    *self.exited_values.entry(pid).or_default() += value;
-                }
-                Item::ThreadGone { tid } => {
-                    self.last_slice.retain(|(t, _), _| *t != tid);
-                }
-                Item::Slice {
-                    pid,
-                    tid,
-                    cpu,
-                    value,
-                } => {
-                    let last = self.last_slice.entry((tid, cpu)).or_insert(0);
-                    let delta = value.wrapping_sub(*last);
-                    *last = value;
-                    let total = self.process_value.entry(pid).or_default();
-                    *total = total.wrapping_add(delta);
-                    if plan.flags.contains(Flags::LOG_PROCCSW) {
-                        out.push((
-                            t,
-                            LogRecord::ProcCsw {
-                                pmcid: plan.pmcid,
-                                value: delta,
-                                pid,
-                                tid,
-                            },
-                        ));
-                    }
-                }
-                Item::ProcExit { pid } => {
-                    let slices = self.process_value.remove(&pid);
-                    if !plan.flags.contains(Flags::LOG_PROCEXIT) {
-                        continue;
-                    }
-                    // With exit slices, the sum of the process's own
-                    // slices; else a child's READ record (where the kernel
-                    // emits one) or, for the attached process, its events,
-                    // final once it has exited.
-                    let value = match (&self.root, self.exited_values.remove(&pid)) {
-                        _ if self.exit_slices => slices.unwrap_or(0),
-                        (_, Some(v)) => v,
-                        (Some((root, events)), None) if *root == pid => events
-                            .iter()
-                            .filter_map(|e| e.read_timed().ok())
-                            .map(|c| c.value)
-                            .sum(),
-                        _ => 0,
-                    };
-                    out.push((
-                        t,
-                        LogRecord::ProcExit {
-                            pmcid: plan.pmcid,
-                            pid,
-                            value,
-                        },
-                    ));
-                }
-            }
-        }
+        self.translator.translate(events, out);
     }
 }
 
-/// Appends the pmclog form of one perf record.
-fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
-    let mut out = Sink(items);
-    let pmcid = plan.pmcid;
-    match record {
-        Record::Sample(s) if plan.sampling => {
-            let time = s.time().unwrap_or(0);
-            let (pid, tid, cpu) = (
-                s.pid().unwrap_or(0),
-                s.tid().unwrap_or(0),
-                s.cpu().unwrap_or(0) as u16,
-            );
+/// The neutral form of one perf record (`None`: nothing to log).
+fn neutral(
+    record: &Record<'_>,
+    sampling: bool,
+    root: Option<&(u32, Arc<[pmc_linux::event::Event]>)>,
+) -> Option<(u64, BackendEvent)> {
+    Some(match record {
+        Record::Sample(s) if sampling => {
             let user = s.is_user();
-            let mut chain = |userspace: bool, pcs: Vec<u64>| {
-                out.push((
-                    time,
-                    LogRecord::Callchain {
-                        pid,
-                        tid,
-                        pmcid,
-                        cpu,
-                        userspace,
-                        pcs,
-                    },
-                ));
-            };
-            let Some(callchain) = s.callchain() else {
-                chain(user, vec![s.ip().unwrap_or(0)]);
-                return;
-            };
-            // Split the chain at its context markers.
-            let mut kernel = Vec::new();
-            let mut userland = Vec::new();
-            let mut in_user = user;
-            for pc in callchain.iter() {
-                match pc {
-                    context::KERNEL => in_user = false,
-                    context::USER => in_user = true,
-                    pc if pc >= context::MAX => {}
-                    pc if in_user => userland.push(pc),
-                    pc => kernel.push(pc),
+            let callchain = s.callchain().map(|pcs| {
+                // Split the chain at its context markers; frames before
+                // the first marker are in the sample's own mode.
+                let mut chain = Callchain::default();
+                let mut in_user = user;
+                for pc in pcs.iter() {
+                    match pc {
+                        context::KERNEL => in_user = false,
+                        context::USER => in_user = true,
+                        pc if pc >= context::MAX => {}
+                        pc if in_user => chain.user.push(pc),
+                        pc => chain.kernel.push(pc),
+                    }
                 }
-            }
-            if user {
-                chain(true, userland);
-            } else if plan.flags.contains(Flags::USERCALLCHAIN) {
-                // USERCALLCHAIN: one record, the kernel frames then the
-                // user stack the sample interrupted (hwpmc appends it to
-                // the kernel chain in `pmc_capture_user_callchain`).
-                kernel.extend(userland);
-                chain(false, kernel);
-            } else {
-                chain(false, kernel);
-            }
+                chain
+            });
+            (
+                s.time().unwrap_or(0),
+                BackendEvent::Sample {
+                    pid: s.pid().unwrap_or(0),
+                    tid: s.tid().unwrap_or(0),
+                    cpu: s.cpu().unwrap_or(0),
+                    user,
+                    pc: s.ip().unwrap_or(0),
+                    callchain,
+                },
+            )
         }
         // MAP_IN's start is the executable mapping's start address, as hwpmc
         // logs it (hwpmc_mod.c `pmc_log_process_mappings`: `entry->start`);
@@ -398,14 +258,14 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
             filename,
             sample_id,
             ..
-        } => out.push((
+        } => (
             sample_id.time.unwrap_or(0),
-            LogRecord::MapIn {
+            BackendEvent::Mapping {
                 pid: *pid,
                 start: *addr,
                 path: String::from_utf8_lossy(filename).into_owned(),
             },
-        )),
+        ),
         Record::Comm {
             pid,
             tid,
@@ -413,104 +273,91 @@ fn convert(plan: &LogPlan, record: &Record<'_>, items: &mut Vec<(u64, Item)>) {
             exec: true,
             sample_id,
         } if pid == tid => {
-            let path = std::fs::read_link(format!("/proc/{pid}/exe"))
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|_| String::from_utf8_lossy(comm).into_owned());
-            out.push((
+            let path = super::executable_path(*pid)
+                .unwrap_or_else(|| String::from_utf8_lossy(comm).into_owned());
+            (
                 sample_id.time.unwrap_or(0),
-                LogRecord::ProcExec {
+                BackendEvent::Exec {
                     pid: *pid,
-                    pmcid,
-                    entry: exec_entry(*pid),
-                    dynaddr: 0,
                     path,
+                    entry: exec_entry(*pid),
                 },
-            ));
+            )
         }
         Record::Fork {
             pid, ppid, time, ..
-        } if pid != ppid => out.push((
+        } if pid != ppid => (
             *time,
-            LogRecord::ProcFork {
-                oldpid: *ppid,
-                newpid: *pid,
+            BackendEvent::Fork {
+                parent: *ppid,
+                child: *pid,
             },
-        )),
-        Record::Fork { pid, tid, time, .. } => out.push((
+        ),
+        Record::Fork { pid, tid, time, .. } => (
             *time,
-            LogRecord::ThrCreate {
-                tid: *tid,
+            BackendEvent::ThreadCreate {
                 pid: *pid,
-                flags: 0,
-                name: String::new(),
+                tid: *tid,
             },
-        )),
+        ),
+        // A child's value as it exits (INHERIT_STAT), possibly in another
+        // CPU's ring than its EXIT.
         Record::Read {
             pid,
             values,
             sample_id,
             ..
-        } => {
-            let value: u64 = values.values().map(|v| v.value).sum();
-            out.0.push((
-                sample_id.time.unwrap_or(0),
-                Item::ChildValue { pid: *pid, value },
-            ));
-        }
-        Record::Exit { pid, tid, time, .. } if pid == tid => {
-            // Also ends the process's slice bookkeeping.
-            out.0.push((*time, Item::ThreadGone { tid: *tid }));
-            out.0.push((*time, Item::ProcExit { pid: *pid }));
-            if plan.sampling {
-                out.push((*time, LogRecord::SysExit { pid: *pid }));
-            }
-        }
-        Record::Exit { tid, time, .. } => {
-            out.0.push((*time, Item::ThreadGone { tid: *tid }));
-            if plan.sampling {
-                out.push((*time, LogRecord::ThrExit { tid: *tid }));
-            }
-        }
+        } => (
+            sample_id.time.unwrap_or(0),
+            BackendEvent::ExitValue {
+                pid: *pid,
+                value: values.values().map(|v| v.value).sum(),
+            },
+        ),
+        Record::Exit { pid, tid, time, .. } if pid == tid => (
+            *time,
+            BackendEvent::ProcessExit {
+                pid: *pid,
+                value: root.filter(|(r, _)| r == pid).map(|(_, events)| {
+                    events
+                        .iter()
+                        .filter_map(|e| e.read_timed().ok())
+                        .map(|c| c.value)
+                        .sum()
+                }),
+            },
+        ),
+        Record::Exit { pid, tid, time, .. } => (
+            *time,
+            BackendEvent::ThreadExit {
+                pid: *pid,
+                tid: *tid,
+            },
+        ),
         Record::Lost {
             lost, sample_id, ..
-        } => out.push((
+        }
+        | Record::LostSamples { lost, sample_id } => (
             sample_id.time.unwrap_or(0),
-            LogRecord::Dropnotify {
-                lost: Some(u32::try_from(*lost).unwrap_or(u32::MAX)),
-            },
-        )),
-        Record::LostSamples { lost, sample_id } => out.push((
-            sample_id.time.unwrap_or(0),
-            LogRecord::Dropnotify {
-                lost: Some(u32::try_from(*lost).unwrap_or(u32::MAX)),
-            },
-        )),
-        _ => {}
-    }
+            BackendEvent::Lost { count: *lost },
+        ),
+        _ => return None,
+    })
 }
 
 /// The slice a sibling's sample reports: the group's first value is the
-/// counter's.
-fn slice_item(s: &Sample<'_>) -> Option<(u64, Item)> {
-    let value = s.read()?.values().next()?.value;
+/// counter's total on (tid, cpu).
+fn slice_event(s: &Sample<'_>) -> Option<(u64, BackendEvent)> {
+    let total = s.read()?.values().next()?.value;
     Some((
         s.time().unwrap_or(0),
-        Item::Slice {
+        BackendEvent::Slice {
             pid: s.pid()?,
             tid: s.tid()?,
             cpu: s.cpu().unwrap_or(0),
-            value,
+            total,
         },
     ))
-}
-
-/// Pushes log records as items.
-struct Sink<'a>(&'a mut Vec<(u64, Item)>);
-
-impl Sink<'_> {
-    fn push(&mut self, (t, r): (u64, LogRecord)) {
-        self.0.push((t, Item::Log(r)));
-    }
 }
 
 /// Stops every counter that writes into the log, as hwpmc stops the
@@ -527,7 +374,7 @@ pub(crate) fn stop_all() -> Vec<u32> {
     };
     for set in &sets {
         let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
-        s.stopped_by_log_close = true;
+        s.translator.log_closed();
         stopped.push(s.plan.pmcid);
         if let Some((_, events)) = &s.root {
             for e in events.iter() {
@@ -590,6 +437,21 @@ fn elf_entry(image: &[u8]) -> Option<u64> {
     Some(u64::from_ne_bytes(image.get(24..32)?.try_into().ok()?))
 }
 
+/// The mappings that exist now, from `/proc`.
+struct ProcMappings;
+
+impl MappingSource for ProcMappings {
+    fn kernel_mapping(&self) -> Option<BackendEvent> {
+        Some(kernel_mapping())
+    }
+    fn all_processes(&self) -> Vec<u32> {
+        all_processes()
+    }
+    fn process_mappings(&self, pid: u32) -> Vec<BackendEvent> {
+        process_mappings(pid)
+    }
+}
+
 /// Every process's pid, from `/proc`.
 fn all_processes() -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -602,19 +464,19 @@ fn all_processes() -> Vec<u32> {
     pids
 }
 
-/// MAP_IN records for the executable file mappings `pid` has now, from
-/// `/proc/<pid>/maps` (hwpmc's `pmc_log_process_mappings`).
-pub(crate) fn process_mappings(pid: u32) -> Vec<LogRecord> {
+/// The executable file mappings `pid` has now, from `/proc/<pid>/maps`
+/// (for hwpmc's `pmc_log_process_mappings`).
+pub(crate) fn process_mappings(pid: u32) -> Vec<BackendEvent> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
     mappings_from_maps(pid, &text)
 }
 
-/// MAP_IN records for the executable file mappings of a `/proc/<pid>/maps`
-/// text. Contiguous executable mappings of one file give one record, as
+/// The executable file mappings of a `/proc/<pid>/maps` text (MAP_IN
+/// records once translated). Contiguous executable mappings of one file give one record, as
 /// hwpmc skips "contiguous regions that point to the same vnode"; `start`
 /// is the first executable mapping's start, the convention of
 /// [`crate::log`].
-pub(crate) fn mappings_from_maps(pid: u32, text: &str) -> Vec<LogRecord> {
+pub(crate) fn mappings_from_maps(pid: u32, text: &str) -> Vec<BackendEvent> {
     let mut out = Vec::new();
     let mut last: Option<(u64, String)> = None; // (end, path)
     for line in text.lines() {
@@ -649,7 +511,7 @@ pub(crate) fn mappings_from_maps(pid: u32, text: &str) -> Vec<LogRecord> {
             last = Some((hi, path));
             continue;
         }
-        out.push(LogRecord::MapIn {
+        out.push(BackendEvent::Mapping {
             pid,
             start: lo,
             path: path.clone(),
@@ -659,17 +521,17 @@ pub(crate) fn mappings_from_maps(pid: u32, text: &str) -> Vec<LogRecord> {
     out
 }
 
-/// The kernel's MAP_IN (pid -1), once per log when samples may come from
-/// the kernel (hwpmc's `pmc_log_kernel_mappings`): `[kernel.kallsyms]` at
-/// `_stext` as `/proc/kallsyms` gives it (0 where kptr_restrict hides
-/// addresses), as perf names the kernel image.
-fn kernel_mappings() -> Vec<LogRecord> {
+/// The kernel's mapping (pid -1), logged once per log when samples may
+/// come from the kernel (hwpmc's `pmc_log_kernel_mappings`):
+/// `[kernel.kallsyms]` at `_stext` as `/proc/kallsyms` gives it (0 where
+/// kptr_restrict hides addresses), as perf names the kernel image.
+fn kernel_mapping() -> BackendEvent {
     let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-    vec![LogRecord::MapIn {
+    BackendEvent::Mapping {
         pid: u32::MAX,
         start: kernel_text_start(&text),
         path: "[kernel.kallsyms]".into(),
-    }]
+    }
 }
 
 /// `_stext`'s address in a `/proc/kallsyms` text, or 0.
@@ -686,7 +548,7 @@ fn kernel_text_start(kallsyms: &str) -> u64 {
 
 /// Drains every live ring set into the log (or discards, without one).
 pub(crate) fn drain_all() {
-    let _draining = DRAINING.lock().unwrap_or_else(|p| p.into_inner());
+    let _draining = crate::log::sink::draining();
     let sets: Vec<Arc<Mutex<RingSet>>> = {
         let mut reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
         reg.retain(|w| w.strong_count() > 0);
@@ -701,33 +563,20 @@ pub(crate) fn drain_all() {
             s.discarded += (out.len() - before) as u64;
         }
     }
-    if out.is_empty() || !crate::log::sink::is_configured() {
-        return;
-    }
-    // Per-CPU rings interleave: put the batch in time order.
-    out.sort_by_key(|(t, _)| *t);
-    for (t, r) in &out {
-        // A log closed meanwhile loses the batch, as hwpmc does.
-        let _ = crate::log::sink::write_at(r, *t);
-    }
+    crate::log::sink::write_batch(out);
 }
 
 /// Drains one set now (at stop and release, so nothing is lost).
 pub(super) fn drain_set(set: &Arc<Mutex<RingSet>>) {
-    let _draining = DRAINING.lock().unwrap_or_else(|p| p.into_inner());
+    let _draining = crate::log::sink::draining();
     let mut out = Vec::new();
     {
         let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
         s.drain(&mut out);
         // Called as the PMC stops: a later start logs again.
-        s.stopped_by_log_close = false;
+        s.translator.stopped();
     }
-    out.sort_by_key(|(t, _)| *t);
-    if crate::log::sink::is_configured() {
-        for (t, r) in &out {
-            let _ = crate::log::sink::write_at(r, *t);
-        }
-    }
+    crate::log::sink::write_batch(out);
 }
 
 /// Starts the thread that sweeps rings every 10 ms (once per process).
@@ -798,17 +647,17 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                LogRecord::MapIn {
+                BackendEvent::Mapping {
                     pid: 42,
                     start: 0x5555_0000_1000,
                     path: "/usr/bin/prog".into()
                 },
-                LogRecord::MapIn {
+                BackendEvent::Mapping {
                     pid: 42,
                     start: 0x7f00_0002_8000,
                     path: "/usr/lib/libc.so.6".into()
                 },
-                LogRecord::MapIn {
+                BackendEvent::Mapping {
                     pid: 42,
                     start: 0x7fff_f800_0000,
                     path: "/opt/my lib.so".into()

@@ -1,0 +1,501 @@
+//! hwpmc's logging rules on synthetic neutral events. Expected values come
+//! from FreeBSD's `sys/dev/hwpmc/hwpmc_mod.c` (functions cited per test),
+//! not from this translator.
+
+use super::*;
+use crate::backend::event::{BackendEvent as E, Callchain};
+
+fn rules(flags: Flags, sampling: bool, exit_slices: bool) -> Rules {
+    Rules {
+        pmcid: 0x0110_0003,
+        flags,
+        sampling,
+        kernel_samples: false,
+        system: false,
+        exit_slices,
+    }
+}
+
+fn run(rules: Rules, events: Vec<(u64, E)>) -> Vec<(u64, LogRecord)> {
+    let mut out = Vec::new();
+    Translator::new(rules).translate(events, &mut out);
+    out
+}
+
+fn sample(user: bool, callchain: Option<Callchain>) -> E {
+    E::Sample {
+        pid: 10,
+        tid: 11,
+        cpu: 1,
+        user,
+        pc: 0x4000,
+        callchain,
+    }
+}
+
+fn chain(pcs: Vec<u64>, userspace: bool) -> LogRecord {
+    LogRecord::Callchain {
+        pid: 10,
+        tid: 11,
+        pmcid: 0x0110_0003,
+        cpu: 1,
+        userspace,
+        pcs,
+    }
+}
+
+/// hwpmc_mod.c `pmc_process_interrupt`/`pmc_add_sample`: a sample without
+/// a captured chain logs the interrupted pc alone, flagged user or kernel
+/// (`PMC_CC_F_USERSPACE`); counting PMCs log no samples.
+#[test]
+fn a_sample_without_a_chain_is_its_pc() {
+    let got = run(
+        rules(Flags::empty(), true, false),
+        vec![(5, sample(true, None)), (6, sample(false, None))],
+    );
+    assert_eq!(
+        got,
+        vec![
+            (5, chain(vec![0x4000], true)),
+            (6, chain(vec![0x4000], false))
+        ]
+    );
+    assert!(
+        run(
+            rules(Flags::empty(), false, false),
+            vec![(5, sample(true, None))]
+        )
+        .is_empty()
+    );
+}
+
+/// hwpmc_mod.c `pmc_process_interrupt`: a user-mode sample logs the user
+/// chain, a kernel-mode one the kernel chain; with PMC_F_USERCALLCHAIN
+/// `pmc_capture_user_callchain` appends the user stack the kernel was
+/// entered from to the kernel chain, as one record.
+#[test]
+fn usercallchain_appends_the_user_stack_to_a_kernel_chain() {
+    let cc = || {
+        Some(Callchain {
+            kernel: vec![0xffff_8000, 0xffff_8010],
+            user: vec![0x4000, 0x4100],
+        })
+    };
+    let plain = run(
+        rules(Flags::CALLCHAIN, true, false),
+        vec![(1, sample(true, cc())), (2, sample(false, cc()))],
+    );
+    assert_eq!(
+        plain,
+        vec![
+            (1, chain(vec![0x4000, 0x4100], true)),
+            (2, chain(vec![0xffff_8000, 0xffff_8010], false)),
+        ]
+    );
+    let with_user = run(
+        rules(Flags::CALLCHAIN | Flags::USERCALLCHAIN, true, false),
+        vec![(1, sample(true, cc())), (2, sample(false, cc()))],
+    );
+    assert_eq!(
+        with_user,
+        vec![
+            (1, chain(vec![0x4000, 0x4100], true)),
+            (
+                2,
+                chain(vec![0xffff_8000, 0xffff_8010, 0x4000, 0x4100], false)
+            ),
+        ]
+    );
+}
+
+fn slice(pid: u32, tid: u32, cpu: u32, total: u64) -> E {
+    E::Slice {
+        pid,
+        tid,
+        cpu,
+        total,
+    }
+}
+
+/// hwpmc_mod.c `pmc_process_csw_out`: at each switch-out the increment is
+/// `newvalue - PMC_PCPU_SAVED(cpu, ri)` (the value at this CPU's
+/// switch-in), added to the process's `pp_pmcval` and logged with
+/// `pmclog_process_proccsw(pm, pp, tmp, td)` under PMC_F_LOG_PROCCSW.
+#[test]
+fn proccsw_logs_each_slices_increment_per_thread_and_cpu() {
+    let csw = |value, tid| LogRecord::ProcCsw {
+        pmcid: 0x0110_0003,
+        value,
+        pid: 10,
+        tid,
+    };
+    let events = vec![
+        (1, slice(10, 11, 0, 100)),
+        (2, slice(10, 12, 0, 7)),
+        (3, slice(10, 11, 1, 40)),
+        (4, slice(10, 11, 0, 250)),
+    ];
+    let got = run(rules(Flags::LOG_PROCCSW, false, true), events.clone());
+    assert_eq!(
+        got,
+        vec![
+            (1, csw(100, 11)),
+            (2, csw(7, 12)),
+            (3, csw(40, 11)),
+            (4, csw(150, 11)),
+        ]
+    );
+    assert!(
+        run(rules(Flags::empty(), false, true), events).is_empty(),
+        "slices are only logged under LOG_PROCCSW"
+    );
+}
+
+/// hwpmc_mod.c `pmc_process_exit`: PROCEXIT carries the process's
+/// `pp_pmcval`, the sum of its slices' increments
+/// (`pmc_process_csw_out` adds each one), under PMC_F_LOG_PROCEXIT.
+#[test]
+fn procexit_is_the_sum_of_the_processs_slices() {
+    let got = run(
+        rules(Flags::LOG_PROCEXIT, false, true),
+        vec![
+            (1, slice(10, 11, 0, 100)),
+            (2, slice(20, 21, 0, 5)),
+            (3, slice(10, 12, 1, 30)),
+            (4, slice(10, 11, 0, 160)),
+            (
+                5,
+                E::ProcessExit {
+                    pid: 10,
+                    value: Some(999),
+                },
+            ),
+        ],
+    );
+    assert_eq!(
+        got,
+        vec![(
+            5,
+            LogRecord::ProcExit {
+                pmcid: 0x0110_0003,
+                pid: 10,
+                value: 190
+            }
+        )],
+        "with exit slices the slices are the whole value"
+    );
+}
+
+/// Without exit slices the value comes from what the backend reported
+/// for the process (summed), else from the exit itself, else 0; and not
+/// at all without PMC_F_LOG_PROCEXIT (`pmc_process_exit` tests the flag).
+#[test]
+fn procexit_without_slices_uses_the_reported_values() {
+    let exit = |pid, value| (9, E::ProcessExit { pid, value });
+    let procexit = |pid, value| {
+        (
+            9,
+            LogRecord::ProcExit {
+                pmcid: 0x0110_0003,
+                pid,
+                value,
+            },
+        )
+    };
+    let got = run(
+        rules(Flags::LOG_PROCEXIT, false, false),
+        vec![
+            (1, E::ExitValue { pid: 10, value: 3 }),
+            (2, E::ExitValue { pid: 10, value: 4 }),
+            exit(10, Some(100)),
+            exit(20, Some(100)),
+            exit(30, None),
+        ],
+    );
+    assert_eq!(
+        got,
+        vec![procexit(10, 7), procexit(20, 100), procexit(30, 0)]
+    );
+    assert!(run(rules(Flags::empty(), false, false), vec![exit(10, Some(1))]).is_empty());
+}
+
+/// hwpmc_mod.c: a process's end is SYSEXIT (`pmc_process_exit` →
+/// `pmclog_process_sysexit`), another thread's THR_EXIT
+/// (`pmc_process_thread_delete` → `pmclog_process_threadexit`), both for
+/// sampling PMCs; PROCEXIT comes first here, at the same time.
+#[test]
+fn a_process_exit_is_sysexit_and_a_thread_exit_thr_exit() {
+    let events = vec![
+        (2, E::ThreadExit { pid: 10, tid: 12 }),
+        (
+            3,
+            E::ProcessExit {
+                pid: 10,
+                value: Some(5),
+            },
+        ),
+    ];
+    let got = run(rules(Flags::LOG_PROCEXIT, true, false), events.clone());
+    assert_eq!(
+        got,
+        vec![
+            (2, LogRecord::ThrExit { tid: 12 }),
+            (
+                3,
+                LogRecord::ProcExit {
+                    pmcid: 0x0110_0003,
+                    pid: 10,
+                    value: 5
+                }
+            ),
+            (3, LogRecord::SysExit { pid: 10 }),
+        ]
+    );
+    assert!(run(rules(Flags::empty(), false, false), events).is_empty());
+}
+
+/// A thread's slices end with it: a later thread of the same id starts
+/// from zero (hwpmc frees the thread descriptor in
+/// `pmc_process_thread_delete`).
+#[test]
+fn a_reused_thread_id_starts_a_new_slice_history() {
+    let mut t = Translator::new(rules(Flags::LOG_PROCCSW, false, true));
+    let mut out = Vec::new();
+    t.translate(
+        vec![
+            (1, slice(10, 12, 0, 50)),
+            (2, E::ThreadExit { pid: 10, tid: 12 }),
+        ],
+        &mut out,
+    );
+    out.clear();
+    // A second batch: state carries over between drains.
+    t.translate(
+        vec![(3, slice(10, 12, 0, 20)), (4, slice(10, 11, 0, 9))],
+        &mut out,
+    );
+    let values: Vec<u64> = out
+        .iter()
+        .map(|(_, r)| match r {
+            LogRecord::ProcCsw { value, .. } => *value,
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(values, vec![20, 9]);
+}
+
+/// Batches from several per-CPU streams come out in time order, equal
+/// times in arrival order; the other events map field by field
+/// (`pmclog_process_map_in`, `_procexec`, `_procfork`, `_threadcreate`,
+/// `_dropnotify` in hwpmc_logging.c), a lost count saturating at u32.
+#[test]
+fn events_map_field_by_field_in_time_order() {
+    let got = run(
+        rules(Flags::empty(), true, false),
+        vec![
+            (7, E::Lost { count: 1 << 40 }),
+            (
+                3,
+                E::Exec {
+                    pid: 10,
+                    path: "/bin/true".into(),
+                    entry: 0x7f00_1c80,
+                },
+            ),
+            (
+                1,
+                E::Mapping {
+                    pid: 10,
+                    start: 0x5555_0000,
+                    path: "/bin/sh".into(),
+                },
+            ),
+            (
+                3,
+                E::Fork {
+                    parent: 10,
+                    child: 20,
+                },
+            ),
+            (2, E::ThreadCreate { pid: 10, tid: 13 }),
+        ],
+    );
+    assert_eq!(
+        got,
+        vec![
+            (
+                1,
+                LogRecord::MapIn {
+                    pid: 10,
+                    start: 0x5555_0000,
+                    path: "/bin/sh".into()
+                }
+            ),
+            (
+                2,
+                LogRecord::ThrCreate {
+                    tid: 13,
+                    pid: 10,
+                    flags: 0,
+                    name: String::new()
+                }
+            ),
+            (
+                3,
+                LogRecord::ProcExec {
+                    pid: 10,
+                    pmcid: 0x0110_0003,
+                    entry: 0x7f00_1c80,
+                    dynaddr: 0,
+                    path: "/bin/true".into()
+                }
+            ),
+            (
+                3,
+                LogRecord::ProcFork {
+                    oldpid: 10,
+                    newpid: 20
+                }
+            ),
+            (
+                7,
+                LogRecord::Dropnotify {
+                    lost: Some(u32::MAX)
+                }
+            ),
+        ]
+    );
+}
+
+struct FakeMachine;
+
+impl MappingSource for FakeMachine {
+    fn kernel_mapping(&self) -> Option<E> {
+        Some(mapping(u32::MAX, 0xffff_8000, "[kernel]"))
+    }
+    fn all_processes(&self) -> Vec<u32> {
+        vec![1, 10]
+    }
+    fn process_mappings(&self, pid: u32) -> Vec<E> {
+        vec![mapping(pid, 0x1000 * u64::from(pid), "/bin/x")]
+    }
+}
+
+fn mapping(pid: u32, start: u64, path: &str) -> E {
+    E::Mapping {
+        pid,
+        start,
+        path: path.into(),
+    }
+}
+
+/// hwpmc_mod.c: attaching a sampling PMC logs the target's existing
+/// mappings (`pmc_attach_one_process` → `pmc_log_process_mappings`), once;
+/// the kernel's are logged once per log owner (`pmc_log_kernel_mappings`,
+/// PMC_PO_INITIAL_MAPPINGS_DONE) and a system sampling PMC's first start
+/// logs every process's (`pmc_log_all_process_mappings`, `po_logprocmaps`).
+/// Counting PMCs log none.
+#[test]
+fn initial_mappings_follow_attach_kernel_and_system_rules() {
+    let process = Rules {
+        kernel_samples: true,
+        ..rules(Flags::empty(), true, false)
+    };
+    let mut t = Translator::new(process);
+    t.attached([10, 11]);
+    let got = t.initial_mappings_claiming(5, &FakeMachine, || true, || panic!("not system"));
+    assert_eq!(
+        got,
+        vec![
+            (5, mapping(u32::MAX, 0xffff_8000, "[kernel]")),
+            (5, mapping(10, 0xa000, "/bin/x")),
+            (5, mapping(11, 0xb000, "/bin/x")),
+        ]
+    );
+    assert!(
+        t.initial_mappings_claiming(6, &FakeMachine, || false, || false)
+            .is_empty(),
+        "the attached processes' mappings are logged once, the kernel's claimed once per log"
+    );
+
+    let user_only = rules(Flags::empty(), true, false);
+    let mut t = Translator::new(user_only);
+    t.attached([10]);
+    let got = t.initial_mappings_claiming(
+        5,
+        &FakeMachine,
+        || panic!("a user-only PMC must not take the kernel's claim"),
+        || panic!("not system"),
+    );
+    assert_eq!(got, vec![(5, mapping(10, 0xa000, "/bin/x"))]);
+
+    let system = Rules {
+        system: true,
+        ..user_only
+    };
+    let got = Translator::new(system).initial_mappings_claiming(7, &FakeMachine, || false, || true);
+    assert_eq!(
+        got,
+        vec![
+            (7, mapping(1, 0x1000, "/bin/x")),
+            (7, mapping(10, 0xa000, "/bin/x"))
+        ]
+    );
+
+    let mut counting = Translator::new(Rules {
+        kernel_samples: true,
+        system: true,
+        ..rules(Flags::empty(), false, false)
+    });
+    counting.attached([10]);
+    assert!(
+        counting
+            .initial_mappings_claiming(5, &FakeMachine, || panic!("claimed"), || panic!("claimed"))
+            .is_empty()
+    );
+}
+
+/// hwpmc_mod.c stops the running PMC_F_NEEDS_LOGFILE PMCs before
+/// `pmclog_deconfigure_log`: what such a PMC still produces reaches no log
+/// (counted here), its initial mappings wait, and once its owner stops it
+/// a new log gets its records again, slice increments continuing from the
+/// totals seen meanwhile.
+#[test]
+fn a_closed_log_drops_the_pmcs_records_until_it_stops() {
+    let mut t = Translator::new(Rules {
+        kernel_samples: true,
+        ..rules(Flags::LOG_PROCCSW, true, true)
+    });
+    t.attached([10]);
+    t.log_closed();
+    let mut out = Vec::new();
+    t.translate(
+        vec![(1, slice(10, 11, 0, 100)), (2, sample(true, None))],
+        &mut out,
+    );
+    assert!(out.is_empty());
+    assert_eq!(t.discarded(), 2);
+    assert!(
+        t.initial_mappings_claiming(3, &FakeMachine, || panic!("claimed"), || panic!("claimed"))
+            .is_empty()
+    );
+
+    t.stopped();
+    t.translate(vec![(4, slice(10, 11, 0, 130))], &mut out);
+    assert_eq!(
+        out,
+        vec![(
+            4,
+            LogRecord::ProcCsw {
+                pmcid: 0x0110_0003,
+                value: 30,
+                pid: 10,
+                tid: 11
+            }
+        )]
+    );
+    assert_eq!(
+        t.initial_mappings_claiming(5, &FakeMachine, || false, || false),
+        vec![(5, mapping(10, 0xa000, "/bin/x"))]
+    );
+}
