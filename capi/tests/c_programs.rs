@@ -266,6 +266,9 @@ fn pkg_config() -> TestResult {
     let flags = run_checked(
         Command::new("pkg-config")
             .env("PKG_CONFIG_PATH", &pcdir)
+            // `cargo test` leaves the libraries in deps/ (only `cargo build`
+            // copies them to the libdir the .pc names): point libdir there.
+            .arg(format!("--define-variable=libdir={}", libs.display()))
             .args(["--cflags", "--libs", "libpmc"]),
         "pkg-config",
     )?;
