@@ -46,8 +46,11 @@ impl Backend for LinuxBackend {
     }
 
     fn process_exists(&self, pid: u32) -> bool {
-        i32::try_from(pid)
-            .is_ok_and(|p| system::process_exists(p) && system::process_state(p) != Some('Z'))
+        // The caller is alive while it asks: attach(0) and pmcinfo rows of
+        // its own PMCs read nothing from /proc.
+        pid == std::process::id()
+            || i32::try_from(pid)
+                .is_ok_and(|p| system::process_exists(p) && system::process_state(p) != Some('Z'))
     }
 
     fn online_cpus(&self) -> Vec<u32> {

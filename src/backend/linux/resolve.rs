@@ -16,6 +16,8 @@ pub(super) mod caps;
 pub(super) mod description;
 mod native;
 mod pmu;
+#[cfg(test)]
+mod tests;
 
 use description::MachineDescription;
 

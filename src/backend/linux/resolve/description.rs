@@ -105,6 +105,14 @@ impl MachineDescription {
         self.max_precise
     }
 
+    /// The description with `n` CPUs online (fixture machines have more
+    /// CPUs than this one).
+    #[cfg(test)]
+    pub(crate) fn with_online_cpus(mut self, n: usize) -> MachineDescription {
+        self.online = n;
+        self
+    }
+
     /// How many CPUs were online when this was read.
     pub(crate) fn online_cpus(&self) -> usize {
         self.online
