@@ -58,7 +58,10 @@ impl Backend for LinuxBackend {
     }
 
     fn possible_cpus(&self) -> Vec<u32> {
-        system::possible_cpus()
+        // cpu_possible_mask is fixed at boot: read it once (every SC/SS
+        // allocation checks its CPU against it).
+        static POSSIBLE: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+        POSSIBLE.get_or_init(system::possible_cpus).clone()
     }
 
     fn descendants(&self, pid: u32) -> Vec<u32> {

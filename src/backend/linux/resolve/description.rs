@@ -161,7 +161,16 @@ impl MachineDescription {
         subsystem: &str,
         event: &str,
     ) -> Result<u64, pmc_linux::Error> {
-        self.tracefs()?.tracepoint_id(subsystem, event)
+        match self.tracefs()?.tracepoint_id(subsystem, event) {
+            Ok(id) => Ok(id),
+            // tracefs may have been unmounted since it was located: locate
+            // it again, so the error says so rather than "no tracepoint".
+            Err(_) if self.tracefs_root.is_none() => {
+                *self.located.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                self.tracefs()?.tracepoint_id(subsystem, event)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The CPUID string choosing the native table.
