@@ -62,7 +62,7 @@ fn hardware_counters() -> (u32, u32) {
 pub(super) fn cpuinfo() -> CpuInfo {
     let (npmc, width) = hardware_counters();
     let ncpu = system::possible_cpus().iter().max().map_or(1, |m| m + 1);
-    let d = description::system();
+    let d = description::system_checked();
     let mut classes = Vec::new();
     let row = |class: Class, width: u32, num: Option<u32>| ClassInfo {
         caps: class_capabilities(&class, &d),
@@ -102,7 +102,7 @@ pub(super) fn event_names(class: &Class) -> Result<Vec<String>> {
         Class::Software => Software::ALL.iter().map(|s| s.name().to_string()).collect(),
         Class::Raw => {
             let mut v = vec!["r<hex config>".to_string()];
-            let d = description::system();
+            let d = description::system_checked();
             for p in d.core_pmus() {
                 v.extend(p.events.iter().map(|e| format!("{}/{}/", p.name, e.name)));
             }
@@ -112,7 +112,7 @@ pub(super) fn event_names(class: &Class) -> Result<Vec<String>> {
             }
             v
         }
-        Class::Tracepoint => description::system()
+        Class::Tracepoint => description::system_checked()
             .tracefs()
             .and_then(|t| t.list())
             .map_err(super::from_linux)?
@@ -131,7 +131,7 @@ pub(super) fn event_names(class: &Class) -> Result<Vec<String>> {
             "kretprobe:<function>".into(),
         ],
         Class::Pmu(name) => {
-            let d = description::system();
+            let d = description::system_checked();
             let pmu = d.pmu(name).map_err(super::from_linux)?;
             pmu.events
                 .iter()

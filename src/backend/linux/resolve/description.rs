@@ -220,6 +220,14 @@ pub(crate) fn system() -> Arc<MachineDescription> {
         .clone()
 }
 
+/// This machine's description, re-read first if its PMU directory changed
+/// (one directory listing): for listings (`cpuinfo`, event names), which
+/// should show a PMU loaded since the first allocation.
+pub(crate) fn system_checked() -> Arc<MachineDescription> {
+    let d = system();
+    refreshed_if_stale(&Sysfs::system(), &d).unwrap_or(d)
+}
+
 /// Reads this machine's description again (after loading a PMU driver,
 /// say); descriptions already handed out stay as they were.
 pub(crate) fn refresh() -> Arc<MachineDescription> {
