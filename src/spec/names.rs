@@ -400,6 +400,17 @@ pub(super) fn all_cache_events() -> impl Iterator<Item = CacheEvent> {
 /// libpmc's upper-case spelling) and the `SOFT-*` events that have a
 /// Linux equivalent.
 pub fn generic_names() -> Vec<(String, EventName)> {
+    generic_name_table().to_vec()
+}
+
+/// [`generic_names`], built once: the parser compares every name it does
+/// not know with them, and an unknown name should cost microseconds.
+pub(crate) fn generic_name_table() -> &'static [(String, EventName)] {
+    static TABLE: std::sync::OnceLock<Vec<(String, EventName)>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(build_generic_names)
+}
+
+fn build_generic_names() -> Vec<(String, EventName)> {
     let mut v: Vec<(String, EventName)> = Vec::new();
     v.extend(
         PERF_HARDWARE
@@ -448,6 +459,44 @@ pub(super) fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// [`edit_distance`] of `a` and ASCII-lower-cased `b` when it is at most
+/// `limit`, else `None`, found without allocating and given up as soon as
+/// every alignment is over the limit (unknown names are compared with
+/// every known one, so this is their cost).
+fn bounded_distance(a: &[u8], b: &[u8], limit: usize) -> Option<usize> {
+    const MAX: usize = 64;
+    // The length difference bounds the distance from below.
+    if a.len().abs_diff(b.len()) > limit {
+        return None;
+    }
+    if b.len() > MAX {
+        let d = edit_distance(
+            &String::from_utf8_lossy(a),
+            &String::from_utf8_lossy(b).to_ascii_lowercase(),
+        );
+        return (d <= limit).then_some(d);
+    }
+    let mut prev = [0usize; MAX + 1];
+    let mut cur = [0usize; MAX + 1];
+    for (j, p) in prev.iter_mut().enumerate().take(b.len() + 1) {
+        *p = j;
+    }
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        let mut row_min = cur[0];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(*ca != cb.to_ascii_lowercase());
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+            row_min = row_min.min(cur[j + 1]);
+        }
+        if row_min > limit {
+            return None;
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    Some(prev[b.len()]).filter(|d| *d <= limit)
+}
+
 /// Up to `n` candidates closest to `word` (ties keep candidate order),
 /// only those within a sensible distance.
 pub fn closest_names<'a>(
@@ -459,8 +508,7 @@ pub fn closest_names<'a>(
     let limit = (w.len() / 3).max(2);
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()
-        .map(|c| (edit_distance(&w, &c.to_ascii_lowercase()), c))
-        .filter(|(d, _)| *d <= limit)
+        .filter_map(|c| Some((bounded_distance(w.as_bytes(), c.as_bytes(), limit)?, c)))
         .collect();
     scored.sort_by_key(|(d, _)| *d);
     let mut out: Vec<String> = Vec::new();

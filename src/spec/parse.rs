@@ -228,7 +228,7 @@ impl<'a> Parser<'a> {
         // Not a static name: close to one is a typo; anything else is left
         // for the backend (sysfs aliases, pmu-events names, libpfm4).
         let normalized = normalize(name.s);
-        let candidates = names::generic_names();
+        let candidates = names::generic_name_table();
         let near = closest_names(name.s, candidates.iter().map(|(n, _)| n.as_str()), 5);
         let typo = !name.s.contains('.')
             && near.first().is_some_and(|n| {

@@ -2,6 +2,8 @@
 //! (`benches/read_ratio.rs`) and prints each subject as a ratio against the
 //! `read(2)` baseline measured in the same rounds, with its target.
 //! `cargo bench --bench read_path` gives criterion's absolute latencies.
+//! Then the cost of opening (`benches/open_cost.rs`), record decoding,
+//! sampling overhead and the start/read/stop bracket.
 
 use std::process::{Command, ExitCode};
 
@@ -91,6 +93,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     // Record decoding and sampling overhead (issue targets: ≥ 50 M samples/s
     // and ≥ 2× perf-event-data; 0 lost and a slowdown no worse than perf's).
     for (pkg, bench) in [
+        ("pmc", "open_cost"),
         ("pmc-linux", "decode"),
         ("pmc", "sampling_overhead"),
         ("pmc", "bracket_instructions"),
@@ -140,6 +143,38 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                         v["samples"],
                         verdict(lost == 0),
                         paired.map_or("n/a", |p| verdict(p <= 1.0))
+                    );
+                }
+                // The cost of opening (issue 14 §7): ratios against raw
+                // perf_event_open in the same rounds.
+                Some(
+                    subject @ ("open_cycle"
+                    | "percpu_open10"
+                    | "allocate_software"
+                    | "allocate_tracepoint"
+                    | "allocate_unknown"),
+                ) => {
+                    if let Some(why) = v["skipped"].as_str() {
+                        println!("{subject}: not measured ({why})");
+                        continue;
+                    }
+                    let ratio = v["ratio"].as_f64().unwrap_or(f64::NAN);
+                    let cpu_us = v["subject_cpu_ns"].as_f64().unwrap_or(f64::NAN) / 1e3;
+                    let target = match subject {
+                        "open_cycle" => format!("ratio <= 1.5 {}", verdict(ratio <= 1.5)),
+                        "percpu_open10" => format!("ratio <= 1.2 {}", verdict(ratio <= 1.2)),
+                        "allocate_unknown" => {
+                            format!("CPU time <= 50 us {}", verdict(cpu_us <= 50.0))
+                        }
+                        _ => "no target".into(),
+                    };
+                    println!(
+                        "{}: {:.1} us ({cpu_us:.1} us CPU) vs raw {:.1} us, ratio {ratio:.3} [{:.3}, {:.3}] [{target}]",
+                        v["what"].as_str().unwrap_or(subject),
+                        v["subject_ns"].as_f64().unwrap_or(f64::NAN) / 1e3,
+                        v["baseline_ns"].as_f64().unwrap_or(f64::NAN) / 1e3,
+                        v["ratio_q1"].as_f64().unwrap_or(f64::NAN),
+                        v["ratio_q3"].as_f64().unwrap_or(f64::NAN),
                     );
                 }
                 Some(subject @ ("bracket" | "bracket_instructions_u")) => {

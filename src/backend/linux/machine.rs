@@ -3,11 +3,10 @@
 use pmc_linux::attr::{CacheEvent, Hardware, Software};
 use pmc_linux::system;
 
-use super::resolve::max_precise;
+use super::resolve::caps::class_capabilities;
+use super::resolve::description;
 use crate::machine::{ClassInfo, CpuInfo};
-use crate::{Capabilities, Class, Result};
-
-const SYSFS_PMUS: &str = "/sys/bus/event_source/devices";
+use crate::{Class, Result};
 
 fn cpu_model() -> String {
     let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
@@ -57,96 +56,36 @@ fn hardware_counters() -> (u32, u32) {
     }
 }
 
-fn sysfs_pmus() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(SYSFS_PMUS)
-        .map(|d| {
-            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-/// `PMC_CAP_SYSWIDE` / `PMC_CAP_DOMWIDE` as FreeBSD means them (one
-/// counter for the machine / per memory domain, so pmc-stat allocates it
-/// on one CPU each): an uncore PMU whose sysfs `cpumask` names one CPU
-/// counts for the whole machine, one naming a CPU per package counts per
-/// package. Per-CPU PMUs (no cpumask, or every CPU) have neither.
-fn scope_caps(pmu: &str) -> Capabilities {
-    let cpus = pmc_linux::pmu::Pmu::find(std::path::Path::new(SYSFS_PMUS), pmu)
-        .ok()
-        .and_then(|p| p.cpus);
-    let online = system::online_cpus().len();
-    match cpus {
-        Some(c) if c.len() == 1 && online > 1 => Capabilities::SYSWIDE,
-        Some(c) if c.len() > 1 && c.len() < online => Capabilities::DOMWIDE,
-        _ => Capabilities::empty(),
-    }
-}
-
+/// `pmc_cpuinfo`: the CPU, its counters, and a row per class with the
+/// capabilities every PMC of that class reports (one function computes
+/// both: `resolve::caps::class_capabilities`).
 pub(super) fn cpuinfo() -> CpuInfo {
     let (npmc, width) = hardware_counters();
     let ncpu = system::possible_cpus().iter().max().map_or(1, |m| m + 1);
+    let d = description::system_checked();
     let mut classes = Vec::new();
-    let hw = system::has_hardware_pmu();
-    let rw = Capabilities::READ | Capabilities::WRITE;
-    let base = rw | Capabilities::INTERRUPT | Capabilities::USER | Capabilities::SYSTEM;
-    if hw {
-        let mut caps = base;
-        if max_precise(std::path::Path::new(pmc_linux::pmu::SYSFS_ROOT)) > 0 {
-            caps |= Capabilities::PRECISE;
+    let row = |class: Class, width: u32, num: Option<u32>| ClassInfo {
+        caps: class_capabilities(&class, &d),
+        class,
+        width,
+        num,
+    };
+    if system::has_hardware_pmu() {
+        for class in [Class::Hardware, Class::Cache, Class::Raw] {
+            classes.push(row(class, width, Some(npmc)));
         }
-        classes.push(ClassInfo {
-            class: Class::Hardware,
-            caps,
-            width,
-            num: Some(npmc),
-        });
-        classes.push(ClassInfo {
-            class: Class::Cache,
-            caps,
-            width,
-            num: Some(npmc),
-        });
-        classes.push(ClassInfo {
-            class: Class::Raw,
-            caps: caps
-                | Capabilities::EDGE
-                | Capabilities::THRESHOLD
-                | Capabilities::INVERT
-                | Capabilities::QUALIFIER,
-            width,
-            num: Some(npmc),
-        });
     }
-    classes.push(ClassInfo {
-        class: Class::Software,
-        caps: base,
-        width: 64,
-        num: None,
-    });
-    for pmu in sysfs_pmus() {
-        let class = match pmu.as_str() {
+    classes.push(row(Class::Software, 64, None));
+    for pmu in d.pmus() {
+        let class = match pmu.name.as_str() {
             "cpu" | "software" => continue,
             "tracepoint" => Class::Tracepoint,
             "breakpoint" => Class::Breakpoint,
             "uprobe" => Class::Uprobe,
             "kprobe" => Class::Kprobe,
-            _ => Class::Pmu(pmu.clone()),
+            _ => Class::Pmu(pmu.name.clone()),
         };
-        let caps = match class {
-            Class::Tracepoint => rw | Capabilities::INTERRUPT,
-            Class::Breakpoint => base,
-            Class::Uprobe | Class::Kprobe => rw | Capabilities::INTERRUPT,
-            _ => rw | scope_caps(&pmu),
-        };
-        classes.push(ClassInfo {
-            class,
-            caps,
-            width: 64,
-            num: None,
-        });
+        classes.push(row(class, 64, None));
     }
     CpuInfo {
         cputype: cpu_model(),
@@ -163,19 +102,18 @@ pub(super) fn event_names(class: &Class) -> Result<Vec<String>> {
         Class::Software => Software::ALL.iter().map(|s| s.name().to_string()).collect(),
         Class::Raw => {
             let mut v = vec!["r<hex config>".to_string()];
-            let cores = pmc_linux::pmu::core_pmus(std::path::Path::new(pmc_linux::pmu::SYSFS_ROOT));
-            for p in &cores {
+            let d = description::system_checked();
+            for p in d.core_pmus() {
                 v.extend(p.events.iter().map(|e| format!("{}/{}/", p.name, e.name)));
             }
             // The CPU's native (pmu-events) names, where a core PMU counts them.
-            if let Some(table) =
-                pmc_linux::pmu_events::EventTable::host().filter(|_| !cores.is_empty())
-            {
+            if let Some(table) = d.table().filter(|_| d.core_pmus().len() > 0) {
                 v.extend(table.names().map(str::to_string));
             }
             v
         }
-        Class::Tracepoint => pmc_linux::tracefs::Tracefs::locate()
+        Class::Tracepoint => description::system_checked()
+            .tracefs()
             .and_then(|t| t.list())
             .map_err(super::from_linux)?
             .into_iter()
@@ -193,9 +131,8 @@ pub(super) fn event_names(class: &Class) -> Result<Vec<String>> {
             "kretprobe:<function>".into(),
         ],
         Class::Pmu(name) => {
-            let pmu =
-                pmc_linux::pmu::Pmu::find(std::path::Path::new(pmc_linux::pmu::SYSFS_ROOT), name)
-                    .map_err(super::from_linux)?;
+            let d = description::system_checked();
+            let pmu = d.pmu(name).map_err(super::from_linux)?;
             pmu.events
                 .iter()
                 .map(|e| format!("{}/{}/", pmu.name, e.name))

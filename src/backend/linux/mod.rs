@@ -47,8 +47,11 @@ impl Backend for LinuxBackend {
     }
 
     fn process_exists(&self, pid: u32) -> bool {
-        i32::try_from(pid)
-            .is_ok_and(|p| system::process_exists(p) && system::process_state(p) != Some('Z'))
+        // The caller is alive while it asks: attach(0) and pmcinfo rows of
+        // its own PMCs read nothing from /proc.
+        pid == std::process::id()
+            || i32::try_from(pid)
+                .is_ok_and(|p| system::process_exists(p) && system::process_state(p) != Some('Z'))
     }
 
     fn online_cpus(&self) -> Vec<u32> {
@@ -56,7 +59,10 @@ impl Backend for LinuxBackend {
     }
 
     fn possible_cpus(&self) -> Vec<u32> {
-        system::possible_cpus()
+        // cpu_possible_mask is fixed at boot: read it once (every SC/SS
+        // allocation checks its CPU against it).
+        static POSSIBLE: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+        POSSIBLE.get_or_init(system::possible_cpus).clone()
     }
 
     fn descendants(&self, pid: u32) -> Vec<u32> {

@@ -2,16 +2,24 @@
 
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use pmc_linux::attr::{self as la, Attr, EventConfig, ReadFormat};
-use pmc_linux::pmu::{self as lpmu, Pmu};
+use pmc_linux::pmu as lpmu;
 
 use super::counters::{CpuCounters, ProcessCounters};
 use crate::backend::{Counters, EventRequest, PreparedEvent};
 use crate::spec::{self, EventName, EventSpec, Precise, Qualifiers};
 use crate::{Capabilities, Class, Error, Flags, Result};
 
+pub(super) mod caps;
+pub(super) mod description;
 mod native;
+mod pmu;
+#[cfg(test)]
+mod tests;
+
+use description::MachineDescription;
 
 /// A resolved event: one attr per core PMU (several on hybrid CPUs).
 #[derive(Debug)]
@@ -61,49 +69,6 @@ impl PreparedEvent for LinuxEvent {
     fn trial_open(&self) -> Result<()> {
         super::counters::trial_open(self)
     }
-}
-
-/// Capabilities of hardware-PMU classes.
-fn hardware_caps(sysfs: &Sysfs) -> Capabilities {
-    let mut caps = Capabilities::INTERRUPT
-        | Capabilities::USER
-        | Capabilities::SYSTEM
-        | Capabilities::READ
-        | Capabilities::WRITE;
-    if max_precise(&sysfs.pmu_root) > 0 {
-        caps |= Capabilities::PRECISE;
-    }
-    caps
-}
-
-/// Capabilities of raw/PMU-encoded events (qualifiers apply through the
-/// format fields).
-fn raw_caps(sysfs: &Sysfs) -> Capabilities {
-    hardware_caps(sysfs)
-        | Capabilities::EDGE
-        | Capabilities::THRESHOLD
-        | Capabilities::INVERT
-        | Capabilities::QUALIFIER
-}
-
-fn software_caps() -> Capabilities {
-    Capabilities::INTERRUPT
-        | Capabilities::USER
-        | Capabilities::SYSTEM
-        | Capabilities::READ
-        | Capabilities::WRITE
-}
-
-/// The highest `precise_ip` every core PMU under `pmu_root` supports
-/// (`caps/max_precise`; the lowest of them on hybrid machines, so the
-/// attr opens on each core type).
-pub(super) fn max_precise(pmu_root: &Path) -> u8 {
-    lpmu::core_pmus(pmu_root)
-        .iter()
-        .map(|p| p.caps.get("max_precise").and_then(|v| v.parse().ok()))
-        .min()
-        .flatten()
-        .unwrap_or(0)
 }
 
 pub(super) fn hardware_event(h: spec::HardwareEvent) -> Option<la::Hardware> {
@@ -228,23 +193,65 @@ impl Sysfs {
             cpuid: pmc_linux::pmu_events::host_cpuid().map(str::to_string),
         }
     }
+
+    /// Whether this is this machine's sysfs (whose description is shared).
+    pub(super) fn is_system(&self) -> bool {
+        self.tracefs.is_none()
+            && self.pmu_root == Path::new(lpmu::SYSFS_ROOT)
+            && self.cpuid.as_deref() == pmc_linux::pmu_events::host_cpuid()
+    }
+
+    /// The description of the machine this points to: the shared one for
+    /// this machine, a fresh read for another tree.
+    pub(super) fn description(&self) -> Arc<MachineDescription> {
+        if self.is_system() {
+            description::system()
+        } else {
+            Arc::new(MachineDescription::read(self))
+        }
+    }
 }
 
-/// One attr to open and the CPUs it may count on.
-type Planned = (Attr, Option<Vec<u32>>);
+/// One attr to open and the CPUs it may count on (`None`: any CPU).
+#[derive(Debug)]
+pub(super) struct Planned {
+    pub(super) attr: Attr,
+    pub(super) cpus: Option<Vec<u32>>,
+}
+
+impl Planned {
+    fn anywhere(attr: Attr) -> Planned {
+        Planned { attr, cpus: None }
+    }
+}
+
+/// What a specifier resolves to before the mode's settings apply.
+#[derive(Debug)]
+pub(super) struct Resolved {
+    /// One attr per PMU that counts it (each core PMU on hybrid machines).
+    pub(super) planned: Vec<Planned>,
+    pub(super) class: Class,
+    pub(super) caps: Capabilities,
+    /// How `describe` names it (`cycles`, `cpu/event=0xc0/`, …).
+    pub(super) description: String,
+    /// The string `config1` points to (uprobe path, kprobe function).
+    pub(super) string: Option<CString>,
+}
 
 /// The generic-event attrs for the core PMU(s): one per core PMU with the
 /// extended type on hybrid machines (each counting on its own CPUs), a
 /// plain one elsewhere.
-fn core_attrs(sysfs: &Sysfs, make: impl Fn(Option<u32>) -> EventConfig) -> Vec<Planned> {
-    let cores = lpmu::core_pmus(&sysfs.pmu_root);
+fn core_attrs(d: &MachineDescription, make: impl Fn(Option<u32>) -> EventConfig) -> Vec<Planned> {
+    let cores = d.core_pmus();
     if cores.len() > 1 {
         cores
-            .into_iter()
-            .map(|p| (Attr::new(make(Some(p.type_id))), p.cpus))
+            .map(|p| Planned {
+                attr: Attr::new(make(Some(p.type_id))),
+                cpus: p.cpus.clone(),
+            })
             .collect()
     } else {
-        vec![(Attr::new(make(None)), None)]
+        vec![Planned::anywhere(Attr::new(make(None)))]
     }
 }
 
@@ -252,243 +259,30 @@ fn not_supported(e: pmc_linux::Error) -> Error {
     super::from_linux(e)
 }
 
-/// The FreeBSD qualifiers that set format fields, as PMU terms.
-fn qualifier_terms(q: &Qualifiers) -> Vec<lpmu::Term> {
-    use lpmu::{Term, TermValue as V};
-    let mut t = Vec::new();
-    if q.edge {
-        t.push(Term::new("edge", V::Flag));
-    }
-    if q.inv {
-        t.push(Term::new("inv", V::Flag));
-    }
-    if let Some(c) = q.cmask {
-        t.push(Term::new("cmask", V::Number(u64::from(c))));
-    }
-    if let Some(u) = q.umask {
-        t.push(Term::new("umask", V::Number(u64::from(u))));
-    }
-    if let Some(th) = q.threshold {
-        t.push(Term::new("threshold", V::Number(u64::from(th))));
-    }
-    if q.anythread {
-        t.push(Term::new("any", V::Flag));
-    }
-    t
-}
-
-/// Checks that `pmu` has a format field for every qualifier term.
-fn check_qualifier_fields(pmu: &Pmu, terms: &[lpmu::Term]) -> Result<()> {
-    for t in terms {
-        if pmu.format(&t.name).is_none() {
-            let fields: Vec<&str> = pmu.formats.iter().map(|f| f.name.as_str()).collect();
-            return Err(Error::NotSupported {
-                what: format!("qualifier `{}` on PMU {}", t.name, pmu.name),
-                why: format!(
-                    "the PMU has no `{}` format field (it has: {})",
-                    t.name,
-                    fields.join(", ")
-                ),
-            });
-        }
-    }
-    Ok(())
-}
-
-fn spec_terms(terms: &[spec::Term]) -> Vec<lpmu::Term> {
-    terms
-        .iter()
-        .map(|t| {
-            lpmu::Term::new(
-                t.name.clone(),
-                match &t.value {
-                    spec::TermValue::Flag => lpmu::TermValue::Flag,
-                    spec::TermValue::Number(n) => lpmu::TermValue::Number(*n),
-                    spec::TermValue::Str(s) => lpmu::TermValue::Str(s.clone()),
-                },
-            )
-        })
-        .collect()
-}
-
-/// A `pmu/terms/` event (and named aliases resolved to one).
-fn pmu_event(
-    sysfs: &Sysfs,
-    request: &EventRequest<'_>,
-    pmu: &str,
-    terms: &[lpmu::Term],
-) -> Result<(Vec<Planned>, Class, Capabilities, String)> {
-    let pmu = Pmu::find(&sysfs.pmu_root, pmu).map_err(|e| match e {
-        // An unknown PMU is an unknown name (EINVAL).
-        pmc_linux::Error::Unsupported { what, why } if why.starts_with("there is no such PMU") => {
-            Error::UnknownEvent { what, why }
+fn tracepoint_event(d: &MachineDescription, subsystem: &str, event: &str) -> Result<Resolved> {
+    let id = d.tracepoint_id(subsystem, event).map_err(|e| match e {
+        pmc_linux::Error::File { why, .. } if why.starts_with("no tracepoint") => {
+            Error::UnknownEvent {
+                what: format!("tracepoint {subsystem}:{event}"),
+                why,
+            }
         }
         other => not_supported(other),
     })?;
-    let q = qualifier_terms(&request.spec.qualifiers);
-    check_qualifier_fields(&pmu, &q)?;
-    let mut all = terms.to_vec();
-    all.extend(q);
-    let enc = pmu.encode(&all).map_err(not_supported)?;
-    if request.mode.is_process() && !pmu.is_core() && pmu.cpus.is_some() {
-        return Err(Error::NotSupported {
-            what: format!("process mode on PMU {}", pmu.name),
-            why: format!(
-                "{} is an uncore/system PMU (it counts on CPUs {:?}); allocate it in SC or SS \
-                 mode on one of those CPUs",
-                pmu.name,
-                pmu.cpus.clone().unwrap_or_default()
-            ),
-        });
-    }
-    let config = EventConfig::Dynamic {
-        pmu_type: pmu.type_id,
-        config: enc.config[0],
-        config1: enc.config[1],
-        config2: enc.config[2],
-        config3: enc.config[3],
-    };
-    let caps = if pmu
-        .formats
-        .iter()
-        .any(|f| f.name == "edge" || f.name == "cmask")
-    {
-        raw_caps(sysfs)
-    } else {
-        software_caps()
-    };
-    let described: Vec<String> = terms
-        .iter()
-        .map(|t| match &t.value {
-            lpmu::TermValue::Flag => t.name.clone(),
-            lpmu::TermValue::Number(n) => format!("{}={n:#x}", t.name),
-            lpmu::TermValue::Str(s) => format!("{}={s}", t.name),
-        })
-        .collect();
-    Ok((
-        vec![(Attr::new(config), pmu.cpus.clone())],
-        Class::Pmu(pmu.name.clone()),
-        caps,
-        format!("{}/{}/", pmu.name, described.join(",")),
-    ))
-}
-
-/// A name the parser did not know: a sysfs event alias of some PMU (core
-/// PMUs first), else an error listing the closest known names.
-fn named_event(
-    sysfs: &Sysfs,
-    request: &EventRequest<'_>,
-    name: &str,
-) -> Result<(Vec<Planned>, Class, Capabilities, String)> {
-    let pmus = Pmu::all(&sysfs.pmu_root);
-    let lower = name.to_ascii_lowercase();
-    let mut owners: Vec<&Pmu> = pmus
-        .iter()
-        .filter(|p| p.events.iter().any(|e| e.name.eq_ignore_ascii_case(&lower)))
-        .collect();
-    owners.sort_by_key(|p| !p.is_core());
-    if let Some(first) = owners.first() {
-        let alias = first
-            .events
-            .iter()
-            .find(|e| e.name.eq_ignore_ascii_case(&lower))
-            .map(|e| e.name.clone())
-            .unwrap_or_default();
-        let term = [lpmu::Term::new(alias, lpmu::TermValue::Flag)];
-        if first.is_core() && owners.iter().filter(|p| p.is_core()).count() > 1 {
-            // Hybrid: the alias on every core PMU that has it.
-            let mut planned = Vec::new();
-            let mut last = None;
-            for p in owners.iter().filter(|p| p.is_core()) {
-                let (mut a, class, caps, desc) = pmu_event(sysfs, request, &p.name, &term)?;
-                planned.append(&mut a);
-                last = Some((class, caps, desc));
-            }
-            let (class, caps, desc) = last.expect("at least two core PMUs");
-            return Ok((planned, class, caps, desc));
-        }
-        return pmu_event(sysfs, request, &first.name.clone(), &term);
-    }
-    if let Some(found) = native::native_event(sysfs, request, &lower) {
-        return found;
-    }
-    #[cfg(feature = "libpfm")]
-    if let Ok(attr) = pmc_linux::pfm::encode(name) {
-        let class = match attr.type_id() {
-            0 => Class::Hardware,
-            1 => Class::Software,
-            3 => Class::Cache,
-            4 => Class::Raw,
-            _ => Class::Pmu("libpfm4".into()),
-        };
-        return Ok((
-            vec![(attr, None)],
-            class,
-            raw_caps(sysfs),
-            format!("{name} (libpfm4)"),
-        ));
-    }
-    let mut known: Vec<String> = crate::spec::generic_names()
-        .into_iter()
-        .map(|(n, _)| n)
-        .collect();
-    for p in &pmus {
-        known.extend(p.events.iter().map(|e| e.name.clone()));
-    }
-    known.extend(native::names(sysfs));
-    let near = lpmu::closest(&lower, known.iter().map(String::as_str), 5);
-    Err(Error::UnknownEvent {
-        what: format!("event `{name}`"),
-        why: format!(
-            "it is not a generic name nor an event alias of any PMU in {}, {}{}; other \
-             native events need the PMU form `cpu/event=0x..,umask=0x../`",
-            sysfs.pmu_root.display(),
-            native::why_not(sysfs),
-            if near.is_empty() {
-                String::new()
-            } else {
-                format!(" (closest: {})", near.join(", "))
-            }
-        ),
+    Ok(Resolved {
+        planned: vec![Planned::anywhere(Attr::new(EventConfig::Tracepoint(id)))],
+        class: Class::Tracepoint,
+        caps: caps::class_capabilities(&Class::Tracepoint, d),
+        description: format!("{subsystem}:{event}"),
+        string: None,
     })
 }
 
-fn tracepoint_event(
-    sysfs: &Sysfs,
-    subsystem: &str,
-    event: &str,
-) -> Result<(Vec<Planned>, Class, Capabilities, String)> {
-    let tracefs = match &sysfs.tracefs {
-        Some(root) => pmc_linux::tracefs::Tracefs::at(root.clone()),
-        None => pmc_linux::tracefs::Tracefs::locate().map_err(not_supported)?,
-    };
-    let id = tracefs
-        .tracepoint_id(subsystem, event)
-        .map_err(|e| match e {
-            pmc_linux::Error::File { why, .. } if why.starts_with("no tracepoint") => {
-                Error::UnknownEvent {
-                    what: format!("tracepoint {subsystem}:{event}"),
-                    why,
-                }
-            }
-            other => not_supported(other),
-        })?;
-    Ok((
-        vec![(Attr::new(EventConfig::Tracepoint(id)), None)],
-        Class::Tracepoint,
-        software_caps(),
-        format!("{subsystem}:{event}"),
-    ))
-}
-
-fn probe_event(
-    sysfs: &Sysfs,
-    p: &spec::ProbeSpec,
-) -> Result<(Vec<Planned>, Class, Capabilities, String, CString)> {
+fn probe_event(d: &MachineDescription, p: &spec::ProbeSpec) -> Result<Resolved> {
     use pmc_linux::probe::Probe;
     use spec::ProbeKind as K;
-    let root = &sysfs.pmu_root;
-    let (probe, class, desc) = match p.kind {
+    let root = d.pmu_root();
+    let (probe, class, description) = match p.kind {
         K::Uprobe | K::Uretprobe => {
             let path = Path::new(&p.path);
             let offset = match &p.symbol {
@@ -519,14 +313,13 @@ fn probe_event(
             (probe, Class::Kprobe, desc)
         }
     };
-    let string = probe.target().cloned().unwrap_or_default();
-    Ok((
-        vec![(*probe.attr(), None)],
+    Ok(Resolved {
+        planned: vec![Planned::anywhere(*probe.attr())],
+        caps: caps::class_capabilities(&class, d),
         class,
-        software_caps(),
-        desc,
-        string,
-    ))
+        description,
+        string: Some(probe.target().cloned().unwrap_or_default()),
+    })
 }
 
 /// Resolves a request into attrs, class and capabilities.
@@ -534,64 +327,84 @@ pub(super) fn resolve(request: &EventRequest<'_>) -> Result<LinuxEvent> {
     resolve_in(request, &Sysfs::system())
 }
 
-/// [`resolve`] against the given sysfs/tracefs roots.
-pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<LinuxEvent> {
+/// An event of one of the fixed classes: one attr on any CPU.
+fn fixed(
+    d: &MachineDescription,
+    config: EventConfig,
+    class: Class,
+    description: String,
+) -> Resolved {
+    Resolved {
+        planned: vec![Planned::anywhere(Attr::new(config))],
+        caps: caps::class_capabilities(&class, d),
+        class,
+        description,
+        string: None,
+    }
+}
+
+/// What the specifier's event name is on the machine `d` describes.
+fn resolve_name(
+    sysfs: &Sysfs,
+    d: &MachineDescription,
+    request: &EventRequest<'_>,
+) -> Result<Resolved> {
     let spec = request.spec;
-    let q = &spec.qualifiers;
-    let mut string = None;
-    let (planned, class, caps, description) = match &spec.event {
+    Ok(match &spec.event {
         EventName::Hardware(h) => {
             reject_encoding_qualifiers(spec, "a generic hardware event")?;
             let Some(event) = hardware_event(*h) else {
-                return interrupts_event();
+                return Err(interrupts_event());
             };
-            (
-                core_attrs(sysfs, |pmu| EventConfig::Hardware { event, pmu }),
-                Class::Hardware,
-                hardware_caps(sysfs),
-                event.name().to_string(),
-            )
+            Resolved {
+                planned: core_attrs(d, |pmu| EventConfig::Hardware { event, pmu }),
+                caps: caps::class_capabilities(&Class::Hardware, d),
+                class: Class::Hardware,
+                description: event.name().to_string(),
+                string: None,
+            }
         }
         EventName::Cache(c) => {
             reject_encoding_qualifiers(spec, "a generic cache event")?;
             let event = cache_event(*c);
-            (
-                core_attrs(sysfs, |pmu| EventConfig::Cache { event, pmu }),
-                Class::Cache,
-                hardware_caps(sysfs),
-                event.name(),
-            )
+            Resolved {
+                planned: core_attrs(d, |pmu| EventConfig::Cache { event, pmu }),
+                caps: caps::class_capabilities(&Class::Cache, d),
+                class: Class::Cache,
+                description: event.name(),
+                string: None,
+            }
         }
         EventName::Software(s) => {
             reject_encoding_qualifiers(spec, "a software event")?;
             let event = software_event(*s);
-            (
-                vec![(Attr::new(EventConfig::Software(event)), None)],
+            fixed(
+                d,
+                EventConfig::Software(event),
                 Class::Software,
-                software_caps(),
                 event.name().to_string(),
             )
         }
         EventName::Raw(config) => {
-            let q_terms = qualifier_terms(q);
+            let q_terms = pmu::qualifier_terms(&spec.qualifiers);
             let mut config = *config;
             if !q_terms.is_empty() {
                 // FreeBSD qualifiers on a raw event go through the core
                 // PMU's format fields.
-                let cores = lpmu::core_pmus(&sysfs.pmu_root);
-                let [core] = cores.as_slice() else {
+                let mut cores = d.core_pmus();
+                let (Some(core), None) = (cores.next(), cores.next()) else {
                     return Err(encoding_qualifier_error(
                         spec,
                         "a raw event on a machine without a single core PMU format",
                     ));
                 };
-                check_qualifier_fields(core, &q_terms)?;
+                pmu::check_qualifier_fields(core, &q_terms)?;
                 config |= core.encode(&q_terms).map_err(not_supported)?.config[0];
             }
-            (
-                vec![(Attr::new(EventConfig::Raw(config)), None)],
+            fixed(
+                d,
+                EventConfig::Raw(config),
                 Class::Raw,
-                raw_caps(sysfs),
                 format!("r{config:x}"),
             )
         }
@@ -609,26 +422,39 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
                 EventConfig::Breakpoint { len, .. } => len,
                 _ => 0,
             };
-            (
-                vec![(Attr::new(config), None)],
+            fixed(
+                d,
+                config,
                 Class::Breakpoint,
-                software_caps(),
                 format!("mem:{addr:#x}/{len}:{}", breakpoint_access_name(access)),
             )
         }
-        EventName::Pmu { pmu, terms } => pmu_event(sysfs, request, pmu, &spec_terms(terms))?,
-        EventName::Named(name) => named_event(sysfs, request, name)?,
+        EventName::Pmu { pmu, terms } => {
+            pmu::pmu_event(sysfs, d, request, pmu, &pmu::spec_terms(terms))?
+        }
+        EventName::Named(name) => pmu::named_event(sysfs, d, request, name)?,
         EventName::Tracepoint { subsystem, event } => {
             reject_encoding_qualifiers(spec, "a tracepoint")?;
-            tracepoint_event(sysfs, subsystem, event)?
+            tracepoint_event(d, subsystem, event)?
         }
         EventName::Probe(p) => {
             reject_encoding_qualifiers(spec, "a probe")?;
-            let (planned, class, caps, desc, s) = probe_event(sysfs, p)?;
-            string = Some(s);
-            (planned, class, caps, desc)
+            probe_event(d, p)?
         }
-    };
+    })
+}
+
+/// [`resolve`] against the given sysfs/tracefs roots.
+pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<LinuxEvent> {
+    let d = sysfs.description();
+    let q = &request.spec.qualifiers;
+    let Resolved {
+        planned,
+        class,
+        caps,
+        description,
+        string,
+    } = resolve_name(sysfs, &d, request)?;
     if q.filter.is_some() && class != Class::Tracepoint {
         return Err(Error::invalid(
             "allocate",
@@ -648,8 +474,8 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
     });
     let mut attrs = Vec::with_capacity(planned.len());
     let mut cpus = Vec::with_capacity(planned.len());
-    for (attr, c) in planned {
-        let mut a = mode_attr(attr, request, sysfs)?;
+    for Planned { attr, cpus: c } in planned {
+        let mut a = mode_attr(attr, request, &d);
         if log.is_some() {
             a = super::sampling::logging_attr(a, request.flags, sampling);
         }
@@ -660,7 +486,7 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
         Some(leader) if super::sampling::SliceSiblings::wanted(request.mode, request.flags) => {
             Some(super::sampling::SliceSiblings::new(
                 leader,
-                exit_tracepoint(sysfs, request.flags)?,
+                exit_tracepoint(&d, request.flags)?,
             ))
         }
         _ => None,
@@ -681,13 +507,9 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
 /// The `sched:sched_process_exit` id for the exit sibling: required for
 /// per-process exit values under DESCENDANTS; otherwise taken when tracefs
 /// is there (without it, a thread's last slice before exit is not logged).
-fn exit_tracepoint(sysfs: &Sysfs, flags: Flags) -> Result<Option<u64>> {
+fn exit_tracepoint(d: &MachineDescription, flags: Flags) -> Result<Option<u64>> {
     let required = flags.contains(Flags::LOG_PROCEXIT | Flags::DESCENDANTS);
-    let tracefs = match &sysfs.tracefs {
-        Some(root) => Ok(pmc_linux::tracefs::Tracefs::at(root.clone())),
-        None => pmc_linux::tracefs::Tracefs::locate(),
-    };
-    match tracefs.and_then(|t| t.tracepoint_id("sched", "sched_process_exit")) {
+    match d.tracepoint_id("sched", "sched_process_exit") {
         Ok(id) => Ok(Some(id)),
         Err(_) if !required => Ok(None),
         Err(e) => Err(Error::NotSupported {
@@ -710,17 +532,17 @@ fn breakpoint_access_name(a: la::BreakpointAccess) -> &'static str {
     }
 }
 
-fn interrupts_event() -> Result<LinuxEvent> {
-    Err(Error::NotSupported {
+fn interrupts_event() -> Error {
+    Error::NotSupported {
         what: "the generic event `interrupts`".into(),
         why: "Linux has no generic hardware-interrupt counter and this CPU's native \
               event is not known; count the `irq:irq_handler_entry` tracepoint instead"
             .into(),
-    })
+    }
 }
 
 /// Applies qualifiers and the mode's settings to an attr.
-fn mode_attr(attr: Attr, request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Attr> {
+fn mode_attr(attr: Attr, request: &EventRequest<'_>, d: &MachineDescription) -> Attr {
     let q = &request.spec.qualifiers;
     let mut a = attr.disabled(true);
     if let Some(p) = q.privilege {
@@ -731,7 +553,7 @@ fn mode_attr(attr: Attr, request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<At
     }
     match q.precise {
         Some(Precise::Level(n)) => a = a.precise_ip(n),
-        Some(Precise::Max) => a = a.precise_ip(max_precise(&sysfs.pmu_root)),
+        Some(Precise::Max) => a = a.precise_ip(d.max_precise()),
         None => {}
     }
     a = a
@@ -754,5 +576,5 @@ fn mode_attr(attr: Attr, request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<At
             None => a.sample_period(request.sample_period),
         };
     }
-    Ok(a)
+    a
 }

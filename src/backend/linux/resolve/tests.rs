@@ -1,0 +1,181 @@
+//! Capabilities from one function for PMCs and cpuinfo rows, and the
+//! shared machine description, on fixture sysfs trees (no hardware needed).
+
+use std::path::{Path, PathBuf};
+
+use super::caps::{SOFT, class_capabilities};
+use super::description::{MachineDescription, refreshed_if_stale};
+use super::{Sysfs, resolve_in};
+use crate::backend::EventRequest;
+use crate::{Capabilities as C, Class, Flags, Mode};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("backends/linux/tests/fixtures")
+        .join(name)
+}
+
+fn sysfs(name: &str) -> Sysfs {
+    Sysfs {
+        pmu_root: fixture(name),
+        tracefs: Some(fixture("tracefs")),
+        cpuid: None,
+    }
+}
+
+fn resolve(spec: &str, mode: Mode, sysfs: &Sysfs) -> super::LinuxEvent {
+    let parsed = crate::spec::parse(spec).expect("spec parses");
+    let request = EventRequest {
+        spec: &parsed,
+        mode,
+        flags: Flags::empty(),
+        sample_period: 0,
+        pmcid: 0,
+    };
+    resolve_in(&request, sysfs).unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
+
+/// The encoding-qualifier capabilities (`PMC_CAP_EDGE`, `_THRESHOLD`,
+/// `_INVERT`, `_QUALIFIER` in sys/sys/pmc.h).
+const ENCODING: C = C::EDGE
+    .union(C::THRESHOLD)
+    .union(C::INVERT)
+    .union(C::QUALIFIER);
+
+#[test]
+fn software_like_classes_have_freebsd_soft_caps() {
+    // hwpmc_soft.c: SOFT_CAPS = READ | WRITE | INTERRUPT | USER | SYSTEM;
+    // no SYSWIDE (per-CPU counters), no PRECISE, no encoding qualifiers.
+    assert_eq!(
+        SOFT,
+        C::READ | C::WRITE | C::INTERRUPT | C::USER | C::SYSTEM
+    );
+    let d = MachineDescription::read(&sysfs("sysfs-intel-icx"));
+    for class in [
+        Class::Software,
+        Class::Tracepoint,
+        Class::Breakpoint,
+        Class::Uprobe,
+        Class::Kprobe,
+    ] {
+        assert_eq!(class_capabilities(&class, &d), SOFT, "{class}");
+    }
+}
+
+#[test]
+fn hardware_classes_follow_the_core_pmu() {
+    // Ice Lake server fixture: cpu/caps/max_precise = 3, so PRECISE.
+    let icx = MachineDescription::read(&sysfs("sysfs-intel-icx"));
+    assert_eq!(
+        class_capabilities(&Class::Hardware, &icx),
+        SOFT | C::PRECISE
+    );
+    assert_eq!(class_capabilities(&Class::Cache, &icx), SOFT | C::PRECISE);
+    assert_eq!(
+        class_capabilities(&Class::Raw, &icx),
+        SOFT | C::PRECISE | ENCODING
+    );
+    assert_eq!(
+        class_capabilities(&Class::Pmu("cpu".into()), &icx),
+        SOFT | C::PRECISE | ENCODING
+    );
+    // Hybrid fixture: cpu_atom has no max_precise, so the lowest is 0.
+    let hybrid = MachineDescription::read(&sysfs("sysfs-hybrid"));
+    assert_eq!(class_capabilities(&Class::Hardware, &hybrid), SOFT);
+}
+
+#[test]
+fn uncore_pmus_are_syswide_or_domwide_and_do_not_interrupt() {
+    // sys/sys/pmc.h: PMC_CAP_SYSWIDE (one counter for the system),
+    // PMC_CAP_DOMWIDE (one per NUMA domain). AMD fixture on 16 CPUs:
+    // power's cpumask is CPU 0 (the machine), amd_df's is 0,8 (one CPU
+    // per package).
+    let d = MachineDescription::read(&sysfs("sysfs-amd")).with_online_cpus(16);
+    let rw = C::READ | C::WRITE;
+    assert_eq!(
+        class_capabilities(&Class::Pmu("power".into()), &d),
+        rw | C::SYSWIDE
+    );
+    assert_eq!(
+        class_capabilities(&Class::Pmu("amd_df".into()), &d),
+        rw | C::DOMWIDE
+    );
+    // On one CPU a one-CPU cpumask is not "the machine instead of each CPU".
+    let one = MachineDescription::read(&sysfs("sysfs-amd")).with_online_cpus(1);
+    assert_eq!(class_capabilities(&Class::Pmu("power".into()), &one), rw);
+    // msr has no cpumask: a per-task PMU like the software ones.
+    assert_eq!(class_capabilities(&Class::Pmu("msr".into()), &d), SOFT);
+    // A PMU that is not there has only READ | WRITE.
+    assert_eq!(class_capabilities(&Class::Pmu("nope".into()), &d), rw);
+}
+
+#[test]
+fn resolved_events_report_their_class_row() {
+    // The PMC's capabilities (resolution) and cpuinfo's row for its class
+    // (class_capabilities) are the same function's answer.
+    for (tree, spec, mode) in [
+        ("sysfs-intel-icx", "instructions", Mode::TC),
+        ("sysfs-intel-icx", "r00c0", Mode::TC),
+        ("sysfs-intel-icx", "cpu/event=0xc0,umask=0x0/", Mode::TC),
+        ("sysfs-intel-icx", "task-clock", Mode::TC),
+        ("sysfs-intel-icx", "syscalls:sys_enter_getpid", Mode::TC),
+        ("sysfs-intel-icx", "mem:0x1000/8:w", Mode::TC),
+        ("sysfs-intel-icx", "msr/tsc/", Mode::TC),
+        ("sysfs-amd", "power/energy-pkg/", Mode::SC),
+    ] {
+        let s = sysfs(tree);
+        let event = resolve(spec, mode, &s);
+        let d = MachineDescription::read(&s);
+        assert_eq!(
+            event.caps,
+            class_capabilities(&event.class, &d),
+            "{tree} {spec} ({})",
+            event.class
+        );
+    }
+}
+
+#[test]
+fn the_description_is_reread_when_a_pmu_appears() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let add_pmu = |name: &str, type_id: u32| {
+        let dir = root.path().join(name);
+        std::fs::create_dir_all(dir.join("format")).expect("mkdir");
+        std::fs::write(dir.join("type"), format!("{type_id}\n")).expect("type");
+        std::fs::write(dir.join("format/event"), "config:0-7\n").expect("format");
+    };
+    add_pmu("software", 1);
+    let s = Sysfs {
+        pmu_root: root.path().to_path_buf(),
+        tracefs: None,
+        cpuid: None,
+    };
+    let before = MachineDescription::read(&s);
+    assert!(before.pmu("late").is_err());
+    assert!(refreshed_if_stale(&s, &before).is_none(), "nothing changed");
+    add_pmu("late", 42);
+    let after = refreshed_if_stale(&s, &before).expect("the directory changed");
+    assert_eq!(after.pmu("late").map(|p| p.type_id).ok(), Some(42));
+    // Resolution against a description read before the PMU appeared
+    // finds it through the refresh.
+    let parsed = crate::spec::parse("late/event=0x3/").expect("parses");
+    let request = EventRequest {
+        spec: &parsed,
+        mode: Mode::TC,
+        flags: Flags::empty(),
+        sample_period: 0,
+        pmcid: 0,
+    };
+    let resolved =
+        super::pmu::pmu_event(&s, &before, &request, "late", &[]).expect("found after refresh");
+    assert_eq!(resolved.class, Class::Pmu("late".into()));
+}
+
+#[test]
+fn the_system_description_is_shared() {
+    let a = super::description::system();
+    let b = super::description::system();
+    assert!(std::sync::Arc::ptr_eq(&a, &b), "read once, shared");
+    assert!(Sysfs::system().is_system());
+    assert!(!sysfs("sysfs-amd").is_system());
+}
