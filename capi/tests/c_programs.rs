@@ -343,7 +343,9 @@ fn main() {
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty())
         .collect();
-    let perf = || vec![Requirement::PerfEvent];
+    // The C programs count events such as `task-clock` without `,usr`,
+    // which counts kernel mode too: paranoid <= 1 or CAP_PERFMON.
+    let perf = || vec![Requirement::PerfEvent, Requirement::Paranoid(1)];
     let tests = vec![
         CTest {
             name: "c::layout_matches_freebsd_amd64",

@@ -603,10 +603,13 @@ fn an_exited_target_leaves_and_keeps_its_value() -> TestResult {
     let usage = Usage::parse(&w.wait()?).ok_or("spin reported no usage")?;
     pmc.stop().ctx("stop")?;
     let before = pmc.read().ctx("read")?;
+    // The PMC also counts what the child runs after its own getrusage: the
+    // report and the exit teardown (measured up to 3.3 ms on a loaded VM),
+    // so up to 5 ms more than 3 % above, never below 3 % under.
+    let own = usage.own_cpu_ns;
     ensure!(
-        within(before, usage.own_cpu_ns, 0.03),
-        "the child spun {} ns by its getrusage, counted {before} ns (tolerance 3%)",
-        usage.own_cpu_ns
+        before as f64 >= own as f64 * 0.97 && before as f64 <= own as f64 * 1.03 + 5e6,
+        "the child spun {own} ns by its getrusage, counted {before} ns (tolerance -3% .. +3% + 5 ms of exit)"
     );
     ensure!(pmc.targets().is_empty(), "exited {pid} still a target");
     let e = pmc

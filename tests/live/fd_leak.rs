@@ -122,7 +122,7 @@ fn refused_log_proccsw_sibling_leaves_no_fd() -> TestResult {
                 let e = pmc
                     .start()
                     .err()
-                    .ok_or("LOG_PROCCSW started although kernel samples are refused")?;
+                    .ok_or("LOG_PROCCSW started: its kernel-side sibling was allowed (the perf_event_paranoid 2 restriction did not apply)")?;
                 let during = open_fds();
                 ensure!(
                     during == before,

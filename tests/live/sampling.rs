@@ -74,7 +74,8 @@ pub fn tests() -> Vec<LiveTest> {
         ),
         test(
             "sampling::system_sampling_logs_every_processs_mappings_once",
-            vec![R::Paranoid(0)],
+            // Other users' /proc/PID/maps are readable only with privileges.
+            vec![R::Paranoid(0), R::Root],
             system_sampling_logs_every_processs_mappings_once,
         ),
         test(

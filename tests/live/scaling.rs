@@ -18,7 +18,7 @@ use crate::workloads::Usage;
 pub fn tests() -> Vec<LiveTest> {
     vec![test(
         "scaling::per_cpu_instances_of_a_pinned_child_are_one_unscaled_counter",
-        vec![R::Paranoid(1)],
+        vec![R::Paranoid(2)],
         per_cpu_instances_of_a_pinned_child_are_one_unscaled_counter,
     )]
 }

@@ -20,12 +20,16 @@ pub fn tests() -> Vec<LiveTest> {
     vec![
         test(
             "pmcstat_options::exit_totals_of_e_equal_the_counted_total",
-            vec![R::Paranoid(2)],
+            // LOG_PROCCSW/LOG_PROCEXIT siblings sample in the kernel
+            // (paranoid 1) and read each exit through sched_process_exit.
+            vec![R::Paranoid(1), R::TracefsReadable],
             exit_totals_of_e_equal_the_counted_total,
         ),
         test(
             "pmcstat_options::switch_counts_of_w_add_up_to_the_total",
-            vec![R::Paranoid(2)],
+            // LOG_PROCCSW/LOG_PROCEXIT siblings sample in the kernel
+            // (paranoid 1) and read each exit through sched_process_exit.
+            vec![R::Paranoid(1), R::TracefsReadable],
             switch_counts_of_w_add_up_to_the_total,
         ),
         test(
