@@ -380,7 +380,7 @@ fn main() {
         },
         CTest {
             name: "c::machine_queries",
-            requires: perf(),
+            requires: vec![Requirement::PerfEvent],
             run: machine,
         },
         CTest {
@@ -395,7 +395,7 @@ fn main() {
         },
         CTest {
             name: "c::pmclog_feed_memory_parser",
-            requires: perf(),
+            requires: vec![Requirement::PerfEvent],
             run: log_in_memory,
         },
         CTest {

@@ -245,7 +245,10 @@ fn switch_counts_of_w_add_up_to_the_total() -> TestResult {
         csw.len()
     );
     ensure!(csw.len() >= 30, "30 sleeps, {} switch records", csw.len());
-    ensure!(sum == total, "switch counts sum to {sum}, counted {total}");
+    ensure!(
+        sum == total,
+        "switch counts sum to {sum}, counted {total} (the slice before exit comes from the sched:sched_process_exit tracepoint: tracefs)"
+    );
     // Three spinning threads: records from each, all adding up. Page
     // faults add up exactly; task-clock within 0.01%: the switch records
     // come from sibling perf events opened next to the counter (see
