@@ -6,13 +6,7 @@ use pmc::log::{LogEvent, LogRecord};
 use crate::*;
 
 fn ev(record: LogRecord) -> LogEvent {
-    LogEvent {
-        offset: 0,
-        end_offset: 0,
-        count: 0,
-        timestamp: 0,
-        record,
-    }
+    LogEvent::from(record)
 }
 
 #[inline(never)]

@@ -263,6 +263,20 @@ pub struct LogEvent {
     pub record: LogRecord,
 }
 
+impl From<LogRecord> for LogEvent {
+    /// A record outside any stream (offsets, count and timestamp 0): for
+    /// building synthetic logs to feed reports.
+    fn from(record: LogRecord) -> LogEvent {
+        LogEvent {
+            offset: 0,
+            end_offset: 0,
+            count: 0,
+            timestamp: 0,
+            record,
+        }
+    }
+}
+
 fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_ne_bytes());
 }

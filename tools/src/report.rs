@@ -33,13 +33,7 @@ mod tests {
     use pmc::log::LogRecord;
 
     fn ev(record: LogRecord) -> LogEvent {
-        LogEvent {
-            offset: 0,
-            end_offset: 0,
-            count: 0,
-            timestamp: 0,
-            record,
-        }
+        LogEvent::from(record)
     }
 
     #[inline(never)]

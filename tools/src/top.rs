@@ -508,13 +508,7 @@ mod tests {
     use super::*;
 
     fn ev(record: LogRecord) -> LogEvent {
-        LogEvent {
-            offset: 0,
-            end_offset: 0,
-            count: 0,
-            timestamp: 0,
-            record,
-        }
+        LogEvent::from(record)
     }
 
     fn sample(pmcid: u32, pcs: Vec<u64>) -> LogEvent {
