@@ -287,6 +287,7 @@ impl ProfileBuilder {
             events: events_out,
             locations,
             samples,
+            max_frames: options.max_depth,
         }
     }
 }
@@ -300,6 +301,9 @@ pub struct Profile {
     pub locations: Vec<Location>,
     /// The distinct stacks with their counts.
     pub samples: Vec<Sample>,
+    /// [`ProfileOptions::max_depth`]: named stacks keep this many innermost
+    /// frames (inline frames count, as a reader counts the names it sees).
+    pub max_frames: Option<usize>,
 }
 
 /// Options of [`Profile::from_events_with`].
@@ -311,7 +315,9 @@ pub struct ProfileOptions {
     /// MAP_IN convention; `None` picks it from the log
     /// ([`MapStart::for_log`]).
     pub map_start: Option<MapStart>,
-    /// Keep only the innermost `max_depth` frames of each callchain.
+    /// Keep only the innermost `max_depth` pcs of each callchain, and the
+    /// innermost `max_depth` names of each named stack (a pc with inlined
+    /// calls names several functions).
     pub max_depth: Option<usize>,
     /// Show each sample's leaf pc as its address instead of resolving it
     /// (pmcstat `-I`, `FLAG_SKIP_TOP_FN_RES`).
@@ -352,6 +358,7 @@ impl Profile {
                 .iter()
                 .flat_map(|&l| self.locations[l].resolved.frames.iter())
                 .map(|f| f.function.clone())
+                .take(self.max_frames.map_or(usize::MAX, |d| d.max(1)))
                 .collect();
             *out.entry(self.events[s.event].pmcid)
                 .or_default()

@@ -324,3 +324,48 @@ fn pcs_outside_the_process_fall_back_to_the_kernels_map_ins() {
     let mut s = Symbolizer::new(&events);
     assert!(s.name(42, pc).ends_with("report_crate_test_target"));
 }
+
+/// pmcstat -z counts the names a reader sees: a pc whose inlined calls name
+/// three functions takes three of the depth (FreeBSD's callchains name one
+/// function per pc, so there the two counts agree).
+#[test]
+fn max_depth_limits_named_frames_inline_ones_included() {
+    let frame = |f: &str| Frame {
+        function: f.into(),
+        file: None,
+        line: None,
+    };
+    let location = |frames: Vec<Frame>| Location {
+        pid: 1,
+        address: 0,
+        resolved: std::sync::Arc::new(Resolved {
+            frames,
+            mapping: None,
+            object_address: None,
+            symbol_start: None,
+        }),
+    };
+    let profile = |max_frames| Profile {
+        events: vec![Event {
+            pmcid: 7,
+            name: "cpu-clock".into(),
+            period: None,
+        }],
+        // Leaf pc: `inner` inlined into `middle` inlined into `outer`.
+        locations: vec![
+            location(vec![frame("inner"), frame("middle"), frame("outer")]),
+            location(vec![frame("main")]),
+        ],
+        samples: vec![Sample {
+            event: 0,
+            pid: 1,
+            tid: 1,
+            cpu: 0,
+            stack: vec![0, 1],
+            count: 3,
+        }],
+        max_frames,
+    };
+    assert_eq!(folded(&profile(None)), "main;outer;middle;inner 3\n");
+    assert_eq!(folded(&profile(Some(2))), "middle;inner 3\n");
+}

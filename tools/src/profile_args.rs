@@ -44,9 +44,15 @@ impl ProfileArgs {
     /// Profile options for a log: `period` (the sampling reload count, when
     /// known from live sampling) for pprof's event totals, and pmcstat -I's
     /// unresolved leaves.
-    pub fn options(events: &[LogEvent], period: Option<u64>, leaf_address: bool) -> ProfileOptions {
+    pub fn options(
+        events: &[LogEvent],
+        period: Option<u64>,
+        leaf_address: bool,
+        max_depth: Option<usize>,
+    ) -> ProfileOptions {
         let mut options = ProfileOptions {
             leaf_address,
+            max_depth,
             ..ProfileOptions::default()
         };
         if let Some(period) = period {

@@ -618,7 +618,12 @@ fn write_reports(
     // One symbolised profile for -G, --folded, -F, -g, --pprof, --flamegraph.
     let profile =
         (args.callgraph.is_some() || args.folded.is_some() || args.profile.any()).then(|| {
-            let options = ProfileArgs::options(events, period, args.show_address);
+            let options = ProfileArgs::options(
+                events,
+                period,
+                args.show_address,
+                args.depth.map(|d| d as usize),
+            );
             pmc_report::Profile::from_events_with(events, &options)
         });
     if let (Some(path), Some(profile)) = (&args.callgraph, &profile) {
@@ -859,7 +864,7 @@ fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
                 path,
                 args.callgraph.as_deref(),
                 args.folded.as_deref(),
-                ProfileArgs::options(&[], None, args.show_address),
+                ProfileArgs::options(&[], None, args.show_address, None),
             )
             .map_err(|e| {
                 eprintln!("{TOOL}: {e}");
