@@ -391,15 +391,17 @@ fn a_sampled_programs_hot_function_tops_the_callgraph() -> TestResult {
         pct >= 90.0,
         "the hot function has only {pct}% of samples: {g}"
     );
-    // `[N samples]`: one per 100 µs of the workload's 300 ms of CPU,
-    // within 10% (the exec and exit add a few).
+    // `[N samples]`: one per 100 µs of the workload's 300 ms of CPU: at
+    // most 10 % more (the exec and exit add a few); up to 25 % fewer,
+    // since cpu-clock samples once per hrtimer expiry and a VM's timer can
+    // fire late under steal time (2473 seen in the matrix), never early.
     let samples: u64 = g
         .lines()
         .next()
         .and_then(|h| h.split('[').nth(1)?.split_whitespace().next()?.parse().ok())
         .ok_or_else(|| format!("no sample count in the header: {g}"))?;
     ensure!(
-        crate::workloads::within(samples, 3_000, 0.1),
+        (2_250..=3_300).contains(&samples),
         "{samples} samples for 300 ms at one per 100 µs"
     );
     let f = std::fs::read_to_string(&folded).ctx("read folded")?;
