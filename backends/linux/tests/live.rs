@@ -70,7 +70,7 @@ fn forced(token: &str) -> bool {
 /// that to everyone, so the gate is the sysctl itself (an independent
 /// look): only above 2 (Debian's 3, or perf_event absent) without
 /// CAP_PERFMON is the test skipped; a refused open is then a failure.
-macro_rules! self_event_or_skip {
+macro_rules! open_self_event {
     ($attr:expr) => {{
         require!(
             "paranoid:2",
@@ -130,7 +130,7 @@ fn drain_samples(ring: &mut RingBuffer, parser: &RecordParser) -> Result<Vec<(u6
 }
 
 fn ring_sizes_must_be_powers_of_two() -> Outcome {
-    let ev = self_event_or_skip!(&sampling(Software::Dummy, 1));
+    let ev = open_self_event!(&sampling(Software::Dummy, 1));
     for n in [0, 3, 6] {
         ensure!(RingBuffer::new(&ev, n).is_err(), "{n} data pages accepted");
     }
@@ -150,7 +150,7 @@ fn ring_sizes_must_be_powers_of_two() -> Outcome {
 
 fn ring_samples_arrive_and_wrap_without_losing_framing() -> Outcome {
     let attr = sampling(Software::CpuClock, 20_000);
-    let ev = self_event_or_skip!(&attr);
+    let ev = open_self_event!(&attr);
     let mut ring = RingBuffer::new(&ev, 1).map_err(|e| fail("ring", e))?;
     let parser = RecordParser::for_attr(&attr);
     let me = system::gettid() as u32;
@@ -181,7 +181,7 @@ fn ring_records_account_for_every_published_byte() -> Outcome {
         .sample_period(100_000)
         .sample_type(SampleType::empty())
         .disabled(true);
-    let ev = self_event_or_skip!(&attr);
+    let ev = open_self_event!(&attr);
     // 8 pages (32 KiB) hold far more than 20 ms at 10 kHz: no wrap, no loss.
     let mut ring = RingBuffer::new(&ev, 8).map_err(|e| fail("ring", e))?;
     ensure!(
@@ -223,7 +223,7 @@ fn ring_records_account_for_every_published_byte() -> Outcome {
 
 fn ring_wait_times_out_then_hangs_up_when_the_target_exits() -> Outcome {
     // Nothing happens on a disabled event: the wait times out.
-    let idle = self_event_or_skip!(&sampling(Software::CpuClock, 100_000));
+    let idle = open_self_event!(&sampling(Software::CpuClock, 100_000));
     let ring = RingBuffer::new(&idle, 2).map_err(|e| fail("ring", e))?;
     let t = Instant::now();
     let w = ring
@@ -350,7 +350,7 @@ fn ring_wait_blocks_without_timeout_and_prefers_records_to_hang_up() -> Outcome 
 
 fn ring_pause_output_holds_back_samples() -> Outcome {
     let attr = sampling(Software::CpuClock, 50_000);
-    let ev = self_event_or_skip!(&attr);
+    let ev = open_self_event!(&attr);
     let mut ring = RingBuffer::new(&ev, 16).map_err(|e| fail("ring", e))?;
     let parser = RecordParser::for_attr(&attr);
     ev.enable().map_err(|e| fail("enable", e))?;
@@ -374,7 +374,7 @@ fn ring_pause_output_holds_back_samples() -> Outcome {
 fn ring_set_output_routes_two_events_into_one_ring() -> Outcome {
     let a = sampling(Software::CpuClock, 100_000);
     let b = sampling(Software::TaskClock, 100_000);
-    let first = self_event_or_skip!(&a);
+    let first = open_self_event!(&a);
     let second = self_event(&b).map_err(|e| fail("open", e))?;
     let mut ring = RingBuffer::new(&first, 16).map_err(|e| fail("ring", e))?;
     second
@@ -463,7 +463,7 @@ fn task_clock_attr() -> Attr {
 }
 
 fn selfmon_software_events_fall_back_to_read() -> Outcome {
-    let ev = self_event_or_skip!(&task_clock_attr());
+    let ev = open_self_event!(&task_clock_attr());
     let page = UserPage::map(&ev).map_err(|e| fail("map", e))?;
     ensure!(
         page.caps().index == 0,
@@ -482,7 +482,7 @@ fn selfmon_software_events_fall_back_to_read() -> Outcome {
 }
 
 fn selfmon_calibration_picks_read_when_rdpmc_is_unusable() -> Outcome {
-    let ev = self_event_or_skip!(&task_clock_attr());
+    let ev = open_self_event!(&task_clock_attr());
     let cal = ReadPath::calibrate(&ev).map_err(|e| fail("calibrate", e))?;
     println!("{cal:?}");
     ensure!(
@@ -499,7 +499,7 @@ fn selfmon_calibration_picks_read_when_rdpmc_is_unusable() -> Outcome {
 }
 
 fn perf_users_finds_this_process_with_an_open_event() -> Outcome {
-    let _open = self_event_or_skip!(&sampling(Software::Dummy, 1));
+    let _open = open_self_event!(&sampling(Software::Dummy, 1));
     let me = std::process::id() as i32;
     let users = system::perf_users();
     let mine = users
