@@ -525,6 +525,14 @@ fn run_inner(verbose: bool) -> Result<bool, String> {
     }
     drop(guard);
 
+    // Skip reasons first: failures and the verdict end the output, where a
+    // log tail (CI keeps only that) shows them.
+    println!("\nskip reasons per cell:");
+    for ((level, user), cell) in &cells {
+        for (reason, tests) in &cell.tally.reasons {
+            println!("  [{level:>2} {user}] {reason}: {}", tests.join(", "));
+        }
+    }
     println!(
         "\n{:<10} {:<12} {:>7} {:>7} {:>8}  notes",
         "paranoid", "user", "passed", "failed", "skipped"
@@ -586,13 +594,29 @@ fn run_inner(verbose: bool) -> Result<bool, String> {
             println!("  {test} [{token}]");
         }
     }
-    println!("\nskip reasons per cell:");
-    for ((level, user), cell) in &cells {
-        for (reason, tests) in &cell.tally.reasons {
-            println!("  [{level:>2} {user}] {reason}: {}", tests.join(", "));
-        }
+    if ok {
+        println!("\nmatrix passed");
+    } else {
+        let failed: Vec<String> = cells
+            .iter()
+            .filter(|(_, c)| {
+                !c.tally.failures.is_empty()
+                    || !c.broken.is_empty()
+                    || !c.too_strict.is_empty()
+                    || !c.unproved.is_empty()
+            })
+            .map(|((level, user), c)| {
+                let mut what: Vec<&str> = c.tally.failures.iter().map(String::as_str).collect();
+                what.extend(c.broken.iter().map(String::as_str));
+                what.extend(c.too_strict.iter().map(String::as_str));
+                if !c.unproved.is_empty() {
+                    what.push("unproved skips");
+                }
+                format!("[{level} {user}] {}", what.join(", "))
+            })
+            .collect();
+        println!("\nmatrix FAILED in: {}", failed.join("; "));
     }
-    println!("\nmatrix {}", if ok { "passed" } else { "FAILED" });
     Ok(ok)
 }
 
