@@ -8,7 +8,7 @@ use pmc::{Cpu, Flags, Mode, Pmc};
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, Workload, test};
-use crate::workloads::{Usage, within};
+use crate::workloads::{StealWindow, Usage, clock_agrees_with_cpu_time, within};
 
 pub fn tests() -> Vec<LiveTest> {
     vec![
@@ -136,6 +136,7 @@ fn ts_samples_land_in_the_busy_function_with_its_caller() -> TestResult {
     // run meanwhile, so judge only this thread's chains.
     let my_tid = pmc_linux::system::gettid() as u32;
     let mut spun = 0;
+    let mut window = None;
     let events = with_log(|| {
         let mut pmc = Pmc::allocate_with_count(
             "cpu-clock,usr",
@@ -145,6 +146,7 @@ fn ts_samples_land_in_the_busy_function_with_its_caller() -> TestResult {
             100_000,
         )
         .ctx("allocate TS")?;
+        window = Some(StealWindow::start());
         let cpu0 = pmc_linux::system::thread_cpu_ns();
         pmc.start().ctx("start")?;
         std::hint::black_box(sampling_caller_function());
@@ -180,11 +182,17 @@ fn ts_samples_land_in_the_busy_function_with_its_caller() -> TestResult {
         "{} user callchains, {in_busy} through the busy loop, {with_caller} with its caller; {spun} ns of thread CPU",
         chains.len()
     );
-    // One sample per 100 µs of this thread's CPU time, within 5%.
+    // One sample per 100 µs of this thread's CPU time. cpu-clock samples
+    // once per hrtimer expiry, and a loaded VM fires it late (the late part
+    // of a period is not made up): up to 25 % short, as pmcstat's sampling
+    // test allows. Never more than 5 % over, beyond what the hypervisor
+    // stole (the clock runs on through it; see StealWindow).
     let expected = spun / 100_000;
+    let stolen = window.map_or(0, |w| w.stolen_ns());
+    let most = expected + expected / 20 + stolen / 100_000;
     ensure!(
-        within(chains.len() as u64, expected, 0.05),
-        "{spun} ns of CPU at one sample per 100 µs gave {} samples on this thread, {expected} expected",
+        chains.len() as u64 >= expected * 3 / 4 && chains.len() as u64 <= most,
+        "{spun} ns of CPU at one sample per 100 µs gave {} samples on this thread; {expected} expected (-25% .. +5% + {stolen} ns stolen: at most {most})",
         chains.len()
     );
     ensure!(
@@ -336,12 +344,14 @@ fn log_required_rules() -> TestResult {
 fn log_procexit_logs_the_exiting_childs_value() -> TestResult {
     let mut child = 0;
     let mut usage = Usage::default();
+    let mut window = None;
     let events = with_log(|| {
         let mut w = Workload::spawn("spin", &["150"])?;
         child = w.pid();
         let mut pmc =
             Pmc::allocate("task-clock", Mode::TC, Flags::LOG_PROCEXIT, Cpu::Any).ctx("allocate")?;
         pmc.attach(w.pid()).ctx("attach")?;
+        window = Some(StealWindow::start());
         pmc.start().ctx("start")?;
         w.go()?;
         usage = Usage::parse(&w.wait()?).ok_or("spin reported no usage")?;
@@ -361,11 +371,9 @@ fn log_procexit_logs_the_exiting_childs_value() -> TestResult {
         .iter()
         .find(|(pid, _)| *pid == child)
         .ok_or("no PROCEXIT for the child")?;
-    ensure!(
-        within(*value, usage.own_cpu_ns, 0.03),
-        "the child spun {} ns by its getrusage, logged {value} ns (tolerance 3%)",
-        usage.own_cpu_ns
-    );
+    let window = window.ok_or("the PMC never started")?;
+    clock_agrees_with_cpu_time(*value, usage.own_cpu_ns, 0.03, 0, &window)
+        .map_err(|e| format!("the child's PROCEXIT value: {e}"))?;
     Ok(())
 }
 
