@@ -44,7 +44,6 @@ const OVERSIZE_RATCHET: &[(&str, &str)] = &[
         "src/pmc.rs",
         "issue 14 §6: registry, PerCpu and tests into their own files",
     ),
-    ("tools/src/bin/pmcstat.rs", "not yet split"),
 ];
 
 /// `/proc` or `/sys` paths in the portable crate today, each with the work
