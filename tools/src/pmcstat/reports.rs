@@ -146,7 +146,6 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
         write_reports(args, &events, true, None)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let events = read_events(path)?;
     let mut text = String::new();
     for e in &events {
         text.push_str(&e.record.to_string());
