@@ -6,10 +6,9 @@
 //! CPU and the other events of that CPU routed into it (SET_OUTPUT). A
 //! drainer thread (`drainer.rs`) sweeps every live ring set every 10 ms
 //! while one exists, parked otherwise, and converts perf records to pmclog
-//! records: samples to CALLCHAIN, MMAP2 to
-//! MAP_IN, exec COMMs to PROCEXEC, FORK to PROCFORK, process EXIT to
-//! SYSEXIT (and PROCEXIT with the value under LOG_PROCEXIT), LOST to
-//! DROPNOTIFY.
+//! records: samples to CALLCHAIN, MMAP2 to MAP_IN, exec COMMs to PROCEXEC,
+//! FORK to PROCFORK, process EXIT to SYSEXIT (and PROCEXIT with the value
+//! under LOG_PROCEXIT), LOST to DROPNOTIFY.
 //!
 //! Per-thread values (LOG_PROCCSW, and LOG_PROCEXIT for descendants) come
 //! from sampling siblings grouped under each counter (`SliceSiblings`):
