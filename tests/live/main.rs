@@ -4,6 +4,7 @@
 //! PMCs attached to this process would see the other tests' work.
 
 mod counting;
+mod drainer;
 mod events;
 mod fd_leak;
 mod harness;
@@ -23,6 +24,7 @@ fn main() {
     let mut tests = Vec::new();
     tests.extend(harness::tests());
     tests.extend(counting::tests());
+    tests.extend(drainer::tests());
     tests.extend(events::tests());
     tests.extend(events::tracepoint_and_probe_tests());
     tests.extend(probe::tests());

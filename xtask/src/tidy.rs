@@ -44,10 +44,6 @@ const OVERSIZE_RATCHET: &[(&str, &str)] = &[
         "src/pmc.rs",
         "issue 14 §6: registry, PerCpu and tests into their own files",
     ),
-    // Records / writer / reader split: issue 14 §6.
-    ("src/log/mod.rs", "issue 14 §6: records, writer, reader"),
-    ("backends/linux/src/event.rs", "not yet split"),
-    ("tools/src/bin/pmcstat.rs", "not yet split"),
 ];
 
 /// `/proc` or `/sys` paths in the portable crate today, each with the work

@@ -201,7 +201,7 @@ fn map_rings(
         rings,
         root,
         event.slices.as_ref(),
-    )))
+    )?))
 }
 
 impl ProcessCounters {
