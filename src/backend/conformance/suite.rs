@@ -151,6 +151,12 @@ pub fn check_listing(subject: &dyn Subject, runs: &[&str], not_applicable: &[&st
             "unknown scenario {n}"
         );
     }
+    println!(
+        "{} scenarios: {} run, {} not applicable",
+        SCENARIOS.len(),
+        runs.len(),
+        not_applicable.len()
+    );
 }
 
 type R<T> = Result<T, Error>;

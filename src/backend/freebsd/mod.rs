@@ -16,7 +16,9 @@
 //!
 //! hwpmc keeps no enabled/running times (a PMC owns its row while it is
 //! scheduled, nothing is multiplexed): a value is reported with both times
-//! 0 and `scaled` equal to the count. Since every target takes a row, a
+//! 0 and `scaled` equal to the count. A running process PMC attached to
+//! another process reads that process's value as of its last context
+//! switch (`pm_savedvalue`), as hwpmc's PMCRW gives it. Since every target takes a row, a
 //! `Pmc` attaches to at most as many processes at once as its class has
 //! rows (`pm_num` of GETCPUINFO); hwpmc answers the next one with EINVAL.
 //!

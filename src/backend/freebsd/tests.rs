@@ -53,6 +53,18 @@ fn each_target_is_one_hwpmc_pmc_attached_by_pid_and_released_with_it() {
     k.advance(42, 0, 5);
     k.advance(1000, 1, 7);
     assert_eq!(p.read().unwrap(), 12);
+    // hwpmc keeps no enabled/running times and never multiplexes.
+    let r = p.read_detailed().unwrap();
+    assert_eq!(
+        (
+            r.value,
+            r.raw,
+            r.time_enabled,
+            r.time_running,
+            r.multiplexed
+        ),
+        (12, 12, 0, 0, false)
+    );
     p.detach(42).unwrap();
     assert_eq!(k.live_pmcs(), 1, "detach releases the target's PMC");
     drop(p);
@@ -183,4 +195,29 @@ fn cpuinfo_and_event_names_are_hwpmcs() {
     assert!(soft.iter().any(|n| n == "PAGE_FAULT.ALL"), "{soft:?}");
     assert_eq!(b.name(), "freebsd-hwpmc");
     assert_eq!(b.caller_pid(), 1000);
+}
+
+#[test]
+fn a_refused_attach_releases_its_pmc_and_says_why() {
+    // hwpmc_mod.c pmc_attach_process: p_candebug failure → EPERM. The PMC
+    // allocated for the target is released again: nothing leaks.
+    let k = kernel();
+    k.add_process(
+        42,
+        Process {
+            parent: 1,
+            exiting: false,
+            debuggable: false,
+        },
+    );
+    let b = backend(&k);
+    let mut p = Pmc::allocate_on(b, "page-faults", Mode::TC, Flags::empty(), Cpu::Any, 0).unwrap();
+    let e = p.attach(42).unwrap_err();
+    assert_eq!(e.errno(), libc::EPERM, "{e}");
+    assert!(e.to_string().contains("may not be debugged"), "{e}");
+    assert!(e.to_string().contains("process 42"), "{e}");
+    assert_eq!(k.live_pmcs(), 0, "the target's PMC was released");
+    assert!(p.targets().is_empty());
+    p.start().unwrap();
+    assert_eq!(p.targets(), vec![1000], "the refused attach did not count");
 }
