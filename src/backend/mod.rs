@@ -21,8 +21,10 @@
 //! The Linux binding (`backends/linux`, wired in `linux/`) implements them on
 //! perf_event; [`sim::SimBackend`] is a deterministic test double; where no
 //! backend exists, [`unsupported`] makes every call fail with
-//! [`Error::Unsupported`](crate::Error::Unsupported). A FreeBSD hwpmc backend
-//! would plug in the same way.
+//! [`Error::Unsupported`](crate::Error::Unsupported). On FreeBSD, `freebsd/`
+//! drives hwpmc(4) (compiled there, and in tests over pmc-freebsd's kernel
+//! double); `conformance/` runs one semantic suite of `Pmc` over every
+//! backend.
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
@@ -34,6 +36,12 @@ use crate::{Capabilities, Class, Flags, Mode, Result};
 pub mod sim;
 pub mod unsupported;
 
+#[cfg(any(target_os = "freebsd", test))]
+pub mod freebsd;
+
+#[cfg(test)]
+mod conformance;
+
 pub mod event;
 
 cfg_if::cfg_if! {
@@ -43,6 +51,12 @@ cfg_if::cfg_if! {
         pub type Native = linux::LinuxBackend;
         fn make_default() -> Arc<dyn Backend> {
             Arc::new(linux::LinuxBackend::new())
+        }
+    } else if #[cfg(target_os = "freebsd")] {
+        /// The platform this build runs on: hwpmc(4).
+        pub type Native = freebsd::NativeFreeBsd;
+        fn make_default() -> Arc<dyn Backend> {
+            freebsd::open_default()
         }
     } else {
         /// The platform this build runs on: none has a backend yet.

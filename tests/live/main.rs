@@ -3,6 +3,7 @@
 //! reason, visible in the summary. Tests run one at a time because process
 //! PMCs attached to this process would see the other tests' work.
 
+mod conformance;
 mod counting;
 mod drainer;
 mod events;
@@ -32,5 +33,7 @@ fn main() {
     tests.extend(native::tests());
     tests.extend(sampling::tests());
     tests.extend(scaling::tests());
-    libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
+    let mut trials = harness::trials(tests, &env);
+    trials.extend(conformance::trials(&env));
+    libtest_mimic::run(&args, trials).exit();
 }
