@@ -15,11 +15,6 @@ fn ready_then_wait() {
     let _ = std::io::stdin().lock().read_line(&mut line);
 }
 
-/// Whether `got` is within `tolerance` (relative) of `want`.
-pub fn within(got: u64, want: u64, tolerance: f64) -> bool {
-    (got as f64 - want as f64).abs() <= want as f64 * tolerance
-}
-
 /// Time the hypervisor took from this machine's CPUs while they had work
 /// (`steal` of `/proc/stat`, summed over CPUs), in ns. task-clock and
 /// cpu-clock advance with the scheduler clock, which keeps running while a
@@ -313,11 +308,20 @@ pub fn run_if_requested() {
         "touch" => {
             std::hint::black_box(touch_fresh_pages(arg(1, 1000) as usize));
         }
-        // Like "touch" with the handshake.
+        // Like "touch" with the handshake. With a second argument, then
+        // sleeps that many ms and faults one page more: a sampling PMC's
+        // ring is drained meanwhile, so the kernel can write the LOST
+        // record it owes before that last sample (it writes one only
+        // before a record that fits).
         "touch-handshake" => {
             ready_then_wait();
             let start = Usage::now();
             std::hint::black_box(touch_fresh_pages(arg(1, 1000) as usize));
+            let settle = arg(2, 0);
+            if settle > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(settle));
+                std::hint::black_box(touch_fresh_pages(1));
+            }
             println!("{}", Usage::line_since(start));
         }
         // A profile target: `hot_function_for_profiling` for `ms` of CPU.
