@@ -186,7 +186,7 @@ pub fn symbol_file_offset(path: &Path, symbol: &str) -> Result<u64> {
             .filter(|s| s.is_definition())
             .filter_map(|s| s.name().ok().map(str::to_string))
             .collect();
-        let near = crate::pmu::closest(symbol, names.iter().map(String::as_str), 5);
+        let near = pmc_suggest::closest(symbol, names.iter().map(String::as_str), 5);
         return Err(Error::File {
             path: path.display().to_string(),
             why: format!(

@@ -81,7 +81,7 @@ impl Tracefs {
             .into_iter()
             .map(|(s, e)| format!("{s}:{e}"))
             .collect();
-        let near = crate::pmu::closest(&wanted, all.iter().map(String::as_str), 5);
+        let near = pmc_suggest::closest(&wanted, all.iter().map(String::as_str), 5);
         Err(Error::File {
             path: dir.display().to_string(),
             why: format!(
