@@ -21,7 +21,7 @@
 //! The Linux binding (`backends/linux`, wired in `linux/`) implements them on
 //! perf_event; [`sim::SimBackend`] is a deterministic test double; where no
 //! backend exists, [`unsupported`] makes every call fail with
-//! [`Error::Unsupported`](crate::Error::Unsupported). A FreeBSD hwpmc backend
+//! [`Error::NoBackend`](crate::Error::NoBackend). A FreeBSD hwpmc backend
 //! would plug in the same way.
 
 use std::fmt;

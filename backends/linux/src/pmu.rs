@@ -408,6 +408,17 @@ impl Pmu {
     }
 }
 
+/// The core PMU's `rdpmc` file under `root` (`cpu`, else the hybrid
+/// `cpu_core`, `cpu_atom`): that PMU's name and the setting (0: user-space
+/// `rdpmc` disabled, 1: allowed for processes with a perf mmap, 2: for
+/// every process). `None` without a core PMU.
+pub fn rdpmc_setting(root: &Path) -> Option<(String, String)> {
+    ["cpu", "cpu_core", "cpu_atom"].iter().find_map(|p| {
+        let v = fs::read_to_string(root.join(p).join("rdpmc")).ok()?;
+        Some((p.to_string(), v.trim().to_string()))
+    })
+}
+
 /// The core PMUs under `root`: several on hybrid machines, one (`cpu`)
 /// elsewhere, none without a hardware PMU.
 pub fn core_pmus(root: &Path) -> Vec<Pmu> {
@@ -433,6 +444,17 @@ mod tests {
         assert!(FormatField::parse("x", "config9:0").is_err());
         assert!(FormatField::parse("x", "config:7-3").is_err());
         assert!(FormatField::parse("x", "config:64").is_err());
+    }
+
+    #[test]
+    fn rdpmc_setting_is_the_core_pmus_file() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        assert_eq!(
+            rdpmc_setting(&fixtures.join("sysfs-intel-icx")),
+            Some(("cpu".to_string(), "1".to_string()))
+        );
+        // No core PMU there (a tracefs tree): no setting.
+        assert_eq!(rdpmc_setting(&fixtures.join("tracefs")), None);
     }
 
     #[test]

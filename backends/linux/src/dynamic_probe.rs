@@ -1,4 +1,4 @@
-//! uprobes and kprobes through their PMUs (`/sys/bus/event_source/devices/
+//! Dynamic probes: uprobes and kprobes through their PMUs (`/sys/bus/event_source/devices/
 //! {uprobe,kprobe}`): `config1` points at the binary's path or the kernel
 //! function's name, `config2` is the offset, and the retprobe bit comes
 //! from the PMU's `format/retprobe`.
