@@ -47,13 +47,6 @@ pub mod event;
 pub mod pfm;
 pub mod pmu;
 pub mod pmu_events;
-/// The old name of [`dynamic_probe`] (it clashed with `pmc::probe`, the
-/// capability report).
-#[deprecated(note = "renamed `pmc_linux::dynamic_probe`")]
-#[doc(hidden)]
-pub mod probe {
-    pub use crate::dynamic_probe::*;
-}
 pub mod record;
 pub mod ring;
 pub mod selfmon;
