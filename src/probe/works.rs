@@ -5,7 +5,10 @@
 //! same `Backend`/`PreparedEvent`/`Counters` calls `Pmc` makes (a process
 //! target on the caller for TC/TS, CPU 0 for SC/SS), so the table shows
 //! what `pmc` itself can do here. It is a report, not a test gate: the
-//! gate ([`super::Environment`]) looks at the machine independently.
+//! gate ([`super::Environment`]) looks at the machine independently. A
+//! sampling cell maps its rings as a sampling PMC does, for the moment it
+//! is enabled: the few samples it may take are tagged with PMC id 0, which
+//! no PMC has, and reach a log only if the process configured one.
 
 use serde::{Deserialize, Serialize};
 
@@ -181,16 +184,169 @@ fn open_enable_read(
 
 /// Every class in every mode, with the backend in use.
 pub(super) fn what_works() -> Vec<ClassRow> {
-    let backend = default_backend();
+    what_works_on(&*default_backend())
+}
+
+/// Every class in every mode, on `backend`.
+fn what_works_on(backend: &dyn Backend) -> Vec<ClassRow> {
     classes()
         .into_iter()
         .map(|(class, spec, flags)| ClassRow {
             class: class.into(),
             outcomes: MODES
                 .iter()
-                .map(|m| (*m, try_one(&*backend, &spec, *m, flags)))
+                .map(|m| (*m, try_one(backend, &spec, *m, flags)))
                 .collect(),
             spec,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::sim::SimBackend;
+    use crate::backend::unsupported::UnsupportedBackend;
+
+    fn row<'a>(rows: &'a [ClassRow], class: &str) -> Vec<&'a Outcome> {
+        rows.iter()
+            .find(|r| r.class == class)
+            .unwrap_or_else(|| panic!("no {class} row"))
+            .outcomes
+            .iter()
+            .map(|(_, o)| o)
+            .collect()
+    }
+
+    /// The simulator counts generic software, hardware and cache events in
+    /// every mode and supports no other class (EOPNOTSUPP): the table says
+    /// exactly that,
+    /// with callchains not applicable to the counting modes (SC, TC).
+    #[test]
+    fn the_table_reports_what_the_backend_opens() {
+        let sim = SimBackend::new(2);
+        let rows = what_works_on(&*sim);
+        assert_eq!(rows.len(), classes().len());
+        for class in ["software", "hardware", "cache", "sampling"] {
+            assert!(
+                row(&rows, class).iter().all(|o| **o == Outcome::Works),
+                "{class}: {:?}",
+                row(&rows, class)
+            );
+        }
+        assert_eq!(
+            row(&rows, "callchain"),
+            [
+                &Outcome::NotApplicable,
+                &Outcome::Works,
+                &Outcome::NotApplicable,
+                &Outcome::Works
+            ]
+        );
+        for class in ["raw", "tracepoint", "breakpoint", "uprobe", "kprobe"] {
+            for o in row(&rows, class) {
+                assert!(
+                    matches!(o, Outcome::Fails { kind, .. } if kind == "unsupported"),
+                    "{class}: {o:?}"
+                );
+            }
+        }
+    }
+
+    /// The simulator, refusing (EACCES) every event that counts the
+    /// kernel: a caller at paranoid 2.
+    #[derive(Debug)]
+    struct UserOnlySim(std::sync::Arc<SimBackend>);
+
+    impl Backend for UserOnlySim {
+        fn name(&self) -> &'static str {
+            "user-only sim"
+        }
+        fn prepare(
+            &self,
+            request: &EventRequest<'_>,
+        ) -> crate::Result<Box<dyn crate::backend::PreparedEvent>> {
+            match request.spec.qualifiers.privilege {
+                Some(p) if !p.kernel && !p.hypervisor => self.0.prepare(request),
+                _ => Err(Error::PermissionDenied {
+                    op: format!("open {}", request.spec.text),
+                    os_errno: libc::EACCES,
+                    hint: None,
+                }),
+            }
+        }
+        fn caller_pid(&self) -> u32 {
+            self.0.caller_pid()
+        }
+        fn process_exists(&self, pid: u32) -> bool {
+            self.0.process_exists(pid)
+        }
+        fn online_cpus(&self) -> Vec<u32> {
+            self.0.online_cpus()
+        }
+        fn cpuinfo(&self) -> crate::Result<crate::machine::CpuInfo> {
+            self.0.cpuinfo()
+        }
+        fn event_names(&self, class: &crate::Class) -> crate::Result<Vec<String>> {
+            self.0.event_names(class)
+        }
+    }
+
+    /// A refusal for privilege is retried user-only ("usr only" when that
+    /// works; refused again, the first error stands). Other refusals are
+    /// reported as they are.
+    #[test]
+    fn privilege_refusals_are_retried_user_only() {
+        let user_only = UserOnlySim(SimBackend::new(1));
+        let rows = what_works_on(&user_only);
+        assert!(
+            row(&rows, "software")
+                .iter()
+                .all(|o| **o == Outcome::UserOnly),
+            "{:?}",
+            row(&rows, "software")
+        );
+        // User-only does not help a class the machine lacks: that is said.
+        for o in row(&rows, "kprobe") {
+            assert!(
+                matches!(o, Outcome::Fails { kind, .. } if kind == "unsupported"),
+                "{o:?}"
+            );
+        }
+        let sim = SimBackend::new(1);
+        sim.refuse_opens(Some(libc::EACCES));
+        for o in row(&what_works_on(&*sim), "software") {
+            assert!(
+                matches!(o, Outcome::Fails { kind, detail } if kind == "EACCES" && detail.contains("refused")),
+                "{o:?}"
+            );
+        }
+        sim.refuse_opens(Some(libc::EMFILE));
+        for o in row(&what_works_on(&*sim), "software") {
+            assert!(
+                matches!(o, Outcome::Fails { kind, .. } if kind == "EMFILE"),
+                "{o:?}"
+            );
+        }
+    }
+
+    /// Without a backend every cell says so (ENXIO), and the rows are
+    /// still listed.
+    #[test]
+    fn no_backend_fails_every_cell_with_enxio() {
+        let rows = what_works_on(&UnsupportedBackend);
+        for r in &rows {
+            for (m, o) in &r.outcomes {
+                if r.class == "callchain" && !m.is_sampling() {
+                    assert_eq!(*o, Outcome::NotApplicable);
+                } else {
+                    assert!(
+                        matches!(o, Outcome::Fails { kind, .. } if kind == "ENXIO"),
+                        "{} {m}: {o:?}",
+                        r.class
+                    );
+                }
+            }
+        }
+    }
 }
