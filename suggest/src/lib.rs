@@ -35,11 +35,13 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// [`edit_distance`] when it is at most `limit`, else `None`, found without
-/// allocating and given up as soon as every alignment is over the limit: an
-/// unknown name is compared with every known one (thousands of tracepoints
-/// and PMU aliases), so this is the cost of its error message.
-fn bounded_distance(a: &[u8], b: &[u8], limit: usize) -> Option<usize> {
+/// [`edit_distance`] of `a`, already in ASCII lower case, and `b` when it is
+/// at most `limit`, else `None`, found without allocating and given up as
+/// soon as every alignment is over the limit: an unknown name is compared
+/// with every known one (thousands of tracepoints and PMU aliases), so this
+/// is the cost of its error message. `FOLD`: `b` may hold upper case (the
+/// comparison then lowers each of its bytes; most names need not).
+fn bounded_distance<const FOLD: bool>(a: &[u8], b: &[u8], limit: usize) -> Option<usize> {
     const MAX: usize = 64;
     // The length difference bounds the distance from below.
     if a.len().abs_diff(b.len()) > limit {
@@ -58,7 +60,8 @@ fn bounded_distance(a: &[u8], b: &[u8], limit: usize) -> Option<usize> {
         cur[0] = i + 1;
         let mut row_min = cur[0];
         for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(!ca.eq_ignore_ascii_case(cb));
+            let cb = if FOLD { cb.to_ascii_lowercase() } else { *cb };
+            let cost = usize::from(*ca != cb);
             cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
             row_min = row_min.min(cur[j + 1]);
         }
@@ -93,15 +96,28 @@ pub fn closest<'a>(
     n: usize,
 ) -> Vec<String> {
     let w = word.as_bytes();
+    let lower = word.to_ascii_lowercase();
     let limit = edit_limit(word);
     let mut scored: Vec<(usize, &str)> = candidates
         .into_iter()
         .filter_map(|c| {
             let cb = c.as_bytes();
-            if !w.is_empty() && (contains_ignoring_case(cb, w) || contains_ignoring_case(w, cb)) {
-                Some((edit_distance(word, c), c))
+            // Most names are lower case: std's substring search and the
+            // distance without case folding then apply.
+            let upper = cb.iter().any(u8::is_ascii_uppercase);
+            let contains_word = if upper {
+                contains_ignoring_case(cb, lower.as_bytes())
             } else {
-                Some((bounded_distance(w, cb, limit)?, c))
+                c.contains(&lower)
+            };
+            if !w.is_empty()
+                && (contains_word || (cb.len() <= w.len() && contains_ignoring_case(w, cb)))
+            {
+                Some((edit_distance(word, c), c))
+            } else if upper {
+                Some((bounded_distance::<true>(lower.as_bytes(), cb, limit)?, c))
+            } else {
+                Some((bounded_distance::<false>(lower.as_bytes(), cb, limit)?, c))
             }
         })
         .collect();
@@ -162,7 +178,11 @@ mod tests {
                 for limit in 0..6 {
                     let full = oracle(a, b);
                     assert_eq!(
-                        bounded_distance(a.as_bytes(), b.as_bytes(), limit),
+                        bounded_distance::<true>(
+                            a.to_ascii_lowercase().as_bytes(),
+                            b.as_bytes(),
+                            limit
+                        ),
                         (full <= limit).then_some(full),
                         "{a:?} {b:?} within {limit}"
                     );
@@ -175,7 +195,11 @@ mod tests {
         #[test]
         fn bounded_agrees_with_the_oracle(a in "[a-cA-C_.]{0,12}", b in "[a-cA-C_.]{0,12}", limit in 0usize..6) {
             let full = oracle(&a, &b);
-            prop_assert_eq!(bounded_distance(a.as_bytes(), b.as_bytes(), limit), (full <= limit).then_some(full));
+            let a = a.to_ascii_lowercase();
+            prop_assert_eq!(bounded_distance::<true>(a.as_bytes(), b.as_bytes(), limit), (full <= limit).then_some(full));
+            // Without folding, on a lower-case `b`: the same distance.
+            let b = b.to_ascii_lowercase();
+            prop_assert_eq!(bounded_distance::<false>(a.as_bytes(), b.as_bytes(), limit), (full <= limit).then_some(full));
         }
     }
 
