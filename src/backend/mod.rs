@@ -21,7 +21,7 @@
 //! The Linux binding (`backends/linux`, wired in `linux/`) implements them on
 //! perf_event; [`sim::SimBackend`] is a deterministic test double; where no
 //! backend exists, [`unsupported`] makes every call fail with
-//! [`Error::Unsupported`](crate::Error::Unsupported). On FreeBSD, `freebsd/`
+//! [`Error::NoBackend`](crate::Error::NoBackend). On FreeBSD, `freebsd/`
 //! drives hwpmc(4) (compiled there, and in tests over pmc-freebsd's kernel
 //! double); `conformance/` runs one semantic suite of `Pmc` over every
 //! backend.

@@ -195,7 +195,7 @@ fn uprobe_target(x: u64) -> u64 {
 }
 
 fn uprobe_counts_exactly_the_calls() -> TestResult {
-    let libc = pmc_linux::probe::mapped_library("/libc.so")
+    let libc = pmc_linux::dynamic_probe::mapped_library("/libc.so")
         .ok_or("libc is not mapped")?
         .display()
         .to_string();

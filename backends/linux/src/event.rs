@@ -87,7 +87,7 @@ impl Event {
     /// Opens an event whose `config1` is a pointer to a NUL-terminated
     /// string: the uprobe PMU's binary path, the kprobe PMU's function
     /// name. The string is borrowed for the duration of the call, which
-    /// is all the kernel needs (see [`crate::probe`]).
+    /// is all the kernel needs (see [`crate::dynamic_probe`]).
     pub fn open_with_string(
         attr: &Attr,
         string: &std::ffi::CStr,

@@ -51,7 +51,7 @@ pub fn from_freebsd(e: pmc_freebsd::Error, what: &str) -> Error {
             os_errno: host_errno(Errno::EPROGMISMATCH),
             hint: Some(version.to_string()),
         },
-        pmc_freebsd::Error::Unsupported => Error::Unsupported {
+        pmc_freebsd::Error::Unsupported => Error::NoBackend {
             platform: std::env::consts::OS,
         },
     }
