@@ -304,18 +304,16 @@ fn a_tiny_buffer_loses_samples_as_dropnotify() -> TestResult {
         lost > 0,
         "no DROPNOTIFY with a one-page ring ({kept} samples kept)"
     );
-    // Every sample is either logged or accounted as lost, as far as the
-    // kernel's LOST records tell: never more than the child's own fault
-    // count (plus 64 for its report and exit), and within 20 % below it.
-    // Not exact: the kernel reports a ring's losses only in a LOST record
-    // written before a later record that fits, and measured here the
-    // records fall short of the event's PERF_FORMAT_LOST count by up to
-    // ~6 % (ARCHITECTURE.md, Known gaps).
+    // Every sample is either logged or accounted as lost: at least the
+    // child's own fault count, and at most 64 over it (the lost count also
+    // covers side-band records, e.g. the child's exit and its report's
+    // mappings). The LOST records alone fall short (the kernel writes one
+    // only before a later record that fits); the stop's reconciliation
+    // with the event's PERF_FORMAT_LOST count reports the rest.
     let accounted = kept + lost;
     ensure!(
-        accounted <= child_faults + 64 && accounted * 5 >= child_faults * 4,
-        "{kept} kept + {lost} lost = {accounted}, the child faulted {child_faults} times (want {}..={})",
-        child_faults * 4 / 5,
+        (child_faults..=child_faults + 64).contains(&accounted),
+        "{kept} kept + {lost} lost = {accounted}, the child faulted {child_faults} times (want {child_faults}..={})",
         child_faults + 64
     );
     ensure!(
