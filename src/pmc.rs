@@ -42,6 +42,16 @@ pub const DEFAULT_RELOAD_COUNT: u64 = 65_536;
 /// The smallest reload count hwpmc accepts; smaller values are raised to it.
 pub const MIN_RELOAD_COUNT: u64 = 1_000;
 
+/// What an allocation would ask the backend, asked already by the caller
+/// (each ask is a system call or a sysfs read).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Asked<'a> {
+    /// The online CPUs (see `validate_allocation`).
+    online: Option<&'a [u32]>,
+    /// The calling process, the PMC's owner.
+    owner: Option<u32>,
+}
+
 /// One process the PMC is attached to.
 #[derive(Debug)]
 struct Target {
@@ -111,6 +121,7 @@ pub struct Pmc {
     /// restarts there.
     sample_base: u64,
 }
+
 impl Pmc {
     /// Allocates a PMC (`pmc_allocate`) with no initial value / the default
     /// reload count.
@@ -152,11 +163,42 @@ impl Pmc {
         cpu: Cpu,
         count: u64,
     ) -> Result<Pmc> {
+        let asked = Asked::default();
+        Self::allocate_checked(backend, spec_text, mode, flags, cpu, count, asked)
+    }
+
+    /// [`Pmc::allocate`] on the default backend for [`PerCpu`], which has
+    /// asked the backend once what every CPU's allocation asks.
+    pub(super) fn allocate_for_per_cpu(
+        spec: &str,
+        mode: Mode,
+        flags: Flags,
+        cpu: u32,
+        asked: Asked<'_>,
+    ) -> Result<Pmc> {
+        let count = if mode.is_sampling() {
+            DEFAULT_RELOAD_COUNT
+        } else {
+            0
+        };
+        let backend = backend::default_backend();
+        Self::allocate_checked(backend, spec, mode, flags, Cpu::Id(cpu), count, asked)
+    }
+
+    fn allocate_checked(
+        backend: Arc<dyn Backend>,
+        spec_text: &str,
+        mode: Mode,
+        flags: Flags,
+        cpu: Cpu,
+        count: u64,
+        asked: Asked<'_>,
+    ) -> Result<Pmc> {
         let spec = spec::parse(spec_text).map_err(|source| Error::InvalidSpec {
             spec: spec_text.to_string(),
             source,
         })?;
-        validate_allocation(mode, flags, cpu, &*backend)?;
+        validate_allocation(mode, flags, cpu, &*backend, asked.online)?;
         let reload_count = if mode.is_sampling() {
             spec.qualifiers
                 .period
@@ -183,7 +225,7 @@ impl Pmc {
                 None
             }
         };
-        let owner = backend.caller_pid();
+        let owner = asked.owner.unwrap_or_else(|| backend.caller_pid());
         let mut pmc = Pmc {
             id,
             spec,
@@ -311,8 +353,15 @@ impl Pmc {
         self.targets
             .iter()
             .map(|t| t.pid)
-            .filter(|&pid| self.backend.process_exists(pid))
+            .filter(|&pid| self.owner_or_exists(pid))
             .collect()
+    }
+
+    /// Whether `pid` exists, without asking the backend for the owner:
+    /// the allocating process is the one calling (invariant 10), so it is
+    /// alive, and an attach to it needs no system call to say so.
+    fn owner_or_exists(&self, pid: u32) -> bool {
+        pid == self.owner || self.backend.process_exists(pid)
     }
 
     /// The capabilities of the PMC's class as [`crate::machine::cpuinfo`]

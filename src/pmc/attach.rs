@@ -30,7 +30,7 @@ impl Pmc {
         }
         let pid = self.resolve_pid(pid);
         self.prune_exited()?;
-        if !self.backend.process_exists(pid) {
+        if !self.owner_or_exists(pid) {
             return Err(Error::NoSuchProcess { op: "attach", pid });
         }
         if self.msr_granted {
@@ -92,7 +92,7 @@ impl Pmc {
         let before = self.targets.len();
         let mut i = 0;
         while i < self.targets.len() {
-            if self.backend.process_exists(self.targets[i].pid) {
+            if self.owner_or_exists(self.targets[i].pid) {
                 i += 1;
                 continue;
             }

@@ -1,7 +1,8 @@
 //! [`PerCpu`]: a system PMC on every online CPU, as `pmcstat -s` clones it.
 
-use super::Pmc;
-use crate::{Cpu, Error, Flags, Mode, Reading, Result};
+use super::{Asked, Pmc};
+use crate::backend;
+use crate::{Error, Flags, Mode, Reading, Result};
 
 /// A system PMC on every online CPU, as `pmcstat -s` clones them; reads sum
 /// the CPUs.
@@ -13,20 +14,36 @@ pub struct PerCpu {
 impl PerCpu {
     /// Allocates `spec` in a system mode on every online CPU.
     pub fn allocate(spec: &str, mode: Mode, flags: Flags) -> Result<PerCpu> {
-        Self::allocate_on_cpus(spec, mode, flags, &crate::machine::online_cpus())
+        let online = crate::machine::online_cpus();
+        Self::allocate_checked(spec, mode, flags, &online, &online)
     }
 
     /// Allocates `spec` in a system mode on the given CPUs.
     pub fn allocate_on_cpus(spec: &str, mode: Mode, flags: Flags, cpus: &[u32]) -> Result<PerCpu> {
+        Self::allocate_checked(spec, mode, flags, cpus, &crate::machine::online_cpus())
+    }
+
+    /// The online CPUs and the owner are asked for once, not once per CPU.
+    fn allocate_checked(
+        spec: &str,
+        mode: Mode,
+        flags: Flags,
+        cpus: &[u32],
+        online: &[u32],
+    ) -> Result<PerCpu> {
         if !mode.is_system() {
             return Err(Error::invalid(
                 "allocate",
                 format!("PerCpu needs a system mode (SC, SS), not {mode}"),
             ));
         }
+        let asked = Asked {
+            online: Some(online),
+            owner: Some(backend::default_backend().caller_pid()),
+        };
         let pmcs = cpus
             .iter()
-            .map(|&c| Ok((c, Pmc::allocate(spec, mode, flags, Cpu::Id(c))?)))
+            .map(|&c| Ok((c, Pmc::allocate_for_per_cpu(spec, mode, flags, c, asked)?)))
             .collect::<Result<Vec<_>>>()?;
         Ok(PerCpu { pmcs })
     }

@@ -8,11 +8,15 @@ use crate::{Cpu, Error, Flags, Mode, Result};
 /// EINVAL, an offline CPU of a system PMC is ENXIO, then the flags. What
 /// hwpmc accepts passes: CALLCHAIN on a counting mode (it only affects
 /// samples) and DESCENDANTS on a system mode (no targets to follow).
+///
+/// `online`: the online CPUs, when the caller has just asked the backend
+/// (`PerCpu` asks once for all its CPUs, not once per CPU).
 pub(super) fn validate_allocation(
     mode: Mode,
     flags: Flags,
     cpu: Cpu,
     backend: &dyn Backend,
+    online: Option<&[u32]>,
 ) -> Result<()> {
     if let Cpu::Id(n) = cpu {
         let possible = backend.possible_cpus();
@@ -43,15 +47,24 @@ pub(super) fn validate_allocation(
                 ),
             ));
         }
-        (false, Cpu::Id(n)) if !backend.online_cpus().contains(&n) => {
-            return Err(Error::Unavailable {
-                what: format!("cpu {n}"),
-                why: format!(
-                    "it exists but is offline (online: {:?}); {} or choose another",
-                    backend.online_cpus(),
-                    backend.how_to_online(n)
-                ),
-            });
+        (false, Cpu::Id(n)) => {
+            let asked;
+            let online = match online {
+                Some(cpus) => cpus,
+                None => {
+                    asked = backend.online_cpus();
+                    &asked
+                }
+            };
+            if !online.contains(&n) {
+                return Err(Error::Unavailable {
+                    what: format!("cpu {n}"),
+                    why: format!(
+                        "it exists but is offline (online: {online:?}); {} or choose another",
+                        backend.how_to_online(n)
+                    ),
+                });
+            }
         }
         _ => {}
     }
