@@ -437,6 +437,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_cpu_set_matches_only_the_same_cpus() {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(0).unwrap();
+        set.set(2).unwrap();
+        assert!(same_cpus(&set, &[0, 2]));
+        assert!(!same_cpus(&set, &[0]), "a CPU more in the set");
+        assert!(!same_cpus(&set, &[0, 1, 2]), "a CPU more in the list");
+        assert!(!same_cpus(&set, &[0, 1]));
+        assert!(same_cpus(&nix::sched::CpuSet::new(), &[]));
+    }
+
+    #[test]
+    fn the_kept_online_list_is_the_kernels() {
+        // Kept or not (restricted affinity, offline CPUs), the answer is
+        // what sysfs says now.
+        for _ in 0..3 {
+            assert_eq!(online_cpus(), read_online_cpus());
+        }
+    }
+
+    #[test]
     fn cpu_lists_parse_ranges_and_singles() {
         assert_eq!(
             parse_cpu_list("0-3,8,10-11\n"),
