@@ -537,6 +537,3 @@ impl Drop for Pmc {
         registry::remove(self.id);
     }
 }
-
-#[cfg(test)]
-mod tests;
