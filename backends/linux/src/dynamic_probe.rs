@@ -17,34 +17,6 @@ use crate::error::{Error, Result};
 use crate::event::{Event, OpenFlags, Target};
 use crate::pmu::{Pmu, Term, TermValue};
 
-/// Which kind of probe: the binding's internal tag (which PMU, whether a
-/// return probe). The public name of the concept is `pmc::spec::ProbeKind`;
-/// callers here say `ret: bool`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum ProbeKind {
-    /// A user-space function entry (or any instruction) of a binary.
-    Uprobe,
-    /// A user-space function return.
-    Uretprobe,
-    /// A kernel function entry.
-    Kprobe,
-    /// A kernel function return.
-    Kretprobe,
-}
-
-impl ProbeKind {
-    fn pmu(self) -> &'static str {
-        match self {
-            ProbeKind::Uprobe | ProbeKind::Uretprobe => "uprobe",
-            ProbeKind::Kprobe | ProbeKind::Kretprobe => "kprobe",
-        }
-    }
-
-    fn is_return(self) -> bool {
-        matches!(self, ProbeKind::Uretprobe | ProbeKind::Kretprobe)
-    }
-}
-
 /// A probe ready to open: the attr and the string its `config1` points to.
 #[derive(Clone, Debug)]
 pub struct Probe {
@@ -56,58 +28,53 @@ impl Probe {
     /// A uprobe (or uretprobe) on `path` at file offset `offset`, using the
     /// `uprobe` PMU under `pmu_root`.
     pub fn uprobe(pmu_root: &Path, path: &Path, offset: u64, ret: bool) -> Result<Probe> {
-        let kind = if ret {
-            ProbeKind::Uretprobe
-        } else {
-            ProbeKind::Uprobe
-        };
         let target = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| Error::invalid(format!("{}", path.display()), "contains a NUL byte"))?;
-        Probe::build(pmu_root, kind, Some(target), offset)
+        Probe::build(pmu_root, "uprobe", ret, Some(target), offset)
     }
 
     /// A kprobe (or kretprobe) on kernel function `function` + `offset`.
     pub fn kprobe(pmu_root: &Path, function: &str, offset: u64, ret: bool) -> Result<Probe> {
-        let kind = if ret {
-            ProbeKind::Kretprobe
-        } else {
-            ProbeKind::Kprobe
-        };
         let target =
             CString::new(function).map_err(|_| Error::invalid(function, "contains a NUL byte"))?;
-        Probe::build(pmu_root, kind, Some(target), offset)
+        Probe::build(pmu_root, "kprobe", ret, Some(target), offset)
     }
 
     /// A kprobe (or kretprobe) at kernel address `addr`.
     pub fn kprobe_at(pmu_root: &Path, addr: u64, ret: bool) -> Result<Probe> {
-        let kind = if ret {
-            ProbeKind::Kretprobe
-        } else {
-            ProbeKind::Kprobe
-        };
-        Probe::build(pmu_root, kind, None, addr)
+        Probe::build(pmu_root, "kprobe", ret, None, addr)
     }
 
+    /// `pmu_name` is the probe PMU (`uprobe`, `kprobe`); `ret` asks for a
+    /// return probe. (The public name of the kinds is `pmc::spec::ProbeKind`.)
     fn build(
         pmu_root: &Path,
-        kind: ProbeKind,
+        pmu_name: &'static str,
+        ret: bool,
         target: Option<CString>,
         offset: u64,
     ) -> Result<Probe> {
-        let pmu = Pmu::find(pmu_root, kind.pmu()).map_err(|_| Error::Unsupported {
-            what: format!("{kind:?}"),
+        let what = || {
+            if ret {
+                format!("{pmu_name} (return probe)")
+            } else {
+                pmu_name.to_string()
+            }
+        };
+        let pmu = Pmu::find(pmu_root, pmu_name).map_err(|_| Error::Unsupported {
+            what: what(),
             why: format!(
                 "this kernel has no `{}` PMU in {} (CONFIG_{}_EVENTS off?); \
                  perf_event cannot create the probe",
-                kind.pmu(),
+                pmu_name,
                 pmu_root.display(),
-                kind.pmu().to_ascii_uppercase()
+                pmu_name.to_ascii_uppercase()
             ),
         })?;
-        let config = if kind.is_return() {
+        let config = if ret {
             if pmu.format("retprobe").is_none() {
                 return Err(Error::Unsupported {
-                    what: format!("{kind:?}"),
+                    what: what(),
                     why: format!("the {} PMU has no `retprobe` format field", pmu.name),
                 });
             }
