@@ -241,7 +241,7 @@ fn hint_suffix(hint: &Option<String>) -> String {
 /// `errno`, next to the number every message also carries.
 pub(crate) fn errno_name(e: i32) -> &'static str {
     cfg_if::cfg_if! {
-        if #[cfg(any(target_os = "linux", target_os = "android"))] {
+        if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
             pmc_linux::error::errno_name(e)
         } else {
             let _ = e;

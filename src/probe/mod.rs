@@ -280,6 +280,14 @@ fn what_works_table(rows: &[ClassRow]) -> String {
 /// counted>`, `None` when perf printed no line for the event (it could not
 /// run here; the caller then falls back to sysfs). A hybrid machine prints
 /// one line per core type (`cpu_core/instructions/u`, …).
+// Used by the Linux probe (and its tests) only.
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
 fn perf_stat_counted(stderr: &str) -> Option<bool> {
     let mut seen = false;
     for line in stderr.lines() {
@@ -296,6 +304,14 @@ fn perf_stat_counted(stderr: &str) -> Option<bool> {
 }
 
 /// Whether `/proc/self/mounts` lists a file system of `fstype` at `path`.
+// Used by the Linux probe (and its tests) only.
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
 fn mounted_as(mounts: &str, path: &str, fstype: &str) -> bool {
     mounts.lines().any(|l| {
         let f: Vec<&str> = l.split_whitespace().collect();
@@ -307,7 +323,10 @@ fn yes(b: bool) -> &'static str {
     if b { "yes" } else { "no" }
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(pmc_force_portable)
+))]
 mod imp {
     use std::fs;
     use std::path::Path;
@@ -498,7 +517,7 @@ mod imp {
             })
             .collect();
         Report {
-            backend: crate::backend::default_backend().name().into(),
+            backend: crate::backend::active().to_string(),
             kernel: system::kernel_release(),
             environment,
             pmus,
@@ -514,7 +533,10 @@ mod imp {
     }
 }
 
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(all(
+    any(target_os = "linux", target_os = "android"),
+    not(pmc_force_portable)
+)))]
 mod imp {
     use super::{Environment, Report, Tracefs};
 
@@ -535,7 +557,7 @@ mod imp {
 
     pub(super) fn report() -> Report {
         Report {
-            backend: crate::backend::default_backend().name().into(),
+            backend: crate::backend::active().to_string(),
             kernel: String::new(),
             environment: environment(),
             pmus: Vec::new(),
@@ -546,7 +568,7 @@ mod imp {
             nofile: (0, 0),
             virtual_machine: None,
             read_path: super::ReadPathReport::default(),
-            what_works: Vec::new(),
+            what_works: super::works::what_works(),
         }
     }
 }

@@ -38,15 +38,24 @@ pub struct ClassRow {
 /// The modes in table order.
 pub const MODES: [Mode; 4] = [Mode::SC, Mode::SS, Mode::TC, Mode::TS];
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(pmc_force_portable)
+))]
 pub(super) use imp::what_works;
 
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
+#[cfg(not(all(
+    any(target_os = "linux", target_os = "android"),
+    not(pmc_force_portable)
+)))]
 pub(super) fn what_works() -> Vec<ClassRow> {
     Vec::new()
 }
 
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(pmc_force_portable)
+))]
 mod imp {
     use pmc_linux::attr::{Attr, BranchSampleType, SampleType};
     use pmc_linux::error::errno_name;

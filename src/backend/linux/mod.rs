@@ -12,6 +12,7 @@ pub use counters::HotCounter;
 mod machine;
 mod resolve;
 pub(crate) mod sampling;
+pub(crate) mod trial;
 
 use pmc_linux::system;
 
