@@ -22,7 +22,7 @@
 //! perf_event; [`portable::PortableBackend`] counts what any Unix accounts
 //! for the calling process (CPU time, faults, context switches, block I/O)
 //! and is chosen where perf_event cannot be used and on platforms without
-//! a native backend ([`select`] says which runs and why);
+//! a native backend ([`active`] says which runs and why);
 //! [`sim::SimBackend`] is a deterministic test double; [`unsupported`]
 //! makes every call fail with [`Error::Unsupported`](crate::Error::Unsupported).
 

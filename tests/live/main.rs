@@ -8,6 +8,7 @@ mod events;
 mod fd_leak;
 mod harness;
 mod native;
+mod portable;
 mod probe;
 mod sampling;
 mod scaling;
@@ -15,6 +16,7 @@ mod workloads;
 
 fn main() {
     workloads::run_if_requested();
+    portable::run_if_requested();
     let mut args = libtest_mimic::Arguments::from_args();
     if args.test_threads.is_none() {
         args.test_threads = Some(1);
@@ -30,5 +32,6 @@ fn main() {
     tests.extend(native::tests());
     tests.extend(sampling::tests());
     tests.extend(scaling::tests());
+    tests.extend(portable::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }
