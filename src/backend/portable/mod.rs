@@ -15,7 +15,7 @@
 //! [`Error::NotSupported`] naming the portable backend, why it is in use,
 //! and why it cannot. FreeBSD's rules stay in [`crate::Pmc`].
 //!
-//! It is chosen by `PMC_BACKEND=portable`, by [`crate::backend::select`],
+//! It is chosen by `PMC_BACKEND=portable`, by [`crate::backend::select()`],
 //! automatically on Linux when perf_event cannot be used at all, and as the
 //! native backend of platforms that have no other.
 

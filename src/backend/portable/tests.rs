@@ -397,3 +397,56 @@ fn the_machine_it_describes() {
     assert!(!crate::backend::Backend::process_exists(&b, 0));
     assert!(crate::backend::Backend::executable_path(&b, std::process::id()).is_some());
 }
+
+/// Linux's `ru_oublock`/`ru_inblock` are the task's storage write and read
+/// bytes / 512: written when a page is dirtied, read when a read misses
+/// the page cache. Block-less file systems (tmpfs) account none.
+#[cfg(target_os = "linux")]
+#[test]
+fn block_io_counts_synced_writes_and_uncached_reads() {
+    use std::io::{Read, Write};
+    if !alone_in_child("block_io_counts_synced_writes_and_uncached_reads") {
+        return;
+    }
+    const BYTES: usize = 4 << 20;
+    // Next to the test binary: the build's own file system.
+    let exe = std::env::current_exe().unwrap();
+    let dir = tempfile::tempdir_in(exe.parent().unwrap()).unwrap();
+    let fs = nix::sys::statfs::statfs(dir.path()).unwrap();
+    let block_less = fs.filesystem_type() == nix::sys::statfs::TMPFS_MAGIC;
+    let path = dir.path().join("blocks");
+    let mut out = tc("oublock");
+    let mut inb = tc("inblock");
+    out.start().unwrap();
+    let mut file = std::fs::File::create(&path).unwrap();
+    file.write_all(&vec![7u8; BYTES]).unwrap();
+    file.sync_all().unwrap();
+    out.stop().unwrap();
+    let mut file = std::fs::File::open(&path).unwrap();
+    // The pages are clean after the sync: dropping them makes the read
+    // go to storage.
+    nix::fcntl::posix_fadvise(
+        &file,
+        0,
+        0,
+        nix::fcntl::PosixFadviseAdvice::POSIX_FADV_DONTNEED,
+    )
+    .unwrap();
+    let mut back = Vec::with_capacity(BYTES);
+    inb.start().unwrap();
+    file.read_to_end(&mut back).unwrap();
+    inb.stop().unwrap();
+    assert_eq!(back.len(), BYTES);
+    let (o, i) = (out.read().unwrap(), inb.read().unwrap());
+    let want = (BYTES / 512) as u64;
+    eprintln!(
+        "{BYTES} bytes on {:?}: oublock {o}, inblock {i} (512-byte units: {want})",
+        fs.filesystem_type()
+    );
+    if block_less {
+        assert_eq!((o, i), (0, 0), "tmpfs does no block I/O");
+    } else {
+        assert!((want..=want * 2).contains(&o), "oublock {o}, want ≥ {want}");
+        assert!((want..=want * 2).contains(&i), "inblock {i}, want ≥ {want}");
+    }
+}
