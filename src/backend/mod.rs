@@ -152,7 +152,7 @@ impl CounterValue {
 
 /// A platform binding.
 pub trait Backend: Send + Sync + fmt::Debug {
-    /// A short name (`linux-perf_event`, `sim`, `unsupported`).
+    /// A short name (`linux-perf_event`, `portable`, `sim`, `unsupported`).
     fn name(&self) -> &'static str;
 
     /// Resolves an event for a mode without opening anything yet (process

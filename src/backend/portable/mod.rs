@@ -30,7 +30,7 @@ use super::unsupported::NoHotCounter;
 use super::{Backend, CounterValue, Counters, EventRequest, Platform, PreparedEvent};
 use crate::machine::{ClassInfo, CpuInfo};
 use crate::{Capabilities, Class, Error, Flags, Mode, Result};
-use source::{EVENT_NAMES, Source};
+use source::Source;
 
 /// The backend's name, as [`Backend::name`] and `PMC_BACKEND` spell it.
 pub const NAME: &str = "portable";
@@ -62,7 +62,7 @@ impl PortableBackend {
                 "the portable backend ({}) cannot: {why}; it counts {} in TC mode on the \
                  calling process only",
                 self.reason,
-                EVENT_NAMES.join(", ")
+                source::names_here().join(", ")
             ),
         }
     }
@@ -155,15 +155,7 @@ impl Backend for PortableBackend {
 
     fn event_names(&self, class: &Class) -> Result<Vec<String>> {
         Ok(match class {
-            Class::Software => EVENT_NAMES
-                .iter()
-                .copied()
-                .filter(|n| {
-                    let spec = crate::spec::parse(n).expect("the portable names parse");
-                    source::resolve(&spec, "").is_ok()
-                })
-                .map(String::from)
-                .collect(),
+            Class::Software => source::names_here().into_iter().map(String::from).collect(),
             _ => Vec::new(),
         })
     }

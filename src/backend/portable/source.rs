@@ -63,6 +63,16 @@ pub const EVENT_NAMES: &[&str] = &[
     "signals",
 ];
 
+/// The event names this OS gives values for ([`EVENT_NAMES`] without
+/// those it does not maintain).
+pub fn names_here() -> Vec<&'static str> {
+    EVENT_NAMES
+        .iter()
+        .copied()
+        .filter(|n| *n != "signals" || Source::Signals.unavailable_here().is_none())
+        .collect()
+}
+
 impl Source {
     /// What the value is read from, for descriptions.
     pub fn origin(self) -> &'static str {
@@ -170,7 +180,7 @@ pub fn resolve(spec: &EventSpec, context: &str) -> Result<Source> {
                         what: format!("event `{name}`"),
                         why: format!(
                             "the portable backend ({context}) knows only {}",
-                            EVENT_NAMES.join(", ")
+                            names_here().join(", ")
                         ),
                     });
                 }
@@ -277,7 +287,7 @@ fn not_supported(what: String, why: String, context: &str) -> Error {
 }
 
 fn alternatives() -> String {
-    format!("; it counts {}", EVENT_NAMES.join(", "))
+    format!("; it counts {}", names_here().join(", "))
 }
 
 fn kind_of(e: &EventName) -> &'static str {

@@ -293,6 +293,12 @@ fn events_without_an_os_total_are_refused() {
             text.contains("portable backend") && text.contains("task-clock"),
             "{text}"
         );
+        // What it offers instead is only what this OS maintains.
+        assert_eq!(
+            text.contains("signals"),
+            !cfg!(any(target_os = "linux", target_os = "android")),
+            "{text}"
+        );
     }
     let e = refusal("frobnicate", Mode::TC, Flags::empty());
     assert!(matches!(e, Error::UnknownEvent { .. }), "{e}");
