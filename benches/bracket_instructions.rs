@@ -49,7 +49,7 @@ fn pair() -> Result<(Pmc, Event), String> {
     let mut p =
         Pmc::allocate(SPEC, Mode::TC, Flags::empty(), Cpu::Any).map_err(|e| e.to_string())?;
     p.attach(0).map_err(|e| e.to_string())?;
-    let attr = pmc::backend::linux::attrs_for(SPEC, Mode::TC, Flags::empty(), 0)
+    let attr = pmc::__private_test_hooks::attrs_for(SPEC, Mode::TC, Flags::empty(), 0)
         .map_err(|e| e.to_string())?[0];
     let e =
         Event::open(&attr, Target::CALLER, None, OpenFlags::empty()).map_err(|e| e.to_string())?;

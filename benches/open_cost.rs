@@ -95,7 +95,7 @@ fn quartiles(v: &mut [f64]) -> (f64, f64) {
 }
 
 fn attr_of(spec: &str, mode: Mode) -> Attr {
-    pmc::backend::linux::attrs_for(spec, mode, Flags::empty(), 0)
+    pmc::__private_test_hooks::attrs_for(spec, mode, Flags::empty(), 0)
         .unwrap_or_else(|e| panic!("attrs_for {spec}: {e}"))[0]
 }
 

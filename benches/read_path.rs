@@ -38,7 +38,8 @@ fn bench_reads(c: &mut Criterion) {
     });
 
     // The baseline: read(2) through std on an fd with the identical attr.
-    let attr = pmc::backend::linux::attrs_for(spec, Mode::TC, Flags::empty(), 0).expect("attr")[0]
+    let attr = pmc::__private_test_hooks::attrs_for(spec, Mode::TC, Flags::empty(), 0)
+        .expect("attr")[0]
         .disabled(false);
     let fd: OwnedFd = Event::open(&attr, Target::CALLER, None, OpenFlags::empty())
         .expect("open raw")

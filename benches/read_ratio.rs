@@ -53,7 +53,8 @@ fn quartiles(v: &mut [f64]) -> (f64, f64) {
 fn main() {
     // `cargo bench` passes `--bench`; nothing else is accepted.
     let (spec, hardware) = event_spec();
-    let attr = pmc::backend::linux::attrs_for(spec, Mode::TC, Flags::empty(), 0).expect("attr")[0]
+    let attr = pmc::__private_test_hooks::attrs_for(spec, Mode::TC, Flags::empty(), 0)
+        .expect("attr")[0]
         .disabled(false);
 
     let mut pmc = Pmc::allocate(spec, Mode::TC, Flags::empty(), Cpu::Any).expect("allocate");

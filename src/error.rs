@@ -101,8 +101,15 @@ pub enum Error {
         why: String,
     },
 
-    /// The event or feature exists in general but not on this CPU, PMU or
-    /// kernel (EOPNOTSUPP).
+    /// This machine cannot do what was asked (EOPNOTSUPP): the request is
+    /// well formed and names something real, but this CPU, PMU or kernel
+    /// lacks it.
+    ///
+    /// Use when the *request* is beyond the machine: an event the PMU does
+    /// not count, a qualifier or capability (precise, a PMC_CAP_*) it does
+    /// not have, a feature the kernel does not offer. Not for something
+    /// merely absent or switched off right now ([`Error::Unavailable`]) nor
+    /// for a platform without a backend ([`Error::NoBackend`]).
     #[error("{what} is not supported (EOPNOTSUPP): {why}")]
     NotSupported {
         /// The feature.
@@ -111,7 +118,13 @@ pub enum Error {
         why: String,
     },
 
-    /// The hardware is absent or disabled, or the CPU is offline (ENXIO).
+    /// What the request needs is absent or switched off here (ENXIO, as
+    /// hwpmc answers for a disabled CPU or missing PMC hardware).
+    ///
+    /// Use when the *resource* is missing, whatever was asked of it: no
+    /// hardware PMU at all (a virtual machine), an offline CPU, tracefs
+    /// not mounted. Not for an event or feature the present hardware lacks
+    /// ([`Error::NotSupported`]).
     #[error("{what} is unavailable (ENXIO): {why}")]
     Unavailable {
         /// The resource.
@@ -167,10 +180,14 @@ pub enum Error {
 
     /// There is no backend for this platform (ENXIO): `pmc` builds
     /// everywhere but counts only where a backend exists.
+    ///
+    /// Use only in a backend that stands in for a missing platform
+    /// binding (every call fails with it); a real backend reports
+    /// [`Error::NotSupported`] or [`Error::Unavailable`].
     #[error(
         "performance counters are not supported on this platform ({platform}): no pmc backend exists for it (ENXIO)"
     )]
-    Unsupported {
+    NoBackend {
         /// The target OS.
         platform: &'static str,
     },
@@ -191,7 +208,7 @@ impl Error {
             Error::Busy { .. } => EBUSY,
             Error::LogRequired { .. } => EDOOFUS,
             Error::NotSupported { .. } => EOPNOTSUPP,
-            Error::Unavailable { .. } | Error::Unsupported { .. } => ENXIO,
+            Error::Unavailable { .. } | Error::NoBackend { .. } => ENXIO,
             Error::PermissionDenied { .. } => EPERM,
             Error::NotCounted { .. } => ENXIO,
             Error::Os { os_errno, .. } => *os_errno,
@@ -217,7 +234,7 @@ impl Error {
             self,
             Error::PermissionDenied { .. }
                 | Error::Unavailable { .. }
-                | Error::Unsupported { .. }
+                | Error::NoBackend { .. }
                 | Error::NotSupported { .. }
         )
     }
@@ -237,15 +254,39 @@ fn hint_suffix(hint: &Option<String>) -> String {
 }
 
 /// The symbolic name of an errno, for messages. The name table is the
-/// binding's (one per project); a platform without a binding yet says
-/// `errno`, next to the number every message also carries.
+/// binding's (one per project); elsewhere the POSIX errnos the portable
+/// layer decides on (the probe's user-only retry matches `EACCES`/`EPERM`)
+/// by the platform's own numbers, else `errno`, next to the number every
+/// message also carries.
 pub(crate) fn errno_name(e: i32) -> &'static str {
     cfg_if::cfg_if! {
         if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
             pmc_linux::error::errno_name(e)
         } else {
-            let _ = e;
-            "errno"
+            use libc::*;
+            match e {
+                EPERM => "EPERM",
+                ENOENT => "ENOENT",
+                ESRCH => "ESRCH",
+                EINTR => "EINTR",
+                EIO => "EIO",
+                ENXIO => "ENXIO",
+                E2BIG => "E2BIG",
+                EBADF => "EBADF",
+                EAGAIN => "EAGAIN",
+                ENOMEM => "ENOMEM",
+                EACCES => "EACCES",
+                EFAULT => "EFAULT",
+                EBUSY => "EBUSY",
+                EEXIST => "EEXIST",
+                ENODEV => "ENODEV",
+                EINVAL => "EINVAL",
+                EMFILE => "EMFILE",
+                ENOSPC => "ENOSPC",
+                ENOSYS => "ENOSYS",
+                EOPNOTSUPP => "EOPNOTSUPP",
+                _ => "errno",
+            }
         }
     }
 }

@@ -15,3 +15,15 @@ pub use error::{EDOOFUS, Error, Result};
 pub use machine::{cpuinfo, event_names_of_class, ncpu, npmc, pmcinfo, process_exists};
 pub use pmc::{DEFAULT_RELOAD_COUNT, MIN_RELOAD_COUNT, PerCpu, Pmc};
 pub use types::*;
+
+/// Not public API: hooks for this workspace's own tests and benchmarks
+/// (the attrs `allocate` would open, against fixture sysfs trees), which
+/// may change or go at any time.
+#[doc(hidden)]
+pub mod __private_test_hooks {
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    ))]
+    pub use crate::backend::linux::test_hooks::*;
+}

@@ -51,7 +51,7 @@ fn fixture(name: &str) -> std::path::PathBuf {
 /// (one core PMU, `max_precise` 3) with the fixture tracefs: never the
 /// host's /sys.
 fn icx(spec: &str, mode: Mode, flags: Flags, count: u64) -> pmc::Result<Vec<Attr>> {
-    Ok(pmc::backend::linux::attrs_for_sysfs(
+    Ok(pmc::__private_test_hooks::attrs_for_sysfs(
         spec,
         mode,
         flags,
@@ -382,7 +382,7 @@ fn every_cache_type_op_and_result_encodes_by_the_man_page_formula() {
 /// ("the extended type", perf_event_open(2) since Linux 6.0), on its CPUs.
 #[test]
 fn hybrid_generic_events_carry_the_pmu_type_in_the_upper_config_bits() {
-    use pmc::backend::linux::attrs_for_sysfs;
+    use pmc::__private_test_hooks::attrs_for_sysfs;
     let hybrid = fixture("sysfs-hybrid");
     // cpu_core: type 4, CPUs 0-7; cpu_atom: type 10, CPUs 8-15 (fixture).
     let cores: [(u64, Vec<u32>); 2] = [(4, (0..8).collect()), (10, (8..16).collect())];
@@ -427,7 +427,7 @@ fn hybrid_generic_events_carry_the_pmu_type_in_the_upper_config_bits() {
 /// publishes none: 0).
 #[test]
 fn hybrid_max_precise_is_the_lowest_of_the_core_pmus() {
-    let v = pmc::backend::linux::attrs_for_sysfs(
+    let v = pmc::__private_test_hooks::attrs_for_sysfs(
         "cycles:P",
         Mode::SC,
         Flags::empty(),
@@ -450,7 +450,7 @@ fn hybrid_max_precise_is_the_lowest_of_the_core_pmus() {
 /// the exit tracepoint when tracefs has it (fixture id 316).
 #[test]
 fn log_proccsw_siblings() {
-    let siblings = pmc::backend::linux::slice_siblings_for_sysfs(
+    let siblings = pmc::__private_test_hooks::slice_siblings_for_sysfs(
         "instructions",
         Mode::TC,
         Flags::LOG_PROCCSW,
@@ -473,7 +473,7 @@ fn log_proccsw_siblings() {
     // No siblings without the flag or in sampling modes (hwpmc logs
     // PROCCSW for counting process PMCs: hwpmc_mod.c pmc_process_csw_out).
     for (mode, flags) in [(Mode::TC, Flags::empty()), (Mode::SC, Flags::LOG_PROCCSW)] {
-        let none = pmc::backend::linux::slice_siblings_for_sysfs(
+        let none = pmc::__private_test_hooks::slice_siblings_for_sysfs(
             "instructions",
             mode,
             flags,
@@ -489,7 +489,7 @@ fn log_proccsw_siblings() {
 mod fixtures {
     use std::path::{Path, PathBuf};
 
-    use pmc::backend::linux::attrs_for_sysfs;
+    use pmc::__private_test_hooks::attrs_for_sysfs;
     use pmc::{Flags, Mode};
     use pmc_linux::attr::AttrBit;
 
@@ -688,8 +688,9 @@ mod fixtures {
 #[cfg(feature = "libpfm")]
 #[test]
 fn libpfm_native_names_resolve() {
-    let a = pmc::backend::linux::attrs_for("perf::instructions:u", Mode::TC, Flags::empty(), 0)
-        .unwrap();
+    let a =
+        pmc::__private_test_hooks::attrs_for("perf::instructions:u", Mode::TC, Flags::empty(), 0)
+            .unwrap();
     assert_eq!((a[0].type_id(), a[0].get_config()), (0, 1));
     assert!(a[0].is_set(AttrBit::EXCLUDE_KERNEL));
     assert!(a[0].is_set(AttrBit::DISABLED), "mode settings still apply");

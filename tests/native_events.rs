@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pmc::backend::linux::attrs_for_cpu;
+use pmc::__private_test_hooks::attrs_for_cpu;
 use pmc::{Flags, Mode};
 use pmc_linux::attr::AttrBit;
 

@@ -19,12 +19,15 @@
 //! nothing outside a platform's module reads `/proc` or sysfs.
 //!
 //! The Linux binding (`backends/linux`, wired in `linux/`) implements them on
-//! perf_event; [`portable::PortableBackend`] counts what any Unix accounts
-//! for the calling process (CPU time, faults, context switches, block I/O)
-//! and is chosen where perf_event cannot be used and on platforms without
-//! a native backend ([`active`] says which runs and why);
-//! [`sim::SimBackend`] is a deterministic test double; [`unsupported`]
-//! makes every call fail with [`Error::Unsupported`](crate::Error::Unsupported).
+//! perf_event; on FreeBSD, `freebsd/` drives hwpmc(4) (compiled there, and
+//! in tests over pmc-freebsd's kernel double);
+//! [`portable::PortableBackend`] counts what any Unix accounts for the
+//! calling process (CPU time, faults, context switches, block I/O) and is
+//! chosen where neither can be used and on platforms without a native
+//! backend ([`active`] says which runs and why); [`sim::SimBackend`] is a
+//! deterministic test double; [`unsupported`] makes every call fail with
+//! [`Error::NoBackend`](crate::Error::NoBackend); `conformance/` runs one
+//! semantic suite of `Pmc` over every backend.
 
 use std::fmt;
 
@@ -35,6 +38,12 @@ use crate::{Capabilities, Class, Flags, Mode, Result};
 pub mod portable;
 pub mod sim;
 pub mod unsupported;
+
+#[cfg(any(target_os = "freebsd", test))]
+pub mod freebsd;
+
+#[cfg(test)]
+mod conformance;
 
 pub mod event;
 
@@ -48,6 +57,9 @@ cfg_if::cfg_if! {
         pub mod linux;
         /// The platform this build runs on: perf_event.
         pub type Native = linux::LinuxBackend;
+    } else if #[cfg(target_os = "freebsd")] {
+        /// The platform this build runs on: hwpmc(4).
+        pub type Native = freebsd::NativeFreeBsd;
     } else {
         /// The platform this build runs on: no native counter interface,
         /// so the portable backend.

@@ -29,6 +29,8 @@ pub enum BackendKind {
     Linux,
     /// The portable backend (`portable`; every platform).
     Portable,
+    /// FreeBSD hwpmc(4) (`freebsd`, `hwpmc`; compiled on FreeBSD only).
+    FreeBsd,
 }
 
 impl BackendKind {
@@ -37,6 +39,7 @@ impl BackendKind {
         match self {
             BackendKind::Linux => "linux-perf_event",
             BackendKind::Portable => portable::NAME,
+            BackendKind::FreeBsd => "freebsd-hwpmc",
         }
     }
 
@@ -45,20 +48,26 @@ impl BackendKind {
         match self {
             BackendKind::Linux => LINUX_COMPILED,
             BackendKind::Portable => true,
+            BackendKind::FreeBsd => cfg!(target_os = "freebsd"),
         }
     }
 
     /// Parses a `PMC_BACKEND` value (`linux`, `perf_event`,
-    /// `linux-perf_event`, `portable`; case-insensitive).
+    /// `linux-perf_event`, `portable`, `freebsd`, `hwpmc`; case-insensitive).
     pub fn from_name(name: &str) -> Option<BackendKind> {
         match name.trim().to_ascii_lowercase().as_str() {
             "linux" | "perf_event" | "linux-perf_event" => Some(BackendKind::Linux),
             "portable" => Some(BackendKind::Portable),
+            "freebsd" | "hwpmc" | "freebsd-hwpmc" => Some(BackendKind::FreeBsd),
             _ => None,
         }
     }
 
-    const ALL: [BackendKind; 2] = [BackendKind::Linux, BackendKind::Portable];
+    const ALL: [BackendKind; 3] = [
+        BackendKind::Linux,
+        BackendKind::FreeBsd,
+        BackendKind::Portable,
+    ];
 }
 
 const LINUX_COMPILED: bool = cfg!(all(
@@ -196,6 +205,7 @@ fn build(kind: BackendKind, reason: String) -> Chosen {
             Chosen::new(Arc::new(PortableBackend::new(reason.clone())), reason)
         }
         BackendKind::Linux => native_linux(reason),
+        BackendKind::FreeBsd => native_freebsd(reason),
     }
 }
 
@@ -211,18 +221,50 @@ cfg_if::cfg_if! {
             let (kind, reason) = decide_linux(trial, super::linux::trial::paranoid());
             build(kind, reason)
         }
-    } else {
-        fn native_linux(reason: String) -> Chosen {
-            // `BackendKind::is_compiled` keeps `select` from getting here.
-            invalid(format!("{reason} names the linux backend, which this build lacks"))
+    } else if #[cfg(target_os = "freebsd")] {
+        /// FreeBSD: hwpmc(4), or the portable backend without its module.
+        fn automatic_native() -> Chosen {
+            let hwpmc = super::freebsd::open_default();
+            // `open_default` names a backend that could not open hwpmc
+            // differently ("freebsd-hwpmc (unavailable)").
+            if hwpmc.name() == BackendKind::FreeBsd.name() {
+                Chosen::new(hwpmc, "hwpmc(4) is loaded".into())
+            } else {
+                build(
+                    BackendKind::Portable,
+                    "hwpmc(4) could not be opened (not loaded? kldload hwpmc)".into(),
+                )
+            }
         }
-
+    } else {
         /// No native counter interface here: the portable backend.
         fn automatic_native() -> Chosen {
             build(
                 BackendKind::Portable,
                 format!("no native backend for {}", std::env::consts::OS),
             )
+        }
+    }
+}
+
+cfg_if::cfg_if! {
+    if #[cfg(not(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable))))] {
+        fn native_linux(reason: String) -> Chosen {
+            // `BackendKind::is_compiled` keeps `select` from getting here.
+            invalid(format!("{reason} names the linux backend, which this build lacks"))
+        }
+    }
+}
+
+cfg_if::cfg_if! {
+    if #[cfg(target_os = "freebsd")] {
+        fn native_freebsd(reason: String) -> Chosen {
+            Chosen::new(super::freebsd::open_default(), reason)
+        }
+    } else {
+        fn native_freebsd(reason: String) -> Chosen {
+            // `BackendKind::is_compiled` keeps `select` from getting here.
+            invalid(format!("{reason} names the FreeBSD backend, which this build lacks"))
         }
     }
 }

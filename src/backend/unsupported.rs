@@ -1,5 +1,5 @@
 //! The backend of platforms without one: every operation fails with
-//! [`Error::Unsupported`], so portable code builds everywhere and reports
+//! [`Error::NoBackend`], so portable code builds everywhere and reports
 //! clearly at run time.
 
 use std::sync::OnceLock;
@@ -8,12 +8,12 @@ use super::{Backend, EventRequest, HotHandle, Platform, PreparedEvent};
 use crate::machine::CpuInfo;
 use crate::{Class, Error, Result};
 
-/// Fails every call with [`Error::Unsupported`].
+/// Fails every call with [`Error::NoBackend`].
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UnsupportedBackend;
 
 fn unsupported() -> Error {
-    Error::Unsupported {
+    Error::NoBackend {
         platform: std::env::consts::OS,
     }
 }
@@ -107,7 +107,7 @@ mod tests {
             0,
         )
         .unwrap_err();
-        assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+        assert!(matches!(e, Error::NoBackend { .. }), "{e}");
         assert_eq!(e.errno(), libc::ENXIO);
         assert!(e.to_string().contains("not supported on this platform"));
     }

@@ -2,10 +2,12 @@
 //! [`Environment`] with the kernel's own rules, so that a test that cannot
 //! run here is skipped with the reason instead of failing or passing falsely.
 //!
-//! The environment is gathered independently of the code under test (sysfs,
-//! `/proc`, capabilities, `perf stat` as the outside reference for hardware
-//! counting), so a regression in this crate fails its tests instead of
-//! turning them into skips. A machine that is broken rather than merely
+//! The environment is gathered independently of the code under test (the
+//! platform's plain facts: sysctls, capabilities, the PMU directory, the
+//! tracefs mount points, and `perf stat` as the outside reference for
+//! hardware counting; never an event this crate resolves or opens), so a
+//! regression in this crate fails its tests instead of turning them into
+//! skips. This module only judges those facts: it reads nothing itself. A machine that is broken rather than merely
 //! without something (perf_event present but no PMU listed, a core PMU that
 //! does not count, tracefs mounted but unreadable by root) gives
 //! [`Verdict::Broken`]: the test fails with the reason.
@@ -21,9 +23,9 @@ pub enum Tracefs {
     Readable(String),
     /// Mounted at this path but not readable by the caller.
     Unreadable(String),
-    /// Not mounted at `/sys/kernel/tracing` nor `/sys/kernel/debug/tracing`.
+    /// Not mounted where the platform looks for it.
     NotMounted,
-    /// Listed as mounted in `/proc/self/mounts` but its `events` directory
+    /// Listed as mounted in the mount table but its `events` directory
     /// cannot be read even by root: a mount that failed or went stale.
     Broken(String),
 }
@@ -45,7 +47,7 @@ pub struct Environment {
     pub cap_sys_ptrace: bool,
     /// Effective CAP_IPC_LOCK.
     pub cap_ipc_lock: bool,
-    /// The PMUs registered with the kernel (sysfs `event_source/devices`).
+    /// The PMUs registered with the kernel (their sysfs directory names).
     pub pmus: Vec<String>,
     /// Hardware counters count here, by the outside reference: `perf stat
     /// -e instructions:u true` counted a non-zero value. Where perf cannot
@@ -54,6 +56,10 @@ pub struct Environment {
     pub hardware_counting: bool,
     /// tracefs.
     pub tracefs: Tracefs,
+    /// How root mounts tracefs here (`mount -t tracefs nodev …`), for the
+    /// advice of a skip; `None` on a platform without tracefs.
+    #[serde(default)]
+    pub tracefs_mount_command: Option<String>,
 }
 
 impl Environment {
@@ -176,8 +182,8 @@ impl Requirement {
                 if env.paranoid.is_some() && env.pmus.is_empty() =>
             {
                 Verdict::Broken(
-                    "perf_event is present but /sys/bus/event_source/devices lists no PMU \
-                     (sysfs not mounted or unreadable?); not even `software` is registered"
+                    "perf_event is present but the kernel lists no PMU (sysfs not mounted or \
+                     unreadable?); not even `software` is registered"
                         .into(),
                 )
             }
@@ -215,7 +221,7 @@ impl Requirement {
             env.paranoid.is_some().then_some(()).ok_or_else(|| {
                 format!(
                     "perf_event is not available on this system ({}: no \
-                     /proc/sys/kernel/perf_event_paranoid)",
+                     kernel.perf_event_paranoid sysctl)",
                     env.os
                 )
             })
@@ -239,12 +245,12 @@ impl Requirement {
                     Ok(())
                 } else if p == "cpu" {
                     Err(
-                        "no hardware PMU (`cpu` is not in /sys/bus/event_source/devices; a \
-                         virtual machine without PMU passthrough?)"
+                        "no hardware PMU (the kernel lists no `cpu` PMU; a virtual machine \
+                         without PMU passthrough?)"
                             .into(),
                     )
                 } else {
-                    Err(format!("no `{p}` PMU in /sys/bus/event_source/devices"))
+                    Err(format!("no `{p}` PMU (the kernel does not list one)"))
                 }
             }
             Requirement::HardwareCounting => {
@@ -269,10 +275,10 @@ impl Requirement {
                 Tracefs::Broken(p) => Err(format!(
                     "tracefs is listed as mounted at {p} but its events directory is not readable"
                 )),
-                Tracefs::NotMounted => Err(
-                    "tracefs is not mounted (as root: mount -t tracefs nodev /sys/kernel/tracing)"
-                        .into(),
-                ),
+                Tracefs::NotMounted => Err(match &env.tracefs_mount_command {
+                    Some(c) => format!("tracefs is not mounted (as root: {c})"),
+                    None => "tracefs is not mounted".into(),
+                }),
             },
             Requirement::Root => {
                 if env.root {
@@ -349,8 +355,14 @@ mod tests {
             pmus: vec!["software".into(), "tracepoint".into()],
             hardware_counting: false,
             tracefs: Tracefs::NotMounted,
+            tracefs_mount_command: Some(MOUNT.into()),
         }
     }
+
+    /// What a synthetic platform says about mounting tracefs.
+    const MOUNT: &str = "mount -t tracefs nodev /mnt/tracing";
+    /// Its tracefs mount point.
+    const AT: &str = "/mnt/tracing";
 
     #[test]
     fn paranoid_is_overridden_by_capabilities_like_the_kernel() {
@@ -411,14 +423,21 @@ mod tests {
                 .unwrap_err()
                 .contains("mount -t tracefs")
         );
-        e.tracefs = Tracefs::Unreadable("/sys/kernel/tracing".into());
+        // The advice is the platform's; without one, the fact alone.
+        let mut bare = e.clone();
+        bare.tracefs_mount_command = None;
+        assert_eq!(
+            Requirement::TracefsReadable.check(&bare).unwrap_err(),
+            "tracefs is not mounted"
+        );
+        e.tracefs = Tracefs::Unreadable(AT.into());
         assert!(
             Requirement::TracefsReadable
                 .check(&e)
                 .unwrap_err()
                 .contains("not readable")
         );
-        e.tracefs = Tracefs::Readable("/sys/kernel/tracing".into());
+        e.tracefs = Tracefs::Readable(AT.into());
         assert!(Requirement::TracefsReadable.check(&e).is_ok());
         assert!(Requirement::Root.check(&e).is_err());
         assert!(Requirement::NotRoot.check(&e).is_ok());
@@ -490,19 +509,19 @@ mod tests {
             Requirement::TracefsReadable.verdict(&e),
             Verdict::Unmet(r) if r.contains("not mounted")
         ));
-        e.tracefs = Tracefs::Broken("/sys/kernel/tracing".into());
+        e.tracefs = Tracefs::Broken(AT.into());
         assert!(matches!(
             Requirement::TracefsReadable.verdict(&e),
-            Verdict::Broken(r) if r.contains("tracefs") && r.contains("/sys/kernel/tracing")
+            Verdict::Broken(r) if r.contains("tracefs") && r.contains(AT)
         ));
         // Unreadable is a permission for a user, a broken mount for root.
-        e.tracefs = Tracefs::Unreadable("/sys/kernel/tracing".into());
+        e.tracefs = Tracefs::Unreadable(AT.into());
         assert!(matches!(
             Requirement::TracefsReadable.verdict(&e),
             Verdict::Broken(_)
         ));
         let mut user = env(2, false, false);
-        user.tracefs = Tracefs::Unreadable("/sys/kernel/tracing".into());
+        user.tracefs = Tracefs::Unreadable(AT.into());
         assert!(matches!(
             Requirement::TracefsReadable.verdict(&user),
             Verdict::Unmet(r) if r.contains("not readable by this user")

@@ -1,9 +1,20 @@
 //! "What works here": for each event class × mode, really open one event
-//! the way `Pmc::allocate` would and report success or why not.
+//! the way `Pmc` would and report success or why not.
+//!
+//! The events are prepared and opened by the backend in use, through the
+//! same `Backend`/`PreparedEvent`/`Counters` calls `Pmc` makes (a process
+//! target on the caller for TC/TS, CPU 0 for SC/SS), so the table shows
+//! what `pmc` itself can do here. It is a report, not a test gate: the
+//! gate ([`super::Environment`]) looks at the machine independently. A
+//! sampling cell maps its rings as a sampling PMC does, for the moment it
+//! is enabled: the few samples it may take are tagged with PMC id 0, which
+//! no PMC has, and reach a log only if the process configured one.
 
 use serde::{Deserialize, Serialize};
 
-use crate::Mode;
+use crate::backend::{Backend, EventRequest, default_backend};
+use crate::error::errno_name;
+use crate::{Error, Flags, Mode};
 
 /// The outcome of trying one class in one mode.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,174 +49,305 @@ pub struct ClassRow {
 /// The modes in table order.
 pub const MODES: [Mode; 4] = [Mode::SC, Mode::SS, Mode::TC, Mode::TS];
 
-#[cfg(all(
-    any(target_os = "linux", target_os = "android"),
-    not(pmc_force_portable)
-))]
-pub(super) use imp::what_works;
+/// A variable whose address the breakpoint row watches.
+static WATCHED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
-#[cfg(not(all(
-    any(target_os = "linux", target_os = "android"),
-    not(pmc_force_portable)
-)))]
-pub(super) fn what_works() -> Vec<ClassRow> {
-    Vec::new()
+/// The sample period of the sampling modes' rows.
+const PERIOD: u64 = 100_000;
+
+/// The rows: class, specifier, and whether the class is a sampling feature
+/// (callchains), which applies only in the sampling modes.
+fn classes() -> Vec<(&'static str, String, Flags)> {
+    let watched = &WATCHED as *const _ as usize;
+    vec![
+        ("hardware", "instructions".into(), Flags::empty()),
+        ("software", "cpu-clock".into(), Flags::empty()),
+        ("cache", "L1-dcache-load-misses".into(), Flags::empty()),
+        ("raw", "r00c0".into(), Flags::empty()),
+        (
+            "tracepoint",
+            "syscalls:sys_enter_getpid".into(),
+            Flags::empty(),
+        ),
+        (
+            "breakpoint",
+            format!("mem:{watched:#x}/8:w"),
+            Flags::empty(),
+        ),
+        (
+            "uprobe",
+            format!("uprobe:{}:getpid", libc_path()),
+            Flags::empty(),
+        ),
+        ("kprobe", "kprobe:do_sys_openat2".into(), Flags::empty()),
+        ("sampling", "cycles".into(), Flags::empty()),
+        ("callchain", "cpu-clock".into(), Flags::CALLCHAIN),
+    ]
 }
 
-#[cfg(all(
-    any(target_os = "linux", target_os = "android"),
-    not(pmc_force_portable)
-))]
-mod imp {
-    use pmc_linux::attr::{Attr, BranchSampleType, SampleType};
-    use pmc_linux::error::errno_name;
-    use pmc_linux::event::{Event, OpenFlags, Target};
-
-    use super::{ClassRow, MODES, Outcome};
-    use crate::backend::linux::plan_for;
-    use crate::{Flags, Mode};
-
-    /// A variable whose address the breakpoint row watches.
-    static WATCHED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-    #[derive(Clone, Copy)]
-    enum Extra {
-        None,
-        Callchain,
-        BranchStack,
-    }
-
-    fn classes() -> Vec<(&'static str, String, Extra)> {
-        let watched = &WATCHED as *const _ as usize;
-        vec![
-            ("hardware", "instructions".into(), Extra::None),
-            ("software", "cpu-clock".into(), Extra::None),
-            ("cache", "L1-dcache-load-misses".into(), Extra::None),
-            ("raw", "r00c0".into(), Extra::None),
-            (
-                "tracepoint",
-                "syscalls:sys_enter_getpid".into(),
-                Extra::None,
-            ),
-            ("breakpoint", format!("mem:{watched:#x}/8:w"), Extra::None),
-            (
-                "uprobe",
-                format!(
-                    "uprobe:{}:getpid",
-                    pmc_linux::probe::mapped_library("/libc.so").map_or_else(
-                        || "/lib/x86_64-linux-gnu/libc.so.6".into(),
-                        |p| p.display().to_string()
-                    )
-                ),
-                Extra::None,
-            ),
-            ("kprobe", "kprobe:do_sys_openat2".into(), Extra::None),
-            ("sampling", "cycles".into(), Extra::None),
-            ("callchain", "cpu-clock".into(), Extra::Callchain),
-            ("branch stack", "cycles".into(), Extra::BranchStack),
-        ]
-    }
-
-    fn fails(kind: impl Into<String>, detail: impl ToString) -> Outcome {
-        Outcome::Fails {
-            kind: kind.into(),
-            detail: detail.to_string(),
-        }
-    }
-
-    fn try_one(spec: &str, mode: Mode, extra: Extra) -> Outcome {
-        match try_spec(spec, mode, extra) {
-            Outcome::Fails { kind, detail }
-                if matches!(kind.as_str(), "EACCES" | "EPERM") && !spec.contains(",usr") =>
-            {
-                match try_spec(&format!("{spec},usr"), mode, extra) {
-                    Outcome::Works => Outcome::UserOnly,
-                    // Still refused for privilege: the first error says it.
-                    Outcome::Fails { kind: k2, .. }
-                        if matches!(k2.as_str(), "EACCES" | "EPERM") =>
-                    {
-                        Outcome::Fails { kind, detail }
-                    }
-                    // Otherwise the user-mode attempt names what else is
-                    // missing (no PMU, no tracefs, …).
-                    other => other,
-                }
-            }
-            other => other,
-        }
-    }
-
-    fn try_spec(spec: &str, mode: Mode, extra: Extra) -> Outcome {
-        let sampling_only = !matches!(extra, Extra::None);
-        if sampling_only && !mode.is_sampling() {
-            return Outcome::NotApplicable;
-        }
-        let flags = match extra {
-            Extra::Callchain => Flags::CALLCHAIN,
-            _ => Flags::empty(),
-        };
-        let plan = match plan_for(spec, mode, flags, 100_000) {
-            Ok(p) => p,
-            Err(e) => {
-                let kind = match e.errno() {
-                    libc::EOPNOTSUPP => "unsupported".to_string(),
-                    n => errno_name(n).to_string(),
-                };
-                return fails(kind, e);
-            }
-        };
-        let target = if mode.is_system() {
-            Target::cpu(0)
+/// The C library this process maps, for the uprobe row.
+fn libc_path() -> String {
+    cfg_if::cfg_if! {
+        if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
+            pmc_linux::dynamic_probe::mapped_library("/libc.so").map_or_else(
+                || "/lib/x86_64-linux-gnu/libc.so.6".into(),
+                |p| p.display().to_string(),
+            )
         } else {
-            Target::CALLER
-        };
-        for (attr, _) in plan.attrs {
-            let attr: Attr = match extra {
-                Extra::None => attr,
-                Extra::Callchain => {
-                    let t = attr.get_sample_type();
-                    attr.sample_type(t | SampleType::IP | SampleType::CALLCHAIN)
+            // uprobe paths must be absolute; no platform here has the PMU.
+            "/usr/lib/libc.so".into()
+        }
+    }
+}
+
+/// The errno name of a failure: the operating system's when it gave one
+/// (`EACCES`), else libpmc's (`ENXIO`, `EINVAL`), `unsupported` for
+/// EOPNOTSUPP.
+fn kind(e: &Error) -> String {
+    match e.os_errno().unwrap_or_else(|| e.errno()) {
+        libc::EOPNOTSUPP => "unsupported".into(),
+        n => errno_name(n).into(),
+    }
+}
+
+fn fails(e: &Error) -> Outcome {
+    Outcome::Fails {
+        kind: kind(e),
+        detail: e.to_string(),
+    }
+}
+
+fn try_one(backend: &dyn Backend, spec: &str, mode: Mode, flags: Flags) -> Outcome {
+    match try_spec(backend, spec, mode, flags) {
+        Outcome::Fails { kind, detail }
+            if matches!(kind.as_str(), "EACCES" | "EPERM") && !spec.contains(",usr") =>
+        {
+            match try_spec(backend, &format!("{spec},usr"), mode, flags) {
+                Outcome::Works => Outcome::UserOnly,
+                // Still refused for privilege: the first error says it.
+                Outcome::Fails { kind: k2, .. } if matches!(k2.as_str(), "EACCES" | "EPERM") => {
+                    Outcome::Fails { kind, detail }
                 }
-                Extra::BranchStack => {
-                    let t = attr.get_sample_type();
-                    attr.sample_type(t | SampleType::IP | SampleType::BRANCH_STACK)
-                        .branch_sample_type(BranchSampleType::ANY | BranchSampleType::USER)
-                }
-            };
-            let opened = match &plan.config1_string {
-                Some(s) => Event::open_with_string(&attr, s, target, None, OpenFlags::empty()),
-                None => Event::open(&attr, target, None, OpenFlags::empty()),
-            };
-            let result = opened.and_then(|ev| {
-                ev.enable()?;
-                // Give the event something to see: a write to the watched
-                // variable, and a getpid (libc function and system call).
-                WATCHED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                std::hint::black_box(std::process::id());
-                ev.disable()?;
-                if !ev.is_sampling() {
-                    ev.read()?;
-                }
-                Ok(())
-            });
-            if let Err(e) = result {
-                return fails(errno_name(e.errno()), e);
+                // Otherwise the user-mode attempt names what else is
+                // missing (no PMU, no tracefs, …).
+                other => other,
             }
         }
-        Outcome::Works
+        other => other,
+    }
+}
+
+fn try_spec(backend: &dyn Backend, spec: &str, mode: Mode, flags: Flags) -> Outcome {
+    if flags.contains(Flags::CALLCHAIN) && !mode.is_sampling() {
+        return Outcome::NotApplicable;
+    }
+    match open_enable_read(backend, spec, mode, flags) {
+        Ok(()) => Outcome::Works,
+        Err(e) => fails(&e),
+    }
+}
+
+/// Prepares `spec` for `mode`, opens it on the caller (TC/TS) or CPU 0
+/// (SC/SS), and enables, disables and (when counting) reads it.
+fn open_enable_read(
+    backend: &dyn Backend,
+    spec: &str,
+    mode: Mode,
+    flags: Flags,
+) -> Result<(), Error> {
+    let parsed = crate::spec::parse(spec).map_err(|source| Error::InvalidSpec {
+        spec: spec.to_string(),
+        source,
+    })?;
+    let prepared = backend.prepare(&EventRequest {
+        spec: &parsed,
+        mode,
+        flags,
+        sample_period: PERIOD,
+        pmcid: 0,
+    })?;
+    let mut counters = if mode.is_system() {
+        prepared.open_cpu(0)?
+    } else {
+        prepared.open_process(backend.caller_pid(), false)?
+    };
+    counters.enable()?;
+    // Give the event something to see: a write to the watched variable,
+    // and a getpid (libc function and system call).
+    WATCHED.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    std::hint::black_box(std::process::id());
+    counters.disable()?;
+    if !mode.is_sampling() {
+        counters.read()?;
+    }
+    Ok(())
+}
+
+/// Every class in every mode, with the backend in use.
+pub(super) fn what_works() -> Vec<ClassRow> {
+    what_works_on(&*default_backend())
+}
+
+/// Every class in every mode, on `backend`.
+fn what_works_on(backend: &dyn Backend) -> Vec<ClassRow> {
+    classes()
+        .into_iter()
+        .map(|(class, spec, flags)| ClassRow {
+            class: class.into(),
+            outcomes: MODES
+                .iter()
+                .map(|m| (*m, try_one(backend, &spec, *m, flags)))
+                .collect(),
+            spec,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::sim::SimBackend;
+    use crate::backend::unsupported::UnsupportedBackend;
+
+    fn row<'a>(rows: &'a [ClassRow], class: &str) -> Vec<&'a Outcome> {
+        rows.iter()
+            .find(|r| r.class == class)
+            .unwrap_or_else(|| panic!("no {class} row"))
+            .outcomes
+            .iter()
+            .map(|(_, o)| o)
+            .collect()
     }
 
-    pub(in crate::probe) fn what_works() -> Vec<ClassRow> {
-        classes()
-            .into_iter()
-            .map(|(class, spec, extra)| ClassRow {
-                class: class.into(),
-                outcomes: MODES
-                    .iter()
-                    .map(|m| (*m, try_one(&spec, *m, extra)))
-                    .collect(),
-                spec,
-            })
-            .collect()
+    /// The simulator counts generic software, hardware and cache events in
+    /// every mode and supports no other class (EOPNOTSUPP): the table says
+    /// exactly that,
+    /// with callchains not applicable to the counting modes (SC, TC).
+    #[test]
+    fn the_table_reports_what_the_backend_opens() {
+        let sim = SimBackend::new(2);
+        let rows = what_works_on(&*sim);
+        assert_eq!(rows.len(), classes().len());
+        for class in ["software", "hardware", "cache", "sampling"] {
+            assert!(
+                row(&rows, class).iter().all(|o| **o == Outcome::Works),
+                "{class}: {:?}",
+                row(&rows, class)
+            );
+        }
+        assert_eq!(
+            row(&rows, "callchain"),
+            [
+                &Outcome::NotApplicable,
+                &Outcome::Works,
+                &Outcome::NotApplicable,
+                &Outcome::Works
+            ]
+        );
+        for class in ["raw", "tracepoint", "breakpoint", "uprobe", "kprobe"] {
+            for o in row(&rows, class) {
+                assert!(
+                    matches!(o, Outcome::Fails { kind, .. } if kind == "unsupported"),
+                    "{class}: {o:?}"
+                );
+            }
+        }
+    }
+
+    /// The simulator, refusing (EACCES) every event that counts the
+    /// kernel: a caller at paranoid 2.
+    #[derive(Debug)]
+    struct UserOnlySim(std::sync::Arc<SimBackend>);
+
+    impl Backend for UserOnlySim {
+        fn name(&self) -> &'static str {
+            "user-only sim"
+        }
+        fn prepare(
+            &self,
+            request: &EventRequest<'_>,
+        ) -> crate::Result<Box<dyn crate::backend::PreparedEvent>> {
+            match request.spec.qualifiers.privilege {
+                Some(p) if !p.kernel && !p.hypervisor => self.0.prepare(request),
+                _ => Err(Error::PermissionDenied {
+                    op: format!("open {}", request.spec.text),
+                    os_errno: libc::EACCES,
+                    hint: None,
+                }),
+            }
+        }
+        fn caller_pid(&self) -> u32 {
+            self.0.caller_pid()
+        }
+        fn process_exists(&self, pid: u32) -> bool {
+            self.0.process_exists(pid)
+        }
+        fn online_cpus(&self) -> Vec<u32> {
+            self.0.online_cpus()
+        }
+        fn cpuinfo(&self) -> crate::Result<crate::machine::CpuInfo> {
+            self.0.cpuinfo()
+        }
+        fn event_names(&self, class: &crate::Class) -> crate::Result<Vec<String>> {
+            self.0.event_names(class)
+        }
+    }
+
+    /// A refusal for privilege is retried user-only ("usr only" when that
+    /// works; refused again, the first error stands). Other refusals are
+    /// reported as they are.
+    #[test]
+    fn privilege_refusals_are_retried_user_only() {
+        let user_only = UserOnlySim(SimBackend::new(1));
+        let rows = what_works_on(&user_only);
+        assert!(
+            row(&rows, "software")
+                .iter()
+                .all(|o| **o == Outcome::UserOnly),
+            "{:?}",
+            row(&rows, "software")
+        );
+        // User-only does not help a class the machine lacks: that is said.
+        for o in row(&rows, "kprobe") {
+            assert!(
+                matches!(o, Outcome::Fails { kind, .. } if kind == "unsupported"),
+                "{o:?}"
+            );
+        }
+        let sim = SimBackend::new(1);
+        sim.refuse_opens(Some(libc::EACCES));
+        for o in row(&what_works_on(&*sim), "software") {
+            assert!(
+                matches!(o, Outcome::Fails { kind, detail } if kind == "EACCES" && detail.contains("refused")),
+                "{o:?}"
+            );
+        }
+        sim.refuse_opens(Some(libc::EMFILE));
+        for o in row(&what_works_on(&*sim), "software") {
+            assert!(
+                matches!(o, Outcome::Fails { kind, .. } if kind == "EMFILE"),
+                "{o:?}"
+            );
+        }
+    }
+
+    /// Without a backend every cell says so (ENXIO), and the rows are
+    /// still listed.
+    #[test]
+    fn no_backend_fails_every_cell_with_enxio() {
+        let rows = what_works_on(&UnsupportedBackend);
+        for r in &rows {
+            for (m, o) in &r.outcomes {
+                if r.class == "callchain" && !m.is_sampling() {
+                    assert_eq!(*o, Outcome::NotApplicable);
+                } else {
+                    assert!(
+                        matches!(o, Outcome::Fails { kind, .. } if kind == "ENXIO"),
+                        "{} {m}: {o:?}",
+                        r.class
+                    );
+                }
+            }
+        }
     }
 }

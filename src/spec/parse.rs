@@ -4,7 +4,7 @@
 //! offending token; where the set of valid words is known it lists the
 //! closest ones.
 
-use super::names::{self, closest_names, normalize};
+use super::names::{self, normalize};
 use super::{
     BreakpointAccess, EventName, EventSpec, Precise, Privilege, ProbeKind, ProbeSpec, Qualifiers,
     SpecError, Term, TermValue,
@@ -229,10 +229,11 @@ impl<'a> Parser<'a> {
         // for the backend (sysfs aliases, pmu-events names, libpfm4).
         let normalized = normalize(name.s);
         let candidates = names::generic_name_table();
-        let near = closest_names(name.s, candidates.iter().map(|(n, _)| n.as_str()), 5);
+        let near = pmc_suggest::closest(name.s, candidates.iter().map(|(n, _)| n.as_str()), 5);
         let typo = !name.s.contains('.')
             && near.first().is_some_and(|n| {
-                names::edit_distance(&normalized, &normalize(n)) <= 2.min(normalized.len() / 4)
+                pmc_suggest::edit_distance(&normalized, &normalize(n))
+                    <= 2.min(normalized.len() / 4)
             });
         if typo {
             return Err(self.error_with(name.at, name.s, "unknown event", near));
@@ -742,7 +743,7 @@ fn tsc() -> EventName {
 }
 
 fn closest_or_all(word: &str, candidates: &[&str]) -> Vec<String> {
-    let near = closest_names(word, candidates.iter().copied(), 3);
+    let near = pmc_suggest::closest(word, candidates.iter().copied(), 3);
     if near.is_empty() {
         candidates.iter().map(|c| c.to_string()).collect()
     } else {

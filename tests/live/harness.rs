@@ -250,6 +250,7 @@ fn synthetic_user() -> Environment {
         pmus: vec!["software".into(), "tracepoint".into()],
         hardware_counting: false,
         tracefs: pmc::probe::Tracefs::NotMounted,
+        tracefs_mount_command: Some("mount -t tracefs nodev /sys/kernel/tracing".into()),
     }
 }
 

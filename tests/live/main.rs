@@ -3,7 +3,9 @@
 //! reason, visible in the summary. Tests run one at a time because process
 //! PMCs attached to this process would see the other tests' work.
 
+mod conformance;
 mod counting;
+mod drainer;
 mod events;
 mod fd_leak;
 mod harness;
@@ -25,6 +27,7 @@ fn main() {
     let mut tests = Vec::new();
     tests.extend(harness::tests());
     tests.extend(counting::tests());
+    tests.extend(drainer::tests());
     tests.extend(events::tests());
     tests.extend(events::tracepoint_and_probe_tests());
     tests.extend(probe::tests());
@@ -33,5 +36,7 @@ fn main() {
     tests.extend(sampling::tests());
     tests.extend(scaling::tests());
     tests.extend(portable::tests());
-    libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
+    let mut trials = harness::trials(tests, &env);
+    trials.extend(conformance::trials(&env));
+    libtest_mimic::run(&args, trials).exit();
 }

@@ -8,7 +8,7 @@ use pmc::{Cpu, Flags, Mode, Pmc};
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, Workload, test};
-use crate::workloads::{Usage, within};
+use crate::workloads::{StealWindow, Usage, clock_agrees_with_cpu_time};
 
 pub fn tests() -> Vec<LiveTest> {
     vec![
@@ -136,6 +136,7 @@ fn ts_samples_land_in_the_busy_function_with_its_caller() -> TestResult {
     // run meanwhile, so judge only this thread's chains.
     let my_tid = pmc_linux::system::gettid() as u32;
     let mut spun = 0;
+    let mut window = None;
     let events = with_log(|| {
         let mut pmc = Pmc::allocate_with_count(
             "cpu-clock,usr",
@@ -145,6 +146,7 @@ fn ts_samples_land_in_the_busy_function_with_its_caller() -> TestResult {
             100_000,
         )
         .ctx("allocate TS")?;
+        window = Some(StealWindow::start());
         let cpu0 = pmc_linux::system::thread_cpu_ns();
         pmc.start().ctx("start")?;
         std::hint::black_box(sampling_caller_function());
@@ -180,11 +182,17 @@ fn ts_samples_land_in_the_busy_function_with_its_caller() -> TestResult {
         "{} user callchains, {in_busy} through the busy loop, {with_caller} with its caller; {spun} ns of thread CPU",
         chains.len()
     );
-    // One sample per 100 µs of this thread's CPU time, within 5%.
+    // One sample per 100 µs of this thread's CPU time. cpu-clock samples
+    // once per hrtimer expiry, and a loaded VM fires it late (the late part
+    // of a period is not made up): up to 25 % short, as pmcstat's sampling
+    // test allows. Never more than 5 % over, beyond what the hypervisor
+    // stole (the clock runs on through it; see StealWindow).
     let expected = spun / 100_000;
+    let stolen = window.map_or(0, |w| w.stolen_ns());
+    let most = expected + expected / 20 + stolen / 100_000;
     ensure!(
-        within(chains.len() as u64, expected, 0.05),
-        "{spun} ns of CPU at one sample per 100 µs gave {} samples on this thread, {expected} expected",
+        chains.len() as u64 >= expected * 3 / 4 && chains.len() as u64 <= most,
+        "{spun} ns of CPU at one sample per 100 µs gave {} samples on this thread; {expected} expected (-25% .. +5% + {stolen} ns stolen: at most {most})",
         chains.len()
     );
     ensure!(
@@ -249,27 +257,28 @@ fn a_traced_childs_fork_exec_exit_appear_in_order() -> TestResult {
 }
 
 fn a_tiny_buffer_loses_samples_as_dropnotify() -> TestResult {
-    // A child spins 200 ms of CPU under a 20 µs cpu-clock period: ~10 000
-    // samples, far more than a one-page ring holds between drains. The
-    // child is sampled, not this process, whose drain thread is busy too.
-    const PERIOD_NS: u64 = 20_000;
+    // A child faults 20 000 fresh pages under a page-fault PMC sampling
+    // every fault: 20 000 samples, far more than a one-page ring holds
+    // between drains. A fault count is exact where a clock's is not (a
+    // loaded VM fires hrtimers late and skips periods), so the accounting
+    // is checked against the faults the child counted itself.
+    const PAGES: &str = "20000";
     sink::set_buffer_pages(1).ctx("set_buffer_pages")?;
-    let mut child_cpu_ns = 0;
+    let mut child_faults = 0;
+    let mut child = 0;
     let events = with_log(|| {
-        let mut w = Workload::spawn("spin", &["200"])?;
-        let mut pmc = Pmc::allocate_with_count(
-            "cpu-clock,usr",
-            Mode::TS,
-            Flags::CALLCHAIN,
-            Cpu::Any,
-            PERIOD_NS,
-        )
-        .ctx("allocate")?;
+        // 100 ms after the faults, one more: the ring has been drained by
+        // then, so the LOST record for the end of the burst is written.
+        let mut w = Workload::spawn("touch-handshake", &[PAGES, "100"])?;
+        child = w.pid();
+        let mut pmc =
+            Pmc::allocate_with_count("page-faults,usr", Mode::TS, Flags::CALLCHAIN, Cpu::Any, 1)
+                .ctx("allocate")?;
         pmc.attach(w.pid()).ctx("attach")?;
         pmc.start().ctx("start")?;
         w.go()?;
-        let usage = Usage::parse(&w.wait()?).ok_or("spin reported no usage")?;
-        child_cpu_ns = usage.own_cpu_ns;
+        let usage = Usage::parse(&w.wait()?).ok_or("touch-handshake reported no usage")?;
+        child_faults = usage.own_minflt;
         pmc.stop().ctx("stop")?;
         Ok(())
     });
@@ -286,21 +295,32 @@ fn a_tiny_buffer_loses_samples_as_dropnotify() -> TestResult {
         .ok_or("a DROPNOTIFY of our own log has no lost count")?;
     let kept = events
         .iter()
-        .filter(|e| matches!(e.record, LogRecord::Callchain { .. }))
+        .filter(|e| matches!(e.record, LogRecord::Callchain { pid, .. } if pid == child))
         .count() as u64;
-    let expected = child_cpu_ns / PERIOD_NS;
     println!(
-        "one-page ring: {kept} samples kept, {lost} lost; {expected} expected from the child's {child_cpu_ns} ns of CPU"
+        "one-page ring: {kept} samples kept, {lost} lost; the child counted {child_faults} faults"
     );
     ensure!(
         lost > 0,
         "no DROPNOTIFY with a one-page ring ({kept} samples kept)"
     );
-    // Every sample is either logged or accounted as lost: kept + lost is
-    // the child's CPU time over the period, within 20%.
+    // Every sample is either logged or accounted as lost, as far as the
+    // kernel's LOST records tell: never more than the child's own fault
+    // count (plus 64 for its report and exit), and within 20 % below it.
+    // Not exact: the kernel reports a ring's losses only in a LOST record
+    // written before a later record that fits, and measured here the
+    // records fall short of the event's PERF_FORMAT_LOST count by up to
+    // ~6 % (ARCHITECTURE.md, Known gaps).
+    let accounted = kept + lost;
     ensure!(
-        within(kept + lost, expected, 0.2),
-        "{kept} kept + {lost} lost, {expected} expected (tolerance 20%)"
+        accounted <= child_faults + 64 && accounted * 5 >= child_faults * 4,
+        "{kept} kept + {lost} lost = {accounted}, the child faulted {child_faults} times (want {}..={})",
+        child_faults * 4 / 5,
+        child_faults + 64
+    );
+    ensure!(
+        child_faults >= 20_000,
+        "the child faulted {child_faults} times for 20 000 fresh pages"
     );
     Ok(())
 }
@@ -336,12 +356,14 @@ fn log_required_rules() -> TestResult {
 fn log_procexit_logs_the_exiting_childs_value() -> TestResult {
     let mut child = 0;
     let mut usage = Usage::default();
+    let mut window = None;
     let events = with_log(|| {
         let mut w = Workload::spawn("spin", &["150"])?;
         child = w.pid();
         let mut pmc =
             Pmc::allocate("task-clock", Mode::TC, Flags::LOG_PROCEXIT, Cpu::Any).ctx("allocate")?;
         pmc.attach(w.pid()).ctx("attach")?;
+        window = Some(StealWindow::start());
         pmc.start().ctx("start")?;
         w.go()?;
         usage = Usage::parse(&w.wait()?).ok_or("spin reported no usage")?;
@@ -361,11 +383,9 @@ fn log_procexit_logs_the_exiting_childs_value() -> TestResult {
         .iter()
         .find(|(pid, _)| *pid == child)
         .ok_or("no PROCEXIT for the child")?;
-    ensure!(
-        within(*value, usage.own_cpu_ns, 0.03),
-        "the child spun {} ns by its getrusage, logged {value} ns (tolerance 3%)",
-        usage.own_cpu_ns
-    );
+    let window = window.ok_or("the PMC never started")?;
+    clock_agrees_with_cpu_time(*value, usage.own_cpu_ns, 0.03, 0, &window)
+        .map_err(|e| format!("the child's PROCEXIT value: {e}"))?;
     Ok(())
 }
 

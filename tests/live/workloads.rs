@@ -15,9 +15,70 @@ fn ready_then_wait() {
     let _ = std::io::stdin().lock().read_line(&mut line);
 }
 
-/// Whether `got` is within `tolerance` (relative) of `want`.
-pub fn within(got: u64, want: u64, tolerance: f64) -> bool {
-    (got as f64 - want as f64).abs() <= want as f64 * tolerance
+/// Time the hypervisor took from this machine's CPUs while they had work
+/// (`steal` of `/proc/stat`, summed over CPUs), in ns. task-clock and
+/// cpu-clock advance with the scheduler clock, which keeps running while a
+/// vCPU is preempted by its host; getrusage and the thread CPU clock
+/// subtract that time (CONFIG_PARAVIRT_TIME_ACCOUNTING). So a clock PMC
+/// may exceed the CPU time a workload reports by what was stolen meanwhile,
+/// never by more. `/proc/stat` counts in USER_HZ ticks.
+pub struct StealWindow {
+    start_ticks: u64,
+}
+
+impl StealWindow {
+    fn ticks() -> u64 {
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        // cpu  user nice system idle iowait irq softirq steal ...
+        stat.lines()
+            .find(|l| l.starts_with("cpu "))
+            .and_then(|l| l.split_whitespace().nth(8))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    }
+
+    fn tick_ns() -> u64 {
+        use nix::unistd::{SysconfVar, sysconf};
+        let hz = sysconf(SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100);
+        1_000_000_000 / u64::try_from(hz).unwrap_or(100).max(1)
+    }
+
+    /// Starts a window now.
+    pub fn start() -> StealWindow {
+        StealWindow {
+            start_ticks: Self::ticks(),
+        }
+    }
+
+    /// The most that can have been stolen since `start`: the ticks seen,
+    /// plus one tick, since a tick boundary may fall inside the window.
+    pub fn stolen_ns(&self) -> u64 {
+        (Self::ticks().saturating_sub(self.start_ticks) + 1) * Self::tick_ns()
+    }
+}
+
+/// Checks a clock PMC's `counted` ns against the CPU time the workload
+/// itself measured: never below `cpu` by more than `tolerance`, never above
+/// by more than `tolerance`, plus `also_counted` ns of work the PMC sees
+/// and the workload's own measure does not (its exit), plus what the
+/// hypervisor stole meanwhile (see [`StealWindow`]). Err names the figures.
+pub fn clock_agrees_with_cpu_time(
+    counted: u64,
+    cpu: u64,
+    tolerance: f64,
+    also_counted: u64,
+    window: &StealWindow,
+) -> Result<(), String> {
+    let stolen = window.stolen_ns();
+    let low = cpu as f64 * (1.0 - tolerance);
+    let high = cpu as f64 * (1.0 + tolerance) + (also_counted + stolen) as f64;
+    if (counted as f64) < low || counted as f64 > high {
+        return Err(format!(
+            "counted {counted} ns vs {cpu} ns of CPU time: outside -{pct}% .. +{pct}% + {also_counted} ns + {stolen} ns the hypervisor may have stolen meanwhile",
+            pct = tolerance * 100.0
+        ));
+    }
+    Ok(())
 }
 
 /// What a workload measured of itself with getrusage(2), independently of
@@ -247,11 +308,20 @@ pub fn run_if_requested() {
         "touch" => {
             std::hint::black_box(touch_fresh_pages(arg(1, 1000) as usize));
         }
-        // Like "touch" with the handshake.
+        // Like "touch" with the handshake. With a second argument, then
+        // sleeps that many ms and faults one page more: a sampling PMC's
+        // ring is drained meanwhile, so the kernel can write the LOST
+        // record it owes before that last sample (it writes one only
+        // before a record that fits).
         "touch-handshake" => {
             ready_then_wait();
             let start = Usage::now();
             std::hint::black_box(touch_fresh_pages(arg(1, 1000) as usize));
+            let settle = arg(2, 0);
+            if settle > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(settle));
+                std::hint::black_box(touch_fresh_pages(1));
+            }
             println!("{}", Usage::line_since(start));
         }
         // A profile target: `hot_function_for_profiling` for `ms` of CPU.

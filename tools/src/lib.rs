@@ -8,6 +8,7 @@ pub mod annotate;
 pub mod events;
 pub mod gate;
 pub mod output;
+pub mod pmcstat;
 pub mod profile_args;
 pub mod report;
 pub mod top;

@@ -204,6 +204,16 @@ impl<T: Transport> Hwpmc<T> {
         })
     }
 
+    /// The transport (for what else it knows of the system).
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
+    /// The event resolver, as `pmc_init` set it up.
+    pub fn resolver(&self) -> &EventResolver {
+        &self.resolver
+    }
+
     /// The event resolver (to change the architecture or pmu table).
     pub fn resolver_mut(&mut self) -> &mut EventResolver {
         &mut self.resolver

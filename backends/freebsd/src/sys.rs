@@ -57,6 +57,34 @@ impl SyscallTransport {
     }
 }
 
+/// Whether process `pid` exists: `kill(pid, 0)` succeeds, or fails only
+/// with EPERM (it exists but belongs to someone else).
+pub fn process_exists(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: signal 0 performs only the existence and permission checks;
+    // no signal is delivered.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || last_errno() == Errno::EPERM
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds (the clock hwpmc's log records use).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec` for the whole call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
 fn ptr<T>(r: &mut T) -> *mut c_void {
     (r as *mut T).cast()
 }

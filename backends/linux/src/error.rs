@@ -212,7 +212,8 @@ impl fmt::Display for Hint {
             ),
             Hint::TracefsNotMounted => write!(
                 f,
-                "tracefs is not mounted: as root run `mount -t tracefs nodev /sys/kernel/tracing`"
+                "tracefs is not mounted: as root run `{}`",
+                crate::tracefs::MOUNT_COMMAND
             ),
             Hint::TracefsPermission => write!(
                 f,

@@ -6,9 +6,9 @@
 //! - [`event`]: opening events, every ioctl, read formats, group reads.
 //! - [`ring`]: the mmap ring buffer: records copied out, wait with timeout.
 //! - [`record`]: every `PERF_RECORD_*` and `PERF_SAMPLE_*`, decoded lazily.
-//! - [`pmu`], [`tracefs`], [`probe`], [`breakpoint`]: sysfs PMUs and their
-//!   format fields, tracepoints and their formats, uprobes/kprobes,
-//!   validated hardware breakpoints.
+//! - [`pmu`], [`tracefs`], [`dynamic_probe`], [`breakpoint`]: sysfs PMUs
+//!   and their format fields, tracepoints and their formats, uprobes and
+//!   kprobes (dynamic probes), validated hardware breakpoints.
 //! - [`selfmon`]: user-space `rdpmc` reads with a calibrated choice.
 //! - [`system`]: the perf sysctls, capabilities and the procfs task tree.
 //! - `pfm` (feature `libpfm`): native event names through libpfm4.
@@ -40,13 +40,13 @@
 
 pub mod attr;
 pub mod breakpoint;
+pub mod dynamic_probe;
 pub mod error;
 pub mod event;
 #[cfg(feature = "libpfm")]
 pub mod pfm;
 pub mod pmu;
 pub mod pmu_events;
-pub mod probe;
 pub mod record;
 pub mod ring;
 pub mod selfmon;

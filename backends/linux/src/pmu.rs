@@ -310,7 +310,7 @@ impl Pmu {
             return Pmu::read(&dir);
         }
         let names = names_in(root);
-        let near = closest(name, names.iter().map(String::as_str), 5);
+        let near = pmc_suggest::closest(name, names.iter().map(String::as_str), 5);
         Err(Error::Unsupported {
             what: format!("PMU `{name}`"),
             why: format!(
@@ -369,7 +369,7 @@ impl Pmu {
             }
             let mut valid: Vec<&str> = self.formats.iter().map(|f| f.name.as_str()).collect();
             valid.extend(self.events.iter().map(|e| e.name.as_str()));
-            let near = closest(&t.name, valid.iter().copied(), 5);
+            let near = pmc_suggest::closest(&t.name, valid.iter().copied(), 5);
             return Err(Error::invalid(
                 format!("{}/{}/", self.name, t.name),
                 format!(
@@ -408,83 +408,21 @@ impl Pmu {
     }
 }
 
+/// The core PMU's `rdpmc` file under `root` (`cpu`, else the hybrid
+/// `cpu_core`, `cpu_atom`): that PMU's name and the setting (0: user-space
+/// `rdpmc` disabled, 1: allowed for processes with a perf mmap, 2: for
+/// every process). `None` without a core PMU.
+pub fn rdpmc_setting(root: &Path) -> Option<(String, String)> {
+    ["cpu", "cpu_core", "cpu_atom"].iter().find_map(|p| {
+        let v = fs::read_to_string(root.join(p).join("rdpmc")).ok()?;
+        Some((p.to_string(), v.trim().to_string()))
+    })
+}
+
 /// The core PMUs under `root`: several on hybrid machines, one (`cpu`)
 /// elsewhere, none without a hardware PMU.
 pub fn core_pmus(root: &Path) -> Vec<Pmu> {
     Pmu::all(root).into_iter().filter(Pmu::is_core).collect()
-}
-
-/// Edit distance for suggestions.
-fn distance(a: &str, b: &str) -> usize {
-    let b = b.as_bytes();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.bytes().enumerate() {
-        cur[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
-}
-
-/// [`distance`] when it is at most `limit`, else `None`, found without
-/// allocating and given up as soon as every alignment is over the limit
-/// (an unknown event name is compared with every known one).
-fn bounded_distance(a: &[u8], b: &[u8], limit: usize) -> Option<usize> {
-    const MAX: usize = 64;
-    // The length difference bounds the distance from below.
-    if a.len().abs_diff(b.len()) > limit {
-        return None;
-    }
-    if b.len() > MAX {
-        let d = distance(&String::from_utf8_lossy(a), &String::from_utf8_lossy(b));
-        return (d <= limit).then_some(d);
-    }
-    let mut prev = [0usize; MAX + 1];
-    let mut cur = [0usize; MAX + 1];
-    for (j, p) in prev.iter_mut().enumerate().take(b.len() + 1) {
-        *p = j;
-    }
-    for (i, ca) in a.iter().enumerate() {
-        cur[0] = i + 1;
-        let mut row_min = cur[0];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != cb))
-                .min(prev[j + 1] + 1)
-                .min(cur[j] + 1);
-            row_min = row_min.min(cur[j + 1]);
-        }
-        if row_min > limit {
-            return None;
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    Some(prev[b.len()]).filter(|d| *d <= limit)
-}
-
-/// Up to `n` of `candidates` closest to `word`, within a sensible distance.
-pub fn closest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>, n: usize) -> Vec<String> {
-    let limit = (word.len() / 3).max(2);
-    let mut scored: Vec<(usize, &str)> = candidates
-        .filter_map(|c| {
-            if c.contains(word) || word.contains(c) {
-                Some((distance(word, c), c))
-            } else {
-                Some((bounded_distance(word.as_bytes(), c.as_bytes(), limit)?, c))
-            }
-        })
-        .collect();
-    scored.sort_by_key(|(d, _)| *d);
-    scored.dedup_by_key(|(_, c)| *c);
-    scored
-        .into_iter()
-        .take(n)
-        .map(|(_, c)| c.to_string())
-        .collect()
 }
 
 #[cfg(test)]
@@ -509,28 +447,14 @@ mod tests {
     }
 
     #[test]
-    fn bounded_distance_is_the_distance_within_the_limit() {
-        let words = [
-            "",
-            "a",
-            "cycles",
-            "cpu-cycles",
-            "instructions",
-            "inst_retired.any",
-            "no-such-evnt",
-        ];
-        for a in words {
-            for b in words {
-                for limit in 0..6 {
-                    let full = distance(a, b);
-                    assert_eq!(
-                        bounded_distance(a.as_bytes(), b.as_bytes(), limit),
-                        (full <= limit).then_some(full),
-                        "{a:?} {b:?} within {limit}"
-                    );
-                }
-            }
-        }
+    fn rdpmc_setting_is_the_core_pmus_file() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        assert_eq!(
+            rdpmc_setting(&fixtures.join("sysfs-intel-icx")),
+            Some(("cpu".to_string(), "1".to_string()))
+        );
+        // No core PMU there (a tracefs tree): no setting.
+        assert_eq!(rdpmc_setting(&fixtures.join("tracefs")), None);
     }
 
     #[test]

@@ -10,6 +10,70 @@ use crate::error::{Error, Hint, Result};
 /// Where tracefs is looked for, in order.
 pub const MOUNT_POINTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
+/// The command that mounts tracefs where it is looked for first (as root).
+pub const MOUNT_COMMAND: &str = "mount -t tracefs nodev /sys/kernel/tracing";
+
+/// Where tracefs stands on this machine: for [`Tracefs::locate`], reports
+/// and test gates (a plain look at the mount points, no tracepoint read).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MountState {
+    /// Its `events` directory is readable at this mount point.
+    Readable(PathBuf),
+    /// Mounted here, but the caller may not read its `events` directory.
+    Unreadable(PathBuf),
+    /// Not mounted at any of [`MOUNT_POINTS`].
+    NotMounted,
+    /// Listed as mounted here in `/proc/self/mounts`, yet its `events`
+    /// directory cannot be read even without a permission problem: a mount
+    /// that failed or went stale.
+    Broken(PathBuf),
+}
+
+/// Where tracefs stands on this machine: the first of [`MOUNT_POINTS`]
+/// whose `events` directory is readable, else the first the caller may not
+/// read, else the first `/proc/self/mounts` lists as tracefs (broken), else
+/// not mounted.
+pub fn mount_state() -> MountState {
+    mount_state_in(&MOUNT_POINTS.map(PathBuf::from), || {
+        fs::read_to_string("/proc/self/mounts").unwrap_or_default()
+    })
+}
+
+/// [`mount_state`] over other mount points and mount table (fixtures);
+/// `mounts` is read only when no mount point is readable.
+pub fn mount_state_in(points: &[PathBuf], mounts: impl FnOnce() -> String) -> MountState {
+    let mut denied = None;
+    let mut missing = Vec::new();
+    for root in points {
+        match fs::read_dir(root.join("events")) {
+            Ok(_) => return MountState::Readable(root.clone()),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                denied.get_or_insert_with(|| root.clone());
+            }
+            Err(_) => missing.push(root),
+        }
+    }
+    if let Some(root) = denied {
+        return MountState::Unreadable(root);
+    }
+    let mounts = mounts();
+    missing
+        .into_iter()
+        .find(|root| mounted_as(&mounts, root, "tracefs"))
+        .map_or(MountState::NotMounted, |root| {
+            MountState::Broken(root.clone())
+        })
+}
+
+/// Whether a mount table (`/proc/self/mounts`) lists a file system of
+/// `fstype` at `path`.
+fn mounted_as(mounts: &str, path: &Path, fstype: &str) -> bool {
+    mounts.lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() > 2 && Path::new(f[1]) == path && f[2] == fstype
+    })
+}
+
 /// A tracefs mount.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tracefs {
@@ -18,34 +82,33 @@ pub struct Tracefs {
 
 impl Tracefs {
     /// Finds tracefs at `/sys/kernel/tracing`, else
-    /// `/sys/kernel/debug/tracing`. When neither is mounted the error says
-    /// so with the mount command; when it is not readable, it says that.
+    /// `/sys/kernel/debug/tracing` ([`mount_state`]). When neither is
+    /// mounted the error says so with the mount command; when it is not
+    /// readable, or its mount is broken, it says that.
     pub fn locate() -> Result<Tracefs> {
-        let mut denied = None;
-        for root in MOUNT_POINTS {
-            let events = Path::new(root).join("events");
-            match fs::read_dir(&events) {
-                Ok(_) => return Ok(Tracefs { root: root.into() }),
-                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                    denied = Some((events, e));
-                }
-                Err(_) => {}
-            }
-        }
-        Err(match denied {
-            Some((path, e)) => Error::File {
-                path: path.display().to_string(),
-                why: format!("tracefs is not readable: {e}"),
-                errno: e.raw_os_error(),
+        match mount_state() {
+            MountState::Readable(root) => Ok(Tracefs { root }),
+            MountState::Unreadable(root) => Err(Error::File {
+                path: root.join("events").display().to_string(),
+                why: "tracefs is not readable: permission denied".into(),
+                errno: Some(libc::EACCES),
                 hint: Some(Hint::TracefsPermission),
-            },
-            None => Error::File {
+            }),
+            MountState::Broken(root) => Err(Error::File {
+                path: root.join("events").display().to_string(),
+                why: "tracefs is listed as mounted here but its events directory cannot be \
+                      read (a failed or stale mount)"
+                    .into(),
+                errno: Some(libc::ENOENT),
+                hint: Some(Hint::TracefsNotMounted),
+            }),
+            MountState::NotMounted => Err(Error::File {
                 path: MOUNT_POINTS[0].into(),
                 why: "tracefs is not mounted".into(),
                 errno: Some(libc::ENOENT),
                 hint: Some(Hint::TracefsNotMounted),
-            },
-        })
+            }),
+        }
     }
 
     /// A tracefs tree at `root` (tests use fixture trees).
@@ -81,7 +144,7 @@ impl Tracefs {
             .into_iter()
             .map(|(s, e)| format!("{s}:{e}"))
             .collect();
-        let near = crate::pmu::closest(&wanted, all.iter().map(String::as_str), 5);
+        let near = pmc_suggest::closest(&wanted, all.iter().map(String::as_str), 5);
         Err(Error::File {
             path: dir.display().to_string(),
             why: format!(
@@ -302,6 +365,45 @@ fn parse_field(rest: &str, common: bool) -> Option<Field> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn fixture() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tracefs")
+    }
+
+    #[test]
+    fn mount_state_prefers_a_readable_mount_then_names_a_broken_one() {
+        let gone = fixture().join("no-such-mount");
+        let listed = format!(
+            "sysfs /sys sysfs rw 0 0\nnodev {} tracefs rw,relatime 0 0\n",
+            gone.display()
+        );
+        // The first readable mount point wins, whatever the mount table says.
+        assert_eq!(
+            mount_state_in(&[gone.clone(), fixture()], || unreachable!("not read")),
+            MountState::Readable(fixture())
+        );
+        // Nothing readable: a listed tracefs is broken, an unlisted one absent.
+        assert_eq!(
+            mount_state_in(std::slice::from_ref(&gone), || listed.clone()),
+            MountState::Broken(gone.clone())
+        );
+        assert_eq!(
+            mount_state_in(std::slice::from_ref(&gone), String::new),
+            MountState::NotMounted
+        );
+    }
+
+    #[test]
+    fn mounts_are_matched_by_path_and_type() {
+        let mounts = "sysfs /sys sysfs rw 0 0\n\
+                      nodev /sys/kernel/tracing tracefs rw,relatime 0 0\n\
+                      debugfs /sys/kernel/debug debugfs rw 0 0\n";
+        let at = |p: &str| mounted_as(mounts, Path::new(p), "tracefs");
+        assert!(at("/sys/kernel/tracing"));
+        assert!(!at("/sys/kernel/debug/tracing"));
+        assert!(!at("/sys/kernel/debug"));
+        assert!(!mounted_as("", Path::new("/sys/kernel/tracing"), "tracefs"));
+    }
 
     const WRITE_FORMAT: &str = "name: sys_enter_write
 ID: 716

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use object::{Object, ObjectSymbol};
 use pmc_linux::attr::{Attr, EventConfig, ReadFormat, SampleType, Software};
+use pmc_linux::dynamic_probe::{Probe, symbol_file_offset};
 use pmc_linux::event::{Event, OpenFlags, Target};
 use pmc_linux::pmu::{Pmu, SYSFS_ROOT};
-use pmc_linux::probe::{Probe, symbol_file_offset};
 use pmc_linux::record::{Record, RecordParser};
 use pmc_linux::ring::{RingBuffer, Wait};
 use pmc_linux::selfmon::{FastReader, ReadPath, UserPage};
@@ -598,7 +598,7 @@ fn uprobes_count_exactly_the_calls() -> Outcome {
         assert_eq!(counted, n, "{n} calls of {sym}");
     }
     // A libc function, and its return probe.
-    let libc = pmc_linux::probe::mapped_library("/libc.so").expect("libc is mapped");
+    let libc = pmc_linux::dynamic_probe::mapped_library("/libc.so").expect("libc is mapped");
     let off = symbol_file_offset(&libc, "getpid").unwrap();
     for ret in [false, true] {
         let probe = Probe::uprobe(root, &libc, off, ret)

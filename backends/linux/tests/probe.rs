@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use pmc_linux::probe::Probe;
+use pmc_linux::dynamic_probe::Probe;
 
 #[test]
 fn fixture_retprobe_bit_comes_from_the_format_file() {

@@ -201,7 +201,7 @@ fn map_rings(
         rings,
         root,
         event.slices.as_ref(),
-    )))
+    )?))
 }
 
 impl ProcessCounters {
@@ -749,7 +749,7 @@ mod tests {
         let got = sum_chunks(&counts, &[], |c| {
             calls += 1;
             if c.value == 2 {
-                Err(Error::Unsupported { platform: "test" })
+                Err(Error::NoBackend { platform: "test" })
             } else {
                 Ok(*c)
             }

@@ -9,9 +9,11 @@
 
 mod counters;
 pub use counters::HotCounter;
+pub(crate) mod environment;
 mod machine;
 mod resolve;
 pub(crate) mod sampling;
+pub(crate) mod test_hooks;
 pub(crate) mod trial;
 
 use pmc_linux::system;
@@ -134,135 +136,6 @@ impl Platform for LinuxBackend {
         let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         crate::log::cpu::identity_from_cpuinfo(&text).unwrap_or_else(CpuIdentity::unknown)
     }
-}
-
-/// The `perf_event_attr`s `allocate` would open for this specifier, mode
-/// and flags (one per core PMU), without opening anything: for golden tests
-/// and for users who want to see what `pmc` asks the kernel for.
-pub fn attrs_for(
-    spec: &str,
-    mode: crate::Mode,
-    flags: crate::Flags,
-    count: u64,
-) -> Result<Vec<pmc_linux::attr::Attr>> {
-    Ok(plan(spec, mode, flags, count, &resolve::Sysfs::system())?
-        .into_iter()
-        .map(|(a, _)| a)
-        .collect())
-}
-
-/// Like [`attrs_for`], against another sysfs PMU tree and tracefs root
-/// (fixture trees of machines this one is not), with each attr's CPUs.
-pub fn attrs_for_sysfs(
-    spec: &str,
-    mode: crate::Mode,
-    flags: crate::Flags,
-    count: u64,
-    pmu_root: &std::path::Path,
-    tracefs_root: Option<&std::path::Path>,
-) -> Result<Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>> {
-    let sysfs = resolve::Sysfs {
-        pmu_root: pmu_root.to_path_buf(),
-        tracefs: tracefs_root.map(std::path::Path::to_path_buf),
-        cpuid: None,
-    };
-    plan(spec, mode, flags, count, &sysfs)
-}
-
-/// Like [`attrs_for_sysfs`] for the CPU of CPUID string `cpuid`
-/// (`GenuineIntel-6-55-4`), whose native event table (`inst_retired.any`,
-/// …) applies.
-pub fn attrs_for_cpu(
-    spec: &str,
-    mode: crate::Mode,
-    flags: crate::Flags,
-    count: u64,
-    pmu_root: &std::path::Path,
-    cpuid: &str,
-) -> Result<Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>> {
-    let sysfs = resolve::Sysfs {
-        pmu_root: pmu_root.to_path_buf(),
-        tracefs: None,
-        cpuid: Some(cpuid.to_string()),
-    };
-    plan(spec, mode, flags, count, &sysfs)
-}
-
-/// The sibling attrs `allocate` groups under each counter for
-/// `LOG_PROCCSW` / per-process `LOG_PROCEXIT` (empty when none), against
-/// the given sysfs PMU tree and tracefs root: for golden tests.
-pub fn slice_siblings_for_sysfs(
-    spec: &str,
-    mode: crate::Mode,
-    flags: crate::Flags,
-    count: u64,
-    pmu_root: &std::path::Path,
-    tracefs_root: Option<&std::path::Path>,
-) -> Result<Vec<pmc_linux::attr::Attr>> {
-    let sysfs = resolve::Sysfs {
-        pmu_root: pmu_root.to_path_buf(),
-        tracefs: tracefs_root.map(std::path::Path::to_path_buf),
-        cpuid: None,
-    };
-    let event = resolve_spec(spec, mode, flags, count, &sysfs)?;
-    Ok(event
-        .slices
-        .map(|s| s.attrs().copied().collect())
-        .unwrap_or_default())
-}
-
-/// Everything needed to open what `allocate` would open: the attrs with
-/// their CPUs, and the string a probe's `config1` must point to (open
-/// those with `Event::open_with_string`).
-#[derive(Debug)]
-pub struct Plan {
-    /// The attrs and the CPUs each may count on.
-    pub attrs: Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>,
-    /// The uprobe path or kprobe function name, for probes.
-    pub config1_string: Option<std::ffi::CString>,
-}
-
-/// The [`Plan`] for a specifier on this machine.
-pub fn plan_for(spec: &str, mode: crate::Mode, flags: crate::Flags, count: u64) -> Result<Plan> {
-    let event = resolve_spec(spec, mode, flags, count, &resolve::Sysfs::system())?;
-    Ok(Plan {
-        attrs: event.attrs.into_iter().zip(event.cpus).collect(),
-        config1_string: event.string,
-    })
-}
-
-fn plan(
-    spec: &str,
-    mode: crate::Mode,
-    flags: crate::Flags,
-    count: u64,
-    sysfs: &resolve::Sysfs,
-) -> Result<Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>> {
-    let event = resolve_spec(spec, mode, flags, count, sysfs)?;
-    Ok(event.attrs.into_iter().zip(event.cpus).collect())
-}
-
-fn resolve_spec(
-    spec: &str,
-    mode: crate::Mode,
-    flags: crate::Flags,
-    count: u64,
-    sysfs: &resolve::Sysfs,
-) -> Result<resolve::LinuxEvent> {
-    let parsed = crate::spec::parse(spec).map_err(|source| Error::InvalidSpec {
-        spec: spec.to_string(),
-        source,
-    })?;
-    resolve::resolve_in(
-        &EventRequest {
-            spec: &parsed,
-            mode,
-            flags,
-            sample_period: count,
-            pmcid: 0,
-        },
-        sysfs,
-    )
 }
 
 /// Converts a binding error into the portable error, choosing the libpmc

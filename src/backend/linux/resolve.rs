@@ -279,14 +279,14 @@ fn tracepoint_event(d: &MachineDescription, subsystem: &str, event: &str) -> Res
 }
 
 fn probe_event(d: &MachineDescription, p: &spec::ProbeSpec) -> Result<Resolved> {
-    use pmc_linux::probe::Probe;
+    use pmc_linux::dynamic_probe::Probe;
     use spec::ProbeKind as K;
     let root = d.pmu_root();
     let (probe, class, description) = match p.kind {
         K::Uprobe | K::Uretprobe => {
             let path = Path::new(&p.path);
             let offset = match &p.symbol {
-                Some(sym) => pmc_linux::probe::symbol_file_offset(path, sym)
+                Some(sym) => pmc_linux::dynamic_probe::symbol_file_offset(path, sym)
                     .map_err(not_supported)?
                     .wrapping_add(p.offset),
                 None => p.offset,

@@ -4,11 +4,11 @@
 //! perf refuses to mmap an inherited per-task event, so a logging process
 //! target gets one event per (thread, CPU), inheriting, with one ring per
 //! CPU and the other events of that CPU routed into it (SET_OUTPUT). A
-//! drainer thread sweeps every live ring set every few milliseconds and
-//! converts perf records to pmclog records: samples to CALLCHAIN, MMAP2 to
-//! MAP_IN, exec COMMs to PROCEXEC, FORK to PROCFORK, process EXIT to
-//! SYSEXIT (and PROCEXIT with the value under LOG_PROCEXIT), LOST to
-//! DROPNOTIFY.
+//! drainer thread (`drainer.rs`) sweeps every live ring set every 10 ms
+//! while one exists, parked otherwise, and converts perf records to pmclog
+//! records: samples to CALLCHAIN, MMAP2 to MAP_IN, exec COMMs to PROCEXEC,
+//! FORK to PROCFORK, process EXIT to SYSEXIT (and PROCEXIT with the value
+//! under LOG_PROCEXIT), LOST to DROPNOTIFY.
 //!
 //! Per-thread values (LOG_PROCCSW, and LOG_PROCEXIT for descendants) come
 //! from sampling siblings grouped under each counter (`SliceSiblings`):
@@ -16,8 +16,9 @@
 //! or an exit, but a sibling that samples with `PERF_SAMPLE_READ` of the
 //! group reads the counter at exactly that moment.
 
-use std::sync::{Arc, Mutex, Once, Weak};
-use std::time::Duration;
+mod drainer;
+
+use std::sync::{Arc, Mutex, Weak};
 
 use pmc_linux::attr::{Attr, AttrBit, EventConfig, ReadFormat, SampleType, Software};
 use pmc_linux::record::{Record, RecordParser, Sample, context, kind};
@@ -26,7 +27,8 @@ use pmc_linux::ring::RingBuffer;
 use crate::backend::event::{BackendEvent, Callchain};
 use crate::log::LogRecord;
 use crate::log::translate::{MappingSource, Rules, Translator};
-use crate::{Flags, Mode};
+use crate::{Flags, Mode, Result};
+use drainer::Drainer;
 
 /// The siblings that sample a counter's per-thread value, each reading the
 /// group (the counter leads it) when it fires:
@@ -115,6 +117,9 @@ pub(super) struct RingSet {
 
 static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
 
+/// Sweeps [`REGISTRY`] while it holds a live set.
+static DRAINER: Drainer = Drainer::new();
+
 impl RingSet {
     pub(super) fn new(
         plan: LogPlan,
@@ -122,7 +127,7 @@ impl RingSet {
         rings: Vec<RingBuffer>,
         root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
         slices: Option<&SliceSiblings>,
-    ) -> Arc<Mutex<RingSet>> {
+    ) -> Result<Arc<Mutex<RingSet>>> {
         let mut translator = Translator::new(Rules {
             pmcid: plan.pmcid,
             flags: plan.flags,
@@ -158,8 +163,12 @@ impl RingSet {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(Arc::downgrade(&set));
-        start_drainer();
-        set
+        // A set that cannot be drained would lose samples: an error (the
+        // set is dropped, and with it its rings).
+        DRAINER
+            .registered(drainer::spawn_thread, drain_all)
+            .map_err(|e| drainer::spawn_error(&e))?;
+        Ok(set)
     }
 
     /// Converts every published record into pmclog records, in time order.
@@ -546,8 +555,9 @@ fn kernel_text_start(kallsyms: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Drains every live ring set into the log (or discards, without one).
-pub(crate) fn drain_all() {
+/// Drains every live ring set into the log (or discards, without one);
+/// returns how many sets there were.
+pub(crate) fn drain_all() -> usize {
     let _draining = crate::log::sink::draining();
     let sets: Vec<Arc<Mutex<RingSet>>> = {
         let mut reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
@@ -564,6 +574,7 @@ pub(crate) fn drain_all() {
         }
     }
     crate::log::sink::write_batch(out);
+    sets.len()
 }
 
 /// Drains one set now (at stop and release, so nothing is lost).
@@ -577,21 +588,6 @@ pub(super) fn drain_set(set: &Arc<Mutex<RingSet>>) {
         s.translator.stopped();
     }
     crate::log::sink::write_batch(out);
-}
-
-/// Starts the thread that sweeps rings every 10 ms (once per process).
-fn start_drainer() {
-    static START: Once = Once::new();
-    START.call_once(|| {
-        let _ = std::thread::Builder::new()
-            .name("pmc-log-drain".into())
-            .spawn(|| {
-                loop {
-                    std::thread::sleep(Duration::from_millis(10));
-                    drain_all();
-                }
-            });
-    });
 }
 
 /// The sampling/log bits of a logging attr: sample fields, side-band

@@ -94,14 +94,13 @@ impl Backend for PortableBackend {
         if let Some(why) = why_mode {
             return Err(self.refuse(format!("{} mode", request.mode), why));
         }
-        let refused =
-            request.flags & (Flags::DESCENDANTS | Flags::LOG_PROCCSW | Flags::LOG_PROCEXIT);
+        // DESCENDANTS passes allocate, as in hwpmc; attaching with it is
+        // refused (`open_process`), since nothing here follows children.
+        let refused = request.flags & (Flags::LOG_PROCCSW | Flags::LOG_PROCEXIT);
         if !refused.is_empty() {
             return Err(self.refuse(
                 format!("flags {refused:?}"),
-                "getrusage cannot follow descendants while they run (RUSAGE_CHILDREN counts \
-                 only children that were waited for) and there are no context-switch or exit \
-                 events to log",
+                "there are no context-switch or process-exit events to log",
             ));
         }
         let source = source::resolve(request.spec, &self.reason)?;
@@ -214,13 +213,9 @@ impl PreparedEvent for PortableEvent {
         Class::Software
     }
 
+    /// The class row's, as libpmc's `pmc_capabilities` answers.
     fn capabilities(&self) -> Capabilities {
-        let caps = Capabilities::READ | Capabilities::WRITE;
-        if self.source.splits_privilege() {
-            caps | Capabilities::USER | Capabilities::SYSTEM
-        } else {
-            caps
-        }
+        class_capabilities()
     }
 
     fn width(&self) -> u32 {
@@ -233,12 +228,23 @@ impl PreparedEvent for PortableEvent {
 
     fn open_process(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
         let caller = std::process::id();
-        if pid != caller || descendants {
+        if pid != caller {
             return Err(Error::NotSupported {
                 what: format!("counting `{}` in process {pid}", self.text),
                 why: format!(
                     "the portable backend ({}) reads getrusage/clock_gettime of the calling \
                      process ({caller}) only; attach to pid 0",
+                    self.reason
+                ),
+            });
+        }
+        if descendants {
+            return Err(Error::NotSupported {
+                what: format!("counting `{}` with DESCENDANTS", self.text),
+                why: format!(
+                    "the portable backend ({}) cannot follow child processes while they run \
+                     (getrusage's RUSAGE_CHILDREN counts only children that were waited \
+                     for); allocate without DESCENDANTS",
                     self.reason
                 ),
             });

@@ -339,7 +339,7 @@ fn process_cpu_ns() -> std::result::Result<u64, i32> {
 /// Seconds and a fraction in units of `unit_ns` (1 for a `timespec`, 1000
 /// for a `timeval`) as nanoseconds, whatever integer types the platform
 /// gives them; a negative part (never produced by these clocks) counts as 0.
-pub(super) fn timespec_ns(sec: impl Into<i64>, fraction: impl Into<i64>, unit_ns: u64) -> u64 {
+pub(crate) fn timespec_ns(sec: impl Into<i64>, fraction: impl Into<i64>, unit_ns: u64) -> u64 {
     let part = |v: i64| u64::try_from(v).unwrap_or(0);
     part(sec.into())
         .saturating_mul(1_000_000_000)

@@ -263,14 +263,19 @@ fn modes_other_than_tc_are_refused_at_allocate_naming_the_backend() {
 }
 
 #[test]
-fn descendants_and_logging_flags_are_refused() {
-    for flags in [Flags::DESCENDANTS, Flags::LOG_PROCCSW, Flags::LOG_PROCEXIT] {
+fn logging_flags_are_refused_and_descendants_at_attach() {
+    for flags in [Flags::LOG_PROCCSW, Flags::LOG_PROCEXIT] {
         let e = refusal("task-clock", Mode::TC, flags);
         assert!(matches!(e, Error::NotSupported { .. }), "{flags:?}: {e}");
         assert!(e.to_string().contains("portable backend"), "{e}");
     }
-    // hwpmc accepts CALLCHAIN on a counting PMC (it only affects samples).
+    // hwpmc accepts CALLCHAIN on a counting PMC (it only affects samples),
+    // and DESCENDANTS at allocate; following children is refused at attach.
     allocate("task-clock", Mode::TC, Flags::CALLCHAIN).unwrap();
+    let mut p = allocate("task-clock", Mode::TC, Flags::DESCENDANTS).unwrap();
+    let e = p.attach(0).unwrap_err();
+    assert!(matches!(e, Error::NotSupported { .. }), "{e}");
+    assert!(e.to_string().contains("DESCENDANTS"), "{e}");
 }
 
 #[test]

@@ -58,6 +58,11 @@ pub fn tests() -> Vec<LiveTest> {
             r_looks_executables_up_under_a_root,
         ),
         test(
+            "pmcstat_options::r_dumps_a_log_read_from_a_pipe",
+            vec![R::Paranoid(2)],
+            r_dumps_a_log_read_from_a_pipe,
+        ),
+        test(
             "pmcstat_options::l_lists_and_u_describes_events",
             vec![R::PerfEvent],
             l_lists_and_u_describes_events,
@@ -537,6 +542,49 @@ fn r_looks_executables_up_under_a_root() -> TestResult {
     ensure!(
         !without.contains("hot_function_for_profiling"),
         "nothing under an empty root resolves: {without}"
+    );
+    Ok(())
+}
+
+/// `-R /dev/stdin` fed by a pipe (`cat log | pmcstat -R /dev/stdin`) dumps
+/// what `-R log` does: the log is read once, as a pipe can be.
+fn r_dumps_a_log_read_from_a_pipe() -> TestResult {
+    let dir = TempDir::new()?;
+    let log = sample_hot(&dir, "100")?;
+    let from_file = text(&pmcstat(&["-R", &log], "", false)?.stdout);
+    let mut cat = Command::new("cat")
+        .arg(&log)
+        .stdout(Stdio::piped())
+        .spawn()
+        .ctx("spawn cat")?;
+    let pipe = cat.stdout.take().ok_or("no cat stdout")?;
+    let out = Command::new(PMCSTAT)
+        .args(["-R", "/dev/stdin"])
+        .stdin(Stdio::from(pipe))
+        .output()
+        .ctx("run pmcstat -R /dev/stdin")?;
+    let _ = cat.wait();
+    ensure!(
+        out.status.success(),
+        "pmcstat -R /dev/stdin: {:?}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    let from_pipe = text(&out.stdout);
+    println!(
+        "-R {} lines from the file, {} from a pipe",
+        from_file.lines().count(),
+        from_pipe.lines().count()
+    );
+    ensure!(
+        from_file.lines().any(|l| l.starts_with("callchain ")),
+        "the dump of the file has no callchain: {from_file}"
+    );
+    ensure!(
+        from_pipe == from_file,
+        "-R of a pipe printed {} lines, of the file {}",
+        from_pipe.lines().count(),
+        from_file.lines().count()
     );
     Ok(())
 }

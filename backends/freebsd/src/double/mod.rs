@@ -203,6 +203,9 @@ pub struct KernelDouble {
     privileged: bool,
     jailed: bool,
     procs: Mutex<BTreeMap<i32, Process>>,
+    /// CPUs taken offline at run time ([`KernelDouble::set_cpu_active`]),
+    /// on top of `machine.inactive_cpus`.
+    offline: Mutex<BTreeSet<u32>>,
     kernel: Mutex<Kernel>,
 }
 
@@ -224,6 +227,7 @@ impl KernelDouble {
             privileged: true,
             jailed: false,
             procs: Mutex::new(procs),
+            offline: Mutex::new(BTreeSet::new()),
             kernel: Mutex::new(Kernel {
                 logfd: -1,
                 ..Kernel::default()
@@ -274,6 +278,55 @@ impl KernelDouble {
             };
             if hit {
                 pm.value = pm.value.wrapping_add(events);
+            }
+        }
+    }
+
+    /// Simulates `events` occurring for every target: each RUNNING PMC
+    /// counts them once, whatever it targets (a process PMC's targets and
+    /// a system PMC's CPU all see the same amount of work).
+    pub fn advance_all(&self, events: u64) {
+        let mut k = self.lock();
+        for pm in k.pmcs.iter_mut().filter(|p| p.state == State::RUNNING) {
+            pm.value = pm.value.wrapping_add(events);
+        }
+    }
+
+    /// Whether a process exists and is not exiting (`pfind` finds it).
+    pub fn process_exists(&self, pid: i32) -> bool {
+        self.process(pid).is_some_and(|p| !p.exiting)
+    }
+
+    /// The processes below `pid` (children, grandchildren, …), as
+    /// `pmc_attach_process` walks them for DESCENDANTS.
+    pub fn descendants(&self, pid: i32) -> Vec<i32> {
+        let mut found = Vec::new();
+        let mut todo = self.children(pid);
+        while let Some(p) = todo.pop() {
+            if !found.contains(&p) {
+                found.push(p);
+                todo.extend(self.children(p));
+            }
+        }
+        found.sort_unstable();
+        found
+    }
+
+    /// A process exits: hwpmc_mod.c `pmc_process_exit` unlinks it from
+    /// every PMC attached to it (the counts stay in their values) and its
+    /// children are reparented to init.
+    pub fn exit_process(&self, pid: i32) {
+        {
+            let mut procs = self.procs.lock().unwrap_or_else(|e| e.into_inner());
+            procs.remove(&pid);
+            for p in procs.values_mut().filter(|p| p.parent == pid) {
+                p.parent = 1;
+            }
+        }
+        let mut k = self.lock();
+        for pm in k.pmcs.iter_mut() {
+            if pm.targets.remove(&pid) && pid == self.pid {
+                pm.flags &= !abi::PMC_F_ATTACHED_TO_OWNER;
             }
         }
     }
@@ -335,8 +388,27 @@ impl KernelDouble {
         k.pmcs.iter().position(|p| p.id == id).ok_or(Errno::EINVAL)
     }
 
-    fn cpu_active(&self, cpu: u32) -> bool {
-        cpu < self.machine.ncpu && !self.machine.inactive_cpus.contains(&cpu)
+    /// `pmc_cpu_is_active`: within the machine, not inactive from the
+    /// start and not taken offline since.
+    pub fn cpu_active(&self, cpu: u32) -> bool {
+        cpu < self.machine.ncpu
+            && !self.machine.inactive_cpus.contains(&cpu)
+            && !self
+                .offline
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&cpu)
+    }
+
+    /// Takes a CPU offline (`pmc_cpu_is_active` false: system PMCs on it
+    /// are ENXIO) or back online.
+    pub fn set_cpu_active(&self, cpu: u32, active: bool) {
+        let mut offline = self.offline.lock().unwrap_or_else(|e| e.into_inner());
+        if active {
+            offline.remove(&cpu);
+        } else {
+            offline.insert(cpu);
+        }
     }
 
     /// `pmc_maybe_remove_owner`.

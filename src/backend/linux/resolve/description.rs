@@ -124,7 +124,7 @@ impl MachineDescription {
         if let Ok(i) = self.pmus.binary_search_by(|p| p.name.as_str().cmp(name)) {
             return Ok(&self.pmus[i]);
         }
-        let near = lpmu::closest(name, self.listed.iter().map(String::as_str), 5);
+        let near = pmc_suggest::closest(name, self.listed.iter().map(String::as_str), 5);
         Err(pmc_linux::Error::Unsupported {
             what: format!("PMU `{name}`"),
             why: format!(

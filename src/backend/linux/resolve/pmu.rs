@@ -183,7 +183,7 @@ pub(super) fn named_event(
     {
         return found;
     }
-    let near = lpmu::closest(&lower, d.known_names().iter().map(String::as_str), 5);
+    let near = pmc_suggest::closest(&lower, d.known_names().iter().map(String::as_str), 5);
     Err(Error::UnknownEvent {
         what: format!("event `{name}`"),
         why: format!(

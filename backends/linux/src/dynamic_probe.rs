@@ -1,4 +1,4 @@
-//! uprobes and kprobes through their PMUs (`/sys/bus/event_source/devices/
+//! Dynamic probes: uprobes and kprobes through their PMUs (`/sys/bus/event_source/devices/
 //! {uprobe,kprobe}`): `config1` points at the binary's path or the kernel
 //! function's name, `config2` is the offset, and the retprobe bit comes
 //! from the PMU's `format/retprobe`.
@@ -186,7 +186,7 @@ pub fn symbol_file_offset(path: &Path, symbol: &str) -> Result<u64> {
             .filter(|s| s.is_definition())
             .filter_map(|s| s.name().ok().map(str::to_string))
             .collect();
-        let near = crate::pmu::closest(symbol, names.iter().map(String::as_str), 5);
+        let near = pmc_suggest::closest(symbol, names.iter().map(String::as_str), 5);
         return Err(Error::File {
             path: path.display().to_string(),
             why: format!(

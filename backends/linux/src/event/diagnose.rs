@@ -1,0 +1,130 @@
+//! Why `perf_event_open` failed, in the words `perf` uses: a [`Hint`] from
+//! the errno, the attr, what the kernel wrote back and the target.
+
+use super::Target;
+use crate::attr::{Attr, AttrBit, SampleType};
+use crate::error::Hint;
+use crate::sys::abi;
+use crate::system;
+
+/// Explains a failed `perf_event_open`, the way `perf` does.
+pub(super) fn diagnose_open(
+    errno: i32,
+    attr: &Attr,
+    after: &abi::RawAttr,
+    target: Target,
+) -> Option<Hint> {
+    let hw_type = matches!(
+        attr.type_id(),
+        abi::PERF_TYPE_HARDWARE | abi::PERF_TYPE_HW_CACHE | abi::PERF_TYPE_RAW
+    );
+    match errno {
+        libc::EACCES | libc::EPERM => {
+            let level = system::paranoid().unwrap_or(2);
+            if system::perfmon_capable() {
+                if target.pid > 0 {
+                    return Some(Hint::Ptrace { pid: target.pid });
+                }
+                return Some(Hint::Other(
+                    "refused even with CAP_PERFMON/CAP_SYS_ADMIN: a seccomp filter, LSM \
+                     (SELinux, AppArmor) or container runtime blocks perf_event_open"
+                        .into(),
+                ));
+            }
+            if level > 2 {
+                return Some(Hint::Paranoid {
+                    level,
+                    needed: 2,
+                    reason: "any use of perf_event_open by unprivileged users",
+                });
+            }
+            let raw_samples = attr.type_id() == abi::PERF_TYPE_TRACEPOINT
+                && attr.get_sample_type().contains(SampleType::RAW);
+            if raw_samples && level > -1 {
+                return Some(Hint::Paranoid {
+                    level,
+                    needed: -1,
+                    reason: "sampling raw tracepoint data",
+                });
+            }
+            if target.pid == -1 && level > 0 {
+                return Some(Hint::Paranoid {
+                    level,
+                    needed: 0,
+                    reason: "system-wide (per-CPU) monitoring",
+                });
+            }
+            if attr.counts_kernel() && level > 1 {
+                return Some(Hint::Paranoid {
+                    level,
+                    needed: 1,
+                    reason: "counting kernel-mode events (count user space only with the \
+                             `usr` qualifier or `:u`)",
+                });
+            }
+            if attr.type_id() == abi::PERF_TYPE_TRACEPOINT && level > 1 {
+                return Some(Hint::Paranoid {
+                    level,
+                    needed: 1,
+                    reason: "tracepoints",
+                });
+            }
+            if target.pid > 0 {
+                return Some(Hint::Ptrace { pid: target.pid });
+            }
+            None
+        }
+        libc::ENOENT if hw_type && !system::has_hardware_pmu() => Some(Hint::NoHardwarePmu),
+        libc::ENOENT => Some(Hint::EventNotSupported {
+            what: attr.describe_event(),
+        }),
+        libc::EOPNOTSUPP if hw_type && !system::has_hardware_pmu() => Some(Hint::NoHardwarePmu),
+        libc::EOPNOTSUPP => Some(Hint::EventNotSupported {
+            what: if attr.is_sampling() {
+                format!(
+                    "sampling {} (no overflow interrupt?)",
+                    attr.describe_event()
+                )
+            } else {
+                format!(
+                    "{} with these exclude_* or branch settings",
+                    attr.describe_event()
+                )
+            },
+        }),
+        libc::ENODEV => Some(Hint::EventNotSupported {
+            what: format!("{} on cpu {}", attr.describe_event(), target.cpu),
+        }),
+        libc::EMFILE | libc::ENFILE => {
+            let (soft, hard) = system::nofile_limit();
+            Some(Hint::FdLimit { soft, hard })
+        }
+        libc::E2BIG => Some(Hint::AttrTooBig {
+            kernel_size: after.size,
+        }),
+        libc::EBUSY => Some(Hint::Busy {
+            what: "the PMU (another exclusive or pinned user, e.g. the NMI watchdog: \
+                   `sysctl -w kernel.nmi_watchdog=0`)",
+        }),
+        libc::ENOSPC if attr.type_id() == abi::PERF_TYPE_BREAKPOINT => Some(Hint::Busy {
+            what: "every hardware breakpoint slot",
+        }),
+        libc::EOVERFLOW => Some(Hint::MaxStack {
+            limit: system::max_stack().unwrap_or(127),
+        }),
+        libc::ESRCH => Some(Hint::Other(format!("no process or thread {}", target.pid))),
+        libc::EINVAL if attr.get(AttrBit::PRECISE_IP) > 0 => Some(Hint::Other(
+            "the PMU refused precise_ip (`precise`/`:p`): lower the level or drop it".into(),
+        )),
+        libc::EINVAL if target.cpu >= system::online_cpu_count() as i32 => Some(Hint::Other(
+            format!("cpu {} does not exist or is offline", target.cpu),
+        )),
+        libc::EINVAL if attr.is_sampling() && attr.is_set(AttrBit::FREQ) => {
+            Some(Hint::Other(format!(
+                "the sample frequency may exceed kernel.perf_event_max_sample_rate ({})",
+                system::max_sample_rate().unwrap_or(0)
+            )))
+        }
+        _ => None,
+    }
+}

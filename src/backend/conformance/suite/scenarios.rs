@@ -1,0 +1,538 @@
+//! The scenarios' bodies (see `suite.rs` for the table and the helpers).
+
+use super::*;
+
+pub(super) fn start_attaches_the_caller_and_counts_only_while_running(s: &dyn Subject) {
+    // hwpmc_mod.c pmc_start: a PMC never attached attaches its owner;
+    // PMCSTART of a RUNNING PMC and PMCSTOP of a STOPPED one succeed.
+    let mut p = tc(s);
+    s.work(5);
+    assert_eq!(p.read().shown(), 0, "nothing counts before start");
+    p.start().shown();
+    assert_eq!(p.targets(), vec![s.caller()]);
+    s.work(10);
+    let first = p.read().shown();
+    assert_grew(s, 0, first, 10, "running");
+    p.start().shown();
+    p.stop().shown();
+    p.stop().shown();
+    let stopped = p.read().shown();
+    assert_grew(s, first, stopped, 0, "stop");
+    s.work(100);
+    assert_eq!(
+        p.read().shown(),
+        stopped,
+        "a stopped PMC reads its saved value"
+    );
+    p.start().shown();
+    s.work(1);
+    assert_grew(s, stopped, p.read().shown(), 1, "restarted");
+}
+
+pub(super) fn stop_before_start_is_einval(s: &dyn Subject) {
+    // hwpmc_mod.c PMC_OP_PMCSTOP: a state other than RUNNING/STOPPED is EINVAL.
+    let mut p = tc(s);
+    assert_eq!(errno(p.stop()), libc::EINVAL);
+}
+
+pub(super) fn attach_rules_follow_pmc_attach(s: &dyn Subject) {
+    // hwpmc_mod.c pmc_do_op_pmcattach: RUNNING EBUSY, pfind failure ESRCH;
+    // pmc_attach_one_process: already there EEXIST.
+    let other = s.spawn();
+    let mut p = tc(s);
+    p.attach(other).shown();
+    assert_eq!(errno(p.attach(other)), libc::EEXIST);
+    assert_eq!(errno(p.attach(s.absent_pid())), libc::ESRCH);
+    p.start().shown();
+    assert_eq!(
+        p.targets(),
+        vec![other],
+        "start must not attach the caller once attached"
+    );
+    assert_eq!(errno(p.attach(0)), libc::EBUSY);
+}
+
+pub(super) fn a_system_pmc_neither_attaches_nor_detaches_nor_gives_its_msr(s: &dyn Subject) {
+    // hwpmc_mod.c pmc_do_op_pmcattach: a system-mode PMC is EINVAL;
+    // pmc_do_op_pmcdetach then pmc_detach_one_process: a process no PMC
+    // monitors is ESRCH; PMC_OP_PMCGETMSR: not a virtual mode is EINVAL.
+    let other = s.spawn();
+    let mut sc = pmc(s, Mode::SC, Flags::empty(), Cpu::Id(0)).shown();
+    assert_eq!(errno(sc.attach(other)), libc::EINVAL);
+    assert_eq!(errno(sc.detach(other)), libc::ESRCH);
+    assert_eq!(errno(sc.get_msr()), libc::EINVAL, "system mode");
+}
+
+pub(super) fn several_targets_accumulate_and_detach_keeps_the_value(s: &dyn Subject) {
+    // hwpmc_mod.c: a virtual PMC's value sums its targets; a detached
+    // target's counts stay in pm_savedvalue.
+    let other = s.spawn();
+    let mut p = tc(s);
+    p.attach(0).shown();
+    p.attach(other).shown();
+    p.start().shown();
+    s.work(10);
+    assert_eq!(p.read().shown(), 20 * s.per_unit());
+    p.detach(other).shown();
+    s.work(10);
+    assert_eq!(p.read().shown(), 30 * s.per_unit(), "the detached 10 stay");
+}
+
+pub(super) fn accepts(s: &dyn Subject, combos: &[(Mode, Flags, Cpu)]) {
+    for &(m, f, c) in combos {
+        pmc(s, m, f, c).unwrap_or_else(|e| panic!("{m} {f:?} {c}: {e}"));
+    }
+}
+
+pub(super) fn allocate_accepts_the_process_counting_flags_hwpmc_accepts(s: &dyn Subject) {
+    // hwpmc_mod.c pmc_do_op_pmcallocate accepts the mask DESCENDANTS|
+    // LOG_PROCCSW|LOG_PROCEXIT|CALLCHAIN|USERCALLCHAIN|EV_PMU and rejects
+    // only USERCALLCHAIN without CALLCHAIN or outside sampling, and LOG_PROC*
+    // on system modes: CALLCHAIN on a counting mode passes, EV_PMU too.
+    accepts(
+        s,
+        &[
+            (Mode::TC, Flags::CALLCHAIN, Cpu::Any),
+            (Mode::TC, Flags::DESCENDANTS, Cpu::Any),
+            (Mode::TC, Flags::EV_PMU, Cpu::Any),
+        ],
+    );
+}
+
+pub(super) fn allocate_accepts_the_system_counting_flags_hwpmc_accepts(s: &dyn Subject) {
+    // As above: DESCENDANTS on a system mode has no targets to follow but
+    // is accepted.
+    accepts(
+        s,
+        &[
+            (Mode::SC, Flags::CALLCHAIN, Cpu::Id(0)),
+            (Mode::SC, Flags::DESCENDANTS, Cpu::Id(0)),
+            (Mode::SC, Flags::EV_PMU, Cpu::Id(0)),
+        ],
+    );
+}
+
+pub(super) fn allocate_accepts_the_sampling_flags_hwpmc_accepts(s: &dyn Subject) {
+    accepts(
+        s,
+        &[
+            (Mode::SS, Flags::DESCENDANTS | Flags::CALLCHAIN, Cpu::Id(0)),
+            (
+                Mode::TS,
+                Flags::CALLCHAIN | Flags::USERCALLCHAIN | Flags::DESCENDANTS,
+                Cpu::Any,
+            ),
+            (
+                Mode::SS,
+                Flags::CALLCHAIN | Flags::USERCALLCHAIN,
+                Cpu::Id(0),
+            ),
+            (Mode::TS, Flags::EV_PMU, Cpu::Any),
+            (Mode::SS, Flags::EV_PMU, Cpu::Id(0)),
+        ],
+    );
+}
+
+pub(super) fn allocate_accepts_the_log_flags_on_process_modes(s: &dyn Subject) {
+    accepts(
+        s,
+        &[(
+            Mode::TC,
+            Flags::DESCENDANTS | Flags::LOG_PROCEXIT | Flags::LOG_PROCCSW,
+            Cpu::Any,
+        )],
+    );
+}
+
+pub(super) fn allocate_rejects_what_hwpmc_rejects_with_einval(s: &dyn Subject) {
+    // hwpmc_mod.c pmc_do_op_pmcallocate, each `return (EINVAL)` in turn.
+    let einval = |mode, flags, cpu| {
+        let e = pmc(s, mode, flags, cpu).unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL, "{mode} {flags:?} {cpu}: {e}");
+    };
+    // "Virtual PMCs should only ask for a default CPU. System mode PMCs
+    // need to specify a non-default CPU."
+    for m in [Mode::TC, Mode::TS] {
+        einval(m, Flags::empty(), Cpu::Id(0));
+    }
+    for m in [Mode::SC, Mode::SS] {
+        einval(m, Flags::empty(), Cpu::Any);
+        // "Process logging options are not allowed for system PMCs."
+        einval(m, Flags::LOG_PROCCSW, Cpu::Id(0));
+        einval(m, Flags::LOG_PROCEXIT, Cpu::Id(0));
+    }
+    // "PMC_F_USERCALLCHAIN is only valid with PMC_F_CALLCHAIN."
+    einval(Mode::TS, Flags::USERCALLCHAIN, Cpu::Any);
+    // "PMC_F_USERCALLCHAIN is only valid for sampling mode."
+    einval(Mode::TC, Flags::CALLCHAIN | Flags::USERCALLCHAIN, Cpu::Any);
+    einval(
+        Mode::SC,
+        Flags::CALLCHAIN | Flags::USERCALLCHAIN,
+        Cpu::Id(0),
+    );
+    // Bits outside the accepted mask: sys/sys/pmc.h PMC_F_UNUSED1 (0x1),
+    // PMC_F_NEWVALUE (0x10, a PMCRW flag), 0x400 (none).
+    for bits in [0x1, 0x10, 0x400] {
+        einval(Mode::TC, Flags::from_bits_retain(bits), Cpu::Any);
+    }
+}
+
+pub(super) fn a_cpu_beyond_the_machine_is_einval(s: &dyn Subject) {
+    // hwpmc_mod.c pmc_do_op_pmcallocate: `cpu >= pmc_cpu_max()` → EINVAL,
+    // checked first (before the mode/CPU pairing).
+    let max = s.backend().possible_cpus().into_iter().max().unwrap_or(0) + 1;
+    for (mode, cpu) in [
+        (Mode::SC, max),
+        (Mode::SS, max + 1000),
+        (Mode::TC, max + 99),
+    ] {
+        assert_eq!(
+            errno(pmc(s, mode, Flags::empty(), Cpu::Id(cpu))),
+            libc::EINVAL
+        );
+    }
+}
+
+pub(super) fn an_offline_cpu_is_enxio_before_the_flag_checks(s: &dyn Subject) {
+    // hwpmc_mod.c pmc_do_op_pmcallocate: a system PMC on a CPU that is not
+    // active → ENXIO, checked before the flags.
+    s.set_online(1, false);
+    let e = |mode, flags| errno(pmc(s, mode, flags, Cpu::Id(1)));
+    assert_eq!(e(Mode::SC, Flags::empty()), libc::ENXIO);
+    assert_eq!(e(Mode::SS, Flags::empty()), libc::ENXIO);
+    assert_eq!(e(Mode::SC, Flags::LOG_PROCCSW), libc::ENXIO);
+    s.set_online(1, true);
+    pmc(s, Mode::SC, Flags::empty(), Cpu::Id(1)).expect("back online");
+}
+
+pub(super) fn an_unknown_event_name_is_einval(s: &dyn Subject) {
+    // pmc_allocate(3): "[EINVAL] The event specification was not recognized."
+    let e = Pmc::allocate_on(
+        s.backend(),
+        "no-such-event",
+        Mode::TC,
+        Flags::empty(),
+        Cpu::Any,
+        0,
+    )
+    .unwrap_err();
+    assert_eq!(e.errno(), libc::EINVAL, "{e}");
+    assert!(e.to_string().contains("no-such-event"), "{e}");
+}
+
+pub(super) fn an_event_that_cannot_be_opened_fails_at_allocate_not_later(s: &dyn Subject) {
+    // hwpmc_mod.c pmc_do_op_pmcallocate finds or configures the hardware at
+    // allocate and fails there; process PMCs open counters only at attach.
+    s.refuse_opens(Some(libc::ENOENT));
+    for (mode, cpu) in [(Mode::TC, Cpu::Any), (Mode::SC, Cpu::Id(0))] {
+        let e = pmc(s, mode, Flags::empty(), cpu).unwrap_err();
+        assert_eq!(e.errno(), libc::ENOENT, "{mode}: {e}");
+    }
+    s.refuse_opens(None);
+    let p = tc(s);
+    assert!(p.targets().is_empty(), "the trial leaves no target behind");
+    assert_eq!(p.handles(), 0, "nor a handle");
+}
+
+pub(super) fn start_after_every_target_was_detached_is_esrch(s: &dyn Subject) {
+    // hwpmc_mod.c pmc_start: with no targets, `PMC_F_ATTACH_DONE ? ESRCH :
+    // pmc_attach_process(owner)`; pmc_detach_process clears ATTACH_DONE
+    // when the last tree of a DESCENDANTS PMC goes.
+    let other = s.spawn();
+    let mut p = tc(s);
+    p.attach(other).shown();
+    p.detach(other).shown();
+    assert_eq!(errno(p.start()), libc::ESRCH);
+    assert!(p.targets().is_empty(), "start must not attach the owner");
+    let mut q = tc(s);
+    q.start().shown();
+    q.stop().shown();
+    q.detach(0).shown();
+    assert_eq!(errno(q.start()), libc::ESRCH);
+    let mut d = pmc(s, Mode::TC, Flags::DESCENDANTS, Cpu::Any).shown();
+    d.attach(other).shown();
+    d.detach(other).shown();
+    d.start().shown();
+    assert_eq!(d.targets(), vec![s.caller()]);
+}
+
+pub(super) fn exited_targets_leave_the_list_and_make_start_esrch(s: &dyn Subject) {
+    // hwpmc_mod.c pmc_process_exit unlinks an exiting target from its PMCs;
+    // pmc_start of a PMC without targets after an attach is ESRCH.
+    let (a, b) = (s.spawn(), s.spawn());
+    let mut p = tc(s);
+    p.attach(a).shown();
+    p.attach(b).shown();
+    p.start().shown();
+    s.exit(a);
+    assert_eq!(p.targets(), vec![b], "{a} exited");
+    assert_eq!(p.info().targets, vec![b]);
+    p.stop().shown();
+    s.exit(b);
+    assert_eq!(errno(p.start()), libc::ESRCH, "every target exited");
+    assert!(p.targets().is_empty());
+}
+
+pub(super) fn exited_targets_keep_their_counts(s: &dyn Subject) {
+    // The counts an exited target had are in pm_savedvalue.
+    let (a, b) = (s.spawn(), s.spawn());
+    let mut p = tc(s);
+    p.attach(a).shown();
+    p.attach(b).shown();
+    p.start().shown();
+    s.work(10);
+    s.exit(a);
+    p.stop().shown();
+    assert_eq!(p.read().shown(), 20 * s.per_unit(), "{a}'s 10 stay");
+}
+
+pub(super) fn attaching_overlapping_descendant_trees_is_eexist_and_changes_nothing(
+    s: &dyn Subject,
+) {
+    // hwpmc_mod.c pmc_attach_process walks the tree with
+    // pmc_attach_one_process, EEXIST for a process already at the PMC's
+    // row; the walk is then undone.
+    let top = s.spawn();
+    let mid = s.spawn_child(top);
+    let low = s.spawn_child(mid);
+    let mut p = pmc(s, Mode::TC, Flags::DESCENDANTS, Cpu::Any).shown();
+    p.attach(mid).shown();
+    assert_eq!(errno(p.attach(top)), libc::EEXIST, "a tree above a target");
+    assert_eq!(p.targets(), vec![mid], "the failed attach left nothing");
+    assert_eq!(errno(p.attach(low)), libc::EEXIST, "inside a tree");
+    assert_eq!(p.targets(), vec![mid]);
+    let mut q = tc(s);
+    q.attach(top).shown();
+    q.attach(mid).shown();
+    assert_eq!(q.targets(), vec![top, mid], "without DESCENDANTS, no trees");
+}
+
+pub(super) fn detach_is_esrch_for_unmonitored_and_einval_for_another_pmcs_process(s: &dyn Subject) {
+    // hwpmc_mod.c pmc_do_op_pmcdetach: pfind failure → ESRCH;
+    // pmc_detach_one_process: monitored by no PMC → ESRCH, by another PMC
+    // of the owner → EINVAL.
+    let (a, b) = (s.spawn(), s.spawn());
+    let mut p = tc(s);
+    let mut other = tc(s);
+    other.attach(b).shown();
+    p.attach(0).shown();
+    assert_eq!(errno(p.detach(a)), libc::ESRCH, "live but unmonitored");
+    assert_eq!(errno(p.detach(b)), libc::EINVAL, "another PMC's");
+    assert_eq!(errno(p.detach(s.absent_pid())), libc::ESRCH, "no such pid");
+    p.detach(0).shown();
+    other.detach(b).shown();
+    assert_eq!(errno(p.detach(b)), libc::ESRCH, "now nobody's");
+}
+
+pub(super) fn get_msr_needs_a_process_pmc_attached_only_to_its_owner(s: &dyn Subject) {
+    // hwpmc_mod.c PMC_OP_PMCGETMSR: DESCENDANTS, no target, several, or
+    // one that is not the owner → EINVAL; a class without pcd_get_msr →
+    // ENOSYS (the subject's event has no direct read).
+    let other = s.spawn();
+    let mut p = tc(s);
+    assert_eq!(errno(p.get_msr()), libc::EINVAL, "no target");
+    p.attach(other).shown();
+    assert_eq!(errno(p.get_msr()), libc::EINVAL, "not the owner");
+    p.attach(0).shown();
+    assert_eq!(errno(p.get_msr()), libc::EINVAL, "two targets");
+    let mut d = pmc(s, Mode::TC, Flags::DESCENDANTS, Cpu::Any).shown();
+    d.attach(0).shown();
+    assert_eq!(errno(d.get_msr()), libc::EINVAL, "DESCENDANTS");
+    let mut q = tc(s);
+    q.attach(0).shown();
+    q.start().shown();
+    let e = q.get_msr().unwrap_err();
+    assert_eq!(e.errno(), libc::ENOSYS, "no direct read of this event: {e}");
+    q.stop().shown();
+    q.attach(other).shown();
+}
+
+pub(super) fn get_msr_returns_the_index_and_forbids_further_attaches(s: &dyn Subject) {
+    // hwpmc_mod.c PMC_OP_PMCGETMSR copies out pcd_get_msr's number;
+    // pmc_attach_process then returns EPERM.
+    let other = s.spawn();
+    let (event, index) = s.direct_read_event();
+    let mut p = Pmc::allocate_on(s.backend(), event, Mode::TC, Flags::empty(), Cpu::Any, 0).shown();
+    p.start().shown();
+    assert_eq!(p.get_msr().shown(), index);
+    p.stop().shown();
+    assert_eq!(errno(p.attach(other)), libc::EPERM);
+    assert_eq!(p.targets(), vec![s.caller()]);
+}
+
+pub(super) fn width_and_capabilities_are_the_class_row_of_cpuinfo(s: &dyn Subject) {
+    // libpmc.c pmc_width / pmc_capabilities look the PMC's class up in the
+    // cpuinfo classes and return its pm_width / pm_caps.
+    let info = s.backend().cpuinfo().shown();
+    let p = tc(s);
+    let row = info
+        .classes
+        .iter()
+        .find(|c| c.class == p.class())
+        .unwrap_or_else(|| panic!("cpuinfo lists no class {}: {info:?}", p.class()));
+    assert_eq!(p.width(), row.width);
+    assert_eq!(p.capabilities(), row.caps);
+}
+
+pub(super) fn write_rw_set_need_a_stopped_pmc(s: &dyn Subject) {
+    // PMC_OP_PMCRW with a new value and PMC_OP_PMCSETCOUNT on a RUNNING
+    // PMC are EBUSY.
+    let mut p = tc(s);
+    p.start().shown();
+    assert_eq!(errno(p.write(1)), libc::EBUSY);
+    assert_eq!(errno(p.rw(1)), libc::EBUSY);
+    assert_eq!(errno(p.set(1)), libc::EBUSY);
+}
+
+pub(super) fn tc_write_sets_the_value_but_set_and_the_allocate_count_do_not(s: &dyn Subject) {
+    // TC's value is pm_savedvalue: PMCRW's new value sets it; PMCSETCOUNT
+    // and allocate's count set pm_initial, which only a system PMC uses.
+    let mut p = with_count(s, Mode::TC, Cpu::Any, 99);
+    assert_eq!(p.reload_count(), 99, "pmcinfo shows the count");
+    assert_eq!(p.read().shown(), 0, "the allocate count is not the value");
+    p.set(42).shown();
+    assert_eq!(p.read().shown(), 0, "set does not change a TC's value");
+    assert_eq!(p.reload_count(), 42);
+    p.start().shown();
+    s.work(8);
+    p.stop().shown();
+    let counted = p.read().shown();
+    assert_grew(s, 0, counted, 8, "first run");
+    assert_eq!(p.rw(7).shown(), counted, "rw returns the old value");
+    assert_eq!(p.read().shown(), 7);
+    p.start().shown();
+    s.work(3);
+    assert_grew(
+        s,
+        7,
+        p.read().shown(),
+        3,
+        "counting continues from the write",
+    );
+    p.stop().shown();
+    p.write(u64::MAX).shown();
+    p.start().shown();
+    s.work(2);
+    assert_grew(s, u64::MAX, p.read().shown(), 2, "values wrap modulo 2^64");
+}
+
+pub(super) fn sc_counts_from_its_initial_value_and_a_write_lasts_until_start(s: &dyn Subject) {
+    // pmc_start writes pm_initial to a counting system PMC; pmc_stop reads
+    // the counter back into it; PMCSETCOUNT sets it; PMCRW writes the
+    // counter, which the next pmc_start overwrites with pm_initial.
+    let u = s.per_unit();
+    let mut p = with_count(s, Mode::SC, Cpu::Id(1), 100);
+    p.start().shown();
+    s.work(5);
+    assert_eq!(
+        p.read().shown(),
+        100 + 5 * u,
+        "starts at the allocate count"
+    );
+    p.stop().shown();
+    s.work(50);
+    assert_eq!(p.read().shown(), 100 + 5 * u);
+    p.write(7).shown();
+    assert_eq!(
+        p.read().shown(),
+        7,
+        "the counter holds the write while stopped"
+    );
+    p.start().shown();
+    s.work(1);
+    assert_eq!(
+        p.read().shown(),
+        100 + 6 * u,
+        "start resumes from pm_initial"
+    );
+    p.stop().shown();
+    p.set(1000).shown();
+    p.start().shown();
+    s.work(2);
+    assert_eq!(
+        p.read().shown(),
+        1000 + 2 * u,
+        "set is where start counts from"
+    );
+}
+
+pub(super) fn ts_read_is_the_events_left_in_the_period_or_the_written_value(s: &dyn Subject) {
+    // PMC_OP_PMCRW on a virtual PMC: pcd_read_pmc (a sampling PMC's events
+    // left before the overflow) when RUNNING and attached to the owner,
+    // else pm_savedvalue, which only PMCRW writes.
+    let other = s.spawn();
+    let mut p = with_count(s, Mode::TS, Cpu::Any, 1000);
+    assert_eq!(p.read().shown(), 0, "nothing written yet");
+    p.start().shown();
+    s.work(300);
+    assert_eq!(p.read().shown(), 700, "700 events to the next sample");
+    s.work(1000);
+    assert_eq!(p.read().shown(), 700, "one sample later, the same point");
+    p.stop().shown();
+    assert_eq!(p.read().shown(), 0, "stopped: pm_savedvalue");
+    p.write(5).shown();
+    assert_eq!(p.read().shown(), 5);
+    assert_eq!(p.reload_count(), 1000, "write is not the reload count");
+    p.set(2000).shown();
+    assert_eq!(p.reload_count(), 2000, "set is");
+    let mut q = with_count(s, Mode::TS, Cpu::Any, 1000);
+    q.attach(other).shown();
+    assert_eq!(q.rw(9).shown(), 0);
+    assert_eq!(q.read().shown(), 9, "another process's: never the hardware");
+}
+
+pub(super) fn ss_write_is_read_back_and_set_is_the_reload_count(s: &dyn Subject) {
+    // System PMCRW writes and reads the counter; PMCSETCOUNT on a sampling
+    // PMC sets pm_reloadcount, raised to pmc_mincount (1000).
+    let mut p = with_count(s, Mode::SS, Cpu::Id(0), 5000);
+    assert_eq!(p.read().shown(), 0);
+    p.write(3).shown();
+    assert_eq!(p.read().shown(), 3);
+    assert_eq!(p.reload_count(), 5000, "write is not the reload count");
+    p.set(10).shown();
+    assert_eq!(p.reload_count(), 1000, "raised to pmc_mincount");
+    assert_eq!(p.rw(4).shown(), 3);
+}
+
+pub(super) fn a_counter_that_never_ran_is_an_error_not_zero(s: &dyn Subject) {
+    let mut p = tc(s);
+    s.starve(true);
+    p.start().shown();
+    s.work(10);
+    let e = p.read().unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::NotCounted {
+                time_enabled: 10,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    s.starve(false);
+    s.work(10);
+    let r = p.read_detailed().shown();
+    assert!(r.multiplexed);
+    assert_eq!(
+        (r.raw, r.time_enabled, r.time_running, r.value),
+        (10, 20, 10, 20)
+    );
+}
+
+pub(super) fn pmcinfo_lists_own_pmcs_with_their_state(s: &dyn Subject) {
+    // pmc_pmcinfo(3) (PMC_OP_GETPMCINFO): one row per PMC with its state
+    // and targets; a released PMC is gone.
+    let mut p = tc(s);
+    let id = p.id();
+    let row = || pmcinfo_rows().into_iter().find(|r| r.id == id);
+    assert_eq!(row().expect("a pmcinfo row").state, State::Allocated);
+    p.start().shown();
+    let r = row().expect("a pmcinfo row");
+    assert_eq!(
+        (r.state, r.targets.clone()),
+        (State::Running, vec![s.caller()])
+    );
+    drop(p);
+    assert!(row().is_none(), "released PMCs leave the table");
+}

@@ -1,0 +1,143 @@
+//! hwpmc's errors as [`Error`]s: what failed, the errno (in the host's
+//! numbering, so [`Error::errno`] compares with `libc::E*`), and what to do
+//! (pmc-freebsd's hint for that operation and errno).
+
+use pmc_freebsd::{Errno, Op};
+
+use crate::Error;
+
+/// A FreeBSD errno in the numbering of the host this runs on: the same
+/// number on FreeBSD; on other hosts (tests over the kernel double) the
+/// host's constant of the same name.
+pub fn host_errno(errno: Errno) -> i32 {
+    if cfg!(target_os = "freebsd") {
+        return errno.0;
+    }
+    match errno {
+        Errno::EPERM => libc::EPERM,
+        Errno::ENOENT => libc::ENOENT,
+        Errno::ESRCH => libc::ESRCH,
+        Errno::ENXIO => libc::ENXIO,
+        Errno::EBADF => libc::EBADF,
+        Errno::ENOMEM => libc::ENOMEM,
+        Errno::EFAULT => libc::EFAULT,
+        Errno::EBUSY => libc::EBUSY,
+        Errno::EEXIST => libc::EEXIST,
+        Errno::EINVAL => libc::EINVAL,
+        Errno::EOPNOTSUPP => libc::EOPNOTSUPP,
+        Errno::ENOSYS => libc::ENOSYS,
+        Errno::EDOOFUS => crate::EDOOFUS,
+        // No host name for it (EPROGMISMATCH is BSD's): the nearest.
+        Errno::EPROGMISMATCH => libc::EPROTO,
+        other => other.0,
+    }
+}
+
+/// Maps a pmc-freebsd error for the operation `what` (e.g. `attach to
+/// process 42`) onto the variant with libpmc's errno.
+pub fn from_freebsd(e: pmc_freebsd::Error, what: &str) -> Error {
+    match e {
+        pmc_freebsd::Error::Kernel { op, errno, hint } => from_kernel(op, errno, hint, what),
+        pmc_freebsd::Error::Spec(spec) => Error::UnknownEvent {
+            what: format!("event {:?}", spec.spec),
+            why: format!("{}; list hwpmc's events with pmccontrol -L", spec.reason),
+        },
+        pmc_freebsd::Error::Invalid(why) => Error::InvalidArgument {
+            op: "hwpmc",
+            why: format!("{what}: {why}"),
+        },
+        version @ pmc_freebsd::Error::Version { .. } => Error::Os {
+            op: what.to_string(),
+            os_errno: host_errno(Errno::EPROGMISMATCH),
+            hint: Some(version.to_string()),
+        },
+        pmc_freebsd::Error::Unsupported => Error::NoBackend {
+            platform: std::env::consts::OS,
+        },
+    }
+}
+
+fn from_kernel(op: Op, errno: Errno, hint: &'static str, what: &str) -> Error {
+    let op_what = format!("{what} (PMC_OP_{})", op.name());
+    match errno {
+        Errno::EPERM => Error::PermissionDenied {
+            op: op_what,
+            os_errno: host_errno(errno),
+            hint: Some(hint.into()),
+        },
+        Errno::EBUSY => Error::Busy {
+            op: op.name(),
+            why: format!("{what}: {hint}"),
+        },
+        Errno::EOPNOTSUPP => Error::NotSupported {
+            what: op_what,
+            why: hint.into(),
+        },
+        Errno::ENXIO => Error::Unavailable {
+            what: op_what,
+            why: hint.into(),
+        },
+        Errno::EDOOFUS => Error::LogRequired {
+            op: op.name(),
+            why: format!("{what}: {hint}"),
+        },
+        _ => Error::Os {
+            op: op_what,
+            os_errno: host_errno(errno),
+            hint: Some(hint.into()),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kernel_errno_keeps_its_meaning_and_says_what_to_do() {
+        // hwpmc_mod.c's errnos (FreeBSD numbers, sys/sys/errno.h) become
+        // libpmc's errno in the host's numbering, with the operation and
+        // pmc-freebsd's advice for it.
+        let kernel = |op, errno| pmc_freebsd::Error::Kernel {
+            op,
+            errno,
+            hint: "the advice",
+        };
+        for (op, errno, host) in [
+            (Op::PMCALLOCATE, Errno::EPERM, libc::EPERM),
+            (Op::PMCATTACH, Errno::EBUSY, libc::EBUSY),
+            (Op::PMCALLOCATE, Errno::EOPNOTSUPP, libc::EOPNOTSUPP),
+            (Op::PMCALLOCATE, Errno::ENXIO, libc::ENXIO),
+            (Op::PMCSTART, Errno::EDOOFUS, crate::EDOOFUS),
+            (Op::PMCATTACH, Errno::ESRCH, libc::ESRCH),
+            (Op::PMCATTACH, Errno::EEXIST, libc::EEXIST),
+            (Op::PMCRW, Errno::EINVAL, libc::EINVAL),
+            (Op::PMCGETMSR, Errno::ENOSYS, libc::ENOSYS),
+        ] {
+            let e = from_freebsd(kernel(op, errno), "attach to process 42");
+            assert_eq!(e.errno(), host, "{op:?} {errno}: {e}");
+            let text = e.to_string();
+            assert!(text.contains("the advice"), "{text}");
+            assert!(
+                text.contains("process 42") || text.contains(op.name()),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_unknown_event_is_einval_naming_it() {
+        // pmc_allocate(3): EINVAL when the specifier is not recognised.
+        let e = from_freebsd(
+            pmc_freebsd::SpecError {
+                spec: "bogus".into(),
+                reason: "no event named \"bogus\"".into(),
+            }
+            .into(),
+            "allocate",
+        );
+        assert_eq!(e.errno(), libc::EINVAL);
+        assert!(e.to_string().contains("bogus"), "{e}");
+        assert!(e.to_string().contains("pmccontrol -L"), "{e}");
+    }
+}

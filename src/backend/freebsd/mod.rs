@@ -1,0 +1,379 @@
+//! The FreeBSD backend: hwpmc(4) through `pmc_freebsd::Hwpmc`.
+//!
+//! It only opens, controls and reads counters; FreeBSD's rules stay in
+//! [`crate::Pmc`]. Each target of a `Pmc` is its own hwpmc PMC, as each is
+//! its own perf fd on Linux:
+//!
+//! - a process target ([`PreparedEvent::open_process`]) is a `PMCALLOCATE`
+//!   in the PMC's process mode (with `PMC_F_DESCENDANTS` when the target is
+//!   a tree) followed by `PMCATTACH` to its pid;
+//! - a CPU target ([`PreparedEvent::open_cpu`]) is a `PMCALLOCATE` in the
+//!   system mode on that CPU;
+//! - enable/disable/read are `PMCSTART`/`PMCSTOP`/`PMCRW` (old value), and
+//!   dropping a target is `PMCRELEASE` (which detaches it);
+//! - allocate's trial is a `PMCALLOCATE` released at once, so an event the
+//!   machine cannot count fails at allocate with hwpmc's errno.
+//!
+//! hwpmc keeps no enabled/running times (a PMC owns its row while it is
+//! scheduled, nothing is multiplexed): a value is reported with both times
+//! 0 and `scaled` equal to the count. A running process PMC attached to
+//! another process reads that process's value as of its last context
+//! switch (`pm_savedvalue`), as hwpmc's PMCRW gives it. Since every target takes a row, a
+//! `Pmc` attaches to at most as many processes at once as its class has
+//! rows (`pm_num` of GETCPUINFO); hwpmc answers the next one with EINVAL.
+//!
+//! Sampling modes and the `LOG_PROC*` flags are refused at allocate
+//! ([`Error::NotSupported`]): hwpmc writes those records into its own log
+//! (`PMC_OP_CONFIGURELOG`), which `pmc`'s log (`crate::log::sink`) is not
+//! connected to yet.
+//!
+//! The backend is generic over [`System`]: the FreeBSD system call
+//! (`native.rs`, compiled only on FreeBSD and type-checked elsewhere with
+//! `--cfg pmc_freebsd_check_sys`) or, in tests, `pmc_freebsd`'s kernel
+//! double (`double.rs`).
+
+use std::fmt;
+use std::sync::Arc;
+
+use pmc_freebsd::abi::{self, pmc_op_pmcallocate};
+use pmc_freebsd::{Hwpmc, PmcId as HwpmcId, Transport};
+
+use super::{Backend, CounterValue, Counters, EventRequest, PreparedEvent};
+use crate::machine::{ClassInfo, CpuInfo};
+use crate::{Capabilities, Class, Error, Mode, Result};
+
+mod errors;
+mod events;
+
+#[cfg(test)]
+mod double;
+
+cfg_if::cfg_if! {
+    if #[cfg(any(target_os = "freebsd", all(test, pmc_freebsd_check_sys)))] {
+        mod native;
+        pub use native::{NativeFreeBsd, open_default};
+    }
+}
+
+pub use errors::from_freebsd;
+pub use events::libpmc_spec;
+
+/// What the backend needs of the system besides hwpmc's operations: the
+/// caller, the process table and the CPUs.
+pub trait System: Transport + Send + Sync + fmt::Debug + 'static {
+    /// The calling process's pid (what pid 0 means).
+    fn caller_pid(&self) -> u32;
+    /// Whether a process exists (and is not exiting).
+    fn process_exists(&self, pid: u32) -> bool;
+    /// The processes below `pid` now, for the DESCENDANTS overlap rule.
+    fn descendants(&self, pid: u32) -> Vec<u32>;
+    /// The active CPUs among hwpmc's `0..ncpu`.
+    fn online_cpus(&self, ncpu: u32) -> Vec<u32>;
+}
+
+/// hwpmc behind a [`System`].
+#[derive(Debug)]
+pub struct FreeBsdBackend<S: System> {
+    hwpmc: Arc<Hwpmc<S>>,
+}
+
+impl<S: System> FreeBsdBackend<S> {
+    /// Opens hwpmc (libpmc's `pmc_init`: module version, CPU information,
+    /// soft events).
+    pub fn open(system: S) -> Result<FreeBsdBackend<S>> {
+        let hwpmc = Hwpmc::open(system).map_err(|e| from_freebsd(e, "open hwpmc"))?;
+        Ok(Self::from_hwpmc(hwpmc))
+    }
+
+    /// Wraps an opened hwpmc (e.g. one given a pmu-events table).
+    pub fn from_hwpmc(hwpmc: Hwpmc<S>) -> FreeBsdBackend<S> {
+        FreeBsdBackend {
+            hwpmc: Arc::new(hwpmc),
+        }
+    }
+
+    /// The hwpmc handle.
+    pub fn hwpmc(&self) -> &Hwpmc<S> {
+        &self.hwpmc
+    }
+
+    fn class_row(&self, raw_class: u32) -> Option<abi::pmc_classinfo> {
+        let info = self.hwpmc.cpuinfo();
+        let n = (info.pm_nclass as usize).min(info.pm_classes.len());
+        info.pm_classes[..n]
+            .iter()
+            .find(|c| c.pm_class == raw_class)
+            .copied()
+    }
+}
+
+/// Our name for a hwpmc class: `SOFT` is the software class, every other
+/// (`TSC`, `IAF`, `IAP`, `K8`, `ARMV8`, …) a PMU of that name.
+pub fn class_of(raw: u32) -> Class {
+    match pmc_freebsd::Class::from_raw(raw) {
+        Some(pmc_freebsd::Class::SOFT) => Class::Software,
+        Some(c) => Class::Pmu(c.name().to_string()),
+        None => Class::Pmu(format!("class-{raw}")),
+    }
+}
+
+fn raw_class_of(class: &Class) -> Option<pmc_freebsd::Class> {
+    match class {
+        Class::Software => Some(pmc_freebsd::Class::SOFT),
+        Class::Pmu(name) => pmc_freebsd::Class::ALL
+            .iter()
+            .copied()
+            .find(|c| c.name().eq_ignore_ascii_case(name)),
+        _ => None,
+    }
+}
+
+fn hwpmc_mode(mode: Mode) -> pmc_freebsd::Mode {
+    match mode {
+        Mode::SS => pmc_freebsd::Mode::SS,
+        Mode::SC => pmc_freebsd::Mode::SC,
+        Mode::TS => pmc_freebsd::Mode::TS,
+        Mode::TC => pmc_freebsd::Mode::TC,
+    }
+}
+
+impl<S: System> Backend for FreeBsdBackend<S> {
+    fn name(&self) -> &'static str {
+        "freebsd-hwpmc"
+    }
+
+    fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+        if request.mode.is_sampling() {
+            return Err(Error::NotSupported {
+                what: format!("{} (sampling) through hwpmc", request.mode),
+                why: "hwpmc writes samples into its own log (PMC_OP_CONFIGURELOG), which \
+                      pmc's log is not connected to yet; count with TC or SC, or sample \
+                      with pmcstat(8)"
+                    .into(),
+            });
+        }
+        let log_flags = crate::Flags::LOG_PROCCSW | crate::Flags::LOG_PROCEXIT;
+        if request.flags.intersects(log_flags) {
+            return Err(Error::NotSupported {
+                what: format!("{:?} through hwpmc", request.flags & log_flags),
+                why: "hwpmc writes these records into its own log (PMC_OP_CONFIGURELOG), \
+                      which pmc's log is not connected to yet; allocate without them"
+                    .into(),
+            });
+        }
+        let spec = libpmc_spec(request.spec)?;
+        let cpu = if request.mode.is_system() {
+            0
+        } else {
+            abi::PMC_CPU_ANY
+        };
+        // DESCENDANTS is a property of each process target (open_process).
+        let flags = request.flags.bits() & !abi::PMC_F_DESCENDANTS;
+        let template = self
+            .hwpmc
+            .resolver()
+            .allocate_request(&spec, hwpmc_mode(request.mode), flags, cpu, 0)
+            .map_err(|e| from_freebsd(e.into(), "allocate"))?;
+        let row = self.class_row(template.pm_class);
+        Ok(Box::new(HwpmcEvent {
+            hwpmc: self.hwpmc.clone(),
+            template,
+            class: class_of(template.pm_class),
+            width: row.map_or(64, |r| r.pm_width),
+            description: format!(
+                "hwpmc {} event {:#x} ({spec})",
+                class_of(template.pm_class),
+                template.pm_ev
+            ),
+        }))
+    }
+
+    fn caller_pid(&self) -> u32 {
+        self.hwpmc.transport().caller_pid()
+    }
+
+    fn process_exists(&self, pid: u32) -> bool {
+        self.hwpmc.transport().process_exists(pid)
+    }
+
+    fn online_cpus(&self) -> Vec<u32> {
+        self.hwpmc.transport().online_cpus(self.hwpmc.ncpu())
+    }
+
+    fn possible_cpus(&self) -> Vec<u32> {
+        (0..self.hwpmc.ncpu()).collect()
+    }
+
+    fn descendants(&self, pid: u32) -> Vec<u32> {
+        self.hwpmc.transport().descendants(pid)
+    }
+
+    fn how_to_online(&self, cpu: u32) -> String {
+        format!("enable CPU {cpu} (hwpmc counts only on active CPUs)")
+    }
+
+    fn cpuinfo(&self) -> Result<CpuInfo> {
+        let info = self.hwpmc.cpuinfo();
+        let n = (info.pm_nclass as usize).min(info.pm_classes.len());
+        Ok(CpuInfo {
+            cputype: pmc_freebsd::CpuType::from_raw(info.pm_cputype).map_or_else(
+                || format!("cputype {:#x}", info.pm_cputype),
+                |c| c.name().to_string(),
+            ),
+            ncpu: info.pm_ncpu,
+            npmc: info.pm_npmc,
+            classes: info.pm_classes[..n]
+                .iter()
+                .map(|c| ClassInfo {
+                    class: class_of(c.pm_class),
+                    caps: Capabilities::from_bits_truncate(c.pm_caps),
+                    width: c.pm_width,
+                    num: Some(c.pm_num),
+                })
+                .collect(),
+        })
+    }
+
+    fn event_names(&self, class: &Class) -> Result<Vec<String>> {
+        let raw = raw_class_of(class).ok_or_else(|| Error::NotSupported {
+            what: format!("class {class}"),
+            why: "hwpmc has no such class; see pmc::cpuinfo for the classes of this machine".into(),
+        })?;
+        Ok(self.hwpmc.event_names_of_class(raw))
+    }
+}
+
+/// A resolved event: the PMCALLOCATE request every target starts from.
+#[derive(Debug)]
+struct HwpmcEvent<S: System> {
+    hwpmc: Arc<Hwpmc<S>>,
+    template: pmc_op_pmcallocate,
+    class: Class,
+    width: u32,
+    description: String,
+}
+
+impl<S: System> HwpmcEvent<S> {
+    /// PMCALLOCATE for one target; the returned counter releases it when
+    /// dropped, so every later failure leaves nothing behind.
+    fn allocate(&self, cpu: u32, descendants: bool, target: String) -> Result<HwpmcCounter<S>> {
+        let mut pa = self.template;
+        pa.pm_cpu = cpu;
+        if descendants {
+            pa.pm_flags |= abi::PMC_F_DESCENDANTS;
+        }
+        let id = self
+            .hwpmc
+            .allocate_raw(&mut pa)
+            .map_err(|e| from_freebsd(e, &format!("allocate {} on {target}", self.class)))?;
+        Ok(HwpmcCounter {
+            hwpmc: self.hwpmc.clone(),
+            id,
+            target,
+        })
+    }
+}
+
+impl<S: System> PreparedEvent for HwpmcEvent<S> {
+    fn class(&self) -> Class {
+        self.class.clone()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::from_bits_truncate(self.template.pm_caps)
+    }
+
+    fn width(&self) -> u32 {
+        self.width
+    }
+
+    fn describe(&self) -> String {
+        self.description.clone()
+    }
+
+    fn open_process(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
+        let counter = self.allocate(abi::PMC_CPU_ANY, descendants, format!("process {pid}"))?;
+        let hwpmc_pid =
+            i32::try_from(pid).map_err(|_| Error::NoSuchProcess { op: "attach", pid })?;
+        self.hwpmc
+            .attach(counter.id, hwpmc_pid)
+            .map_err(|e| from_freebsd(e, &format!("attach to process {pid}")))?;
+        Ok(Box::new(counter))
+    }
+
+    fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {
+        Ok(Box::new(self.allocate(cpu, false, format!("cpu {cpu}"))?))
+    }
+
+    fn trial_open(&self) -> Result<()> {
+        self.allocate(abi::PMC_CPU_ANY, false, "the calling process".into())
+            .map(drop)
+    }
+}
+
+/// One hwpmc PMC (a target of a `Pmc`), released on drop.
+#[derive(Debug)]
+struct HwpmcCounter<S: System> {
+    hwpmc: Arc<Hwpmc<S>>,
+    id: HwpmcId,
+    /// What it counts, for messages.
+    target: String,
+}
+
+impl<S: System> HwpmcCounter<S> {
+    fn op(&self, what: &str) -> String {
+        format!("{what} hwpmc PMC {:#x} on {}", self.id.0, self.target)
+    }
+}
+
+impl<S: System> Counters for HwpmcCounter<S> {
+    fn enable(&mut self) -> Result<()> {
+        self.hwpmc
+            .start(self.id)
+            .map_err(|e| from_freebsd(e, &self.op("start")))
+    }
+
+    fn disable(&mut self) -> Result<()> {
+        self.hwpmc
+            .stop(self.id)
+            .map_err(|e| from_freebsd(e, &self.op("stop")))
+    }
+
+    fn read(&mut self) -> Result<CounterValue> {
+        let value = self
+            .hwpmc
+            .read(self.id)
+            .map_err(|e| from_freebsd(e, &self.op("read")))?;
+        // hwpmc does not multiplex: the count is the whole value, and it
+        // keeps no enabled/running times.
+        Ok(CounterValue {
+            raw: value,
+            time_enabled: 0,
+            time_running: 0,
+            scaled: Some(value),
+        })
+    }
+
+    fn rdpmc_index(&mut self) -> Result<Option<u32>> {
+        match self.hwpmc.get_msr(self.id) {
+            Ok(msr) => Ok(Some(msr)),
+            // hwpmc_mod.c PMC_OP_PMCGETMSR: a class without pcd_get_msr.
+            Err(pmc_freebsd::Error::Kernel { errno, .. })
+                if errno == pmc_freebsd::Errno::ENOSYS =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(from_freebsd(e, &self.op("get_msr of"))),
+        }
+    }
+}
+
+impl<S: System> Drop for HwpmcCounter<S> {
+    fn drop(&mut self) {
+        // PMCRELEASE detaches every target; nothing to report from a drop.
+        let _ = self.hwpmc.release(self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests;

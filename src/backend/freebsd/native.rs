@@ -1,0 +1,139 @@
+//! FreeBSD itself: hwpmc's system call as the [`System`], the
+//! [`Platform`] of the build, and the default backend.
+//!
+//! Compiled on FreeBSD; elsewhere only type-checked, in tests, with
+//! `RUSTFLAGS="--cfg pmc_freebsd_check_sys" cargo clippy -p pmc --tests`
+//! (`.ci/run`), since no FreeBSD target can be built here.
+
+use std::sync::Arc;
+
+use pmc_freebsd::{Hwpmc, SyscallTransport};
+
+use super::{FreeBsdBackend, System};
+use crate::backend::unsupported::NoHotCounter;
+use crate::backend::{Backend, EventRequest, Platform, PreparedEvent};
+use crate::log::cpu::CpuIdentity;
+use crate::machine::CpuInfo;
+use crate::{Class, Error, Result};
+
+/// The backend of a FreeBSD build.
+pub type NativeFreeBsd = FreeBsdBackend<SyscallTransport>;
+
+impl System for SyscallTransport {
+    fn caller_pid(&self) -> u32 {
+        std::process::id()
+    }
+
+    fn process_exists(&self, pid: u32) -> bool {
+        i32::try_from(pid).is_ok_and(pmc_freebsd::sys::process_exists)
+    }
+
+    /// Not known here (it needs the `kern.proc` sysctl): the DESCENDANTS
+    /// overlap rule sees no trees on FreeBSD yet.
+    fn descendants(&self, _pid: u32) -> Vec<u32> {
+        Vec::new()
+    }
+
+    /// Every CPU hwpmc knows; hwpmc itself answers ENXIO for an inactive
+    /// one at PMCALLOCATE.
+    fn online_cpus(&self, ncpu: u32) -> Vec<u32> {
+        (0..ncpu).collect()
+    }
+}
+
+impl Platform for NativeFreeBsd {
+    /// No direct handle yet: every start/read/stop is a hwpmc call.
+    type Hot = NoHotCounter;
+
+    fn monotonic_ns() -> u64 {
+        pmc_freebsd::sys::monotonic_ns()
+    }
+
+    /// Sampling is not connected to hwpmc's log yet (see the module
+    /// documentation): there is nothing to drain.
+    fn drain_samples() {}
+
+    /// No PMC of this backend writes into `pmc`'s log.
+    fn stop_logging_pmcs() -> Vec<u32> {
+        Vec::new()
+    }
+
+    /// hwpmc's own `pm_cputype`; the cpuid string (`kern.hwpmc.cpuid`) is
+    /// not read yet.
+    fn cpu_identity() -> CpuIdentity {
+        match SyscallTransport::open().ok().map(Hwpmc::open) {
+            Some(Ok(h)) => CpuIdentity {
+                cputype: h.cpuinfo().pm_cputype,
+                cpuid: String::new(),
+            },
+            _ => CpuIdentity::unknown(),
+        }
+    }
+}
+
+/// The default backend of a FreeBSD build: hwpmc when its module is
+/// loaded, else a backend whose every allocation says why not.
+pub fn open_default() -> Arc<dyn Backend> {
+    let opened = SyscallTransport::open()
+        .map_err(|errno| {
+            super::from_freebsd(
+                pmc_freebsd::Error::Kernel {
+                    op: pmc_freebsd::Op::GETMODULEVERSION,
+                    errno,
+                    hint: "the hwpmc module is not loaded: kldload hwpmc",
+                },
+                "find the hwpmc system call",
+            )
+        })
+        .and_then(FreeBsdBackend::open);
+    match opened {
+        Ok(backend) => Arc::new(backend),
+        Err(e) => Arc::new(HwpmcUnavailable { why: e.to_string() }),
+    }
+}
+
+/// hwpmc could not be opened: every allocation fails with the reason.
+#[derive(Debug)]
+struct HwpmcUnavailable {
+    why: String,
+}
+
+impl HwpmcUnavailable {
+    fn error(&self) -> Error {
+        Error::Unavailable {
+            what: "hwpmc".into(),
+            why: self.why.clone(),
+        }
+    }
+}
+
+impl Backend for HwpmcUnavailable {
+    fn name(&self) -> &'static str {
+        "freebsd-hwpmc (unavailable)"
+    }
+
+    fn prepare(&self, _request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+        Err(self.error())
+    }
+
+    fn caller_pid(&self) -> u32 {
+        std::process::id()
+    }
+
+    fn process_exists(&self, pid: u32) -> bool {
+        i32::try_from(pid).is_ok_and(pmc_freebsd::sys::process_exists)
+    }
+
+    fn online_cpus(&self) -> Vec<u32> {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (0..n as u32).collect()
+    }
+
+    fn cpuinfo(&self) -> Result<CpuInfo> {
+        Err(self.error())
+    }
+
+    fn event_names(&self, _class: &Class) -> Result<Vec<String>> {
+        Err(self.error())
+    }
+}

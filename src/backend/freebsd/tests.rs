@@ -1,0 +1,223 @@
+//! The FreeBSD backend over pmc-freebsd's kernel double: what it asks
+//! hwpmc for (checked in the double's state), and what only this backend
+//! does. The `Pmc` rules themselves run in `backend::conformance`.
+
+use std::sync::Arc;
+
+use pmc_freebsd::abi;
+use pmc_freebsd::double::{KernelDouble, Machine, Process};
+
+use super::*;
+use crate::{Cpu, Flags, Pmc};
+
+fn kernel() -> Arc<KernelDouble> {
+    Arc::new(KernelDouble::new(Machine::intel_2cpu(), 1000))
+}
+
+fn backend(k: &Arc<KernelDouble>) -> Arc<dyn Backend> {
+    Arc::new(FreeBsdBackend::open(k.clone()).expect("the double opens"))
+}
+
+fn child(k: &KernelDouble, pid: i32) {
+    k.add_process(
+        pid,
+        Process {
+            parent: k.pid(),
+            exiting: false,
+            debuggable: true,
+        },
+    );
+}
+
+#[test]
+fn each_target_is_one_hwpmc_pmc_attached_by_pid_and_released_with_it() {
+    // hwpmc_mod.c: PMCALLOCATE then PMCATTACH per process; PMCRELEASE
+    // (pmc_release_pmc_descriptor) detaches and frees it.
+    let k = kernel();
+    child(&k, 42);
+    let b = backend(&k);
+    let mut p = Pmc::allocate_on(
+        b.clone(),
+        "SOFT-PAGE_FAULT.ALL",
+        Mode::TC,
+        Flags::empty(),
+        Cpu::Any,
+        0,
+    )
+    .unwrap();
+    assert_eq!(k.live_pmcs(), 0, "allocate's trial PMC is released at once");
+    p.attach(0).unwrap();
+    p.attach(42).unwrap();
+    assert_eq!(k.live_pmcs(), 2, "one hwpmc PMC per target");
+    p.start().unwrap();
+    k.advance(42, 0, 5);
+    k.advance(1000, 1, 7);
+    assert_eq!(p.read().unwrap(), 12);
+    // hwpmc keeps no enabled/running times and never multiplexes.
+    let r = p.read_detailed().unwrap();
+    assert_eq!(
+        (
+            r.value,
+            r.raw,
+            r.time_enabled,
+            r.time_running,
+            r.multiplexed
+        ),
+        (12, 12, 0, 0, false)
+    );
+    p.detach(42).unwrap();
+    assert_eq!(k.live_pmcs(), 1, "detach releases the target's PMC");
+    drop(p);
+    assert_eq!(k.live_pmcs(), 0, "release frees the rest");
+}
+
+#[test]
+fn descendants_is_passed_to_hwpmc_per_target() {
+    // sys/sys/pmc.h PMC_F_DESCENDANTS: hwpmc follows the tree itself
+    // (pmc_attach_process), so a grandchild's events count.
+    let k = kernel();
+    child(&k, 42);
+    k.add_process(
+        43,
+        Process {
+            parent: 42,
+            exiting: false,
+            debuggable: true,
+        },
+    );
+    let b = backend(&k);
+    let mut p =
+        Pmc::allocate_on(b, "page-faults", Mode::TC, Flags::DESCENDANTS, Cpu::Any, 0).unwrap();
+    p.attach(42).unwrap();
+    p.start().unwrap();
+    k.advance(43, 0, 3);
+    assert_eq!(p.read().unwrap(), 3);
+    let id = (0..64)
+        .map(|ri| {
+            abi::pmc_id_make(
+                abi::PMC_CPU_ANY,
+                abi::Mode::TC as u32,
+                abi::Class::SOFT as u32,
+                ri,
+            )
+        })
+        .find(|&id| k.recorded(id).is_some())
+        .expect("the target's PMC");
+    let (_, flags) = k.recorded(id).unwrap();
+    assert_ne!(flags & abi::PMC_F_DESCENDANTS, 0, "flags {flags:#x}");
+}
+
+#[test]
+fn sampling_and_log_flags_are_refused_with_the_reason() {
+    let k = kernel();
+    let b = backend(&k);
+    for (mode, flags, cpu) in [
+        (Mode::TS, Flags::empty(), Cpu::Any),
+        (Mode::SS, Flags::empty(), Cpu::Id(0)),
+        (Mode::TC, Flags::LOG_PROCEXIT, Cpu::Any),
+        (Mode::TC, Flags::LOG_PROCCSW, Cpu::Any),
+    ] {
+        let e = Pmc::allocate_on(b.clone(), "page-faults", mode, flags, cpu, 0).unwrap_err();
+        assert_eq!(e.errno(), libc::EOPNOTSUPP, "{mode} {flags:?}: {e}");
+        assert!(e.to_string().contains("CONFIGURELOG"), "{e}");
+    }
+    assert_eq!(k.live_pmcs(), 0);
+}
+
+#[test]
+fn hwpmc_refusals_at_allocate_keep_their_errno() {
+    // hwpmc_tsc.c tsc_allocate_pmc: the TSC counts only in SC mode (EINVAL
+    // otherwise); hwpmc_mod.c pmc_do_op_pmcallocate: system PMCs need
+    // PRIV_PMC_SYSTEM (EPERM).
+    let k = kernel();
+    let b = backend(&k);
+    let e = Pmc::allocate_on(b.clone(), "tsc", Mode::TC, Flags::empty(), Cpu::Any, 0).unwrap_err();
+    assert_eq!(e.errno(), libc::EINVAL, "{e}");
+    assert!(e.to_string().contains("PMCALLOCATE"), "{e}");
+    let mut tsc = Pmc::allocate_on(b, "tsc", Mode::SC, Flags::empty(), Cpu::Id(1), 0).unwrap();
+    assert_eq!(tsc.class(), Class::Pmu("TSC".into()));
+    tsc.start().unwrap();
+    k.advance(1, 1, 9);
+    assert_eq!(tsc.read().unwrap(), 9);
+
+    let user = Arc::new(KernelDouble::new(Machine::intel_2cpu(), 1000).with_privilege(false));
+    let b = backend(&user);
+    let e =
+        Pmc::allocate_on(b, "page-faults", Mode::SC, Flags::empty(), Cpu::Id(0), 0).unwrap_err();
+    assert_eq!(e.errno(), libc::EPERM, "{e}");
+    assert!(e.to_string().contains("root"), "{e}");
+}
+
+#[test]
+fn a_class_runs_out_of_rows_with_einval() {
+    // hwpmc_mod.c pmc_can_allocate_rowindex: one virtual PMC of an owner
+    // per row; the double's TSC class has one row and SOFT sixteen.
+    let k = kernel();
+    let b = backend(&k);
+    let mut pmcs = Vec::new();
+    for _ in 0..16 {
+        let mut p = Pmc::allocate_on(
+            b.clone(),
+            "page-faults",
+            Mode::TC,
+            Flags::empty(),
+            Cpu::Any,
+            0,
+        )
+        .unwrap();
+        p.attach(0).unwrap();
+        pmcs.push(p);
+    }
+    let e = Pmc::allocate_on(b, "page-faults", Mode::TC, Flags::empty(), Cpu::Any, 0).unwrap_err();
+    assert_eq!(e.errno(), libc::EINVAL, "{e}");
+    assert!(e.to_string().contains("no free row"), "{e}");
+}
+
+#[test]
+fn cpuinfo_and_event_names_are_hwpmcs() {
+    // GETCPUINFO's classes (pmc_classinfo) and GETDYNEVENTINFO's soft events.
+    let k = kernel();
+    let b = backend(&k);
+    let info = b.cpuinfo().unwrap();
+    assert_eq!(info.ncpu, 2);
+    assert_eq!(info.npmc, 1 + 4 + 3 + 16);
+    let classes: Vec<Class> = info.classes.iter().map(|c| c.class.clone()).collect();
+    assert_eq!(
+        classes,
+        [
+            Class::Pmu("TSC".into()),
+            Class::Pmu("IAP".into()),
+            Class::Pmu("IAF".into()),
+            Class::Software
+        ]
+    );
+    let soft = b.event_names(&Class::Software).unwrap();
+    assert!(soft.iter().any(|n| n == "PAGE_FAULT.ALL"), "{soft:?}");
+    assert_eq!(b.name(), "freebsd-hwpmc");
+    assert_eq!(b.caller_pid(), 1000);
+}
+
+#[test]
+fn a_refused_attach_releases_its_pmc_and_says_why() {
+    // hwpmc_mod.c pmc_attach_process: p_candebug failure → EPERM. The PMC
+    // allocated for the target is released again: nothing leaks.
+    let k = kernel();
+    k.add_process(
+        42,
+        Process {
+            parent: 1,
+            exiting: false,
+            debuggable: false,
+        },
+    );
+    let b = backend(&k);
+    let mut p = Pmc::allocate_on(b, "page-faults", Mode::TC, Flags::empty(), Cpu::Any, 0).unwrap();
+    let e = p.attach(42).unwrap_err();
+    assert_eq!(e.errno(), libc::EPERM, "{e}");
+    assert!(e.to_string().contains("may not be debugged"), "{e}");
+    assert!(e.to_string().contains("process 42"), "{e}");
+    assert_eq!(k.live_pmcs(), 0, "the target's PMC was released");
+    assert!(p.targets().is_empty());
+    p.start().unwrap();
+    assert_eq!(p.targets(), vec![1000], "the refused attach did not count");
+}

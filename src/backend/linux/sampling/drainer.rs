@@ -1,0 +1,168 @@
+//! The drainer thread: moves records from the rings to the log every
+//! [`SWEEP_INTERVAL`] while any ring set lives, and parks while none does,
+//! so a process that samples nothing is never woken by it.
+//!
+//! The schedule is a small state machine over a generation count that every
+//! registration bumps: the drainer reads the generation, sweeps, and parks
+//! only if the sweep found no live set *and* no registration happened since
+//! it read the generation (a set registered during the sweep may be missed
+//! by its snapshot, never by the check). Registration wakes a parked
+//! drainer and starts the thread the first time.
+//!
+//! A thread that cannot be spawned is an error for the registration that
+//! needed it (the attach or allocate mapping the first ring): without the
+//! drainer, rings fill between stops and the kernel drops samples, which
+//! would pass silently. The next registration tries again.
+
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::Error;
+
+/// How often a drainer with live ring sets sweeps them.
+pub(in crate::backend::linux) const SWEEP_INTERVAL: Duration = Duration::from_millis(10);
+
+/// The drainer thread's name.
+pub(in crate::backend::linux) const THREAD_NAME: &str = "pmc-log-drain";
+
+/// Starts the drainer's thread with the given body (std's `Builder` in
+/// production, a failing one in tests).
+pub(in crate::backend::linux) type Spawner = fn(Box<dyn FnOnce() + Send>) -> io::Result<()>;
+
+/// Spawns a named OS thread.
+pub(in crate::backend::linux) fn spawn_thread(body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
+    std::thread::Builder::new()
+        .name(THREAD_NAME.into())
+        .spawn(body)
+        .map(drop)
+}
+
+/// The drainer's schedule and its thread's state.
+#[derive(Debug)]
+pub(in crate::backend::linux) struct Drainer {
+    state: Mutex<State>,
+    wake: Condvar,
+    /// Sweeps made by the thread (not the drains of stop, flush or close):
+    /// what a test counts to see the thread idle.
+    sweeps: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    started: bool,
+    /// Bumped by every registration.
+    generation: u64,
+    parked: bool,
+    /// Ends the thread at its next wake-up (tests only end theirs).
+    shutdown: bool,
+}
+
+impl Drainer {
+    /// A drainer whose thread is not started.
+    pub(in crate::backend::linux) const fn new() -> Drainer {
+        Drainer {
+            state: Mutex::new(State {
+                started: false,
+                generation: 0,
+                parked: false,
+                shutdown: false,
+            }),
+            wake: Condvar::new(),
+            sweeps: AtomicU64::new(0),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Called after a ring set joined what `sweep` visits: starts the thread
+    /// (through `spawn`) if it is not running, else wakes it if parked.
+    /// `sweep` drains every live set and returns how many there were.
+    pub(in crate::backend::linux) fn registered<F>(
+        &'static self,
+        spawn: Spawner,
+        sweep: F,
+    ) -> io::Result<()>
+    where
+        F: Fn() -> usize + Send + 'static,
+    {
+        let mut state = self.state();
+        state.generation = state.generation.wrapping_add(1);
+        if state.started {
+            self.wake.notify_all();
+            return Ok(());
+        }
+        // Marked before the spawn so the new thread's first park check
+        // cannot see a stale state; undone if the spawn fails.
+        state.started = true;
+        if let Err(e) = spawn(Box::new(move || self.run(sweep))) {
+            state.started = false;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The thread's loop: sweep every [`SWEEP_INTERVAL`] while sets live,
+    /// park until the next registration when none does.
+    fn run(&self, sweep: impl Fn() -> usize) {
+        loop {
+            std::thread::sleep(SWEEP_INTERVAL);
+            let seen = self.state().generation;
+            let live = sweep();
+            self.sweeps.fetch_add(1, Ordering::Relaxed);
+            let mut state = self.state();
+            if live == 0 {
+                while state.generation == seen && !state.shutdown {
+                    state.parked = true;
+                    state = self.wake.wait(state).unwrap_or_else(|p| p.into_inner());
+                }
+                state.parked = false;
+            }
+            if state.shutdown {
+                state.started = false;
+                return;
+            }
+        }
+    }
+
+    /// Sweeps made by the thread so far.
+    #[cfg(test)]
+    pub(in crate::backend::linux) fn sweeps(&self) -> u64 {
+        self.sweeps.load(Ordering::Relaxed)
+    }
+
+    /// Whether the thread is parked (waiting for a registration).
+    #[cfg(test)]
+    pub(in crate::backend::linux) fn is_parked(&self) -> bool {
+        self.state().parked
+    }
+
+    /// Ends the thread at its next wake-up.
+    #[cfg(test)]
+    pub(in crate::backend::linux) fn shut_down(&self) {
+        self.state().shutdown = true;
+        self.wake.notify_all();
+    }
+}
+
+/// The error of a drainer thread that could not be started: it names the
+/// thread, the errno and the usual causes.
+pub(in crate::backend::linux) fn spawn_error(e: &io::Error) -> Error {
+    Error::Os {
+        op: format!(
+            "starting the {THREAD_NAME} thread, which moves samples from the rings to the log"
+        ),
+        os_errno: e.raw_os_error().unwrap_or(libc::EAGAIN),
+        hint: Some(format!(
+            "{e}: the process or its user is at a thread limit (ulimit -u / RLIMIT_NPROC, \
+             kernel.threads-max) or out of memory; end threads or raise the limit, then \
+             allocate or attach again"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests;

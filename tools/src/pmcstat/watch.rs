@@ -1,0 +1,99 @@
+//! `-T`: the live top view of the sampling PMCs.
+
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::annotate;
+use crate::gate::{self, HeldCommand};
+use crate::top;
+
+use super::TOOL;
+use super::options::{Args, fs_root};
+
+/// `-T`: the live view until `q`, Ctrl-C or the target's exit. A command
+/// still running at `q` is interrupted (SIGINT, as pmcstat does) and
+/// waited for.
+pub(super) fn watch(
+    args: &Args,
+    threshold: f64,
+    skiplink: bool,
+    memory_log: &pmc::log::sink::MemoryLog,
+    held: &mut Option<HeldCommand>,
+    interrupted: &AtomicBool,
+) -> Result<ExitCode, ExitCode> {
+    let mut view = top::TopView::new(threshold, skiplink, args.show_address);
+    let interval = Duration::from_secs_f64(args.interval.unwrap_or(5.0));
+    let mut status = None;
+    let root = fs_root(args)?;
+    // Parse only what was logged since the last refresh.
+    let mut reader = pmc::log::LogReader::from_memory();
+    let mut fed = 0;
+    let ended = top::run(
+        &mut view,
+        interval,
+        || {
+            pmc::log::sink::flush_logfile().map_err(|e| e.to_string())?;
+            let bytes = memory_log.bytes();
+            reader.feed(bytes.get(fed..).unwrap_or(&[]));
+            fed = bytes.len();
+            let mut new = Vec::new();
+            loop {
+                match reader.read() {
+                    pmc::log::ReadState::Ok(e) => new.push(e),
+                    pmc::log::ReadState::Error(e) => return Err(format!("the log: {e}")),
+                    pmc::log::ReadState::Eof | pmc::log::ReadState::RequireData => {
+                        // -r, -i and -z apply to the view as to reports.
+                        return Ok(annotate::prepare(
+                            &new,
+                            root.as_deref(),
+                            args.thread,
+                            args.depth.map(|d| d as usize),
+                        ));
+                    }
+                }
+            }
+        },
+        || {
+            if interrupted.load(Ordering::SeqCst) {
+                return true;
+            }
+            if let Some(h) = held.as_mut() {
+                match h.try_wait() {
+                    Ok(Some(s)) => {
+                        status = Some(s);
+                        return true;
+                    }
+                    Ok(None) => return false,
+                    Err(_) => return true,
+                }
+            }
+            args.pid.is_some_and(|pid| !pmc::process_exists(pid))
+        },
+    )
+    .map_err(|e| {
+        eprintln!("{TOOL}: {e}");
+        ExitCode::FAILURE
+    })?;
+    if let Some(s) = status {
+        return Ok(ExitCode::from(gate::exit_code(s)));
+    }
+    if ended == top::Ended::Quit
+        && let Some(h) = held.as_mut()
+    {
+        use nix::sys::signal::{Signal, kill};
+        let pid = nix::unistd::Pid::from_raw(h.pid() as i32);
+        let _ = kill(pid, Signal::SIGINT);
+        // A command that ignores SIGINT is killed after 2 s.
+        let end = Instant::now() + Duration::from_secs(2);
+        while matches!(h.try_wait(), Ok(None)) {
+            if Instant::now() >= end {
+                let _ = kill(pid, Signal::SIGKILL);
+                let _ = h.wait();
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
