@@ -17,9 +17,12 @@
 //!   suggestions) vs raw open + close of `task-clock`; its target is an
 //!   absolute time, reported with the ratio.
 //!
-//! Each subject's thread CPU time per call is reported too
-//! (`subject_cpu_ns`): the absolute target (unknown name ≤ 50 µs) is
-//! judged on it, since wall time on a shared machine includes others' turns.
+//! Each round also takes the thread CPU time of the same calls
+//! (`subject_cpu_ns`, `baseline_cpu_ns`), and `cpu_ratio` is the median of
+//! their per-round ratios: wall time on a shared, loaded machine includes
+//! other programs' turns, thread CPU time only this thread's work (its
+//! system calls included), so the targets are judged on CPU time (the
+//! absolute one, unknown name ≤ 50 µs, too) with the wall ratio beside.
 //!
 //! Prints one JSON object per line; `cargo xtask bench` reads them.
 
@@ -59,12 +62,23 @@ struct Pair<'a> {
     baseline: Op<'a>,
 }
 
-fn time(f: &mut dyn FnMut(), calls: u32) -> f64 {
+/// Wall time and thread CPU time per call of `f`, over the same calls.
+fn time(f: &mut dyn FnMut(), calls: u32) -> Timing {
+    let cpu = thread_cpu_ns();
     let t = Instant::now();
     for _ in 0..calls {
         f();
     }
-    t.elapsed().as_nanos() as f64 / f64::from(calls)
+    Timing {
+        wall_ns: t.elapsed().as_nanos() as f64 / f64::from(calls),
+        cpu_ns: (thread_cpu_ns() - cpu) / f64::from(calls),
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Timing {
+    wall_ns: f64,
+    cpu_ns: f64,
 }
 
 /// The calling thread's CPU time in ns: the absolute figure of a shared,
@@ -73,15 +87,6 @@ fn thread_cpu_ns() -> f64 {
     let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
         .expect("CLOCK_THREAD_CPUTIME_ID");
     t.tv_sec() as f64 * 1e9 + t.tv_nsec() as f64
-}
-
-/// Thread CPU time per call of `f`.
-fn cpu_time(f: &mut dyn FnMut(), calls: u32) -> f64 {
-    let t = thread_cpu_ns();
-    for _ in 0..calls {
-        f();
-    }
-    (thread_cpu_ns() - t) / f64::from(calls)
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -221,11 +226,12 @@ fn main() {
     }
     for (i, p) in pairs.iter_mut().enumerate() {
         let mut base_ns = Vec::with_capacity(ROUNDS);
+        let mut base_cpu_ns = Vec::with_capacity(ROUNDS);
         let mut subject_ns = Vec::with_capacity(ROUNDS);
         let mut subject_cpu_ns = Vec::with_capacity(ROUNDS);
         let mut ratios = Vec::with_capacity(ROUNDS);
+        let mut cpu_ratios = Vec::with_capacity(ROUNDS);
         for round in 0..ROUNDS {
-            subject_cpu_ns.push(cpu_time(p.subject.as_mut(), p.calls));
             let (b, s) = if (round + i) % 2 == 0 {
                 let b = time(p.baseline.as_mut(), p.calls);
                 (b, time(p.subject.as_mut(), p.calls))
@@ -233,11 +239,15 @@ fn main() {
                 let s = time(p.subject.as_mut(), p.calls);
                 (time(p.baseline.as_mut(), p.calls), s)
             };
-            base_ns.push(b);
-            subject_ns.push(s);
-            ratios.push(s / b);
+            base_ns.push(b.wall_ns);
+            base_cpu_ns.push(b.cpu_ns);
+            subject_ns.push(s.wall_ns);
+            subject_cpu_ns.push(s.cpu_ns);
+            ratios.push(s.wall_ns / b.wall_ns);
+            cpu_ratios.push(s.cpu_ns / b.cpu_ns);
         }
         let (q1, q3) = quartiles(&mut ratios);
+        let (cpu_q1, cpu_q3) = quartiles(&mut cpu_ratios);
         println!(
             "{}",
             serde_json::json!({
@@ -246,9 +256,13 @@ fn main() {
                 "subject_ns": median(&mut subject_ns),
                 "subject_cpu_ns": median(&mut subject_cpu_ns),
                 "baseline_ns": median(&mut base_ns),
+                "baseline_cpu_ns": median(&mut base_cpu_ns),
                 "ratio": median(&mut ratios),
                 "ratio_q1": q1,
                 "ratio_q3": q3,
+                "cpu_ratio": median(&mut cpu_ratios),
+                "cpu_ratio_q1": cpu_q1,
+                "cpu_ratio_q3": cpu_q3,
                 "rounds": ROUNDS,
                 "calls_per_round": p.calls,
             })

@@ -242,6 +242,7 @@ impl fmt::Display for Capabilities {
 
 /// The life-cycle state of a PMC (`enum pmc_state`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[repr(u8)]
 pub enum State {
     /// Administratively disabled.
     Disabled,

@@ -158,23 +158,35 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                         println!("{subject}: not measured ({why})");
                         continue;
                     }
-                    let ratio = v["ratio"].as_f64().unwrap_or(f64::NAN);
-                    let cpu_us = v["subject_cpu_ns"].as_f64().unwrap_or(f64::NAN) / 1e3;
+                    // Judged on thread CPU time: on a shared machine the
+                    // wall ratio mostly measures the other programs' turns.
+                    let f = |key: &str| v[key].as_f64().unwrap_or(f64::NAN);
+                    let cpu_ratio = f("cpu_ratio");
+                    let cpu_us = f("subject_cpu_ns") / 1e3;
                     let target = match subject {
-                        "open_cycle" => format!("ratio <= 1.5 {}", verdict(ratio <= 1.5)),
-                        "percpu_open10" => format!("ratio <= 1.2 {}", verdict(ratio <= 1.2)),
+                        "open_cycle" => {
+                            format!("CPU ratio <= 1.5 {}", verdict(cpu_ratio <= 1.5))
+                        }
+                        "percpu_open10" => {
+                            format!("CPU ratio <= 1.2 {}", verdict(cpu_ratio <= 1.2))
+                        }
                         "allocate_unknown" => {
                             format!("CPU time <= 50 us {}", verdict(cpu_us <= 50.0))
                         }
                         _ => "no target".into(),
                     };
                     println!(
-                        "{}: {:.1} us ({cpu_us:.1} us CPU) vs raw {:.1} us, ratio {ratio:.3} [{:.3}, {:.3}] [{target}]",
+                        "{}: CPU {cpu_us:.1} us vs raw {:.1} us, ratio {cpu_ratio:.3} [{:.3}, {:.3}]; \
+                         wall {:.1} us vs raw {:.1} us, ratio {:.3} [{:.3}, {:.3}] [{target}]",
                         v["what"].as_str().unwrap_or(subject),
-                        v["subject_ns"].as_f64().unwrap_or(f64::NAN) / 1e3,
-                        v["baseline_ns"].as_f64().unwrap_or(f64::NAN) / 1e3,
-                        v["ratio_q1"].as_f64().unwrap_or(f64::NAN),
-                        v["ratio_q3"].as_f64().unwrap_or(f64::NAN),
+                        f("baseline_cpu_ns") / 1e3,
+                        f("cpu_ratio_q1"),
+                        f("cpu_ratio_q3"),
+                        f("subject_ns") / 1e3,
+                        f("baseline_ns") / 1e3,
+                        f("ratio"),
+                        f("ratio_q1"),
+                        f("ratio_q3"),
                     );
                 }
                 Some(subject @ ("bracket" | "bracket_instructions_u")) => {

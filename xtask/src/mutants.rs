@@ -17,7 +17,7 @@ use std::process::{Command, ExitCode};
 pub const TARGETS: [(&str, &str, &[&str]); 7] = [
     ("pmc", "src/spec/**", &["--lib"]),
     ("pmc", "src/log/**", &["--lib"]),
-    ("pmc", "src/pmc.rs", &["--lib"]),
+    ("pmc", "src/pmc{.rs,/**}", &["--lib"]),
     // attr.rs and record.rs with the modules split out of them.
     ("pmc-linux", "backends/linux/src/attr{.rs,/**}", &["--lib"]),
     (

@@ -139,11 +139,57 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
 }
 
 /// The online CPUs, from `/sys/devices/system/cpu/online`.
+///
+/// A sysfs read costs more than the perf open of a CPU counter, so when
+/// every possible CPU is online (none can come online then) the list is
+/// kept while the calling thread's CPU affinity, which the kernel reports
+/// as its allowed CPUs that are active, stays the set it was: a CPU going
+/// offline leaves it. Otherwise (CPUs offline, or a thread restricted to
+/// some CPUs, which would not see the change) the list is read each time.
 pub fn online_cpus() -> Vec<u32> {
+    static KEPT: std::sync::Mutex<Option<(nix::sched::CpuSet, Vec<u32>)>> =
+        std::sync::Mutex::new(None);
+    let affinity = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
+    let Ok(mut kept) = KEPT.lock() else {
+        return read_online_cpus();
+    };
+    if let (Some(now), Some((then, cpus))) = (affinity, kept.as_ref())
+        && now == *then
+    {
+        return cpus.clone();
+    }
+    static POSSIBLE: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    let cpus = read_online_cpus();
+    // Read directly: `possible_cpus` falls back to this function.
+    let possible = POSSIBLE.get_or_init(|| {
+        fs::read_to_string("/sys/devices/system/cpu/possible")
+            .ok()
+            .and_then(|s| parse_cpu_list(&s))
+            .unwrap_or_default()
+    });
+    let all_online = *possible == cpus;
+    *kept = affinity
+        .filter(|now| all_online && same_cpus(now, &cpus))
+        .map(|now| (now, cpus.clone()));
+    cpus
+}
+
+fn read_online_cpus() -> Vec<u32> {
     fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
         .and_then(|s| parse_cpu_list(&s))
         .unwrap_or_else(|| (0..sys::online_cpus() as u32).collect())
+}
+
+/// Whether `set` holds exactly `cpus`.
+fn same_cpus(set: &nix::sched::CpuSet, cpus: &[u32]) -> bool {
+    let in_set = (0..nix::sched::CpuSet::count())
+        .filter(|&c| set.is_set(c).unwrap_or(false))
+        .count();
+    in_set == cpus.len()
+        && cpus
+            .iter()
+            .all(|&c| set.is_set(c as usize).unwrap_or(false))
 }
 
 /// The possible CPUs (`ncpu` in libpmc terms is the highest + 1).
@@ -155,12 +201,124 @@ pub fn possible_cpus() -> Vec<u32> {
 }
 
 /// The thread ids of process `pid` (from `/proc/PID/task`), sorted.
+///
+/// The calling process's own directory is kept open between calls (see
+/// [`OwnTasks`]): opening it costs more than the perf open an attach to
+/// the caller makes.
 pub fn threads_of(pid: i32) -> std::io::Result<Vec<i32>> {
+    match OwnTasks::threads(pid) {
+        Some(tids) => Ok(tids),
+        None => list_task_dir(pid),
+    }
+}
+
+/// `/proc/PID/task` read afresh.
+fn list_task_dir(pid: i32) -> std::io::Result<Vec<i32>> {
     let mut tids: Vec<i32> = fs::read_dir(format!("/proc/{pid}/task"))?
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect();
     tids.sort_unstable();
     Ok(tids)
+}
+
+/// The calling process's `/proc/PID/task`, open (`O_CLOEXEC`) for the
+/// process's lifetime: one `fstat` answers how many threads it has
+/// (procfs gives the directory 2 + that many links). A process of one
+/// thread is its leader, whose tid is the pid (a leader stays in its group
+/// until the last thread has exited, and `execve` makes the thread calling
+/// it the leader). More threads are listed by rewinding the open
+/// directory, only in the process that opened it (a forked child shares
+/// its file offset).
+struct OwnTasks {
+    pid: i32,
+    dir: nix::dir::Dir,
+    /// The directory's identity: if the program closed our descriptor
+    /// (`close_range` before an exec, say), its number may name another
+    /// file now, which is then neither read nor closed.
+    dev: u64,
+    ino: u64,
+}
+
+static OWN_TASKS: std::sync::Mutex<Option<OwnTasks>> = std::sync::Mutex::new(None);
+
+impl OwnTasks {
+    fn open(pid: i32) -> Option<OwnTasks> {
+        use nix::fcntl::OFlag;
+        let dir = nix::dir::Dir::open(
+            format!("/proc/{pid}/task").as_str(),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        )
+        .ok()?;
+        let st = nix::sys::stat::fstat(&dir).ok()?;
+        Some(OwnTasks {
+            pid,
+            dir,
+            dev: st.st_dev,
+            ino: st.st_ino,
+        })
+    }
+
+    /// The directory's link count, if the descriptor still names it.
+    fn links(&self) -> Option<u64> {
+        let st = nix::sys::stat::fstat(&self.dir).ok()?;
+        (st.st_dev == self.dev && st.st_ino == self.ino).then_some(st.st_nlink)
+    }
+
+    /// The threads of `pid` if it is the process that opened the kept
+    /// directory or the calling process; `None`: read afresh.
+    fn threads(pid: i32) -> Option<Vec<i32>> {
+        let mut cache = OWN_TASKS.lock().ok()?;
+        // The directory names a process, not a number: once that process
+        // is gone (its directory has no threads) a reused pid is another.
+        let hit = match cache.as_ref().map(|t| (t.pid, t.links())) {
+            Some((cached, Some(links))) if cached == pid && links > 2 => Some(links),
+            _ => None,
+        };
+        if hit == Some(3) {
+            return Some(vec![pid]);
+        }
+        let own = pid == std::process::id() as i32;
+        if !own {
+            return None;
+        }
+        let (mut tasks, links) = match (cache.take(), hit) {
+            (Some(t), Some(links)) => (t, links),
+            (Some(t), None) => {
+                if t.links().is_some() {
+                    // A forked child's copy of its parent's: ours to close.
+                    drop(t);
+                } else {
+                    // Closed under us: not ours to close any more.
+                    std::mem::forget(t.dir);
+                }
+                Self::opened(pid)?
+            }
+            (None, _) => Self::opened(pid)?,
+        };
+        let tids = if links == 3 {
+            vec![pid]
+        } else {
+            let mut tids = Vec::new();
+            for entry in tasks.dir.iter() {
+                // `iter` rewinds the directory when dropped.
+                let entry = entry.ok()?;
+                if let Some(tid) = entry.file_name().to_str().ok().and_then(|n| n.parse().ok()) {
+                    tids.push(tid);
+                }
+            }
+            tids.sort_unstable();
+            tids
+        };
+        *cache = Some(tasks);
+        Some(tids)
+    }
+
+    fn opened(pid: i32) -> Option<(OwnTasks, u64)> {
+        let t = Self::open(pid)?;
+        let links = t.links()?;
+        Some((t, links))
+    }
 }
 
 /// The parent pid of a process, from `/proc/PID/stat`.
@@ -277,6 +435,27 @@ pub fn perf_users() -> Vec<PerfUser> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cpu_set_matches_only_the_same_cpus() {
+        let mut set = nix::sched::CpuSet::new();
+        set.set(0).unwrap();
+        set.set(2).unwrap();
+        assert!(same_cpus(&set, &[0, 2]));
+        assert!(!same_cpus(&set, &[0]), "a CPU more in the set");
+        assert!(!same_cpus(&set, &[0, 1, 2]), "a CPU more in the list");
+        assert!(!same_cpus(&set, &[0, 1]));
+        assert!(same_cpus(&nix::sched::CpuSet::new(), &[]));
+    }
+
+    #[test]
+    fn the_kept_online_list_is_the_kernels() {
+        // Kept or not (restricted affinity, offline CPUs), the answer is
+        // what sysfs says now.
+        for _ in 0..3 {
+            assert_eq!(online_cpus(), read_online_cpus());
+        }
+    }
 
     #[test]
     fn cpu_lists_parse_ranges_and_singles() {

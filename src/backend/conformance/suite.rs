@@ -210,7 +210,7 @@ fn errno<T: std::fmt::Debug>(r: R<T>) -> i32 {
 mod scenarios;
 use scenarios::*;
 
-/// Every scenario, in the order of `src/pmc/tests.rs`.
+/// Every scenario (the hwpmc rules of `Pmc`; the simulator runs them all).
 pub static SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "start_attaches_the_caller_and_counts_only_while_running",

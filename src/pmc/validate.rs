@@ -1,0 +1,97 @@
+//! pmc_allocate(3)'s checks of mode, CPU and flags.
+
+use crate::backend::Backend;
+use crate::{Cpu, Error, Flags, Mode, Result};
+
+/// The allocation rules of `pmc_do_op_pmcallocate` (hwpmc_mod.c), in its
+/// order: a CPU beyond `pmc_cpu_max()` is EINVAL, the mode/CPU pairing is
+/// EINVAL, an offline CPU of a system PMC is ENXIO, then the flags. What
+/// hwpmc accepts passes: CALLCHAIN on a counting mode (it only affects
+/// samples) and DESCENDANTS on a system mode (no targets to follow).
+///
+/// `online`: the online CPUs, when the caller has just asked the backend
+/// (`PerCpu` asks once for all its CPUs, not once per CPU).
+pub(super) fn validate_allocation(
+    mode: Mode,
+    flags: Flags,
+    cpu: Cpu,
+    backend: &dyn Backend,
+    online: Option<&[u32]>,
+) -> Result<()> {
+    if let Cpu::Id(n) = cpu {
+        let possible = backend.possible_cpus();
+        let cpu_max = possible.iter().max().map_or(0, |m| m + 1);
+        if n >= cpu_max {
+            return Err(Error::invalid(
+                "allocate",
+                format!("cpu {n} does not exist: this machine has CPUs 0..{cpu_max}"),
+            ));
+        }
+    }
+    match (mode.is_process(), cpu) {
+        (true, Cpu::Id(n)) => {
+            return Err(Error::invalid(
+                "allocate",
+                format!(
+                    "process-mode PMCs ({mode}) follow their targets on every CPU: pass \
+                     Cpu::Any (PMC_CPU_ANY), not cpu {n}"
+                ),
+            ));
+        }
+        (false, Cpu::Any) => {
+            return Err(Error::invalid(
+                "allocate",
+                format!(
+                    "system-mode PMCs ({mode}) count on one CPU: pass Cpu::Id(n), or use \
+                     PerCpu::allocate for every CPU"
+                ),
+            ));
+        }
+        (false, Cpu::Id(n)) => {
+            let asked;
+            let online = match online {
+                Some(cpus) => cpus,
+                None => {
+                    asked = backend.online_cpus();
+                    &asked
+                }
+            };
+            if !online.contains(&n) {
+                return Err(Error::Unavailable {
+                    what: format!("cpu {n}"),
+                    why: format!(
+                        "it exists but is offline (online: {online:?}); {} or choose another",
+                        backend.how_to_online(n)
+                    ),
+                });
+            }
+        }
+        _ => {}
+    }
+    let unknown = flags.bits() & !Flags::all().bits();
+    if unknown != 0 {
+        return Err(Error::invalid(
+            "allocate",
+            format!("unknown flag bits {unknown:#x}"),
+        ));
+    }
+    if flags.contains(Flags::USERCALLCHAIN) && !flags.contains(Flags::CALLCHAIN) {
+        return Err(Error::invalid(
+            "allocate",
+            "USERCALLCHAIN requires CALLCHAIN",
+        ));
+    }
+    if flags.contains(Flags::USERCALLCHAIN) && !mode.is_sampling() {
+        return Err(Error::invalid(
+            "allocate",
+            format!("USERCALLCHAIN needs a sampling mode (SS, TS), not {mode}"),
+        ));
+    }
+    if flags.intersects(Flags::LOG_PROCCSW | Flags::LOG_PROCEXIT) && mode.is_system() {
+        return Err(Error::invalid(
+            "allocate",
+            format!("LOG_PROCCSW and LOG_PROCEXIT apply to process modes only, not {mode}"),
+        ));
+    }
+    Ok(())
+}
