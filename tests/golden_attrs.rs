@@ -150,7 +150,11 @@ const GOLDEN: &[(&str, Mode, Flags, u64, &str)] = &[
     // TIME 1<<2, CALLCHAIN 1<<5, ID 1<<6, CPU 1<<7, PERIOD 1<<8; clockid 1
     // is CLOCK_MONOTONIC, the clock pmclog timestamps use). hwpmc's
     // PMCLOG_TYPE_PCSAMPLE carries pid/tid, pc, cpu and the time
-    // (sys/sys/pmclog.h `struct pmclog_pcsample`).
+    // (sys/sys/pmclog.h `struct pmclog_pcsample`). A sampling event also
+    // reads its lost-record count: read_format 0x13 = TOTAL_TIME_ENABLED
+    // 1<<0 | TOTAL_TIME_RUNNING 1<<1 | PERF_FORMAT_LOST 1<<4
+    // (linux/perf_event.h `enum perf_event_read_format`, "since Linux
+    // 6.0" in perf_event_open(2)), which makes the DROPNOTIFY counts exact.
     // TS with CALLCHAIN: + CALLCHAIN, as deep as the kernel allows
     // (/proc/sys/kernel/perf_event_max_stack).
     (
@@ -158,7 +162,7 @@ const GOLDEN: &[(&str, Mode, Flags, u64, &str)] = &[
         Mode::TS,
         Flags::CALLCHAIN,
         100_000,
-        "type=0 config=0x1 config1=0x0 config2=0x0 bits=[disabled,inherit,mmap,comm,task,sample_id_all,mmap2,comm_exec,use_clockid,inherit_thread] read_format=0x3 sample_type=0x1e7 period=100000 max_stack={max_stack} clockid=1",
+        "type=0 config=0x1 config1=0x0 config2=0x0 bits=[disabled,inherit,mmap,comm,task,sample_id_all,mmap2,comm_exec,use_clockid,inherit_thread] read_format=0x13 sample_type=0x1e7 period=100000 max_stack={max_stack} clockid=1",
     ),
     // SS: no inheritance, no callchain.
     (
@@ -166,7 +170,7 @@ const GOLDEN: &[(&str, Mode, Flags, u64, &str)] = &[
         Mode::SS,
         Flags::empty(),
         50_000,
-        "type=0 config=0x0 config1=0x0 config2=0x0 bits=[disabled,mmap,comm,task,sample_id_all,mmap2,comm_exec,use_clockid] read_format=0x3 sample_type=0x1c7 period=50000 clockid=1",
+        "type=0 config=0x0 config1=0x0 config2=0x0 bits=[disabled,mmap,comm,task,sample_id_all,mmap2,comm_exec,use_clockid] read_format=0x13 sample_type=0x1c7 period=50000 clockid=1",
     ),
     // SS with CALLCHAIN on a software event.
     (
@@ -174,7 +178,7 @@ const GOLDEN: &[(&str, Mode, Flags, u64, &str)] = &[
         Mode::SS,
         Flags::CALLCHAIN,
         1_000_000,
-        "type=1 config=0x0 config1=0x0 config2=0x0 bits=[disabled,mmap,comm,task,sample_id_all,mmap2,comm_exec,use_clockid] read_format=0x3 sample_type=0x1e7 period=1000000 max_stack={max_stack} clockid=1",
+        "type=1 config=0x0 config1=0x0 config2=0x0 bits=[disabled,mmap,comm,task,sample_id_all,mmap2,comm_exec,use_clockid] read_format=0x13 sample_type=0x1e7 period=1000000 max_stack={max_stack} clockid=1",
     ),
     // `freq=HZ`: the attr's union holds the frequency and `freq` is set.
     (
@@ -182,7 +186,7 @@ const GOLDEN: &[(&str, Mode, Flags, u64, &str)] = &[
         Mode::TS,
         Flags::empty(),
         100_000,
-        "type=0 config=0x1 config1=0x0 config2=0x0 bits=[disabled,inherit,mmap,comm,freq,task,sample_id_all,mmap2,comm_exec,use_clockid,inherit_thread] read_format=0x3 sample_type=0x1c7 period=4000 clockid=1",
+        "type=0 config=0x1 config1=0x0 config2=0x0 bits=[disabled,inherit,mmap,comm,freq,task,sample_id_all,mmap2,comm_exec,use_clockid,inherit_thread] read_format=0x13 sample_type=0x1c7 period=4000 clockid=1",
     ),
     // --- precise_ip (2 bits): `:p` 1, `:pp` 2, `:P` the PMU's
     // caps/max_precise (3 in the fixture, not this host's).
@@ -233,7 +237,7 @@ const GOLDEN: &[(&str, Mode, Flags, u64, &str)] = &[
         Mode::TS,
         Flags::empty(),
         10_007,
-        "type=4 config=0x1cd config1=0x3 config2=0x0 bits=[disabled,inherit,mmap,comm,task,precise_ip=2,sample_id_all,mmap2,comm_exec,use_clockid,inherit_thread] read_format=0x3 sample_type=0x1c7 period=10007 clockid=1",
+        "type=4 config=0x1cd config1=0x3 config2=0x0 bits=[disabled,inherit,mmap,comm,task,precise_ip=2,sample_id_all,mmap2,comm_exec,use_clockid,inherit_thread] read_format=0x13 sample_type=0x1c7 period=10007 clockid=1",
     ),
     // frontend lives in config1 (FRONTEND_RETIRED.DSB_MISS = 0x11).
     (

@@ -308,20 +308,11 @@ pub fn run_if_requested() {
         "touch" => {
             std::hint::black_box(touch_fresh_pages(arg(1, 1000) as usize));
         }
-        // Like "touch" with the handshake. With a second argument, then
-        // sleeps that many ms and faults one page more: a sampling PMC's
-        // ring is drained meanwhile, so the kernel can write the LOST
-        // record it owes before that last sample (it writes one only
-        // before a record that fits).
+        // Like "touch" with the handshake.
         "touch-handshake" => {
             ready_then_wait();
             let start = Usage::now();
             std::hint::black_box(touch_fresh_pages(arg(1, 1000) as usize));
-            let settle = arg(2, 0);
-            if settle > 0 {
-                std::thread::sleep(std::time::Duration::from_millis(settle));
-                std::hint::black_box(touch_fresh_pages(1));
-            }
             println!("{}", Usage::line_since(start));
         }
         // A profile target: `hot_function_for_profiling` for `ms` of CPU.

@@ -21,6 +21,7 @@ use crate::backend::{CounterValue, Counters, HotHandle};
 use crate::{Error, Result};
 
 fn open_one(attr: &Attr, target: Target, event: &LinuxEvent) -> Result<Event> {
+    let attr = &sampling::for_this_kernel(attr);
     let opened = match &event.string {
         Some(s) => Event::open_with_string(attr, s, target, None, OpenFlags::empty()),
         None => Event::open(attr, target, None, OpenFlags::empty()),
@@ -160,7 +161,7 @@ pub(super) fn rdpmc_index_from_page(
 fn map_rings(
     event: &LinuxEvent,
     cpus: &[i32],
-    events: &[Event],
+    events: &Arc<[Event]>,
     siblings: &[(i32, Event)],
     root: Option<(u32, Arc<[Event]>)>,
 ) -> Result<Option<Arc<Mutex<RingSet>>>> {
@@ -169,11 +170,15 @@ fn map_rings(
     };
     let mut rings = Vec::new();
     let mut owner_of_cpu: Vec<(i32, usize)> = Vec::new();
-    for (i, (cpu, ev)) in cpus.iter().zip(events).enumerate() {
-        if let Some((_, owner)) = owner_of_cpu.iter().find(|(c, _)| c == cpu) {
-            ev.set_output(Some(&events[*owner])).map_err(from_linux)?;
+    let mut ring_of = Vec::with_capacity(events.len());
+    for (i, (cpu, ev)) in cpus.iter().zip(events.iter()).enumerate() {
+        if let Some(ring) = owner_of_cpu.iter().position(|(c, _)| c == cpu) {
+            ev.set_output(Some(&events[owner_of_cpu[ring].1]))
+                .map_err(from_linux)?;
+            ring_of.push(ring);
             continue;
         }
+        ring_of.push(rings.len());
         let mut pages = plan.pages;
         let ring = loop {
             match RingBuffer::new(ev, pages) {
@@ -195,10 +200,15 @@ fn map_rings(
         }
     }
     let attr = event.attrs.first().copied().unwrap_or_default();
+    let writers = sampling::RingEvents {
+        events: events.clone(),
+        ring_of,
+    };
     Ok(Some(RingSet::new(
         plan.clone(),
         &attr,
         rings,
+        writers,
         root,
         event.slices.as_ref(),
     )?))
@@ -558,7 +568,7 @@ impl HotHandle for HotCounter {
 /// A system-wide counter on one CPU (one fd per core PMU).
 #[derive(Debug)]
 pub(super) struct CpuCounters {
-    events: Vec<Event>,
+    events: Arc<[Event]>,
     rings: Option<Arc<Mutex<RingSet>>>,
 }
 
@@ -581,6 +591,7 @@ impl CpuCounters {
             });
         }
         let cpus = vec![cpu as i32; events.len()];
+        let events = Arc::<[Event]>::from(events);
         let rings = map_rings(event, &cpus, &events, &[], None)?;
         Ok(CpuCounters { events, rings })
     }

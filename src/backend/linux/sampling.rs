@@ -8,7 +8,8 @@
 //! while one exists, parked otherwise, and converts perf records to pmclog
 //! records: samples to CALLCHAIN, MMAP2 to MAP_IN, exec COMMs to PROCEXEC,
 //! FORK to PROCFORK, process EXIT to SYSEXIT (and PROCEXIT with the value
-//! under LOG_PROCEXIT), LOST to DROPNOTIFY.
+//! under LOG_PROCEXIT), LOST to DROPNOTIFY (made exact at the final
+//! drains by the events' `PERF_FORMAT_LOST` counts, `lost.rs`).
 //!
 //! Per-thread values (LOG_PROCCSW, and LOG_PROCEXIT for descendants) come
 //! from sampling siblings grouped under each counter (`SliceSiblings`):
@@ -17,6 +18,9 @@
 //! group reads the counter at exactly that moment.
 
 mod drainer;
+mod lost;
+
+pub(super) use lost::for_this_kernel;
 
 use std::sync::{Arc, Mutex, Weak};
 
@@ -29,6 +33,7 @@ use crate::log::LogRecord;
 use crate::log::translate::{MappingSource, Rules, Translator};
 use crate::{Flags, Mode, Result};
 use drainer::Drainer;
+use lost::RingLosses;
 
 /// The siblings that sample a counter's per-thread value, each reading the
 /// group (the counter leads it) when it fires:
@@ -113,6 +118,17 @@ pub(super) struct RingSet {
     /// When the set was made (the attach): the timestamp of the initial
     /// MAP_INs, which precede every sample of the set.
     attached_at: u64,
+    /// Each ring's losses, reconciled with the events' `PERF_FORMAT_LOST`
+    /// counts at the final drains (`None`: opened without it).
+    losses: Option<RingLosses>,
+}
+
+/// The events that write into a set's rings: `events[i]` into ring
+/// `ring_of[i]`.
+#[derive(Debug)]
+pub(super) struct RingEvents {
+    pub(super) events: Arc<[pmc_linux::event::Event]>,
+    pub(super) ring_of: Vec<usize>,
 }
 
 static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
@@ -121,13 +137,23 @@ static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
 static DRAINER: Drainer = Drainer::new();
 
 impl RingSet {
+    /// A set for `rings`, fed by `writers`; `attr` is the events' attr
+    /// (their read_format as opened shapes the READ payloads).
     pub(super) fn new(
         plan: LogPlan,
         attr: &Attr,
         rings: Vec<RingBuffer>,
+        writers: RingEvents,
         root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
         slices: Option<&SliceSiblings>,
     ) -> Result<Arc<Mutex<RingSet>>> {
+        // The parser follows the read_format the kernel took (without
+        // PERF_FORMAT_LOST on kernels before 6.0).
+        let attr = match writers.events.first() {
+            Some(e) => attr.read_format(e.read_format()),
+            None => *attr,
+        };
+        let losses = RingLosses::new(writers.events, writers.ring_of, rings.len());
         let mut translator = Translator::new(Rules {
             pmcid: plan.pmcid,
             flags: plan.flags,
@@ -150,13 +176,14 @@ impl RingSet {
             }
         }
         let set = Arc::new(Mutex::new(RingSet {
-            parser: RecordParser::for_attr(attr),
+            parser: RecordParser::for_attr(&attr),
             rings,
             translator,
             discarded: 0,
             root,
             slice_parser: slices.map(|s| RecordParser::for_attr(&s.switch)),
             attached_at: crate::log::sink::now(),
+            losses,
             plan,
         }));
         REGISTRY
@@ -166,13 +193,15 @@ impl RingSet {
         // A set that cannot be drained would lose samples: an error (the
         // set is dropped, and with it its rings).
         DRAINER
-            .registered(drainer::spawn_thread, drain_all)
+            .registered(drainer::spawn_thread, sweep_all)
             .map_err(|e| drainer::spawn_error(&e))?;
         Ok(set)
     }
 
     /// Converts every published record into pmclog records, in time order.
-    pub(super) fn drain(&mut self, out: &mut Vec<(u64, LogRecord)>) {
+    /// A `last` drain (stop, release, log flush or close) also reports the
+    /// losses no LOST record told yet.
+    pub(super) fn drain(&mut self, out: &mut Vec<(u64, LogRecord)>, last: bool) {
         let mut events = Vec::new();
         if crate::log::sink::is_configured() {
             // Stamped with the attach, before every record of the set.
@@ -190,7 +219,7 @@ impl RingSet {
             .root
             .as_ref()
             .filter(|_| rules.flags.contains(Flags::LOG_PROCEXIT) && !rules.exit_slices);
-        for ring in &mut self.rings {
+        for (index, ring) in self.rings.iter_mut().enumerate() {
             while let Some(bytes) = ring.next_record() {
                 let is_sample = bytes.get(..4) == Some(&kind::SAMPLE.to_ne_bytes()[..]);
                 if let (Some(p), true) = (&slice_parser, is_sample) {
@@ -204,11 +233,32 @@ impl RingSet {
                 let Ok(record) = parser.parse(bytes, 0) else {
                     continue;
                 };
+                if let (
+                    Record::Lost {
+                        lost, sample_id, ..
+                    },
+                    Some(losses),
+                ) = (&record, &mut self.losses)
+                {
+                    // Only what an earlier reconciliation did not report.
+                    let count = losses.record(index, *lost);
+                    if count > 0 {
+                        events.push((sample_id.time.unwrap_or(0), BackendEvent::Lost { count }));
+                    }
+                    continue;
+                }
                 if let Some(event) = neutral(&record, rules.sampling, root) {
                     events.push(event);
                 }
             }
             ring.release();
+        }
+        if last && let Some(losses) = &mut self.losses {
+            // Read after the rings were emptied: every loss before now.
+            let count = losses.reconcile();
+            if count > 0 {
+                events.push((crate::log::sink::now(), BackendEvent::Lost { count }));
+            }
         }
         self.translator.translate(events, out);
     }
@@ -555,9 +605,21 @@ fn kernel_text_start(kallsyms: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Drains every live ring set into the log (or discards, without one);
-/// returns how many sets there were.
+/// Drains every live ring set into the log (or discards, without one) for
+/// a log flush or close, with exact loss counts; returns how many sets
+/// there were.
 pub(crate) fn drain_all() -> usize {
+    drain_every_set(true)
+}
+
+/// The drainer's periodic sweep: [`drain_all`] without reading the
+/// events' loss counts (a syscall per event every sweep; the LOST records
+/// carry the running figure and the final drains settle it).
+fn sweep_all() -> usize {
+    drain_every_set(false)
+}
+
+fn drain_every_set(last: bool) -> usize {
     let _draining = crate::log::sink::draining();
     let sets: Vec<Arc<Mutex<RingSet>>> = {
         let mut reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
@@ -568,7 +630,7 @@ pub(crate) fn drain_all() -> usize {
     for set in &sets {
         let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
         let before = out.len();
-        s.drain(&mut out);
+        s.drain(&mut out, last);
         if !crate::log::sink::is_configured() {
             s.discarded += (out.len() - before) as u64;
         }
@@ -583,7 +645,7 @@ pub(super) fn drain_set(set: &Arc<Mutex<RingSet>>) {
     let mut out = Vec::new();
     {
         let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
-        s.drain(&mut out);
+        s.drain(&mut out, true);
         // Called as the PMC stops: a later start logs again.
         s.translator.stopped();
     }
@@ -591,11 +653,14 @@ pub(super) fn drain_set(set: &Arc<Mutex<RingSet>>) {
 }
 
 /// The sampling/log bits of a logging attr: sample fields, side-band
-/// records, the monotonic clock.
+/// records, the monotonic clock, and for a sampling event its lost count
+/// (`PERF_FORMAT_LOST`, dropped at open where the kernel lacks it:
+/// [`for_this_kernel`]).
 pub(super) fn logging_attr(mut a: Attr, flags: Flags, sampling: bool) -> Attr {
     let mut t = SampleType::TID | SampleType::TIME | SampleType::CPU | SampleType::ID;
     if sampling {
         t |= SampleType::IP | SampleType::PERIOD;
+        a = a.read_format(a.get_read_format() | ReadFormat::LOST);
         if flags.contains(Flags::CALLCHAIN) {
             t |= SampleType::CALLCHAIN;
             if let Some(max) = pmc_linux::system::max_stack() {
