@@ -254,15 +254,39 @@ fn hint_suffix(hint: &Option<String>) -> String {
 }
 
 /// The symbolic name of an errno, for messages. The name table is the
-/// binding's (one per project); a platform without a binding yet says
-/// `errno`, next to the number every message also carries.
+/// binding's (one per project); elsewhere the POSIX errnos the portable
+/// layer decides on (the probe's user-only retry matches `EACCES`/`EPERM`)
+/// by the platform's own numbers, else `errno`, next to the number every
+/// message also carries.
 pub(crate) fn errno_name(e: i32) -> &'static str {
     cfg_if::cfg_if! {
-        if #[cfg(any(target_os = "linux", target_os = "android"))] {
+        if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
             pmc_linux::error::errno_name(e)
         } else {
-            let _ = e;
-            "errno"
+            use libc::*;
+            match e {
+                EPERM => "EPERM",
+                ENOENT => "ENOENT",
+                ESRCH => "ESRCH",
+                EINTR => "EINTR",
+                EIO => "EIO",
+                ENXIO => "ENXIO",
+                E2BIG => "E2BIG",
+                EBADF => "EBADF",
+                EAGAIN => "EAGAIN",
+                ENOMEM => "ENOMEM",
+                EACCES => "EACCES",
+                EFAULT => "EFAULT",
+                EBUSY => "EBUSY",
+                EEXIST => "EEXIST",
+                ENODEV => "ENODEV",
+                EINVAL => "EINVAL",
+                EMFILE => "EMFILE",
+                ENOSPC => "ENOSPC",
+                ENOSYS => "ENOSYS",
+                EOPNOTSUPP => "EOPNOTSUPP",
+                _ => "errno",
+            }
         }
     }
 }

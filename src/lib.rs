@@ -21,6 +21,9 @@ pub use types::*;
 /// may change or go at any time.
 #[doc(hidden)]
 pub mod __private_test_hooks {
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    ))]
     pub use crate::backend::linux::test_hooks::*;
 }

@@ -19,20 +19,23 @@
 //! nothing outside a platform's module reads `/proc` or sysfs.
 //!
 //! The Linux binding (`backends/linux`, wired in `linux/`) implements them on
-//! perf_event; [`sim::SimBackend`] is a deterministic test double; where no
-//! backend exists, [`unsupported`] makes every call fail with
-//! [`Error::NoBackend`](crate::Error::NoBackend). On FreeBSD, `freebsd/`
-//! drives hwpmc(4) (compiled there, and in tests over pmc-freebsd's kernel
-//! double); `conformance/` runs one semantic suite of `Pmc` over every
-//! backend.
+//! perf_event; on FreeBSD, `freebsd/` drives hwpmc(4) (compiled there, and
+//! in tests over pmc-freebsd's kernel double);
+//! [`portable::PortableBackend`] counts what any Unix accounts for the
+//! calling process (CPU time, faults, context switches, block I/O) and is
+//! chosen where neither can be used and on platforms without a native
+//! backend ([`active`] says which runs and why); [`sim::SimBackend`] is a
+//! deterministic test double; [`unsupported`] makes every call fail with
+//! [`Error::NoBackend`](crate::Error::NoBackend); `conformance/` runs one
+//! semantic suite of `Pmc` over every backend.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
 
 use crate::machine::{ClassInfo, CpuInfo};
 use crate::spec::EventSpec;
 use crate::{Capabilities, Class, Flags, Mode, Result};
 
+pub mod portable;
 pub mod sim;
 pub mod unsupported;
 
@@ -44,26 +47,23 @@ mod conformance;
 
 pub mod event;
 
+pub mod select;
+pub use select::{BackendChoice, BackendKind, active, compiled_backends, default_backend, select};
+
 cfg_if::cfg_if! {
-    if #[cfg(any(target_os = "linux", target_os = "android"))] {
+    // `--cfg pmc_force_portable` compiles Linux as a platform without a
+    // native backend, so CI checks those paths here (see `.ci/run`).
+    if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
         pub mod linux;
         /// The platform this build runs on: perf_event.
         pub type Native = linux::LinuxBackend;
-        fn make_default() -> Arc<dyn Backend> {
-            Arc::new(linux::LinuxBackend::new())
-        }
     } else if #[cfg(target_os = "freebsd")] {
         /// The platform this build runs on: hwpmc(4).
         pub type Native = freebsd::NativeFreeBsd;
-        fn make_default() -> Arc<dyn Backend> {
-            freebsd::open_default()
-        }
     } else {
-        /// The platform this build runs on: none has a backend yet.
-        pub type Native = unsupported::UnsupportedBackend;
-        fn make_default() -> Arc<dyn Backend> {
-            Arc::new(unsupported::UnsupportedBackend)
-        }
+        /// The platform this build runs on: no native counter interface,
+        /// so the portable backend.
+        pub type Native = portable::PortableBackend;
     }
 }
 
@@ -108,12 +108,6 @@ pub trait HotHandle: Clone + fmt::Debug + Send + Sync {
     /// The scaled value; `None` when the read failed or the counter was
     /// enabled but never ran.
     fn read_scaled(&self) -> Option<u64>;
-}
-
-/// The backend of this platform (created once).
-pub fn default_backend() -> Arc<dyn Backend> {
-    static DEFAULT: OnceLock<Arc<dyn Backend>> = OnceLock::new();
-    DEFAULT.get_or_init(make_default).clone()
 }
 
 /// What `allocate` asks a backend to prepare.
@@ -170,7 +164,7 @@ impl CounterValue {
 
 /// A platform binding.
 pub trait Backend: Send + Sync + fmt::Debug {
-    /// A short name (`linux-perf_event`, `sim`, `unsupported`).
+    /// A short name (`linux-perf_event`, `portable`, `sim`, `unsupported`).
     fn name(&self) -> &'static str;
 
     /// Resolves an event for a mode without opening anything yet (process

@@ -135,12 +135,24 @@ pub fn stats() -> (u64, u64) {
 /// Held by a backend from taking records out of its buffers until they
 /// are in the log, so a flush or close (which drain first) never overtakes
 /// records a concurrent drain holds.
-#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
 static DRAINING: Mutex<()> = Mutex::new(());
 
 /// Takes the drain lock (see [`DRAINING`]).
 // Used by the platform backends; a target without one has no caller.
-#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
 pub(crate) fn draining() -> std::sync::MutexGuard<'static, ()> {
     DRAINING.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -148,7 +160,13 @@ pub(crate) fn draining() -> std::sync::MutexGuard<'static, ()> {
 /// Writes a drained batch in time order (per-CPU buffers interleave;
 /// records of one time keep their order), if a log is configured. A log
 /// closed meanwhile loses the batch, as hwpmc's does.
-#[cfg_attr(not(any(target_os = "linux", target_os = "android")), allow(dead_code))]
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
 pub(crate) fn write_batch(mut batch: Vec<(u64, LogRecord)>) {
     if batch.is_empty() || !is_configured() {
         return;

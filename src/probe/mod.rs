@@ -88,7 +88,7 @@ impl Report {
         let environment = Environment::detect();
         let facts = platform::facts();
         Report {
-            backend: crate::backend::default_backend().name().into(),
+            backend: crate::backend::active().to_string(),
             kernel: facts.kernel,
             environment,
             pmus: facts.pmus,
@@ -339,7 +339,7 @@ pub(crate) struct PlatformFacts {
 // backend's module, which reads through pmc-linux's plain helpers (see its
 // doc for why the gate stays independent of the code under test).
 cfg_if::cfg_if! {
-    if #[cfg(any(target_os = "linux", target_os = "android"))] {
+    if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
         use crate::backend::linux::environment as platform;
     } else {
         mod platform {

@@ -88,13 +88,14 @@ fn classes() -> Vec<(&'static str, String, Flags)> {
 /// The C library this process maps, for the uprobe row.
 fn libc_path() -> String {
     cfg_if::cfg_if! {
-        if #[cfg(any(target_os = "linux", target_os = "android"))] {
+        if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
             pmc_linux::dynamic_probe::mapped_library("/libc.so").map_or_else(
                 || "/lib/x86_64-linux-gnu/libc.so.6".into(),
                 |p| p.display().to_string(),
             )
         } else {
-            "libc.so".into()
+            // uprobe paths must be absolute; no platform here has the PMU.
+            "/usr/lib/libc.so".into()
         }
     }
 }

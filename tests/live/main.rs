@@ -10,6 +10,7 @@ mod events;
 mod fd_leak;
 mod harness;
 mod native;
+mod portable;
 mod probe;
 mod sampling;
 mod scaling;
@@ -17,6 +18,7 @@ mod workloads;
 
 fn main() {
     workloads::run_if_requested();
+    portable::run_if_requested();
     let mut args = libtest_mimic::Arguments::from_args();
     if args.test_threads.is_none() {
         args.test_threads = Some(1);
@@ -33,6 +35,7 @@ fn main() {
     tests.extend(native::tests());
     tests.extend(sampling::tests());
     tests.extend(scaling::tests());
+    tests.extend(portable::tests());
     let mut trials = harness::trials(tests, &env);
     trials.extend(conformance::trials(&env));
     libtest_mimic::run(&args, trials).exit();

@@ -151,6 +151,59 @@ backend_suite!(
     ],
 );
 
-// The portable backend (src/backend/portable/, another helper's work in
-// the same session) is instantiated here once merged:
-// backend_suite!(portable, PortableSubject::new(), runs: [...], not_applicable: [...]);
+backend_suite!(
+    portable,
+    PortableSubject::new(),
+    runs: [
+        start_attaches_the_caller_and_counts_only_while_running,
+        stop_before_start_is_einval,
+        allocate_accepts_the_process_counting_flags_hwpmc_accepts,
+        allocate_rejects_what_hwpmc_rejects_with_einval,
+        a_cpu_beyond_the_machine_is_einval,
+        an_unknown_event_name_is_einval,
+        width_and_capabilities_are_the_class_row_of_cpuinfo,
+        write_rw_set_need_a_stopped_pmc,
+        tc_write_sets_the_value_but_set_and_the_allocate_count_do_not,
+        pmcinfo_lists_own_pmcs_with_their_state,
+    ],
+    not_applicable: [
+        attach_rules_follow_pmc_attach =>
+            "n/a: portable: it counts only the calling process",
+        a_system_pmc_neither_attaches_nor_detaches_nor_gives_its_msr =>
+            "n/a: portable: it has no system (per-CPU) modes; it counts only the calling process",
+        several_targets_accumulate_and_detach_keeps_the_value =>
+            "n/a: portable: it counts only the calling process; it counts process CPU time, which other tests add to",
+        allocate_accepts_the_system_counting_flags_hwpmc_accepts =>
+            "n/a: portable: it has no system (per-CPU) modes",
+        allocate_accepts_the_sampling_flags_hwpmc_accepts =>
+            "n/a: portable: it has no sampling modes; it has no system (per-CPU) modes",
+        allocate_accepts_the_log_flags_on_process_modes =>
+            "n/a: portable: it has no process events to log",
+        an_offline_cpu_is_enxio_before_the_flag_checks =>
+            "n/a: portable: it has no system (per-CPU) modes; it has no per-CPU counters",
+        an_event_that_cannot_be_opened_fails_at_allocate_not_later =>
+            "n/a: portable: it has no open to make fail; it has no system (per-CPU) modes",
+        start_after_every_target_was_detached_is_esrch =>
+            "n/a: portable: it counts only the calling process",
+        exited_targets_leave_the_list_and_make_start_esrch =>
+            "n/a: portable: it counts only the calling process",
+        exited_targets_keep_their_counts =>
+            "n/a: portable: it counts only the calling process; it counts process CPU time, which other tests add to",
+        attaching_overlapping_descendant_trees_is_eexist_and_changes_nothing =>
+            "n/a: portable: it cannot follow descendants",
+        detach_is_esrch_for_unmonitored_and_einval_for_another_pmcs_process =>
+            "n/a: portable: it counts only the calling process",
+        get_msr_needs_a_process_pmc_attached_only_to_its_owner =>
+            "n/a: portable: it counts only the calling process",
+        get_msr_returns_the_index_and_forbids_further_attaches =>
+            "n/a: portable: it has no user-space counter read; it counts only the calling process",
+        sc_counts_from_its_initial_value_and_a_write_lasts_until_start =>
+            "n/a: portable: it has no system (per-CPU) modes; it counts process CPU time, which other tests add to",
+        ts_read_is_the_events_left_in_the_period_or_the_written_value =>
+            "n/a: portable: it has no sampling modes; it counts process CPU time, which other tests add to; it counts only the calling process",
+        ss_write_is_read_back_and_set_is_the_reload_count =>
+            "n/a: portable: it has no sampling modes; it has no system (per-CPU) modes",
+        a_counter_that_never_ran_is_an_error_not_zero =>
+            "n/a: portable: it is never multiplexed",
+    ],
+);

@@ -209,3 +209,67 @@ impl Subject for FreeBsdDoubleSubject {
         ("inst_retired.any", 1 << 30)
     }
 }
+
+/// The portable backend on this process: `task-clock` (its CPU time) in
+/// TC mode on the caller, which is all it offers; other unit tests run
+/// in this process meanwhile, so counts are at least the work.
+#[derive(Debug)]
+pub struct PortableSubject {
+    backend: Arc<dyn Backend>,
+}
+
+impl PortableSubject {
+    /// A portable backend for the suite.
+    pub fn new() -> PortableSubject {
+        PortableSubject {
+            backend: Arc::new(crate::backend::portable::PortableBackend::new(
+                "conformance suite",
+            )),
+        }
+    }
+}
+
+impl Subject for PortableSubject {
+    fn backend(&self) -> Arc<dyn Backend> {
+        self.backend.clone()
+    }
+
+    fn event(&self) -> &'static str {
+        "task-clock"
+    }
+
+    /// task-clock counts nanoseconds; a unit of work is 1 µs.
+    fn per_unit(&self) -> u64 {
+        1000
+    }
+
+    /// Only what the caller's own accounting gives: no other processes,
+    /// system or sampling modes, log flags, injection or direct reads.
+    fn has(&self, _cap: Cap) -> bool {
+        false
+    }
+
+    fn work(&self, units: u64) {
+        use nix::time::{ClockId, clock_gettime};
+        let now = || {
+            let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).expect("thread CPU clock");
+            crate::backend::portable::source::timespec_ns(t.tv_sec(), t.tv_nsec(), 1)
+        };
+        let end = now() + units * 1000;
+        let mut x = 0u64;
+        while now() < end {
+            for i in 0..100u64 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+            }
+        }
+    }
+
+    fn caller(&self) -> u32 {
+        std::process::id()
+    }
+
+    fn absent_pid(&self) -> u32 {
+        // Beyond any pid_max (2^22 on Linux, 99999 on the BSDs).
+        i32::MAX as u32
+    }
+}

@@ -14,6 +14,7 @@ mod machine;
 mod resolve;
 pub(crate) mod sampling;
 pub(crate) mod test_hooks;
+pub(crate) mod trial;
 
 use pmc_linux::system;
 

@@ -1,0 +1,407 @@
+//! Which backend [`crate::Pmc::allocate`] and the machine queries use, and
+//! why: chosen once per process, by the first of
+//!
+//! 1. [`select`], called before anything needed a backend;
+//! 2. the `PMC_BACKEND` environment variable (`linux`, `portable`; empty
+//!    or `auto` for the automatic choice), read once;
+//! 3. the automatic choice: on Linux, perf_event unless a trial
+//!    `perf_event_open` of the software `task-clock` on the calling thread
+//!    shows that it cannot be used at all (ENOSYS: no perf_event or a
+//!    seccomp filter; EACCES/EPERM: perf_event_paranoid 3 or a seccomp/LSM
+//!    refusal), in which case the portable backend; elsewhere the portable
+//!    backend.
+//!
+//! [`active`] tells which one runs and why.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use super::Backend;
+use super::portable::{self, PortableBackend};
+use crate::machine::CpuInfo;
+use crate::{Class, Error, Result};
+
+/// A backend that [`select`] and `PMC_BACKEND` can choose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BackendKind {
+    /// Linux perf_event (`linux`; compiled on Linux only).
+    Linux,
+    /// The portable backend (`portable`; every platform).
+    Portable,
+    /// FreeBSD hwpmc(4) (`freebsd`, `hwpmc`; compiled on FreeBSD only).
+    FreeBsd,
+}
+
+impl BackendKind {
+    /// The backend's [`Backend::name`].
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Linux => "linux-perf_event",
+            BackendKind::Portable => portable::NAME,
+            BackendKind::FreeBsd => "freebsd-hwpmc",
+        }
+    }
+
+    /// Whether this build has the backend.
+    pub fn is_compiled(self) -> bool {
+        match self {
+            BackendKind::Linux => LINUX_COMPILED,
+            BackendKind::Portable => true,
+            BackendKind::FreeBsd => cfg!(target_os = "freebsd"),
+        }
+    }
+
+    /// Parses a `PMC_BACKEND` value (`linux`, `perf_event`,
+    /// `linux-perf_event`, `portable`, `freebsd`, `hwpmc`; case-insensitive).
+    pub fn from_name(name: &str) -> Option<BackendKind> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "linux" | "perf_event" | "linux-perf_event" => Some(BackendKind::Linux),
+            "portable" => Some(BackendKind::Portable),
+            "freebsd" | "hwpmc" | "freebsd-hwpmc" => Some(BackendKind::FreeBsd),
+            _ => None,
+        }
+    }
+
+    const ALL: [BackendKind; 3] = [
+        BackendKind::Linux,
+        BackendKind::FreeBsd,
+        BackendKind::Portable,
+    ];
+}
+
+const LINUX_COMPILED: bool = cfg!(all(
+    any(target_os = "linux", target_os = "android"),
+    not(pmc_force_portable)
+));
+
+/// The backends this build can select ([`Backend::name`]s); the simulator
+/// ([`super::sim`]) is always there too, through [`crate::Pmc::allocate_on`].
+pub fn compiled_backends() -> Vec<&'static str> {
+    BackendKind::ALL
+        .iter()
+        .filter(|k| k.is_compiled())
+        .map(|k| k.name())
+        .collect()
+}
+
+/// Which backend runs, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BackendChoice {
+    /// Its [`Backend::name`].
+    pub name: &'static str,
+    /// Why it was chosen (`PMC_BACKEND=portable`, `perf_event_paranoid is
+    /// 3: …`, …).
+    pub reason: String,
+    /// Every backend this build can select ([`compiled_backends`]).
+    pub compiled: Vec<&'static str>,
+}
+
+impl fmt::Display for BackendChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}); compiled in: {}",
+            self.name,
+            self.reason,
+            self.compiled.join(", ")
+        )
+    }
+}
+
+/// Chooses the backend of this process (`PMC_BACKEND`'s API twin). Call it
+/// before anything needed a backend (the first allocate, `cpuinfo`, …):
+/// afterwards choosing another one is [`Error::Busy`] (EBUSY), since PMCs
+/// may already count on the first; choosing the one in use succeeds. A
+/// backend this build lacks is [`Error::NotSupported`].
+pub fn select(kind: BackendKind) -> Result<()> {
+    SELECTOR.select(kind)
+}
+
+/// The backend in use and why (chooses it if nothing did yet).
+pub fn active() -> BackendChoice {
+    SELECTOR.get().choice.clone()
+}
+
+/// The backend of this process (chosen once; see the module doc).
+pub fn default_backend() -> Arc<dyn Backend> {
+    SELECTOR.get().backend.clone()
+}
+
+static SELECTOR: Selector = Selector::new(automatic);
+
+/// A backend with the reason it was chosen.
+#[derive(Debug)]
+struct Chosen {
+    backend: Arc<dyn Backend>,
+    choice: BackendChoice,
+}
+
+impl Chosen {
+    fn new(backend: Arc<dyn Backend>, reason: String) -> Chosen {
+        let name = backend.name();
+        Chosen {
+            backend,
+            choice: BackendChoice {
+                name,
+                reason,
+                compiled: compiled_backends(),
+            },
+        }
+    }
+}
+
+/// The once-per-process choice (a value, so tests exercise it without
+/// touching the process's own).
+struct Selector {
+    chosen: OnceLock<Chosen>,
+    automatic: fn() -> Chosen,
+}
+
+impl Selector {
+    const fn new(automatic: fn() -> Chosen) -> Selector {
+        Selector {
+            chosen: OnceLock::new(),
+            automatic,
+        }
+    }
+
+    fn get(&self) -> &Chosen {
+        self.chosen.get_or_init(self.automatic)
+    }
+
+    fn select(&self, kind: BackendKind) -> Result<()> {
+        if !kind.is_compiled() {
+            return Err(Error::NotSupported {
+                what: format!("the {} backend", kind.name()),
+                why: format!("this build has only {}", compiled_backends().join(", ")),
+            });
+        }
+        let mut fresh = false;
+        let chosen = self.chosen.get_or_init(|| {
+            fresh = true;
+            build(kind, format!("pmc::backend::select({kind:?})"))
+        });
+        if fresh || chosen.choice.name == kind.name() {
+            return Ok(());
+        }
+        Err(Error::Busy {
+            op: "select backend",
+            why: format!(
+                "the {} backend is already in use ({}): select must come before the first \
+                 allocate or machine query; or set PMC_BACKEND={} in the environment",
+                chosen.choice.name,
+                chosen.choice.reason,
+                kind.name()
+            ),
+        })
+    }
+}
+
+/// A backend of this build.
+fn build(kind: BackendKind, reason: String) -> Chosen {
+    match kind {
+        BackendKind::Portable => {
+            Chosen::new(Arc::new(PortableBackend::new(reason.clone())), reason)
+        }
+        BackendKind::Linux => native_linux(reason),
+        BackendKind::FreeBsd => native_freebsd(reason),
+    }
+}
+
+cfg_if::cfg_if! {
+    if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
+        fn native_linux(reason: String) -> Chosen {
+            Chosen::new(Arc::new(super::linux::LinuxBackend::new()), reason)
+        }
+
+        /// Linux: perf_event unless it cannot be used at all.
+        fn automatic_native() -> Chosen {
+            let trial = super::linux::trial::perf_event_trial();
+            let (kind, reason) = decide_linux(trial, super::linux::trial::paranoid());
+            build(kind, reason)
+        }
+    } else if #[cfg(target_os = "freebsd")] {
+        /// FreeBSD: hwpmc(4), or the portable backend without its module.
+        fn automatic_native() -> Chosen {
+            let hwpmc = super::freebsd::open_default();
+            // `open_default` names a backend that could not open hwpmc
+            // differently ("freebsd-hwpmc (unavailable)").
+            if hwpmc.name() == BackendKind::FreeBsd.name() {
+                Chosen::new(hwpmc, "hwpmc(4) is loaded".into())
+            } else {
+                build(
+                    BackendKind::Portable,
+                    "hwpmc(4) could not be opened (not loaded? kldload hwpmc)".into(),
+                )
+            }
+        }
+    } else {
+        /// No native counter interface here: the portable backend.
+        fn automatic_native() -> Chosen {
+            build(
+                BackendKind::Portable,
+                format!("no native backend for {}", std::env::consts::OS),
+            )
+        }
+    }
+}
+
+cfg_if::cfg_if! {
+    if #[cfg(not(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable))))] {
+        fn native_linux(reason: String) -> Chosen {
+            // `BackendKind::is_compiled` keeps `select` from getting here.
+            invalid(format!("{reason} names the linux backend, which this build lacks"))
+        }
+    }
+}
+
+cfg_if::cfg_if! {
+    if #[cfg(target_os = "freebsd")] {
+        fn native_freebsd(reason: String) -> Chosen {
+            Chosen::new(super::freebsd::open_default(), reason)
+        }
+    } else {
+        fn native_freebsd(reason: String) -> Chosen {
+            // `BackendKind::is_compiled` keeps `select` from getting here.
+            invalid(format!("{reason} names the FreeBSD backend, which this build lacks"))
+        }
+    }
+}
+
+/// `PMC_BACKEND` if set, else the platform's automatic choice.
+fn automatic() -> Chosen {
+    match std::env::var_os("PMC_BACKEND") {
+        None => automatic_native(),
+        Some(value) => from_env(&value.to_string_lossy()).unwrap_or_else(automatic_native),
+    }
+}
+
+/// What a `PMC_BACKEND` value chooses; `None` for the automatic choice.
+fn from_env(value: &str) -> Option<Chosen> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() || trimmed.eq_ignore_ascii_case("auto") {
+        return None;
+    }
+    Some(match BackendKind::from_name(trimmed) {
+        Some(kind) if kind.is_compiled() => build(kind, format!("PMC_BACKEND={trimmed}")),
+        _ => invalid(format!(
+            "PMC_BACKEND={value:?} names no backend of this build ({}, or auto); unset it or \
+             set it to one of them",
+            compiled_backends().join(", ")
+        )),
+    })
+}
+
+/// The automatic choice on Linux from the trial open of the software
+/// `task-clock` (`Err(errno)` when refused) and
+/// `kernel.perf_event_paranoid` (`None`: absent). Only a refusal of
+/// perf_event itself falls back to the portable backend; any other
+/// failure (EMFILE, …) is the linux backend's to report at allocate.
+// Table-tested on every platform; called only where the linux backend is.
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn decide_linux(trial: Result<(), i32>, paranoid: Option<i32>) -> (BackendKind, String) {
+    let name = crate::error::errno_name;
+    match trial {
+        Ok(()) => (
+            BackendKind::Linux,
+            "perf_event_open works: the trial open of task-clock on this thread succeeded".into(),
+        ),
+        Err(libc::ENOSYS) => (
+            BackendKind::Portable,
+            "perf_event_open is unavailable (ENOSYS): the kernel lacks perf_event or a \
+             seccomp filter blocks the call"
+                .into(),
+        ),
+        Err(e @ (libc::EACCES | libc::EPERM)) => (
+            BackendKind::Portable,
+            match paranoid {
+                Some(p) if p >= 3 => format!(
+                    "perf_event_paranoid is {p}: the kernel refuses perf_event_open to \
+                     unprivileged callers ({}); lower it to 2 or grant CAP_PERFMON for the \
+                     linux backend",
+                    name(e)
+                ),
+                Some(p) => format!(
+                    "perf_event_open was refused ({}) although perf_event_paranoid is {p}: a \
+                     seccomp filter or security module forbids it (containers often do)",
+                    name(e)
+                ),
+                None => format!(
+                    "perf_event_open was refused ({}) and the kernel has no \
+                     perf_event_paranoid sysctl",
+                    name(e)
+                ),
+            },
+        ),
+        Err(e) => (
+            BackendKind::Linux,
+            format!(
+                "perf_event_open is allowed: the trial open failed with {} (errno {e}), not a \
+                 refusal of perf_event, which allocate reports",
+                name(e)
+            ),
+        ),
+    }
+}
+
+/// A `PMC_BACKEND` value that chooses nothing: every call says so.
+fn invalid(why: String) -> Chosen {
+    Chosen::new(
+        Arc::new(InvalidSelection { why: why.clone() }),
+        format!("invalid: {why}"),
+    )
+}
+
+/// The backend of an invalid `PMC_BACKEND`: every call fails with
+/// [`Error::InvalidArgument`] saying why, rather than silently counting
+/// with another backend.
+#[derive(Debug)]
+struct InvalidSelection {
+    why: String,
+}
+
+impl InvalidSelection {
+    fn error(&self) -> Error {
+        Error::invalid("backend selection", self.why.clone())
+    }
+}
+
+impl Backend for InvalidSelection {
+    fn name(&self) -> &'static str {
+        "none"
+    }
+
+    fn prepare(&self, _request: &super::EventRequest<'_>) -> Result<Box<dyn super::PreparedEvent>> {
+        Err(self.error())
+    }
+
+    fn caller_pid(&self) -> u32 {
+        std::process::id()
+    }
+
+    fn process_exists(&self, pid: u32) -> bool {
+        PortableBackend::default().process_exists(pid)
+    }
+
+    fn online_cpus(&self) -> Vec<u32> {
+        PortableBackend::default().online_cpus()
+    }
+
+    fn cpuinfo(&self) -> Result<CpuInfo> {
+        Err(self.error())
+    }
+
+    fn event_names(&self, _class: &Class) -> Result<Vec<String>> {
+        Err(self.error())
+    }
+}
+
+#[cfg(test)]
+mod tests;
