@@ -768,7 +768,11 @@ fn top_view_in_tmux_shows_the_hot_function_and_q_quits() -> TestResult {
     tmux.run(&["send-keys", "Space"])?;
     tmux.wait_for(10, |s| samples_shown(s) != paused)?;
     tmux.run(&["send-keys", "q"])?;
-    let after = tmux.wait_for(15, |s| s.contains("EXIT:"))?;
+    // Both lines: the shell prints stty's answer after EXIT, and a loaded
+    // machine can be caught between the two.
+    let after = tmux.wait_for(15, |s| {
+        s.contains("EXIT:") && s.lines().any(|l| matches!(l.trim(), "icanon" | "-icanon"))
+    })?;
     println!("{}", after.trim());
     ensure!(after.contains("EXIT:0"), "q: {after}");
     ensure!(
