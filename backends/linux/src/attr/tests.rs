@@ -492,5 +492,9 @@ fn size_declares_an_older_abi_within_the_published_range() {
     // Below VER0 and above the current size are clamped.
     assert_eq!(a.size(8).size_bytes(), 64);
     assert_eq!(a.size(4096).size_bytes(), 136);
+    // config1 (bp_addr, kprobe_func, uprobe_path) at 56, config2 at 64.
+    let c = a.config1(0xabc);
+    assert_eq!((c.get_config1(), u64_at(&c.to_bytes(), 56)), (0xabc, 0xabc));
+    assert_eq!(c.get_config2(), 9);
     assert_eq!(u32_at(&a.size(72).to_bytes(), 4), 72);
 }
