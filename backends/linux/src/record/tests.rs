@@ -1189,3 +1189,46 @@ fn text_poke_carries_old_and_new_bytes() {
     };
     assert_eq!((old_len, new_len, bytes), (2, 3, &[1u8, 2, 3, 4, 5][..]));
 }
+
+#[test]
+fn the_layout_comes_from_the_attr() {
+    use crate::attr::{Attr, BranchSampleType, EventConfig, Software};
+    // regs_user/regs_intr: one register per set mask bit; hw_index from
+    // PERF_SAMPLE_BRANCH_HW_INDEX in branch_sample_type.
+    let attr = Attr::new(EventConfig::Software(Software::CpuClock))
+        .sample_type(SampleType::IP | SampleType::REGS_USER)
+        .read_format(ReadFormat::ID)
+        .sample_id_all(true)
+        .sample_regs_user(0b1011)
+        .sample_regs_intr(0b11 << 40)
+        .branch_sample_type(BranchSampleType::ANY | BranchSampleType::HW_INDEX);
+    assert_eq!(
+        RecordParser::for_attr(&attr),
+        RecordParser {
+            sample_type: SampleType::IP | SampleType::REGS_USER,
+            read_format: ReadFormat::ID,
+            sample_id_all: true,
+            regs_user: 3,
+            regs_intr: 2,
+            branch_hw_index: true,
+        }
+    );
+    let plain = Attr::new(EventConfig::Software(Software::CpuClock))
+        .branch_sample_type(BranchSampleType::ANY);
+    assert_eq!(RecordParser::for_attr(&plain), RecordParser::default());
+}
+
+#[test]
+fn an_owned_record_keeps_its_bytes() {
+    let bytes = rec(kind::LOST, 0, &Body::default().u64(1).u64(2).0);
+    let owned = OwnedRecord::new(&bytes);
+    assert_eq!(owned.bytes(), &bytes[..]);
+    assert_eq!(
+        owned.parse(&RecordParser::default()).unwrap(),
+        Record::Lost {
+            id: 1,
+            lost: 2,
+            sample_id: SampleId::default()
+        }
+    );
+}
