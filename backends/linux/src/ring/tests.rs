@@ -8,6 +8,7 @@
 use std::fs::File;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::FileExt;
+use std::time::Instant;
 
 use super::*;
 
@@ -199,4 +200,68 @@ fn a_reader_starts_at_the_published_tail() {
     assert_eq!(ring.next_record(), Some(&first[..]));
     ring.release();
     assert_eq!(kernel.tail(), 1016);
+}
+
+/// A reader whose fd (what `wait` polls) is the read end of a pipe: it
+/// polls readable only when the test writes to the pipe, and hangs up when
+/// the test drops the write end, as the event's fd does when its task
+/// exits.
+fn reader_polling(kernel: &Kernel) -> (RingBuffer, std::io::PipeWriter) {
+    let (read_end, write_end) = std::io::pipe().unwrap();
+    let mut ring = kernel.reader();
+    ring.fd = OwnedFd::from(read_end);
+    (ring, write_end)
+}
+
+#[test]
+fn wait_reports_timeout_readiness_and_hang_up() {
+    let kernel = Kernel::new(1);
+    let (ring, write_end) = reader_polling(&kernel);
+    assert_eq!(ring.wait(Some(Duration::ZERO)).unwrap(), Wait::Timeout);
+    assert_eq!(
+        ring.wait(Some(Duration::from_millis(20))).unwrap(),
+        Wait::Timeout
+    );
+    // Records already there: ready without polling, even though the fd
+    // would not wake (the wakeup watermark is not reached). A poll would
+    // sit out the whole minute.
+    kernel.publish(&record(1, 16));
+    let start = Instant::now();
+    assert_eq!(
+        ring.wait(Some(Duration::from_secs(60))).unwrap(),
+        Wait::Ready
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "waited {:?} with a record available",
+        start.elapsed()
+    );
+    // Hung up with records left: they are still to be read.
+    drop(write_end);
+    assert_eq!(ring.wait(None).unwrap(), Wait::Ready);
+    let mut ring = ring;
+    assert!(ring.next_record().is_some());
+    assert!(ring.next_record().is_none());
+    // Hung up and drained.
+    assert_eq!(ring.wait(None).unwrap(), Wait::HungUp);
+}
+
+#[test]
+fn records_that_arrive_with_the_hang_up_come_first() {
+    // The task writes its last records and exits while the reader polls:
+    // the reader must see the records (Ready), not the hang-up.
+    let kernel = Kernel::new(1);
+    let (ring, write_end) = reader_polling(&kernel);
+    let last = record(2, 24);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            kernel.publish(&last);
+            drop(write_end);
+        });
+        assert_eq!(
+            ring.wait(Some(Duration::from_secs(60))).unwrap(),
+            Wait::Ready
+        );
+    });
 }
