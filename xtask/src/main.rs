@@ -9,8 +9,9 @@
 //!   the baselines measured in the same run.
 //! - `cargo xtask gen-pmu-events <linux source>`: regenerates the native
 //!   event table (`backends/linux/src/pmu_events/`).
-//! - `cargo xtask mutants [--file F] [--shard K/N]`: cargo-mutants on the
-//!   core files, caught / missed / unviable per file.
+//! - `cargo xtask mutants [--file F] [--shard K/N] [--re REGEX]`:
+//!   cargo-mutants on the core files, caught / missed / unviable per file
+//!   (`--re`: re-test earlier survivors, merged over the full run).
 //! - `cargo xtask tidy`: the invariants a command can check (see `tidy.rs`).
 
 mod bench;

@@ -6,6 +6,11 @@
 //! 2-core machine; `--shard k/n` splits a target across runs or machines). Prints caught / missed / unviable /
 //! timeout per file and the score, caught / (caught + missed).
 //!
+//! `--re REGEX` re-tests only the matching mutants (the survivors of a
+//! full run, after new tests) into `<target>/rerun`; the table then shows
+//! the full run with those outcomes replaced: the after-score without
+//! another full run.
+//!
 //! A developer command: a full run takes hours here, far too long for CI.
 
 use std::collections::BTreeMap;
@@ -29,7 +34,7 @@ pub const TARGETS: [(&str, &str, &[&str]); 7] = [
     (
         "pmc-linux",
         "backends/linux/src/ring.rs",
-        &["--lib", "--test=live"],
+        &["--lib", "--test=live", "--test=ring_alias"],
     ),
     (
         "pmc-linux",
@@ -61,6 +66,17 @@ pub struct MutantsArgs {
     /// List the mutants of the selected targets instead of testing them.
     #[arg(long)]
     pub list: bool,
+    /// Only the mutants whose name matches this regex (cargo-mutants
+    /// `--re`), repeatable: a re-run of earlier survivors. Its outcomes go
+    /// to `<target>/rerun` and replace those of the full run in the table.
+    #[arg(long = "re", value_name = "REGEX")]
+    pub re: Vec<String>,
+    /// The least time a mutant's tests get before counting as a timeout, in
+    /// seconds. cargo-mutants derives the limit from the unmutated run; on
+    /// a loaded shared machine a caught mutant (failing tests print
+    /// backtraces) can take several times that.
+    #[arg(long, default_value_t = 120)]
+    pub min_test_timeout: u32,
 }
 
 /// Outcome counts of one source file.
@@ -116,16 +132,71 @@ pub fn tally_outcomes(text: &str, outcome: &str, scores: &mut BTreeMap<String, F
     }
 }
 
-/// Reads the outcome lists under `dir` (a target's `--output`).
-fn read_results(dir: &Path, scores: &mut BTreeMap<String, FileScore>) -> bool {
-    let out = dir.join("mutants.out");
+/// The outcomes of a re-run go here, under a target's directory.
+const RERUN: &str = "rerun";
+
+/// The outcome lists of one `mutants.out`: (outcome, mutant name) pairs.
+fn outcome_lines(out: &Path) -> Option<Vec<(&'static str, String)>> {
     if !out.is_dir() {
-        return false;
+        return None;
     }
+    let mut lines = Vec::new();
     for outcome in ["caught", "missed", "unviable", "timeout"] {
         if let Ok(text) = std::fs::read_to_string(out.join(format!("{outcome}.txt"))) {
-            tally_outcomes(&text, outcome, scores);
+            lines.extend(
+                text.lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(|l| (outcome, l.to_string())),
+            );
         }
+    }
+    Some(lines)
+}
+
+/// A mutant's name without its `line:col` (new tests shift the lines of
+/// the file they are in): `path: replace … in f`.
+fn without_position(name: &str) -> String {
+    let mut parts = name.splitn(4, ':');
+    let file = parts.next().unwrap_or_default();
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(_), Some(_), Some(rest)) => format!("{file}:{}", rest.trim_start()),
+        _ => name.to_string(),
+    }
+}
+
+/// Replaces, in `full`, the outcome of each mutant that `rerun` tested
+/// again (matched by name without position, one for one in order).
+pub fn overlay(
+    full: Vec<(&'static str, String)>,
+    rerun: &[(&'static str, String)],
+) -> Vec<(&'static str, String)> {
+    let mut pending: Vec<Option<&(&'static str, String)>> = rerun.iter().map(Some).collect();
+    full.into_iter()
+        .map(|(outcome, name)| {
+            let key = without_position(&name);
+            let again = pending
+                .iter_mut()
+                .find(|r| r.is_some_and(|(_, n)| without_position(n) == key))
+                .and_then(Option::take);
+            match again {
+                Some((o, n)) => (*o, n.clone()),
+                None => (outcome, name),
+            }
+        })
+        .collect()
+}
+
+/// Reads the outcome lists under `dir` (a target's `--output`), with a
+/// re-run's outcomes in place of the full run's.
+fn read_results(dir: &Path, scores: &mut BTreeMap<String, FileScore>) -> bool {
+    let Some(mut lines) = outcome_lines(&dir.join("mutants.out")) else {
+        return false;
+    };
+    if let Some(rerun) = outcome_lines(&dir.join(RERUN).join("mutants.out")) {
+        lines = overlay(lines, &rerun);
+    }
+    for (outcome, line) in lines {
+        tally_outcomes(&line, outcome, scores);
     }
     true
 }
@@ -190,7 +261,10 @@ pub fn run(args: &MutantsArgs) -> ExitCode {
     let mut ok = true;
     if !args.report_only {
         for (package, file, test_targets) in &targets {
-            let out = args.output.join(slug(file));
+            let mut out = args.output.join(slug(file));
+            if !args.re.is_empty() {
+                out = out.join(RERUN);
+            }
             if let Err(e) = std::fs::create_dir_all(&out) {
                 eprintln!("xtask mutants: create {}: {e}", out.display());
                 return ExitCode::FAILURE;
@@ -209,7 +283,17 @@ pub fn run(args: &MutantsArgs) -> ExitCode {
             ])
             .arg("--output")
             .arg(&out)
-            .args(["--jobs", &args.jobs.to_string(), "--no-shuffle"]);
+            .args(["--jobs", &args.jobs.to_string(), "--no-shuffle"])
+            .args(["--minimum-test-timeout", &args.min_test_timeout.to_string()])
+            // A caught mutant's panics need no symbolised backtrace: under
+            // load that alone took 13 s of a 20 s limit.
+            .env("RUST_BACKTRACE", "0")
+            // No debug info: every mutant relinks the test binaries, and
+            // nothing here reads their symbols.
+            .env("CARGO_PROFILE_DEV_DEBUG", "0");
+            for re in &args.re {
+                cmd.args(["--re", re]);
+            }
             // Only the tests of the crate that owns the file.
             for t in *test_targets {
                 cmd.arg(format!("--cargo-test-arg={t}"));
@@ -318,6 +402,36 @@ mod tests {
         assert!(
             total.starts_with("total") && total.contains("75.0%"),
             "{total}"
+        );
+    }
+
+    #[test]
+    fn a_rerun_replaces_the_outcomes_of_the_mutants_it_tested_again() {
+        let full = vec![
+            ("caught", "a.rs:3:1: replace f -> u8 with 0".to_string()),
+            ("missed", "a.rs:9:5: replace | with ^ in g".to_string()),
+            ("missed", "a.rs:9:12: replace | with ^ in g".to_string()),
+            (
+                "timeout",
+                "a.rs:20:1: replace h -> bool with true".to_string(),
+            ),
+        ];
+        // Lines moved by 2 since: matched without the position.
+        let rerun = vec![
+            ("caught", "a.rs:11:5: replace | with ^ in g".to_string()),
+            (
+                "caught",
+                "a.rs:22:1: replace h -> bool with true".to_string(),
+            ),
+        ];
+        let merged = overlay(full, &rerun);
+        let outcomes: Vec<&str> = merged.iter().map(|(o, _)| *o).collect();
+        assert_eq!(outcomes, ["caught", "caught", "missed", "caught"]);
+        assert_eq!(merged[1].1, "a.rs:11:5: replace | with ^ in g");
+        assert_eq!(merged[2].1, "a.rs:9:12: replace | with ^ in g");
+        assert_eq!(
+            without_position("a.rs:9:12: replace | with ^ in g"),
+            "a.rs:replace | with ^ in g"
         );
     }
 

@@ -230,7 +230,24 @@ pub fn run(args: &TestArgs) -> ExitCode {
         tally.skipped
     );
     if let Some(path) = &args.record_skips {
-        match std::fs::write(path, Expected::record(&tally)) {
+        // The file's own comment header (what the machine is) survives a
+        // refresh; only the lists are rewritten.
+        let header: String = std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .take_while(|l| l.starts_with('#'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let mut text = Expected::record(&tally);
+        if !header.is_empty() {
+            let body: String = text
+                .lines()
+                .skip_while(|l| l.starts_with('#'))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            text = header + &body;
+        }
+        match std::fs::write(path, text) {
             Ok(()) => println!("skips and executed count written to {}", path.display()),
             Err(e) => {
                 eprintln!("xtask: write {}: {e}", path.display());

@@ -231,4 +231,7 @@ impl RingBuffer {
     }
 }
 
-// Tests against the kernel: `tests/live.rs`.
+// Tests against the kernel: `tests/live.rs`; the head/tail protocol over a
+// file playing the kernel: `ring/tests.rs`.
+#[cfg(test)]
+mod tests;

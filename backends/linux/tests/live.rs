@@ -19,7 +19,7 @@ use pmc_linux::event::{Event, OpenFlags, Target};
 use pmc_linux::pmu::{Pmu, SYSFS_ROOT};
 use pmc_linux::record::{Record, RecordParser};
 use pmc_linux::ring::{RingBuffer, Wait};
-use pmc_linux::selfmon::{FastReader, ReadPath, UserPage};
+use pmc_linux::selfmon::{FastReader, PageView, ReadPath, UserPage};
 use pmc_linux::system;
 
 type Outcome = Result<Completion, Failed>;
@@ -465,11 +465,55 @@ fn task_clock_attr() -> Attr {
 fn selfmon_software_events_fall_back_to_read() -> Outcome {
     let ev = open_self_event!(&task_clock_attr());
     let page = UserPage::map(&ev).map_err(|e| fail("map", e))?;
+    let caps = page.caps();
+    // Software events have no counter index (perf_swevent_event_idx is 0)
+    // and never PERF_EVENT_FLAG_USER_READ_CNT, so no cap_user_rdpmc.
     ensure!(
-        page.caps().index == 0,
-        "a software event on a hardware counter"
+        caps.index == 0 && !caps.user_rdpmc,
+        "a software event on a hardware counter: {caps:?}"
     );
     ensure!(page.read().is_none(), "rdpmc read a software event");
+    ensure!(page.reading().is_none(), "rdpmc read a software event");
+    // The page through its field loads, at the offsets of
+    // `struct perf_event_mmap_page` (linux/perf_event.h): mapping ran
+    // perf_event_init_userpage (cap_bit0_is_deprecated, bit 1 of the
+    // capabilities at 40; `size` at 72 = offsetof(__reserved) = 96) and
+    // perf_event_update_userpage (`lock` at 8 bumped twice: even, >= 2;
+    // `index` at 12 = 0).
+    let raw_caps = page.load_u64(40);
+    ensure!(
+        raw_caps & 2 != 0,
+        "cap_bit0_is_deprecated clear: {raw_caps:#x}"
+    );
+    ensure!(
+        caps.user_time == (raw_caps & 8 != 0),
+        "cap_user_time {} but capabilities {raw_caps:#x}",
+        caps.user_time
+    );
+    ensure!(
+        page.time_conversion().is_some() == caps.user_time,
+        "a time conversion without cap_user_time, or none with it"
+    );
+    let lock = page.load_u32(8);
+    ensure!(lock >= 2 && lock % 2 == 0, "lock {lock} mid-update");
+    ensure!(page.load_u32(12) == 0, "index {}", page.load_u32(12));
+    let size_half = if cfg!(target_endian = "little") {
+        72
+    } else {
+        74
+    };
+    ensure!(
+        page.load_u32(72) == 96 && page.load_u16(size_half) == 96,
+        "size {} (u16 {}), not offsetof(__reserved) = 96",
+        page.load_u32(72),
+        page.load_u16(size_half)
+    );
+    ensure!(
+        page.load_u16(48) == caps.pmc_width,
+        "pmc_width {} vs {}",
+        page.load_u16(48),
+        caps.pmc_width
+    );
     let reader = FastReader::new(&ev, ReadPath::Rdpmc).map_err(|e| fail("reader", e))?;
     let a = reader.read(&ev).map_err(|e| fail("read", e))?.value;
     let b = ev.read().map_err(|e| fail("read", e))?.value;
@@ -494,7 +538,14 @@ fn selfmon_calibration_picks_read_when_rdpmc_is_unusable() -> Outcome {
         cal.chosen == ReadPath::Syscall && cal.rdpmc_ns.is_none(),
         "{cal:?}"
     );
-    ensure!(cal.rdpmc_unavailable.is_some(), "no reason given: {cal:?}");
+    // A software event never has cap_user_rdpmc (see above): that is the
+    // first reason checked, and the one given.
+    ensure!(
+        cal.rdpmc_unavailable
+            .as_deref()
+            .is_some_and(|r| r.contains("cap_user_rdpmc")),
+        "not the missing capability as the reason: {cal:?}"
+    );
     Ok(Completion::Completed)
 }
 

@@ -763,3 +763,472 @@ fn without_sample_id_all_other_records_have_no_trailer() {
         }
     );
 }
+
+/// The fixed-size sample fields in the order of `PERF_RECORD_SAMPLE` in
+/// perf_event_open(2) (identifier, ip, pid+tid, time, addr, id,
+/// stream_id, cpu+res, period), each as one u64 word.
+const FIXED_ORDER: [SampleType; 9] = [
+    SampleType::IDENTIFIER,
+    SampleType::IP,
+    SampleType::TID,
+    SampleType::TIME,
+    SampleType::ADDR,
+    SampleType::ID,
+    SampleType::STREAM_ID,
+    SampleType::CPU,
+    SampleType::PERIOD,
+];
+
+#[test]
+fn every_subset_of_fixed_fields_is_read_at_its_abi_position() {
+    for subset in 0u32..(1 << FIXED_ORDER.len()) {
+        let mut t = SampleType::empty();
+        let mut body = Body::default();
+        for (k, flag) in FIXED_ORDER.iter().enumerate() {
+            if subset & (1 << k) == 0 {
+                continue;
+            }
+            t |= *flag;
+            // Field k holds 100 + k (pid/tid and cpu/res: two halves).
+            let v = 100 + k as u32;
+            body = match *flag {
+                SampleType::TID => body.u32(v).u32(v + 50),
+                SampleType::CPU => body.u32(v).u32(0),
+                _ => body.u64(u64::from(v)),
+            };
+        }
+        let p = RecordParser {
+            sample_type: t,
+            ..RecordParser::default()
+        };
+        let bytes = rec(kind::SAMPLE, misc::KERNEL, &body.0);
+        let Record::Sample(s) = p.parse(&bytes, 0).unwrap() else {
+            panic!("{t:?}: not a sample")
+        };
+        let want = |k: usize| (subset & (1 << k) != 0).then_some(100 + k as u64);
+        let got = [
+            s.identifier(),
+            s.ip(),
+            s.pid().map(u64::from),
+            s.time(),
+            s.addr(),
+            s.id(),
+            s.stream_id(),
+            s.cpu().map(u64::from),
+            s.period(),
+        ];
+        for (k, (got, flag)) in got.iter().zip(FIXED_ORDER).enumerate() {
+            assert_eq!(*got, want(k), "{t:?}: field {flag:?}");
+        }
+        assert_eq!(s.tid().map(u64::from), want(2).map(|v| v + 50), "{t:?}");
+        // The walk agrees with the precomputed offsets.
+        let f = s.fields().unwrap();
+        let walked = [
+            f.identifier,
+            f.ip,
+            f.pid.map(u64::from),
+            f.time,
+            f.addr,
+            f.id,
+            f.stream_id,
+            f.cpu.map(u64::from),
+            f.period,
+        ];
+        assert_eq!(walked, got, "{t:?}");
+        assert_eq!(f.misc, misc::KERNEL);
+        // One byte short of the fixed prefix is an error, naming the record.
+        if !body.0.is_empty() {
+            let mut short = body.0.clone();
+            short.truncate(short.len() - 8);
+            let bytes = rec(kind::SAMPLE, 0, &short);
+            let e = p.parse(&bytes, 40).unwrap_err().to_string();
+            assert!(e.contains("record at byte 40"), "{t:?}: {e}");
+        }
+    }
+}
+
+#[test]
+fn the_cpu_mode_is_the_low_three_misc_bits() {
+    // PERF_RECORD_MISC_CPUMODE_MASK = 7; USER = 2 (perf_event.h); the
+    // other bits (EXACT_IP, bit 14) do not change the mode.
+    let p = RecordParser {
+        sample_type: SampleType::IP,
+        ..RecordParser::default()
+    };
+    for mode in 0u16..8 {
+        for extra in [0, misc::BIT14, misc::BIT13 | 0x100] {
+            let bytes = rec(kind::SAMPLE, mode | extra, &Body::default().u64(1).0);
+            let Record::Sample(s) = p.parse(&bytes, 0).unwrap() else {
+                panic!()
+            };
+            assert_eq!(s.misc(), mode | extra);
+            assert_eq!(s.is_user(), mode == 2, "misc {:#x}", mode | extra);
+        }
+    }
+}
+
+#[test]
+fn records_in_a_stream_come_with_their_offsets() {
+    let p = RecordParser::default();
+    // A header-only record (SWITCH without sample_id_all is 8 bytes),
+    // a LOST of 24 and a LOST_SAMPLES of 16.
+    let mut stream = rec(kind::SWITCH, misc::BIT13, &[]);
+    stream.extend(rec(kind::LOST, 0, &Body::default().u64(1).u64(2).0));
+    stream.extend(rec(kind::LOST_SAMPLES, 0, &Body::default().u64(3).0));
+    let got: Vec<(usize, Record<'_>)> = p.records(&stream).map(Result::unwrap).collect();
+    assert_eq!(
+        got.iter().map(|(at, _)| *at).collect::<Vec<_>>(),
+        vec![0, 8, 32]
+    );
+    assert!(matches!(got[0].1, Record::Switch { out: true, .. }));
+    assert!(matches!(got[1].1, Record::Lost { id: 1, lost: 2, .. }));
+    assert!(matches!(got[2].1, Record::LostSamples { lost: 3, .. }));
+    assert_eq!(p.records(&[]).count(), 0);
+    // A header alone parses; shorter bytes, or a size below 8 or beyond
+    // the bytes, are errors.
+    assert!(p.parse(&stream[..8], 0).is_ok());
+    assert!(p.parse(&stream[..7], 0).is_err());
+    let mut small = stream[..8].to_vec();
+    small[6] = 7;
+    assert!(p.parse(&small, 0).is_err());
+    assert!(p.records(&small).next().unwrap().is_err());
+    let mut big = stream[..8].to_vec();
+    big[6] = 16;
+    assert!(p.parse(&big, 0).is_err());
+    let e = p.records(&big).next().unwrap().unwrap_err().to_string();
+    assert!(e.contains("header size 16"), "{e}");
+    // A record that ends the stream exactly is whole.
+    let last = stream.len() - 16;
+    assert_eq!(p.records(&stream[last..]).count(), 1);
+}
+
+#[test]
+fn the_full_sample_id_trailer_follows_the_abi_order() {
+    // struct sample_id (perf_event_open(2)): pid, tid; time; id;
+    // stream_id; cpu, res; identifier.
+    let p = RecordParser {
+        sample_type: SampleType::TID
+            | SampleType::TIME
+            | SampleType::ID
+            | SampleType::STREAM_ID
+            | SampleType::CPU
+            | SampleType::IDENTIFIER
+            | SampleType::IP,
+        sample_id_all: true,
+        ..RecordParser::default()
+    };
+    let body = Body::default()
+        .u64(5)
+        .u64(6) // LOST: id, lost
+        .u32(1)
+        .u32(2)
+        .u64(3)
+        .u64(4)
+        .u64(7)
+        .u32(8)
+        .u32(0)
+        .u64(9);
+    let bytes = rec(kind::LOST, 0, &body.0);
+    assert_eq!(
+        p.parse(&bytes, 0).unwrap(),
+        Record::Lost {
+            id: 5,
+            lost: 6,
+            sample_id: SampleId {
+                pid: Some(1),
+                tid: Some(2),
+                time: Some(3),
+                id: Some(4),
+                stream_id: Some(7),
+                cpu: Some(8),
+                identifier: Some(9),
+            }
+        }
+    );
+    // A body holding no more than part of the trailer is an error; the
+    // trailer alone (a SWITCH) is not.
+    let e = p.parse(&rec(kind::LOST, 0, &body.0[..40]), 8).unwrap_err();
+    assert!(e.to_string().contains("record at byte 8"), "{e}");
+    let switch = rec(kind::SWITCH, 0, &body.0[16..]);
+    assert!(matches!(
+        p.parse(&switch, 0).unwrap(),
+        Record::Switch {
+            out: false,
+            preempt: false,
+            sample_id: SampleId { cpu: Some(8), .. }
+        }
+    ));
+}
+
+#[test]
+fn group_reads_with_lost_and_empty_groups() {
+    // read_format GROUP: nr, [enabled], [running], then nr × {value,
+    // [id], [lost]} (perf_event_open(2), "struct read_format").
+    let p = RecordParser {
+        read_format: ReadFormat::GROUP
+            | ReadFormat::TOTAL_TIME_RUNNING
+            | ReadFormat::ID
+            | ReadFormat::LOST,
+        ..RecordParser::default()
+    };
+    let body = Body::default()
+        .u32(1)
+        .u32(2)
+        .u64(3) // nr
+        .u64(70) // running
+        .u64(10)
+        .u64(11)
+        .u64(12)
+        .u64(20)
+        .u64(21)
+        .u64(22)
+        .u64(30)
+        .u64(31)
+        .u64(32);
+    let bytes = rec(kind::READ, 0, &body.0);
+    let Record::Read { values, .. } = p.parse(&bytes, 0).unwrap() else {
+        panic!()
+    };
+    assert_eq!((values.time_enabled, values.time_running), (None, Some(70)));
+    assert_eq!((values.len(), values.is_empty()), (3, false));
+    let v: Vec<(u64, Option<u64>, Option<u64>)> =
+        values.values().map(|r| (r.value, r.id, r.lost)).collect();
+    assert_eq!(
+        v,
+        vec![
+            (10, Some(11), Some(12)),
+            (20, Some(21), Some(22)),
+            (30, Some(31), Some(32))
+        ]
+    );
+    // Lost without id: value, lost.
+    let p = RecordParser {
+        read_format: ReadFormat::GROUP | ReadFormat::LOST,
+        ..RecordParser::default()
+    };
+    let body = Body::default()
+        .u32(1)
+        .u32(2)
+        .u64(2)
+        .u64(5)
+        .u64(6)
+        .u64(7)
+        .u64(8);
+    let bytes = rec(kind::READ, 0, &body.0);
+    let Record::Read { values, .. } = p.parse(&bytes, 0).unwrap() else {
+        panic!()
+    };
+    let v: Vec<(u64, Option<u64>, Option<u64>)> =
+        values.values().map(|r| (r.value, r.id, r.lost)).collect();
+    assert_eq!(v, vec![(5, None, Some(6)), (7, None, Some(8))]);
+    // An empty group.
+    let body = Body::default().u32(1).u32(2).u64(0);
+    let bytes = rec(kind::READ, 0, &body.0);
+    let Record::Read { values, .. } = p.parse(&bytes, 0).unwrap() else {
+        panic!()
+    };
+    assert_eq!((values.len(), values.is_empty()), (0, true));
+    assert_eq!(values.values().count(), 0);
+    // One counter without GROUP.
+    let p = RecordParser::default();
+    let body = Body::default().u32(1).u32(2).u64(44);
+    let bytes = rec(kind::READ, 0, &body.0);
+    let Record::Read { values, .. } = p.parse(&bytes, 0).unwrap() else {
+        panic!()
+    };
+    assert_eq!((values.len(), values.is_empty()), (1, false));
+    // A group claiming more entries than the record holds.
+    let p = RecordParser {
+        read_format: ReadFormat::GROUP | ReadFormat::ID,
+        ..RecordParser::default()
+    };
+    let body = Body::default().u32(1).u32(2).u64(2).u64(1).u64(2).u64(3);
+    assert!(p.parse(&rec(kind::READ, 0, &body.0), 0).is_err());
+}
+
+#[test]
+fn variable_sample_fields_keep_their_positions() {
+    // STACK_USER of size 0 has no dyn_size word; REGS_USER with abi 0
+    // (PERF_SAMPLE_REGS_ABI_NONE) has no registers; WEIGHT is one u64;
+    // two branch entries of {from, to, flags}.
+    let p = RecordParser {
+        sample_type: SampleType::BRANCH_STACK
+            | SampleType::REGS_USER
+            | SampleType::STACK_USER
+            | SampleType::WEIGHT
+            | SampleType::DATA_SRC,
+        regs_user: 3,
+        ..RecordParser::default()
+    };
+    let body = Body::default()
+        .u64(2) // branch nr, no hw_idx
+        .u64(1)
+        .u64(2)
+        .u64(3)
+        .u64(4)
+        .u64(5)
+        .u64(6)
+        .u64(0) // regs abi none
+        .u64(0) // stack size 0
+        .u64(700) // weight
+        .u64(800); // data_src
+    let bytes = rec(kind::SAMPLE, 0, &body.0);
+    let Record::Sample(s) = p.parse(&bytes, 0).unwrap() else {
+        panic!()
+    };
+    let f = s.fields().unwrap();
+    let b = f.branch_stack.unwrap();
+    assert_eq!(b.hw_index, None);
+    assert_eq!(
+        b.entries()
+            .map(|e| (e.from, e.to, e.flags))
+            .collect::<Vec<_>>(),
+        vec![(1, 2, 3), (4, 5, 6)]
+    );
+    let regs = f.regs_user.unwrap();
+    assert_eq!(
+        (regs.abi, regs.regs.len(), regs.regs.is_empty()),
+        (0, 0, true)
+    );
+    let stack = f.stack_user.unwrap();
+    assert_eq!((stack.data.len(), stack.dyn_size), (0, 0));
+    assert_eq!(f.weight, Some(Weight::Full(700)));
+    assert_eq!(f.data_src, Some(800));
+    assert_eq!((f.callchain, f.raw, f.read), (None, None, None));
+    assert_eq!((s.callchain(), s.raw(), s.read()), (None, None, None));
+}
+
+#[test]
+fn sample_views_of_callchain_raw_and_read() {
+    let p = RecordParser {
+        sample_type: SampleType::READ | SampleType::CALLCHAIN | SampleType::RAW,
+        read_format: ReadFormat::ID,
+        ..RecordParser::default()
+    };
+    let body = Body::default()
+        .u64(9)
+        .u64(99) // read: value, id
+        .u64(2)
+        .u64(context::KERNEL)
+        .u64(0xffff_1234) // callchain
+        .u32(3)
+        .bytes(&[1, 2, 3, 0]); // raw: 3 bytes + pad to the u64
+    let bytes = rec(kind::SAMPLE, 0, &body.0);
+    let Record::Sample(s) = p.parse(&bytes, 0).unwrap() else {
+        panic!()
+    };
+    let chain = s.callchain().unwrap();
+    assert_eq!((chain.len(), chain.is_empty()), (2, false));
+    assert_eq!(
+        (chain.get(0), chain.get(1), chain.get(2)),
+        (Some(context::KERNEL), Some(0xffff_1234), None)
+    );
+    assert_eq!(chain.iter().collect::<Vec<_>>(), chain.to_vec());
+    assert_eq!(s.raw(), Some(&[1u8, 2, 3][..]));
+    let read = s.read().unwrap();
+    assert_eq!(
+        read.values().map(|r| (r.value, r.id)).collect::<Vec<_>>(),
+        vec![(9, Some(99))]
+    );
+    // An empty callchain.
+    let p = RecordParser {
+        sample_type: SampleType::CALLCHAIN,
+        ..RecordParser::default()
+    };
+    let bytes = rec(kind::SAMPLE, 0, &Body::default().u64(0).0);
+    let Record::Sample(s) = p.parse(&bytes, 0).unwrap() else {
+        panic!()
+    };
+    let chain = s.callchain().unwrap();
+    assert_eq!(
+        (chain.len(), chain.is_empty(), chain.get(0)),
+        (0, true, None)
+    );
+}
+
+#[test]
+fn a_truncated_field_names_its_own_byte() {
+    // A sample at stream byte 64: header 64..72, callchain nr 72..80, the
+    // entries would start at 80.
+    let p = RecordParser {
+        sample_type: SampleType::CALLCHAIN,
+        ..RecordParser::default()
+    };
+    let bad = rec(kind::SAMPLE, 0, &Body::default().u64(5).u64(1).0);
+    let e = p.parse(&bad, 64).unwrap_err().to_string();
+    assert!(
+        e.contains("record at byte 64") && e.contains("callchain at byte 80"),
+        "{e}"
+    );
+    // In a non-sample record, past the trailer split: a MMAP whose body
+    // is only pid and tid (trailer-less parser).
+    let p = RecordParser::default();
+    let bad = rec(kind::MMAP, 0, &Body::default().u32(1).u32(2).0);
+    let e = p.parse(&bad, 16).unwrap_err().to_string();
+    assert!(e.contains("addr at byte 32"), "{e}");
+}
+
+#[test]
+fn text_poke_carries_old_and_new_bytes() {
+    // addr, old_len, new_len, then old_len + new_len bytes.
+    let p = RecordParser::default();
+    let body = Body::default()
+        .u64(0xffff_8000)
+        .u16(2)
+        .u16(3)
+        .bytes(&[1, 2, 3, 4, 5, 0, 0, 0, 0, 0, 0, 0]);
+    let bytes = rec(kind::TEXT_POKE, 0, &body.0);
+    let Record::TextPoke {
+        old_len,
+        new_len,
+        bytes,
+        ..
+    } = p.parse(&bytes, 0).unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!((old_len, new_len, bytes), (2, 3, &[1u8, 2, 3, 4, 5][..]));
+}
+
+#[test]
+fn the_layout_comes_from_the_attr() {
+    use crate::attr::{Attr, BranchSampleType, EventConfig, Software};
+    // regs_user/regs_intr: one register per set mask bit; hw_index from
+    // PERF_SAMPLE_BRANCH_HW_INDEX in branch_sample_type.
+    let attr = Attr::new(EventConfig::Software(Software::CpuClock))
+        .sample_type(SampleType::IP | SampleType::REGS_USER)
+        .read_format(ReadFormat::ID)
+        .sample_id_all(true)
+        .sample_regs_user(0b1011)
+        .sample_regs_intr(0b11 << 40)
+        .branch_sample_type(BranchSampleType::ANY | BranchSampleType::HW_INDEX);
+    assert_eq!(
+        RecordParser::for_attr(&attr),
+        RecordParser {
+            sample_type: SampleType::IP | SampleType::REGS_USER,
+            read_format: ReadFormat::ID,
+            sample_id_all: true,
+            regs_user: 3,
+            regs_intr: 2,
+            branch_hw_index: true,
+        }
+    );
+    let plain = Attr::new(EventConfig::Software(Software::CpuClock))
+        .branch_sample_type(BranchSampleType::ANY);
+    assert_eq!(RecordParser::for_attr(&plain), RecordParser::default());
+}
+
+#[test]
+fn an_owned_record_keeps_its_bytes() {
+    let bytes = rec(kind::LOST, 0, &Body::default().u64(1).u64(2).0);
+    let owned = OwnedRecord::new(&bytes);
+    assert_eq!(owned.bytes(), &bytes[..]);
+    assert_eq!(
+        owned.parse(&RecordParser::default()).unwrap(),
+        Record::Lost {
+            id: 1,
+            lost: 2,
+            sample_id: SampleId::default()
+        }
+    );
+}
