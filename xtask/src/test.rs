@@ -313,7 +313,12 @@ impl Expected {
                     .ok_or_else(bad)?;
                 e.skips.insert(
                     test.to_string(),
-                    tokens.split(',').map(|t| t.trim().to_string()).collect(),
+                    tokens
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|t| !t.is_empty())
+                        .map(str::to_string)
+                        .collect(),
                 );
             } else {
                 return Err(bad());
@@ -431,7 +436,9 @@ mod tests {
         for l in [
             "test counting::hw ... ignored ([hardware] no hardware PMU)",
             "test events::kprobe ... ignored ([pmu:kprobe] no `kprobe` PMU)",
-            "test result: ok. 40 passed; 0 failed; 2 ignored; 0 measured; 0 filtered out",
+            // A conformance scenario a backend cannot run: no requirement.
+            "test conformance::portable::ts ... ignored, n/a: portable: it has no sampling modes",
+            "test result: ok. 40 passed; 0 failed; 3 ignored; 0 measured; 0 filtered out",
         ] {
             t.line(l);
         }
@@ -444,9 +451,14 @@ mod tests {
         let text = Expected::record(&t);
         assert!(text.contains("min-executed 40\n"), "{text}");
         assert!(text.contains("skip counting::hw [hardware]\n"), "{text}");
+        assert!(
+            text.contains("skip conformance::portable::ts []\n"),
+            "{text}"
+        );
         let e = Expected::parse(&text).unwrap();
         assert_eq!(e.min_executed, 40);
-        assert_eq!(e.skips.len(), 2);
+        assert_eq!(e.skips.len(), 3);
+        assert_eq!(e.skips["conformance::portable::ts"], Vec::<String>::new());
         assert_eq!(e.check(&t), Vec::<String>::new());
     }
 
@@ -454,7 +466,8 @@ mod tests {
     fn an_unexpected_skip_or_fewer_tests_fail_the_expectation() {
         let e = Expected::parse(
             "# CI\nmin-executed 41  # last known\nskip counting::hw [hardware]\n\
-             skip events::kprobe [perfmon]\nskip never::skipped [tracefs]\n",
+             skip events::kprobe [perfmon]\nskip never::skipped [tracefs]\n\
+             skip conformance::portable::ts []\n",
         )
         .unwrap();
         let problems = e.check(&run_with_skips());
@@ -466,7 +479,8 @@ mod tests {
         let mut t = run_with_skips();
         t.line("test events::new ... ignored ([tracefs] tracefs is not mounted)");
         let e = Expected::parse(
-            "min-executed 40\nskip counting::hw [hardware]\nskip events::kprobe [pmu:kprobe]",
+            "min-executed 40\nskip counting::hw [hardware]\nskip events::kprobe [pmu:kprobe]\n\
+             skip conformance::portable::ts []",
         )
         .unwrap();
         let problems = e.check(&t);
@@ -475,7 +489,7 @@ mod tests {
             vec!["unexpected skip: events::new ([tracefs] tracefs is not mounted)".to_string()]
         );
         // An expected skip that ran instead is fine (a better machine).
-        let e = Expected::parse("min-executed 0\nskip counting::hw [hardware]\nskip events::kprobe [pmu:kprobe]\nskip a::b [root]").unwrap();
+        let e = Expected::parse("min-executed 0\nskip counting::hw [hardware]\nskip events::kprobe [pmu:kprobe]\nskip a::b [root]\nskip conformance::portable::ts []").unwrap();
         assert!(e.check(&run_with_skips()).is_empty());
     }
 
