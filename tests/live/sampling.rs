@@ -102,6 +102,20 @@ fn with_log(f: impl FnOnce() -> TestResult) -> Result<Vec<LogEvent>, libtest_mim
 }
 
 /// The address range of the first symbol whose name contains `part`.
+/// The samples lost in all the DROPNOTIFY records of `events` (our own log
+/// carries the lost count in each).
+fn dropnotify_lost_total(events: &[LogEvent]) -> Result<u64, libtest_mimic::Failed> {
+    let lost = events
+        .iter()
+        .filter_map(|e| match e.record {
+            LogRecord::Dropnotify { lost } => Some(lost.map(u64::from)),
+            _ => None,
+        })
+        .sum::<Option<u64>>()
+        .ok_or("a DROPNOTIFY of our own log has no lost count")?;
+    Ok(lost)
+}
+
 fn symbol_range(part: &str) -> Result<(u64, u64), libtest_mimic::Failed> {
     let exe = std::env::current_exe().ctx("current_exe")?;
     let data = std::fs::read(&exe).ctx("read exe")?;
@@ -292,14 +306,7 @@ fn a_tiny_buffer_loses_samples_as_dropnotify() -> TestResult {
     sink::set_buffer_pages(32).ctx("restore buffer pages")?;
     let events = events?;
     // Our own log carries the lost count of every DROPNOTIFY.
-    let lost: u64 = events
-        .iter()
-        .filter_map(|e| match e.record {
-            LogRecord::Dropnotify { lost } => Some(lost.map(u64::from)),
-            _ => None,
-        })
-        .sum::<Option<u64>>()
-        .ok_or("a DROPNOTIFY of our own log has no lost count")?;
+    let lost = dropnotify_lost_total(&events)?;
     let kept = events
         .iter()
         .filter(|e| matches!(e.record, LogRecord::Callchain { pid, .. } if pid == child))
@@ -368,14 +375,7 @@ fn a_descendants_lost_samples_are_counted_too() -> TestResult {
     });
     sink::set_buffer_pages(32).ctx("restore buffer pages")?;
     let events = events?;
-    let lost: u64 = events
-        .iter()
-        .filter_map(|e| match e.record {
-            LogRecord::Dropnotify { lost } => Some(lost.map(u64::from)),
-            _ => None,
-        })
-        .sum::<Option<u64>>()
-        .ok_or("a DROPNOTIFY of our own log has no lost count")?;
+    let lost = dropnotify_lost_total(&events)?;
     let kept = events
         .iter()
         .filter(|e| matches!(e.record, LogRecord::Callchain { .. }))
