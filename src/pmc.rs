@@ -122,6 +122,16 @@ pub struct Pmc {
     sample_base: u64,
 }
 
+/// The count of an allocation that names none: the default reload count
+/// of a sampling PMC, no initial value for a counting one.
+fn default_count(mode: Mode) -> u64 {
+    if mode.is_sampling() {
+        DEFAULT_RELOAD_COUNT
+    } else {
+        0
+    }
+}
+
 impl Pmc {
     /// Allocates a PMC (`pmc_allocate`) with no initial value / the default
     /// reload count.
@@ -130,11 +140,7 @@ impl Pmc {
     /// [`Cpu::Any`] for the process modes (TC, TS) and a CPU for the system
     /// modes (SC, SS).
     pub fn allocate(spec: &str, mode: Mode, flags: Flags, cpu: Cpu) -> Result<Pmc> {
-        let count = if mode.is_sampling() {
-            DEFAULT_RELOAD_COUNT
-        } else {
-            0
-        };
+        let count = default_count(mode);
         Self::allocate_with_count(spec, mode, flags, cpu, count)
     }
 
@@ -176,11 +182,7 @@ impl Pmc {
         cpu: u32,
         asked: Asked<'_>,
     ) -> Result<Pmc> {
-        let count = if mode.is_sampling() {
-            DEFAULT_RELOAD_COUNT
-        } else {
-            0
-        };
+        let count = default_count(mode);
         let backend = backend::default_backend();
         Self::allocate_checked(backend, spec, mode, flags, Cpu::Id(cpu), count, asked)
     }

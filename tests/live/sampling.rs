@@ -101,6 +101,31 @@ fn with_log(f: impl FnOnce() -> TestResult) -> Result<Vec<LogEvent>, libtest_mim
     Ok(log.events()?)
 }
 
+/// [`with_log`] with a one-page ring buffer (32 pages again afterwards):
+/// small enough for a burst of samples to overflow it between drains.
+fn with_one_page_ring(
+    f: impl FnOnce() -> TestResult,
+) -> Result<Vec<LogEvent>, libtest_mimic::Failed> {
+    sink::set_buffer_pages(1).ctx("set_buffer_pages")?;
+    let events = with_log(f);
+    sink::set_buffer_pages(32).ctx("restore buffer pages")?;
+    events
+}
+
+/// The samples lost in all the DROPNOTIFY records of `events` (our own log
+/// carries the lost count in each).
+fn dropnotify_lost_total(events: &[LogEvent]) -> Result<u64, libtest_mimic::Failed> {
+    let lost = events
+        .iter()
+        .filter_map(|e| match e.record {
+            LogRecord::Dropnotify { lost } => Some(lost.map(u64::from)),
+            _ => None,
+        })
+        .sum::<Option<u64>>()
+        .ok_or("a DROPNOTIFY of our own log has no lost count")?;
+    Ok(lost)
+}
+
 /// The address range of the first symbol whose name contains `part`.
 fn symbol_range(part: &str) -> Result<(u64, u64), libtest_mimic::Failed> {
     let exe = std::env::current_exe().ctx("current_exe")?;
@@ -268,10 +293,9 @@ fn a_tiny_buffer_loses_samples_as_dropnotify() -> TestResult {
     // loaded VM fires hrtimers late and skips periods), so the accounting
     // is checked against the faults the child counted itself.
     const PAGES: &str = "20000";
-    sink::set_buffer_pages(1).ctx("set_buffer_pages")?;
     let mut child_faults = 0;
     let mut child = 0;
-    let events = with_log(|| {
+    let events = with_one_page_ring(|| {
         // The child's exit record follows the burst, before which the
         // kernel writes the LOST record it owes; where no record follows,
         // the stop's reconciliation with PERF_FORMAT_LOST reports the
@@ -288,18 +312,9 @@ fn a_tiny_buffer_loses_samples_as_dropnotify() -> TestResult {
         child_faults = usage.own_minflt;
         pmc.stop().ctx("stop")?;
         Ok(())
-    });
-    sink::set_buffer_pages(32).ctx("restore buffer pages")?;
-    let events = events?;
+    })?;
     // Our own log carries the lost count of every DROPNOTIFY.
-    let lost: u64 = events
-        .iter()
-        .filter_map(|e| match e.record {
-            LogRecord::Dropnotify { lost } => Some(lost.map(u64::from)),
-            _ => None,
-        })
-        .sum::<Option<u64>>()
-        .ok_or("a DROPNOTIFY of our own log has no lost count")?;
+    let lost = dropnotify_lost_total(&events)?;
     let kept = events
         .iter()
         .filter(|e| matches!(e.record, LogRecord::Callchain { pid, .. } if pid == child))
@@ -338,10 +353,9 @@ fn a_tiny_buffer_loses_samples_as_dropnotify() -> TestResult {
 fn a_descendants_lost_samples_are_counted_too() -> TestResult {
     const GRANDCHILD: &str = "20000";
     const OWN: &str = "2000";
-    sink::set_buffer_pages(1).ctx("set_buffer_pages")?;
     let mut counted = 0;
     let mut usage = Usage::default();
-    let events = with_log(|| {
+    let events = with_one_page_ring(|| {
         let mut w = Workload::spawn("fork-touch", &[GRANDCHILD, OWN])?;
         let mut pmc = Pmc::allocate_with_count(
             "page-faults,usr",
@@ -365,17 +379,8 @@ fn a_descendants_lost_samples_are_counted_too() -> TestResult {
         tc.stop().ctx("stop TC")?;
         counted = tc.read().ctx("read TC")?;
         Ok(())
-    });
-    sink::set_buffer_pages(32).ctx("restore buffer pages")?;
-    let events = events?;
-    let lost: u64 = events
-        .iter()
-        .filter_map(|e| match e.record {
-            LogRecord::Dropnotify { lost } => Some(lost.map(u64::from)),
-            _ => None,
-        })
-        .sum::<Option<u64>>()
-        .ok_or("a DROPNOTIFY of our own log has no lost count")?;
+    })?;
+    let lost = dropnotify_lost_total(&events)?;
     let kept = events
         .iter()
         .filter(|e| matches!(e.record, LogRecord::Callchain { .. }))

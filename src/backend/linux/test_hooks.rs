@@ -33,11 +33,7 @@ pub fn attrs_for_sysfs(
     pmu_root: &std::path::Path,
     tracefs_root: Option<&std::path::Path>,
 ) -> Result<Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>> {
-    let sysfs = super::resolve::Sysfs {
-        pmu_root: pmu_root.to_path_buf(),
-        tracefs: tracefs_root.map(std::path::Path::to_path_buf),
-        cpuid: None,
-    };
+    let sysfs = fixture_sysfs(pmu_root, tracefs_root, None);
     plan(spec, mode, flags, count, &sysfs)
 }
 
@@ -52,11 +48,7 @@ pub fn attrs_for_cpu(
     pmu_root: &std::path::Path,
     cpuid: &str,
 ) -> Result<Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>> {
-    let sysfs = super::resolve::Sysfs {
-        pmu_root: pmu_root.to_path_buf(),
-        tracefs: None,
-        cpuid: Some(cpuid.to_string()),
-    };
+    let sysfs = fixture_sysfs(pmu_root, None, Some(cpuid));
     plan(spec, mode, flags, count, &sysfs)
 }
 
@@ -71,16 +63,25 @@ pub fn slice_siblings_for_sysfs(
     pmu_root: &std::path::Path,
     tracefs_root: Option<&std::path::Path>,
 ) -> Result<Vec<pmc_linux::attr::Attr>> {
-    let sysfs = super::resolve::Sysfs {
-        pmu_root: pmu_root.to_path_buf(),
-        tracefs: tracefs_root.map(std::path::Path::to_path_buf),
-        cpuid: None,
-    };
+    let sysfs = fixture_sysfs(pmu_root, tracefs_root, None);
     let event = resolve_spec(spec, mode, flags, count, &sysfs)?;
     Ok(event
         .slices
         .map(|s| s.attrs().copied().collect())
         .unwrap_or_default())
+}
+
+/// A fixture machine: its sysfs PMU tree, tracefs root and CPUID string.
+fn fixture_sysfs(
+    pmu_root: &std::path::Path,
+    tracefs_root: Option<&std::path::Path>,
+    cpuid: Option<&str>,
+) -> super::resolve::Sysfs {
+    super::resolve::Sysfs {
+        pmu_root: pmu_root.to_path_buf(),
+        tracefs: tracefs_root.map(std::path::Path::to_path_buf),
+        cpuid: cpuid.map(str::to_string),
+    }
 }
 
 fn plan(

@@ -304,33 +304,33 @@ fn kind_of(e: &EventName) -> &'static str {
     }
 }
 
-/// Whether `CLOCK_PROCESS_CPUTIME_ID` exists here (nix's list).
-const CPU_CLOCK: bool = cfg!(any(
-    target_os = "linux",
-    target_os = "android",
-    target_vendor = "apple",
-    target_os = "freebsd",
-    target_os = "dragonfly",
-    target_os = "netbsd",
-    target_os = "openbsd",
-));
+// One platform list (nix's, for `CLOCK_PROCESS_CPUTIME_ID`) decides both
+// the flag and the reader.
+cfg_if::cfg_if! {
+    if #[cfg(any(
+        target_os = "linux",
+        target_os = "android",
+        target_vendor = "apple",
+        target_os = "freebsd",
+        target_os = "dragonfly",
+        target_os = "netbsd",
+        target_os = "openbsd",
+    ))] {
+        /// Whether `CLOCK_PROCESS_CPUTIME_ID` exists here (nix's list).
+        const CPU_CLOCK: bool = true;
 
-/// CPU time of the process in nanoseconds.
-fn process_cpu_ns() -> std::result::Result<u64, i32> {
-    cfg_if::cfg_if! {
-        if #[cfg(any(
-            target_os = "linux",
-            target_os = "android",
-            target_vendor = "apple",
-            target_os = "freebsd",
-            target_os = "dragonfly",
-            target_os = "netbsd",
-            target_os = "openbsd",
-        ))] {
+        /// CPU time of the process in nanoseconds.
+        fn process_cpu_ns() -> std::result::Result<u64, i32> {
             use nix::time::{ClockId, clock_gettime};
             let t = clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).map_err(|e| e as i32)?;
             Ok(timespec_ns(t.tv_sec(), t.tv_nsec(), 1))
-        } else {
+        }
+    } else {
+        /// Whether `CLOCK_PROCESS_CPUTIME_ID` exists here (nix's list).
+        const CPU_CLOCK: bool = false;
+
+        /// CPU time of the process in nanoseconds: no such clock here.
+        fn process_cpu_ns() -> std::result::Result<u64, i32> {
             Err(libc::ENOSYS)
         }
     }
