@@ -101,8 +101,10 @@ impl LogReader {
         self.offset
     }
 
-    /// libpmc's `ps_count`: records read so far.
-    pub fn count(&self) -> u64 {
+    /// libpmc's `ps_count`: records read so far. (Not `count`: on a
+    /// `LogReader` value that name resolves to `Iterator::count`, which
+    /// consumes the reader.)
+    pub fn records_read(&self) -> u64 {
         self.count
     }
 

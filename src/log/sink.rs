@@ -275,6 +275,21 @@ impl Write for MemoryLog {
 mod tests {
     use super::*;
 
+    /// The ring size is a power of two of pages (perf_event_open(2): the
+    /// data area of an mmap is 2^n pages); anything else is EINVAL and
+    /// leaves the setting alone. Only the default (32) is set here, so
+    /// parallel tests never see another size.
+    #[test]
+    fn buffer_pages_are_a_power_of_two() {
+        for bad in [0, 3, 24] {
+            let e = set_buffer_pages(bad).expect_err("not a power of two");
+            assert_eq!(e.errno(), libc::EINVAL, "{bad}: {e}");
+            assert_eq!(buffer_pages(), 32, "{bad} changed the setting");
+        }
+        set_buffer_pages(32).expect("32 pages");
+        assert_eq!(buffer_pages(), 32);
+    }
+
     /// The only lib test that touches the process-wide log: one sequence.
     /// Expectations from hwpmc_mod.c `pmc_syscall_handler` (FLUSHLOG,
     /// CLOSELOG, WRITELOG without an owner/log: EINVAL),

@@ -494,6 +494,24 @@ fn four_byte_aligned_records_stream() {
     assert_eq!(got, vec![(0, 28, 1), (28, 72, 2), (72, 100, 3)]);
 }
 
+/// A complete log read from a file ends the iteration cleanly: EOF on a
+/// record boundary is the end (pmclog.c `pmclog_read`: PMCLOG_EOF), not a
+/// truncated record; `offset`/`count` are libpmc's `ps_offset`/`ps_count`.
+#[test]
+fn a_complete_file_ends_on_a_record_boundary() {
+    let (_, userdata) = &golden_records()[12];
+    let (_, proccsw) = &golden_records()[7];
+    let mut bytes = userdata.clone();
+    bytes.extend_from_slice(proccsw);
+    let mut r = LogReader::from_reader(std::io::Cursor::new(bytes.clone()));
+    let events: Vec<_> = (&mut r).collect();
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert!(events.iter().all(Result::is_ok), "{events:?}");
+    assert_eq!(r.offset(), bytes.len() as u64);
+    assert_eq!(r.records_read(), 2);
+    assert_eq!(r.read(), ReadState::Eof);
+}
+
 /// lib/libpmc/pmclog.c `pmclog_read`: a file read that returns 0 bytes is
 /// PMCLOG_EOF even inside a record, and the saved partial record goes on
 /// when the next read brings the rest (a profiler tailing a live log).
