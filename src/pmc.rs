@@ -539,3 +539,20 @@ impl Drop for Pmc {
         registry::remove(self.id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_allocation_without_a_count_gets_pmcstats_defaults() {
+        // pmcstat.h DEFAULT_SAMPLE_COUNT (65536) is the sampling events'
+        // count when -n is not given; a counting event's ev_count is -1 in
+        // pmcstat.c, i.e. no pmc_set, so hwpmc's pm_initial stays 0 (the
+        // descriptor is zeroed at PMC_OP_PMCALLOCATE).
+        assert_eq!(default_count(Mode::TS), 65_536);
+        assert_eq!(default_count(Mode::SS), 65_536);
+        assert_eq!(default_count(Mode::TC), 0);
+        assert_eq!(default_count(Mode::SC), 0);
+    }
+}

@@ -158,10 +158,128 @@ fn requirements(needs: &[Cap]) -> Vec<Requirement> {
     r
 }
 
-/// One trial per scenario of the suite.
+/// The online CPUs as sysfs lists them (`0-3,6`): the kernel's own
+/// answer, not the crate's.
+fn sysfs_online_cpus() -> Vec<u32> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .unwrap_or_else(|e| panic!("read /sys/devices/system/cpu/online: {e}"));
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let bound = |s: &str| {
+            s.parse::<u32>()
+                .unwrap_or_else(|e| panic!("cpu list {text:?}: {e}"))
+        };
+        cpus.extend(bound(lo)..=bound(hi));
+    }
+    cpus
+}
+
+/// `PerCpu`, pmcstat's `-s` (pmcstat.c clones a system-mode event onto
+/// every CPU of its CPU mask, which defaults to all the CPUs), on
+/// `cpu-clock`: a CPU-wide cpu-clock counts the wall time it is enabled
+/// (perf's `cpu_clock_event_*`), busy or idle.
+fn per_cpu_is_one_system_pmc_per_online_cpu() {
+    // hwpmc_mod.c pmc_do_op_pmcallocate: "Virtual PMCs should only ask
+    // for a default CPU" — a process mode on a CPU is EINVAL.
+    for mode in [Mode::TC, Mode::TS] {
+        let e = pmc::PerCpu::allocate("cpu-clock", mode, Flags::empty()).unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL, "{mode}: {e}");
+    }
+    let online = sysfs_online_cpus();
+    let mut all = pmc::PerCpu::allocate("cpu-clock", Mode::SC, Flags::empty())
+        .unwrap_or_else(|e| panic!("allocate: {e}"));
+    let listed: Vec<(u32, Cpu, Mode)> = all.pmcs().map(|(c, p)| (c, p.cpu(), p.mode())).collect();
+    let expected: Vec<(u32, Cpu, Mode)> =
+        online.iter().map(|&c| (c, Cpu::Id(c), Mode::SC)).collect();
+    assert_eq!(listed, expected, "one SC PMC per online CPU, in order");
+    // pmcstat.c: a counting event has no count (-1: no pmc_set, pm_initial
+    // stays 0); a sampling one DEFAULT_SAMPLE_COUNT (pmcstat.h, 65536).
+    let counts: Vec<u64> = all.pmcs().map(|(_, p)| p.reload_count()).collect();
+    assert_eq!(counts, vec![0; online.len()], "SC: no initial value");
+    let mut sampling = pmc::PerCpu::allocate("cpu-clock", Mode::SS, Flags::empty())
+        .unwrap_or_else(|e| panic!("allocate SS: {e}"));
+    let counts: Vec<u64> = sampling.pmcs().map(|(_, p)| p.reload_count()).collect();
+    assert_eq!(counts, vec![65_536; online.len()], "SS: pmcstat's default");
+    drop(sampling);
+    let t0 = std::time::Instant::now();
+    all.start().unwrap_or_else(|e| panic!("start: {e}"));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    all.stop().unwrap_or_else(|e| panic!("stop: {e}"));
+    let wall = t0.elapsed().as_nanos() as u64;
+    let each = all.read_each().unwrap_or_else(|e| panic!("read_each: {e}"));
+    let cpus: Vec<u32> = each.iter().map(|(c, _)| *c).collect();
+    assert_eq!(cpus, online, "read_each lists every online CPU once");
+    assert!(
+        each.iter().all(|(_, ns)| (48_500_000..=wall).contains(ns)),
+        "each CPU's clock ran for the 50 ms slept (less 3 %) and at most {wall} ns: {each:?}"
+    );
+    // pmc_stop: a stopped PMC's value stays.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(
+        all.read_each().unwrap_or_else(|e| panic!("read_each: {e}")),
+        each,
+        "stopped counters do not move"
+    );
+    let sum = each.iter().map(|(_, ns)| ns).sum::<u64>();
+    assert_eq!(
+        all.read().unwrap_or_else(|e| panic!("read: {e}")),
+        sum,
+        "read sums the CPUs"
+    );
+    let detailed = all
+        .read_detailed()
+        .unwrap_or_else(|e| panic!("read_detailed: {e}"));
+    assert_eq!(detailed.value, sum, "read_detailed's value is read's");
+    assert!(
+        detailed.time_enabled >= 48_500_000 * online.len() as u64
+            && detailed.time_enabled <= wall * online.len() as u64,
+        "enabled times summed over {} CPUs: {detailed:?}",
+        online.len()
+    );
+    let last = *online.last().expect("a CPU is online");
+    let mut one = pmc::PerCpu::allocate_on_cpus("cpu-clock", Mode::SC, Flags::empty(), &[last])
+        .unwrap_or_else(|e| panic!("allocate_on_cpus: {e}"));
+    let listed: Vec<(u32, Cpu)> = one.pmcs().map(|(c, p)| (c, p.cpu())).collect();
+    assert_eq!(
+        listed,
+        vec![(last, Cpu::Id(last))],
+        "only the CPU asked for"
+    );
+}
+
+/// The live trials beyond the suite: `Pmc` paths only the default backend
+/// reaches (`PerCpu` allocates on it).
+fn own_trials(env: &Environment, forced: &Forced) -> Vec<Trial> {
+    let system = gate(&requirements(&[Cap::SystemMode]), env, forced);
+    let cases: [(&str, Gate, fn()); 1] = [(
+        "per_cpu_is_one_system_pmc_per_online_cpu",
+        system,
+        per_cpu_is_one_system_pmc_per_online_cpu,
+    )];
+    cases
+        .into_iter()
+        .map(|(name, verdict, body)| {
+            Trial::ignorable_test(
+                format!("conformance::linux::{name}"),
+                move || match verdict {
+                    Gate::Skip(reason) => Ok(Completion::ignored_with(reason)),
+                    Gate::Fail(reason) => Err(Failed::from(reason)),
+                    Gate::Run => {
+                        body();
+                        Ok(Completion::Completed)
+                    }
+                },
+            )
+        })
+        .collect()
+}
+
+/// One trial per scenario of the suite, and the live-only ones.
 pub fn trials(env: &Environment) -> Vec<Trial> {
     let forced = Forced::parse(std::env::var(FORCE_ENV).ok().as_deref());
     let caps = LinuxSubject::new();
+    let own = own_trials(env, &forced);
     suite::SCENARIOS
         .iter()
         .map(|s| {
@@ -185,5 +303,6 @@ pub fn trials(env: &Environment) -> Vec<Trial> {
                 }
             })
         })
+        .chain(own)
         .collect()
 }
