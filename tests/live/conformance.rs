@@ -248,15 +248,98 @@ fn per_cpu_is_one_system_pmc_per_online_cpu() {
     );
 }
 
+/// The CPU time of every thread of `pid` (`/proc/PID/task/*/schedstat`,
+/// first field: ns on a CPU, what task-clock counts), from the kernel.
+fn cpu_ns_of(pid: u32) -> u64 {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/task: {e}"));
+    tasks
+        .filter_map(|t| t.ok())
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// A child spinning in user mode until dropped.
+struct BusyChild(Child);
+
+impl Drop for BusyChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// hwpmc_mod.c: a virtual PMC's value sums its targets (pmc_attach_process
+/// links each; pmc_start starts the PMC on every target); here the caller
+/// and a child that spins while the caller sleeps. The count must hold the
+/// child's CPU time, which `/proc/PID/task/*/schedstat` gives: a PMC on
+/// two processes is never read as one plain counter.
+fn a_tc_on_the_caller_and_a_busy_child_counts_both() {
+    const CHILD_NS: u64 = 20_000_000;
+    let child = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn a spinning `sh`: {e}"));
+    let child = BusyChild(child);
+    let pid = child.0.id();
+    let me = std::process::id();
+    let mut p = Pmc::allocate_on(
+        linux_backend(),
+        "task-clock,usr",
+        Mode::TC,
+        Flags::empty(),
+        Cpu::Any,
+        0,
+    )
+    .unwrap_or_else(|e| panic!("allocate: {e}"));
+    p.attach(0)
+        .unwrap_or_else(|e| panic!("attach the caller: {e}"));
+    p.attach(pid)
+        .unwrap_or_else(|e| panic!("attach {pid}: {e}"));
+    let (child0, own0) = (cpu_ns_of(pid), cpu_ns_of(me));
+    p.start().unwrap_or_else(|e| panic!("start: {e}"));
+    // Until the child has run 20 ms, however loaded the machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while cpu_ns_of(pid) - child0 < CHILD_NS && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    p.stop().unwrap_or_else(|e| panic!("stop: {e}"));
+    let (child_ns, own_ns) = (cpu_ns_of(pid) - child0, cpu_ns_of(me) - own0);
+    assert!(
+        child_ns >= CHILD_NS,
+        "the spinning child ran {child_ns} ns in 20 s"
+    );
+    let counted = p.read().unwrap_or_else(|e| panic!("read: {e}"));
+    // Counted from start to stop: within the child's time plus the
+    // caller's around them (2 ms for the schedstat reads' rounding), and
+    // most of the child's.
+    assert!(
+        counted >= child_ns / 2 && counted <= child_ns + own_ns + 2_000_000,
+        "counted {counted} ns; the child ran {child_ns} ns, the caller {own_ns} ns"
+    );
+    drop(child);
+}
+
 /// The live trials beyond the suite: `Pmc` paths only the default backend
-/// reaches (`PerCpu` allocates on it).
+/// reaches (`PerCpu` allocates on it), and a busy process, which the
+/// suite's subjects do not offer.
 fn own_trials(env: &Environment, forced: &Forced) -> Vec<Trial> {
     let system = gate(&requirements(&[Cap::SystemMode]), env, forced);
-    let cases: [(&str, Gate, fn()); 1] = [(
-        "per_cpu_is_one_system_pmc_per_online_cpu",
-        system,
-        per_cpu_is_one_system_pmc_per_online_cpu,
-    )];
+    let processes = gate(&requirements(&[Cap::OtherProcesses]), env, forced);
+    let cases: [(&str, Gate, fn()); 2] = [
+        (
+            "per_cpu_is_one_system_pmc_per_online_cpu",
+            system,
+            per_cpu_is_one_system_pmc_per_online_cpu,
+        ),
+        (
+            "a_tc_on_the_caller_and_a_busy_child_counts_both",
+            processes,
+            a_tc_on_the_caller_and_a_busy_child_counts_both,
+        ),
+    ];
     cases
         .into_iter()
         .map(|(name, verdict, body)| {

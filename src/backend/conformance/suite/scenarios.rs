@@ -271,6 +271,16 @@ pub(super) fn exited_targets_leave_the_list_and_make_start_esrch(s: &dyn Subject
     s.exit(b);
     assert_eq!(errno(p.start()), libc::ESRCH, "every target exited");
     assert!(p.targets().is_empty());
+    // The same with one target, the PMC started and stopped before it
+    // exited: no start of its old counter.
+    let c = s.spawn();
+    let mut q = tc(s);
+    q.attach(c).shown();
+    q.start().shown();
+    q.stop().shown();
+    s.exit(c);
+    assert_eq!(errno(q.start()), libc::ESRCH, "its only target exited");
+    assert_eq!(q.state(), State::Stopped);
 }
 
 pub(super) fn exited_targets_keep_their_counts(s: &dyn Subject) {
