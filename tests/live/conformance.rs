@@ -187,8 +187,17 @@ fn per_cpu_is_one_system_pmc_per_online_cpu() {
         assert_eq!(e.errno(), libc::EINVAL, "{mode}: {e}");
     }
     let online = sysfs_online_cpus();
+    let fds_before = open_fds();
     let mut all = pmc::PerCpu::allocate("cpu-clock", Mode::SC, Flags::empty())
         .unwrap_or_else(|e| panic!("allocate: {e}"));
+    // hwpmc_mod.c pmc_do_op_pmcallocate configures a system PMC at once:
+    // each CPU's is open from allocate.
+    let opened = open_fds() - fds_before;
+    let handles: Vec<usize> = all.pmcs().map(|(_, p)| p.handles()).collect();
+    assert!(
+        handles.iter().all(|&h| h >= 1) && handles.iter().sum::<usize>() == opened,
+        "handles {handles:?} against {opened} fds opened"
+    );
     let listed: Vec<(u32, Cpu, Mode)> = all.pmcs().map(|(c, p)| (c, p.cpu(), p.mode())).collect();
     let expected: Vec<(u32, Cpu, Mode)> =
         online.iter().map(|&c| (c, Cpu::Id(c), Mode::SC)).collect();
@@ -248,6 +257,13 @@ fn per_cpu_is_one_system_pmc_per_online_cpu() {
     );
 }
 
+/// This process's open file descriptors, as the kernel lists them.
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap_or_else(|e| panic!("/proc/self/fd: {e}"))
+        .count()
+}
+
 /// The CPU time of every thread of `pid` (`/proc/PID/task/*/schedstat`,
 /// first field: ns on a CPU, what task-clock counts), from the kernel.
 fn cpu_ns_of(pid: u32) -> u64 {
@@ -294,10 +310,15 @@ fn a_tc_on_the_caller_and_a_busy_child_counts_both() {
         0,
     )
     .unwrap_or_else(|e| panic!("allocate: {e}"));
+    let fds_before = open_fds();
     p.attach(0)
         .unwrap_or_else(|e| panic!("attach the caller: {e}"));
     p.attach(pid)
         .unwrap_or_else(|e| panic!("attach {pid}: {e}"));
+    // What the kernel says the attaches opened.
+    let opened = open_fds() - fds_before;
+    assert!(opened >= 2, "two targets opened {opened} fds");
+    assert_eq!(p.handles(), opened, "handles() are the fds opened");
     let (child0, own0) = (cpu_ns_of(pid), cpu_ns_of(me));
     p.start().unwrap_or_else(|e| panic!("start: {e}"));
     // Until the child has run 20 ms, however loaded the machine.

@@ -8,6 +8,11 @@ pub(super) fn start_attaches_the_caller_and_counts_only_while_running(s: &dyn Su
     let mut p = tc(s);
     s.work(5);
     assert_eq!(p.read().shown(), 0, "nothing counts before start");
+    assert_eq!(
+        p.handles(),
+        0,
+        "a process PMC holds nothing before a target"
+    );
     p.start().shown();
     assert_eq!(p.targets(), vec![s.caller()]);
     s.work(10);
@@ -80,7 +85,12 @@ pub(super) fn several_targets_accumulate_and_detach_keeps_the_value(s: &dyn Subj
 
 pub(super) fn accepts(s: &dyn Subject, combos: &[(Mode, Flags, Cpu)]) {
     for &(m, f, c) in combos {
-        pmc(s, m, f, c).unwrap_or_else(|e| panic!("{m} {f:?} {c}: {e}"));
+        let p = pmc(s, m, f, c).unwrap_or_else(|e| panic!("{m} {f:?} {c}: {e}"));
+        // The PMC is what was asked for, and so is its pmc_pmcinfo row
+        // (struct pmc_info's pm_mode, pm_flags; its CPU's list).
+        assert_eq!((p.mode(), p.flags(), p.cpu()), (m, f, c));
+        let row = p.info();
+        assert_eq!((row.mode, row.flags, row.cpu), (m, f, c));
     }
 }
 
