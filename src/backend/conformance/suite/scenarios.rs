@@ -281,6 +281,12 @@ pub(super) fn exited_targets_leave_the_list_and_make_start_esrch(s: &dyn Subject
     s.exit(b);
     assert_eq!(errno(p.start()), libc::ESRCH, "every target exited");
     assert!(p.targets().is_empty());
+    let row = pmcinfo_rows().into_iter().find(|r| r.id == p.id());
+    assert_eq!(
+        row.map(|r| r.targets),
+        Some(vec![]),
+        "pmc_pmcinfo: the exited targets are gone from the row too"
+    );
     // The same with one target, the PMC started and stopped before it
     // exited: no start of its old counter.
     let c = s.spawn();
