@@ -343,13 +343,93 @@ fn a_tc_on_the_caller_and_a_busy_child_counts_both() {
     drop(child);
 }
 
+/// hwpmc_mod.c PMC_OP_PMCRW: a virtual PMC reads the hardware only when
+/// RUNNING and attached to its owner (`PMC_F_ATTACHED_TO_OWNER`), else
+/// `pm_savedvalue`; a system PMC always reads the hardware, which for a
+/// sampling PMC is the events left before the next sample (1..=the reload
+/// count). Both PMCs need a log to start (pmc_start: a TS on another
+/// process and every SS set `PMC_F_NEEDS_LOGFILE`).
+fn running_sampling_pmcs_read_what_pmcrw_reads() {
+    const PERIOD: u64 = 10_000_000;
+    let log = pmc::log::sink::MemoryLog::new();
+    pmc::log::sink::configure_logfile(log).unwrap_or_else(|e| panic!("configure_logfile: {e}"));
+    let subject = LinuxSubject::new();
+    let other = subject.spawn();
+    let sampling = |mode, cpu| {
+        Pmc::allocate_on(
+            linux_backend(),
+            "cpu-clock",
+            mode,
+            Flags::empty(),
+            cpu,
+            PERIOD,
+        )
+        .unwrap_or_else(|e| panic!("allocate {mode}: {e}"))
+    };
+    let mut ts = sampling(Mode::TS, Cpu::Any);
+    ts.attach(other)
+        .unwrap_or_else(|e| panic!("attach {other}: {e}"));
+    ts.write(5).unwrap_or_else(|e| panic!("write: {e}"));
+    ts.start().unwrap_or_else(|e| panic!("start TS: {e}"));
+    let ts_read = ts.read().unwrap_or_else(|e| panic!("read TS: {e}"));
+    ts.stop().unwrap_or_else(|e| panic!("stop TS: {e}"));
+    let mut ss = sampling(Mode::SS, Cpu::Id(0));
+    ss.start().unwrap_or_else(|e| panic!("start SS: {e}"));
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let ss_read = ss.read().unwrap_or_else(|e| panic!("read SS: {e}"));
+    ss.stop().unwrap_or_else(|e| panic!("stop SS: {e}"));
+    pmc::log::sink::close_logfile().unwrap_or_else(|e| panic!("close_logfile: {e}"));
+    assert_eq!(
+        ts_read, 5,
+        "a running TS on another process reads pm_savedvalue"
+    );
+    assert!(
+        (1..=PERIOD).contains(&ss_read),
+        "a running SS reads the events left in its period: {ss_read}"
+    );
+}
+
+/// A PMC that wrote into a log that was closed is STOPPED (hwpmc stops the
+/// owner's PMCs when pmclog_deconfigure_log runs); pmc_start starts it
+/// again.
+fn a_start_after_the_log_closed_runs_again() {
+    let log = pmc::log::sink::MemoryLog::new();
+    pmc::log::sink::configure_logfile(log).unwrap_or_else(|e| panic!("configure_logfile: {e}"));
+    let mut p = Pmc::allocate_on(
+        linux_backend(),
+        "task-clock,usr",
+        Mode::TS,
+        Flags::empty(),
+        Cpu::Any,
+        1_000_000,
+    )
+    .unwrap_or_else(|e| panic!("allocate: {e}"));
+    p.start().unwrap_or_else(|e| panic!("start: {e}"));
+    pmc::log::sink::close_logfile().unwrap_or_else(|e| panic!("close_logfile: {e}"));
+    assert_eq!(p.state(), State::Stopped, "stopped with its log");
+    p.start().unwrap_or_else(|e| panic!("restart: {e}"));
+    assert_eq!(p.state(), State::Running, "started again");
+    p.stop().unwrap_or_else(|e| panic!("stop: {e}"));
+}
+
 /// The live trials beyond the suite: `Pmc` paths only the default backend
 /// reaches (`PerCpu` allocates on it), and a busy process, which the
 /// suite's subjects do not offer.
 fn own_trials(env: &Environment, forced: &Forced) -> Vec<Trial> {
     let system = gate(&requirements(&[Cap::SystemMode]), env, forced);
     let processes = gate(&requirements(&[Cap::OtherProcesses]), env, forced);
-    let cases: [(&str, Gate, fn()); 2] = [
+    let sampling = gate(&requirements(&[Cap::Sampling]), env, forced);
+    let cases: [(&str, Gate, fn()); 4] = [
+        (
+            "running_sampling_pmcs_read_what_pmcrw_reads",
+            system.clone(),
+            running_sampling_pmcs_read_what_pmcrw_reads,
+        ),
+        (
+            "a_start_after_the_log_closed_runs_again",
+            sampling,
+            a_start_after_the_log_closed_runs_again,
+        ),
         (
             "per_cpu_is_one_system_pmc_per_online_cpu",
             system,

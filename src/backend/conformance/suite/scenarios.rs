@@ -38,6 +38,10 @@ pub(super) fn stop_before_start_is_einval(s: &dyn Subject) {
     // hwpmc_mod.c PMC_OP_PMCSTOP: a state other than RUNNING/STOPPED is EINVAL.
     let mut p = tc(s);
     assert_eq!(errno(p.stop()), libc::EINVAL);
+    // Attached is still ALLOCATED, not RUNNING.
+    p.attach(0).shown();
+    assert_eq!(errno(p.stop()), libc::EINVAL, "attached, never started");
+    assert_eq!(p.state(), State::Allocated);
 }
 
 pub(super) fn attach_rules_follow_pmc_attach(s: &dyn Subject) {
