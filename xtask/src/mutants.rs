@@ -1,9 +1,12 @@
 //! `cargo xtask mutants`: how strong the tests are, measured by
 //! cargo-mutants on the files whose logic matters most, one target at a
 //! time, each mutant tested only by the tests of the crate that owns the
-//! file: its unit tests, plus the binding's live tests for the ring and
-//! self-monitoring code that only the kernel exercises (fast enough for a
-//! 2-core machine; `--shard k/n` splits a target across runs or machines). Prints caught / missed / unviable /
+//! file: its unit tests, plus the live tests of the code only the kernel
+//! exercises: the binding's rings and self-monitoring, and the live
+//! conformance subject of `Pmc` (hot path, real per-CPU counters;
+//! `PMC_LIVE_ONLY` keeps the rest of that binary out). Fast enough for a
+//! 2-core machine; `--shard k/n` splits a target across runs or machines.
+//! Prints caught / missed / unviable /
 //! timeout per file and the score, caught / (caught + missed).
 //!
 //! `--re REGEX` re-tests only the matching mutants (the survivors of a
