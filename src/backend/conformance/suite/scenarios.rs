@@ -42,6 +42,8 @@ pub(super) fn stop_before_start_is_einval(s: &dyn Subject) {
     p.attach(0).shown();
     assert_eq!(errno(p.stop()), libc::EINVAL, "attached, never started");
     assert_eq!(p.state(), State::Allocated);
+    // PMCRW of a PMC not RUNNING reads pm_savedvalue: 0 until a write.
+    assert_eq!(p.read().shown(), 0, "attached, never started");
 }
 
 pub(super) fn attach_rules_follow_pmc_attach(s: &dyn Subject) {
@@ -70,6 +72,13 @@ pub(super) fn a_system_pmc_neither_attaches_nor_detaches_nor_gives_its_msr(s: &d
     assert_eq!(errno(sc.attach(other)), libc::EINVAL);
     assert_eq!(errno(sc.detach(other)), libc::ESRCH);
     assert_eq!(errno(sc.get_msr()), libc::EINVAL, "system mode");
+    // PMCRW on a stopped system PMC writes its counter and reads it back,
+    // in full too.
+    sc.start().shown();
+    sc.stop().shown();
+    sc.write(7).shown();
+    assert_eq!(sc.read().shown(), 7);
+    assert_eq!(sc.read_detailed().shown().value, 7);
 }
 
 pub(super) fn several_targets_accumulate_and_detach_keeps_the_value(s: &dyn Subject) {
@@ -540,6 +549,11 @@ pub(super) fn a_counter_that_never_ran_is_an_error_not_zero(s: &dyn Subject) {
         ),
         "{e:?}"
     );
+    let detailed = p.read_detailed();
+    assert!(
+        matches!(detailed, Err(Error::NotCounted { .. })),
+        "read_detailed too: {detailed:?}"
+    );
     s.starve(false);
     s.work(10);
     let r = p.read_detailed().shown();
@@ -548,6 +562,18 @@ pub(super) fn a_counter_that_never_ran_is_an_error_not_zero(s: &dyn Subject) {
         (r.raw, r.time_enabled, r.time_running, r.value),
         (10, 20, 10, 20)
     );
+    p.stop().shown();
+    // A running TS on its owner reads the events left in its period
+    // (PMCRW's pcd_read_pmc): nothing counted leaves all of it, no error;
+    // the full reading says that nothing ran.
+    let mut t = with_count(s, Mode::TS, Cpu::Any, 1000);
+    s.starve(true);
+    t.start().shown();
+    s.work(10);
+    let r = t.read_detailed().shown();
+    s.starve(false);
+    assert!(r.multiplexed, "{r:?}");
+    assert_eq!(r.value, 1000, "{r:?}");
 }
 
 pub(super) fn pmcinfo_lists_own_pmcs_with_their_state(s: &dyn Subject) {
