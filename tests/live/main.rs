@@ -19,6 +19,7 @@ mod workloads;
 fn main() {
     workloads::run_if_requested();
     portable::run_if_requested();
+    conformance::run_if_requested();
     let mut args = libtest_mimic::Arguments::from_args();
     if args.test_threads.is_none() {
         args.test_threads = Some(1);
