@@ -539,3 +539,46 @@ impl Drop for Pmc {
         registry::remove(self.id);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_allocation_without_a_count_gets_pmcstats_defaults() {
+        // pmcstat.h DEFAULT_SAMPLE_COUNT (65536) is the sampling events'
+        // count when -n is not given; a counting event's ev_count is -1 in
+        // pmcstat.c, i.e. no pmc_set, so hwpmc's pm_initial stays 0 (the
+        // descriptor is zeroed at PMC_OP_PMCALLOCATE).
+        assert_eq!(default_count(Mode::TS), 65_536);
+        assert_eq!(default_count(Mode::SS), 65_536);
+        assert_eq!(default_count(Mode::TC), 0);
+        assert_eq!(default_count(Mode::SC), 0);
+    }
+
+    #[test]
+    fn the_detach_rule_sees_only_the_pmcs_of_the_same_machine() {
+        // hwpmc_mod.c pmc_detach_one_process: a process no PMC of this
+        // kernel monitors is ESRCH, one that another PMC monitors EINVAL.
+        // Two simulated machines are two kernels: pid 4242 on the one is
+        // not the pid 4242 another PMC monitors on the other.
+        let (one, other) = (
+            crate::backend::sim::SimBackend::new(2),
+            crate::backend::sim::SimBackend::new(2),
+        );
+        one.spawn(4242);
+        other.spawn(4242);
+        let tc = |b: &Arc<crate::backend::sim::SimBackend>| {
+            let b: Arc<dyn Backend> = b.clone();
+            Pmc::allocate_on(b, "task-clock", Mode::TC, Flags::empty(), Cpu::Any, 0)
+                .expect("allocate on the simulator")
+        };
+        let mut watcher = tc(&other);
+        watcher.attach(4242).expect("attach on the other machine");
+        let mut p = tc(&one);
+        assert_eq!(p.detach(4242).unwrap_err().errno(), libc::ESRCH);
+        let mut rival = tc(&one);
+        rival.attach(4242).expect("attach on this machine");
+        assert_eq!(p.detach(4242).unwrap_err().errno(), libc::EINVAL);
+    }
+}

@@ -158,32 +158,360 @@ fn requirements(needs: &[Cap]) -> Vec<Requirement> {
     r
 }
 
-/// One trial per scenario of the suite.
+/// The online CPUs as sysfs lists them (`0-3,6`): the kernel's own
+/// answer, not the crate's.
+fn sysfs_online_cpus() -> Vec<u32> {
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .unwrap_or_else(|e| panic!("read /sys/devices/system/cpu/online: {e}"));
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let bound = |s: &str| {
+            s.parse::<u32>()
+                .unwrap_or_else(|e| panic!("cpu list {text:?}: {e}"))
+        };
+        cpus.extend(bound(lo)..=bound(hi));
+    }
+    cpus
+}
+
+/// `PerCpu`, pmcstat's `-s` (pmcstat.c clones a system-mode event onto
+/// every CPU of its CPU mask, which defaults to all the CPUs), on
+/// `cpu-clock`: a CPU-wide cpu-clock counts the wall time it is enabled
+/// (perf's `cpu_clock_event_*`), busy or idle.
+fn per_cpu_is_one_system_pmc_per_online_cpu() {
+    // hwpmc_mod.c pmc_do_op_pmcallocate: "Virtual PMCs should only ask
+    // for a default CPU" — a process mode on a CPU is EINVAL.
+    for mode in [Mode::TC, Mode::TS] {
+        let e = pmc::PerCpu::allocate("cpu-clock", mode, Flags::empty()).unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL, "{mode}: {e}");
+    }
+    let online = sysfs_online_cpus();
+    let fds_before = perf_event_fds();
+    let mut all = pmc::PerCpu::allocate("cpu-clock", Mode::SC, Flags::empty())
+        .unwrap_or_else(|e| panic!("allocate: {e}"));
+    // hwpmc_mod.c pmc_do_op_pmcallocate configures a system PMC at once:
+    // each CPU's is open from allocate.
+    let opened = perf_event_fds() - fds_before;
+    let handles: Vec<usize> = all.pmcs().map(|(_, p)| p.handles()).collect();
+    assert!(
+        handles.iter().all(|&h| h >= 1) && handles.iter().sum::<usize>() == opened,
+        "handles {handles:?} against {opened} perf_event fds opened"
+    );
+    let listed: Vec<(u32, Cpu, Mode)> = all.pmcs().map(|(c, p)| (c, p.cpu(), p.mode())).collect();
+    let expected: Vec<(u32, Cpu, Mode)> =
+        online.iter().map(|&c| (c, Cpu::Id(c), Mode::SC)).collect();
+    assert_eq!(listed, expected, "one SC PMC per online CPU, in order");
+    // pmcstat.c: a counting event has no count (-1: no pmc_set, pm_initial
+    // stays 0); a sampling one DEFAULT_SAMPLE_COUNT (pmcstat.h, 65536).
+    let counts: Vec<u64> = all.pmcs().map(|(_, p)| p.reload_count()).collect();
+    assert_eq!(counts, vec![0; online.len()], "SC: no initial value");
+    let mut sampling = pmc::PerCpu::allocate("cpu-clock", Mode::SS, Flags::empty())
+        .unwrap_or_else(|e| panic!("allocate SS: {e}"));
+    let counts: Vec<u64> = sampling.pmcs().map(|(_, p)| p.reload_count()).collect();
+    assert_eq!(counts, vec![65_536; online.len()], "SS: pmcstat's default");
+    drop(sampling);
+    let t0 = std::time::Instant::now();
+    all.start().unwrap_or_else(|e| panic!("start: {e}"));
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    all.stop().unwrap_or_else(|e| panic!("stop: {e}"));
+    let wall = t0.elapsed().as_nanos() as u64;
+    let each = all.read_each().unwrap_or_else(|e| panic!("read_each: {e}"));
+    let cpus: Vec<u32> = each.iter().map(|(c, _)| *c).collect();
+    assert_eq!(cpus, online, "read_each lists every online CPU once");
+    assert!(
+        each.iter().all(|(_, ns)| (48_500_000..=wall).contains(ns)),
+        "each CPU's clock ran for the 50 ms slept (less 3 %) and at most {wall} ns: {each:?}"
+    );
+    // pmc_stop: a stopped PMC's value stays.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(
+        all.read_each().unwrap_or_else(|e| panic!("read_each: {e}")),
+        each,
+        "stopped counters do not move"
+    );
+    let sum = each.iter().map(|(_, ns)| ns).sum::<u64>();
+    assert_eq!(
+        all.read().unwrap_or_else(|e| panic!("read: {e}")),
+        sum,
+        "read sums the CPUs"
+    );
+    let detailed = all
+        .read_detailed()
+        .unwrap_or_else(|e| panic!("read_detailed: {e}"));
+    assert_eq!(detailed.value, sum, "read_detailed's value is read's");
+    assert!(
+        detailed.time_enabled >= 48_500_000 * online.len() as u64
+            && detailed.time_enabled <= wall * online.len() as u64,
+        "enabled times summed over {} CPUs: {detailed:?}",
+        online.len()
+    );
+    let last = *online.last().expect("a CPU is online");
+    let mut one = pmc::PerCpu::allocate_on_cpus("cpu-clock", Mode::SC, Flags::empty(), &[last])
+        .unwrap_or_else(|e| panic!("allocate_on_cpus: {e}"));
+    let listed: Vec<(u32, Cpu)> = one.pmcs().map(|(c, p)| (c, p.cpu())).collect();
+    assert_eq!(
+        listed,
+        vec![(last, Cpu::Id(last))],
+        "only the CPU asked for"
+    );
+}
+
+/// This process's perf_event file descriptors, as the kernel lists them
+/// (other fds come and go with caches, e.g. a kept `/proc/self/task`).
+fn perf_event_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .unwrap_or_else(|e| panic!("/proc/self/fd: {e}"))
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|link| link.as_os_str() == "anon_inode:[perf_event]")
+        .count()
+}
+
+/// The CPU time of every thread of `pid` (`/proc/PID/task/*/schedstat`,
+/// first field: ns on a CPU, what task-clock counts), from the kernel.
+fn cpu_ns_of(pid: u32) -> u64 {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap_or_else(|e| panic!("/proc/{pid}/task: {e}"));
+    tasks
+        .filter_map(|t| t.ok())
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// A child spinning in user mode until dropped.
+struct BusyChild(Child);
+
+impl Drop for BusyChild {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// hwpmc_mod.c: a virtual PMC's value sums its targets (pmc_attach_process
+/// links each; pmc_start starts the PMC on every target); here the caller
+/// and a child that spins while the caller sleeps. The count must hold the
+/// child's CPU time, which `/proc/PID/task/*/schedstat` gives: a PMC on
+/// two processes is never read as one plain counter.
+fn a_tc_on_the_caller_and_a_busy_child_counts_both() {
+    const CHILD_NS: u64 = 20_000_000;
+    let child = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawn a spinning `sh`: {e}"));
+    let child = BusyChild(child);
+    let pid = child.0.id();
+    let me = std::process::id();
+    let mut p = Pmc::allocate_on(
+        linux_backend(),
+        "task-clock,usr",
+        Mode::TC,
+        Flags::empty(),
+        Cpu::Any,
+        0,
+    )
+    .unwrap_or_else(|e| panic!("allocate: {e}"));
+    let fds_before = perf_event_fds();
+    p.attach(0)
+        .unwrap_or_else(|e| panic!("attach the caller: {e}"));
+    p.attach(pid)
+        .unwrap_or_else(|e| panic!("attach {pid}: {e}"));
+    // What the kernel says the attaches opened.
+    let opened = perf_event_fds() - fds_before;
+    assert!(opened >= 2, "two targets opened {opened} perf_event fds");
+    assert_eq!(
+        p.handles(),
+        opened,
+        "handles() are the perf_event fds opened"
+    );
+    let (child0, own0) = (cpu_ns_of(pid), cpu_ns_of(me));
+    p.start().unwrap_or_else(|e| panic!("start: {e}"));
+    // Until the child has run 20 ms, however loaded the machine.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while cpu_ns_of(pid) - child0 < CHILD_NS && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    p.stop().unwrap_or_else(|e| panic!("stop: {e}"));
+    let (child_ns, own_ns) = (cpu_ns_of(pid) - child0, cpu_ns_of(me) - own0);
+    assert!(
+        child_ns >= CHILD_NS,
+        "the spinning child ran {child_ns} ns in 20 s"
+    );
+    let counted = p.read().unwrap_or_else(|e| panic!("read: {e}"));
+    // Counted from start to stop: within the child's time plus the
+    // caller's around them (2 ms for the schedstat reads' rounding), and
+    // most of the child's.
+    assert!(
+        counted >= child_ns / 2 && counted <= child_ns + own_ns + 2_000_000,
+        "counted {counted} ns; the child ran {child_ns} ns, the caller {own_ns} ns"
+    );
+    drop(child);
+}
+
+/// hwpmc_mod.c PMC_OP_PMCRW: a virtual PMC reads the hardware only when
+/// RUNNING and attached to its owner (`PMC_F_ATTACHED_TO_OWNER`), else
+/// `pm_savedvalue`; a system PMC always reads the hardware, which for a
+/// sampling PMC is the events left before the next sample (1..=the reload
+/// count). Both PMCs need a log to start (pmc_start: a TS on another
+/// process and every SS set `PMC_F_NEEDS_LOGFILE`).
+fn running_sampling_pmcs_read_what_pmcrw_reads() {
+    const PERIOD: u64 = 10_000_000;
+    let log = pmc::log::sink::MemoryLog::new();
+    pmc::log::sink::configure_logfile(log).unwrap_or_else(|e| panic!("configure_logfile: {e}"));
+    let subject = LinuxSubject::new();
+    let other = subject.spawn();
+    let sampling = |mode, cpu| {
+        Pmc::allocate_on(
+            linux_backend(),
+            "cpu-clock",
+            mode,
+            Flags::empty(),
+            cpu,
+            PERIOD,
+        )
+        .unwrap_or_else(|e| panic!("allocate {mode}: {e}"))
+    };
+    let mut ts = sampling(Mode::TS, Cpu::Any);
+    ts.attach(other)
+        .unwrap_or_else(|e| panic!("attach {other}: {e}"));
+    ts.write(5).unwrap_or_else(|e| panic!("write: {e}"));
+    ts.start().unwrap_or_else(|e| panic!("start TS: {e}"));
+    let ts_read = ts.read().unwrap_or_else(|e| panic!("read TS: {e}"));
+    ts.stop().unwrap_or_else(|e| panic!("stop TS: {e}"));
+    let mut ss = sampling(Mode::SS, Cpu::Id(0));
+    ss.start().unwrap_or_else(|e| panic!("start SS: {e}"));
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let ss_read = ss.read().unwrap_or_else(|e| panic!("read SS: {e}"));
+    ss.stop().unwrap_or_else(|e| panic!("stop SS: {e}"));
+    pmc::log::sink::close_logfile().unwrap_or_else(|e| panic!("close_logfile: {e}"));
+    assert_eq!(
+        ts_read, 5,
+        "a running TS on another process reads pm_savedvalue"
+    );
+    assert!(
+        (1..=PERIOD).contains(&ss_read),
+        "a running SS reads the events left in its period: {ss_read}"
+    );
+}
+
+/// A PMC that wrote into a log that was closed is STOPPED (hwpmc stops the
+/// owner's PMCs when pmclog_deconfigure_log runs); pmc_start starts it
+/// again.
+fn a_start_after_the_log_closed_runs_again() {
+    let log = pmc::log::sink::MemoryLog::new();
+    pmc::log::sink::configure_logfile(log).unwrap_or_else(|e| panic!("configure_logfile: {e}"));
+    let mut p = Pmc::allocate_on(
+        linux_backend(),
+        "task-clock,usr",
+        Mode::TS,
+        Flags::empty(),
+        Cpu::Any,
+        1_000_000,
+    )
+    .unwrap_or_else(|e| panic!("allocate: {e}"));
+    p.start().unwrap_or_else(|e| panic!("start: {e}"));
+    pmc::log::sink::close_logfile().unwrap_or_else(|e| panic!("close_logfile: {e}"));
+    assert_eq!(p.state(), State::Stopped, "stopped with its log");
+    p.start().unwrap_or_else(|e| panic!("restart: {e}"));
+    assert_eq!(p.state(), State::Running, "started again");
+    p.stop().unwrap_or_else(|e| panic!("stop: {e}"));
+}
+
+/// The live trials beyond the suite: `Pmc` paths only the default backend
+/// reaches (`PerCpu` allocates on it), and a busy process, which the
+/// suite's subjects do not offer. Each with what it needs.
+type OwnCase = (&'static str, &'static [Cap], fn());
+
+const OWN_CASES: [OwnCase; 4] = [
+    (
+        "running_sampling_pmcs_read_what_pmcrw_reads",
+        &[Cap::SystemMode],
+        running_sampling_pmcs_read_what_pmcrw_reads,
+    ),
+    (
+        "a_start_after_the_log_closed_runs_again",
+        &[Cap::Sampling],
+        a_start_after_the_log_closed_runs_again,
+    ),
+    (
+        "per_cpu_is_one_system_pmc_per_online_cpu",
+        &[Cap::SystemMode],
+        per_cpu_is_one_system_pmc_per_online_cpu,
+    ),
+    (
+        "a_tc_on_the_caller_and_a_busy_child_counts_both",
+        &[Cap::OtherProcesses],
+        a_tc_on_the_caller_and_a_busy_child_counts_both,
+    ),
+];
+
+/// The variable that makes this binary run one trial's body and exit.
+const ROLE: &str = "PMC_LIVE_CONFORMANCE";
+
+/// In a child of [`in_fresh_process`]: runs the named body (a scenario of
+/// the suite or an own case), then exits: 0, or 101 with the panic.
+pub fn run_if_requested() {
+    let Ok(name) = std::env::var(ROLE) else {
+        return;
+    };
+    match OWN_CASES.iter().find(|(n, _, _)| *n == name) {
+        Some((_, _, body)) => body(),
+        None => suite::run(&LinuxSubject::new(), &name),
+    }
+    std::process::exit(0);
+}
+
+/// Runs a trial's body in a fresh, single-threaded process. `Pmc`'s hot
+/// path serves only one-event targets, and attaching to a process opens
+/// one event per thread: in this test process, which earlier trials leave
+/// with more threads (the harness's, a drain thread), the hot path would
+/// depend on the order the trials ran in.
+fn in_fresh_process(name: &str) -> Result<Completion, Failed> {
+    let exe = std::env::current_exe().map_err(|e| Failed::from(format!("current_exe: {e}")))?;
+    let out = Command::new(exe)
+        .env(ROLE, name)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Failed::from(format!("spawn the child for {name}: {e}")))?;
+    if out.status.success() {
+        return Ok(Completion::Completed);
+    }
+    Err(Failed::from(format!(
+        "{name} failed in its own process ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )))
+}
+
+/// A trial: skipped or failed by its gate, else run in its own process.
+fn trial(name: &'static str, lacking: Vec<Cap>, verdict: Gate) -> Trial {
+    Trial::ignorable_test(format!("conformance::linux::{name}"), move || {
+        if !lacking.is_empty() {
+            return Ok(Completion::ignored_with(format!(
+                "n/a: linux-perf_event (live) cannot offer {lacking:?}"
+            )));
+        }
+        match verdict {
+            Gate::Skip(reason) => Ok(Completion::ignored_with(reason)),
+            Gate::Fail(reason) => Err(Failed::from(reason)),
+            Gate::Run => in_fresh_process(name),
+        }
+    })
+}
+
+/// One trial per scenario of the suite, and the live-only ones.
 pub fn trials(env: &Environment) -> Vec<Trial> {
     let forced = Forced::parse(std::env::var(FORCE_ENV).ok().as_deref());
     let caps = LinuxSubject::new();
-    suite::SCENARIOS
+    let scenarios = suite::SCENARIOS.iter().map(|s| {
+        let verdict = gate(&requirements(s.needs), env, &forced);
+        trial(s.name, suite::missing(&caps, s.needs), verdict)
+    });
+    let own = OWN_CASES
         .iter()
-        .map(|s| {
-            let name = format!("conformance::linux::{}", s.name);
-            let lacking = suite::missing(&caps, s.needs);
-            let verdict = gate(&requirements(s.needs), env, &forced);
-            let scenario = s.name;
-            Trial::ignorable_test(name, move || {
-                if !lacking.is_empty() {
-                    return Ok(Completion::ignored_with(format!(
-                        "n/a: linux-perf_event (live) cannot offer {lacking:?}"
-                    )));
-                }
-                match verdict {
-                    Gate::Skip(reason) => Ok(Completion::ignored_with(reason)),
-                    Gate::Fail(reason) => Err(Failed::from(reason)),
-                    Gate::Run => {
-                        suite::run(&LinuxSubject::new(), scenario);
-                        Ok(Completion::Completed)
-                    }
-                }
-            })
-        })
-        .collect()
+        .map(|(name, needs, _)| trial(name, Vec::new(), gate(&requirements(needs), env, &forced)));
+    scenarios.chain(own).collect()
 }

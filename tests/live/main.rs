@@ -19,6 +19,7 @@ mod workloads;
 fn main() {
     workloads::run_if_requested();
     portable::run_if_requested();
+    conformance::run_if_requested();
     let mut args = libtest_mimic::Arguments::from_args();
     if args.test_threads.is_none() {
         args.test_threads = Some(1);
@@ -38,5 +39,12 @@ fn main() {
     tests.extend(portable::tests());
     let mut trials = harness::trials(tests, &env);
     trials.extend(conformance::trials(&env));
+    // `PMC_LIVE_ONLY=prefix,prefix…`: only the trials named so. A filter of
+    // the binary's own would also filter the lib tests that `cargo test`
+    // runs in the same invocation (`cargo xtask mutants` runs both at once).
+    if let Ok(only) = std::env::var("PMC_LIVE_ONLY") {
+        let prefixes: Vec<&str> = only.split(',').filter(|p| !p.is_empty()).collect();
+        trials.retain(|t| prefixes.iter().any(|p| t.name().starts_with(p)));
+    }
     libtest_mimic::run(&args, trials).exit();
 }

@@ -1,9 +1,12 @@
 //! `cargo xtask mutants`: how strong the tests are, measured by
 //! cargo-mutants on the files whose logic matters most, one target at a
 //! time, each mutant tested only by the tests of the crate that owns the
-//! file: its unit tests, plus the binding's live tests for the ring and
-//! self-monitoring code that only the kernel exercises (fast enough for a
-//! 2-core machine; `--shard k/n` splits a target across runs or machines). Prints caught / missed / unviable /
+//! file: its unit tests, plus the live tests of the code only the kernel
+//! exercises: the binding's rings and self-monitoring, and the live
+//! conformance subject of `Pmc` (hot path, real per-CPU counters;
+//! `PMC_LIVE_ONLY` keeps the rest of that binary out). Fast enough for a
+//! 2-core machine; `--shard k/n` splits a target across runs or machines.
+//! Prints caught / missed / unviable /
 //! timeout per file and the score, caught / (caught + missed).
 //!
 //! `--re REGEX` re-tests only the matching mutants (the survivors of a
@@ -17,26 +20,61 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-/// The measured targets: (package, file or glob, the `cargo test` target
-/// selection that tests it).
-pub const TARGETS: [(&str, &str, &[&str]); 7] = [
-    ("pmc", "src/spec/**", &["--lib"]),
-    ("pmc", "src/log/**", &["--lib"]),
-    ("pmc", "src/pmc{.rs,/**}", &["--lib"]),
+/// One measured target.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    /// The package that owns the file.
+    pub package: &'static str,
+    /// The file or glob cargo-mutants mutates.
+    pub file: &'static str,
+    /// The `cargo test` target selection that tests it.
+    pub tests: &'static [&'static str],
+    /// With `--test=live`: only the live trials whose name starts with
+    /// one of these comma-separated prefixes (`PMC_LIVE_ONLY`, read by
+    /// tests/live/main.rs; a test-binary filter would filter the lib tests
+    /// of the same `cargo test` too).
+    pub live_only: Option<&'static str>,
+}
+
+const fn target(
+    package: &'static str,
+    file: &'static str,
+    tests: &'static [&'static str],
+) -> Target {
+    Target {
+        package,
+        file,
+        tests,
+        live_only: None,
+    }
+}
+
+/// The measured targets.
+pub const TARGETS: [Target; 7] = [
+    target("pmc", "src/spec/**", &["--lib"]),
+    target("pmc", "src/log/**", &["--lib"]),
+    // The conformance suite runs in the lib tests over the simulated and
+    // FreeBSD-double backends; only its live subject on perf_event reaches
+    // the hot path (`HotCounter`) and real per-CPU counters, and only the
+    // live log tests the log a start needs (0.5 s together).
+    Target {
+        live_only: Some("conformance::linux::,sampling::log_required_rules"),
+        ..target("pmc", "src/pmc{.rs,/**}", &["--lib", "--test=live"])
+    },
     // attr.rs and record.rs with the modules split out of them.
-    ("pmc-linux", "backends/linux/src/attr{.rs,/**}", &["--lib"]),
-    (
+    target("pmc-linux", "backends/linux/src/attr{.rs,/**}", &["--lib"]),
+    target(
         "pmc-linux",
         "backends/linux/src/record{.rs,/**}",
         &["--lib", "--test=abi_header"],
     ),
     // Rings and the metadata page are only exercised by the kernel.
-    (
+    target(
         "pmc-linux",
         "backends/linux/src/ring.rs",
         &["--lib", "--test=live", "--test=ring_alias"],
     ),
-    (
+    target(
         "pmc-linux",
         "backends/linux/src/selfmon.rs",
         &["--lib", "--test=live"],
@@ -243,24 +281,28 @@ pub fn table(scores: &BTreeMap<String, FileScore>) -> String {
 /// Runs the selected targets and prints the table.
 pub fn run(args: &MutantsArgs) -> ExitCode {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let targets: Vec<(&str, &str, &[&str])> = TARGETS
+    let targets: Vec<Target> = TARGETS
         .iter()
         .copied()
-        .filter(|(_, f, _)| {
-            args.files.is_empty() || args.files.iter().any(|x| f.contains(x.as_str()))
-        })
+        .filter(|t| args.files.is_empty() || args.files.iter().any(|x| t.file.contains(x.as_str())))
         .collect();
     if targets.is_empty() {
         eprintln!(
             "xtask mutants: no target matches {:?}; targets: {:?}",
             args.files,
-            TARGETS.map(|(_, f, _)| f)
+            TARGETS.map(|t| t.file)
         );
         return ExitCode::FAILURE;
     }
     let mut ok = true;
     if !args.report_only {
-        for (package, file, test_targets) in &targets {
+        for &Target {
+            package,
+            file,
+            tests: test_targets,
+            live_only,
+        } in &targets
+        {
             let mut out = args.output.join(slug(file));
             if !args.re.is_empty() {
                 out = out.join(RERUN);
@@ -295,8 +337,11 @@ pub fn run(args: &MutantsArgs) -> ExitCode {
                 cmd.args(["--re", re]);
             }
             // Only the tests of the crate that owns the file.
-            for t in *test_targets {
+            for t in test_targets {
                 cmd.arg(format!("--cargo-test-arg={t}"));
+            }
+            if let Some(prefix) = live_only {
+                cmd.env("PMC_LIVE_ONLY", prefix);
             }
             if let Some(shard) = &args.shard {
                 // Round-robin: every shard is a sample spread over the
@@ -333,7 +378,7 @@ pub fn run(args: &MutantsArgs) -> ExitCode {
         }
     }
     let mut scores = BTreeMap::new();
-    for (_, file, _) in &targets {
+    for Target { file, .. } in &targets {
         if !read_results(&args.output.join(slug(file)), &mut scores) {
             println!("{file}: no results under {}", args.output.display());
         }
@@ -446,7 +491,7 @@ mod tests {
 
     #[test]
     fn each_target_has_its_own_result_directory() {
-        let slugs: Vec<String> = TARGETS.iter().map(|(_, f, _)| slug(f)).collect();
+        let slugs: Vec<String> = TARGETS.iter().map(|t| slug(t.file)).collect();
         assert_eq!(slugs[0], "src_spec");
         assert_eq!(slugs[3], "backends_linux_src_attr_rs");
         assert_eq!(slugs[4], "backends_linux_src_record_rs");

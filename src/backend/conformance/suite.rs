@@ -349,7 +349,7 @@ pub static SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "a_counter_that_never_ran_is_an_error_not_zero",
-        needs: &[Cap::Starvation],
+        needs: &[Cap::Starvation, Cap::Sampling],
         run: a_counter_that_never_ran_is_an_error_not_zero,
     },
     Scenario {

@@ -8,6 +8,11 @@ pub(super) fn start_attaches_the_caller_and_counts_only_while_running(s: &dyn Su
     let mut p = tc(s);
     s.work(5);
     assert_eq!(p.read().shown(), 0, "nothing counts before start");
+    assert_eq!(
+        p.handles(),
+        0,
+        "a process PMC holds nothing before a target"
+    );
     p.start().shown();
     assert_eq!(p.targets(), vec![s.caller()]);
     s.work(10);
@@ -33,6 +38,12 @@ pub(super) fn stop_before_start_is_einval(s: &dyn Subject) {
     // hwpmc_mod.c PMC_OP_PMCSTOP: a state other than RUNNING/STOPPED is EINVAL.
     let mut p = tc(s);
     assert_eq!(errno(p.stop()), libc::EINVAL);
+    // Attached is still ALLOCATED, not RUNNING.
+    p.attach(0).shown();
+    assert_eq!(errno(p.stop()), libc::EINVAL, "attached, never started");
+    assert_eq!(p.state(), State::Allocated);
+    // PMCRW of a PMC not RUNNING reads pm_savedvalue: 0 until a write.
+    assert_eq!(p.read().shown(), 0, "attached, never started");
 }
 
 pub(super) fn attach_rules_follow_pmc_attach(s: &dyn Subject) {
@@ -61,6 +72,13 @@ pub(super) fn a_system_pmc_neither_attaches_nor_detaches_nor_gives_its_msr(s: &d
     assert_eq!(errno(sc.attach(other)), libc::EINVAL);
     assert_eq!(errno(sc.detach(other)), libc::ESRCH);
     assert_eq!(errno(sc.get_msr()), libc::EINVAL, "system mode");
+    // PMCRW on a stopped system PMC writes its counter and reads it back,
+    // in full too.
+    sc.start().shown();
+    sc.stop().shown();
+    sc.write(7).shown();
+    assert_eq!(sc.read().shown(), 7);
+    assert_eq!(sc.read_detailed().shown().value, 7);
 }
 
 pub(super) fn several_targets_accumulate_and_detach_keeps_the_value(s: &dyn Subject) {
@@ -80,7 +98,12 @@ pub(super) fn several_targets_accumulate_and_detach_keeps_the_value(s: &dyn Subj
 
 pub(super) fn accepts(s: &dyn Subject, combos: &[(Mode, Flags, Cpu)]) {
     for &(m, f, c) in combos {
-        pmc(s, m, f, c).unwrap_or_else(|e| panic!("{m} {f:?} {c}: {e}"));
+        let p = pmc(s, m, f, c).unwrap_or_else(|e| panic!("{m} {f:?} {c}: {e}"));
+        // The PMC is what was asked for, and so is its pmc_pmcinfo row
+        // (struct pmc_info's pm_mode, pm_flags; its CPU's list).
+        assert_eq!((p.mode(), p.flags(), p.cpu()), (m, f, c));
+        let row = p.info();
+        assert_eq!((row.mode, row.flags, row.cpu), (m, f, c));
     }
 }
 
@@ -271,6 +294,22 @@ pub(super) fn exited_targets_leave_the_list_and_make_start_esrch(s: &dyn Subject
     s.exit(b);
     assert_eq!(errno(p.start()), libc::ESRCH, "every target exited");
     assert!(p.targets().is_empty());
+    let row = pmcinfo_rows().into_iter().find(|r| r.id == p.id());
+    assert_eq!(
+        row.map(|r| r.targets),
+        Some(vec![]),
+        "pmc_pmcinfo: the exited targets are gone from the row too"
+    );
+    // The same with one target, the PMC started and stopped before it
+    // exited: no start of its old counter.
+    let c = s.spawn();
+    let mut q = tc(s);
+    q.attach(c).shown();
+    q.start().shown();
+    q.stop().shown();
+    s.exit(c);
+    assert_eq!(errno(q.start()), libc::ESRCH, "its only target exited");
+    assert_eq!(q.state(), State::Stopped);
 }
 
 pub(super) fn exited_targets_keep_their_counts(s: &dyn Subject) {
@@ -510,6 +549,11 @@ pub(super) fn a_counter_that_never_ran_is_an_error_not_zero(s: &dyn Subject) {
         ),
         "{e:?}"
     );
+    let detailed = p.read_detailed();
+    assert!(
+        matches!(detailed, Err(Error::NotCounted { .. })),
+        "read_detailed too: {detailed:?}"
+    );
     s.starve(false);
     s.work(10);
     let r = p.read_detailed().shown();
@@ -518,6 +562,18 @@ pub(super) fn a_counter_that_never_ran_is_an_error_not_zero(s: &dyn Subject) {
         (r.raw, r.time_enabled, r.time_running, r.value),
         (10, 20, 10, 20)
     );
+    p.stop().shown();
+    // A running TS on its owner reads the events left in its period
+    // (PMCRW's pcd_read_pmc): nothing counted leaves all of it, no error;
+    // the full reading says that nothing ran.
+    let mut t = with_count(s, Mode::TS, Cpu::Any, 1000);
+    s.starve(true);
+    t.start().shown();
+    s.work(10);
+    let r = t.read_detailed().shown();
+    s.starve(false);
+    assert!(r.multiplexed, "{r:?}");
+    assert_eq!(r.value, 1000, "{r:?}");
 }
 
 pub(super) fn pmcinfo_lists_own_pmcs_with_their_state(s: &dyn Subject) {
