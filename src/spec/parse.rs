@@ -272,6 +272,9 @@ impl<'a> Parser<'a> {
                 })
             }
             "tsc" if rest == "tsc" => Some(StaticName::Prefixed(prefix, tsc())),
+            // The TSC class has the one event `TSC` (pmc.tsc(3); libpmc's
+            // `tsc_allocate_pmc` refuses any other).
+            "tsc" => Some(StaticName::UnknownTsc),
             _ => {
                 let event = names::perf_generic(rest)
                     .or_else(|| names::freebsd_alias(rest))
@@ -685,6 +688,7 @@ enum StaticName {
     Prefixed(&'static str, EventName),
     SoftWithoutLinux(&'static str),
     UnknownSoft(String),
+    UnknownTsc,
 }
 
 trait TransposePrefix {
@@ -712,6 +716,12 @@ impl TransposePrefix for Option<StaticName> {
                     "FreeBSD's SOFT-{soft} has no Linux equivalent; {}",
                     names::soft_event_advice(soft)
                 ),
+            )),
+            Some(StaticName::UnknownTsc) => Err(parser.error_with(
+                name.at,
+                name.s,
+                "FreeBSD's TSC class has one event, the time-stamp counter",
+                vec!["TSC-TSC".to_string()],
             )),
             Some(StaticName::UnknownSoft(rest)) => Err(parser.error_with(
                 name.at,
