@@ -230,10 +230,20 @@ impl<'a> Parser<'a> {
         let normalized = normalize(name.s);
         let candidates = names::generic_name_table();
         let near = pmc_suggest::closest(name.s, candidates.iter().map(|(n, _)| n.as_str()), 5);
+        // Not typos: pmu-events names (`inst_retired.any`), a generic name
+        // in other separators (perf's names are separator-exact: ARM's
+        // sysfs `cpu_cycles` is not `cpu-cycles`), and a generic name with
+        // a `-suffix` (Intel's sysfs `cycles-t`).
+        let extends_generic = candidates.iter().any(|(n, _)| {
+            normalized
+                .strip_prefix(normalize(n).as_str())
+                .is_some_and(|r| r.starts_with('-'))
+        });
         let typo = !name.s.contains('.')
+            && !extends_generic
             && near.first().is_some_and(|n| {
-                pmc_suggest::edit_distance(&normalized, &normalize(n))
-                    <= 2.min(normalized.len() / 4)
+                let edits = pmc_suggest::edit_distance(&normalized, &normalize(n));
+                edits > 0 && edits <= 2.min(normalized.len() / 4)
             });
         if typo {
             return Err(self.error_with(name.at, name.s, "unknown event", near));

@@ -831,3 +831,39 @@ fn the_tsc_class_has_one_event() {
     assert_eq!(e.alternatives, vec!["TSC-TSC"]);
     assert!(err("tsc-instructions").message.contains("TSC"));
 }
+
+/// An unknown name within a quarter of its length in edits of a generic
+/// name is taken for a typo of it and rejected with that name offered (the
+/// module doc of `parse`); farther names are left to the backend.
+#[test]
+fn a_near_miss_of_a_generic_name_is_a_typo() {
+    for (s, near) in [
+        ("branchez", "branches"),
+        ("ref-cycle", "ref-cycles"),
+        ("task-clk", "task-clock"),
+        ("dumy", "dummy"),
+    ] {
+        let e = err(s);
+        assert_eq!(e.message, "unknown event", "{s}");
+        assert_eq!(
+            e.alternatives.first().map(String::as_str),
+            Some(near),
+            "{s}"
+        );
+    }
+    // Two edits in four characters is more than a quarter.
+    assert_eq!(ok("cycl").event, EventName::Named("cycl".into()));
+}
+
+/// Real sysfs event names next to generic ones are not typos: ARM's PMUv3
+/// exports `cpu_cycles` and `bus_cycles` (drivers/perf/arm_pmuv3.c
+/// `ARMV8_EVENT_ATTR`), which perf's separator-exact names (perf-list(1):
+/// `cpu-cycles`, `bus-cycles`) do not match, and Intel's core PMU exports
+/// the TSX events `cycles-t` and `cycles-ct` (arch/x86/events/intel/core.c
+/// `EVENT_ATTR_STR`). They go to the backend.
+#[test]
+fn sysfs_names_next_to_generic_ones_go_to_the_backend() {
+    for s in ["cpu_cycles", "bus_cycles", "cycles-t", "cycles-ct"] {
+        assert_eq!(ok(s).event, EventName::Named(s.into()), "{s}");
+    }
+}
