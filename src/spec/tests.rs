@@ -842,6 +842,7 @@ fn a_near_miss_of_a_generic_name_is_a_typo() {
         ("ref-cycle", "ref-cycles"),
         ("task-clk", "task-clock"),
         ("dumy", "dummy"),
+        ("cpu-clocks", "cpu-clock"),
     ] {
         let e = err(s);
         assert_eq!(e.message, "unknown event", "{s}");
