@@ -281,9 +281,11 @@ impl<'a> Parser<'a> {
                     None => StaticName::SoftWithoutLinux(soft),
                 })
             }
-            "tsc" if rest == "tsc" => Some(StaticName::Prefixed(prefix, tsc())),
-            // The TSC class has the one event `TSC` (pmc.tsc(3); libpmc's
-            // `tsc_allocate_pmc` refuses any other).
+            // The TSC class has one event, the time-stamp counter: `TSC-TSC`
+            // in libpmc's old tables (`__PMC_EV(TSC, TSC, tsc)`), `TSC-cycles`
+            // since pmc_events.h aliased it (`tsc_event_table`: "cycles");
+            // `tsc_allocate_pmc` refuses any other event.
+            "tsc" if rest == "tsc" || rest == "cycles" => Some(StaticName::Prefixed(prefix, tsc())),
             "tsc" => Some(StaticName::UnknownTsc),
             _ => {
                 let event = names::perf_generic(rest)
@@ -731,7 +733,7 @@ impl TransposePrefix for Option<StaticName> {
                 name.at,
                 name.s,
                 "FreeBSD's TSC class has one event, the time-stamp counter",
-                vec!["TSC-TSC".to_string()],
+                vec!["TSC-cycles".to_string(), "TSC-TSC".to_string()],
             )),
             Some(StaticName::UnknownSoft(rest)) => Err(parser.error_with(
                 name.at,

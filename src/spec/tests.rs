@@ -821,15 +821,30 @@ fn short_sysfs_names_are_not_typos() {
     }
 }
 
-/// FreeBSD's TSC class has the one event `TSC` (pmc.tsc(3); libpmc.c
-/// `tsc_allocate_pmc` returns -1 for any other `pe`): `TSC-TSC` is the
-/// time-stamp counter, any other `TSC-` name is rejected.
+/// FreeBSD's TSC class has one event, the time-stamp counter (pmc.tsc(3)):
+/// `TSC-TSC` in libpmc's old tables (pmc_events.h `__PMC_EV(TSC, TSC, tsc)`),
+/// `TSC-cycles` in today's (libpmc.c `tsc_event_table`, the alias "cycles"
+/// for `PMC_EV_TSC_TSC`); libpmc.c `tsc_allocate_pmc` returns -1 for any
+/// other event. Both spellings are the msr PMU's `tsc`, any other `TSC-`
+/// name is rejected.
 #[test]
 fn the_tsc_class_has_one_event() {
-    let e = err("TSC-CYCLES");
-    assert_eq!((e.column, e.token.as_str()), (1, "TSC-CYCLES"));
-    assert_eq!(e.alternatives, vec!["TSC-TSC"]);
-    assert!(err("tsc-instructions").message.contains("TSC"));
+    let msr_tsc = EventName::Pmu {
+        pmu: "msr".into(),
+        terms: vec![Term {
+            name: "tsc".into(),
+            value: TermValue::Flag,
+        }],
+    };
+    for s in ["TSC-cycles", "TSC-CYCLES", "tsc.cycles", "TSC-TSC"] {
+        let spec = ok(s);
+        assert_eq!(spec.event, msr_tsc, "{s}");
+        assert_eq!(spec.class_prefix.as_deref(), Some("tsc"), "{s}");
+    }
+    let e = err("TSC-INSTRUCTIONS");
+    assert_eq!((e.column, e.token.as_str()), (1, "TSC-INSTRUCTIONS"));
+    assert_eq!(e.alternatives, vec!["TSC-cycles", "TSC-TSC"]);
+    assert!(err("tsc-ref-cycles").message.contains("TSC"));
 }
 
 /// An unknown name within a quarter of its length in edits of a generic
