@@ -230,10 +230,20 @@ impl<'a> Parser<'a> {
         let normalized = normalize(name.s);
         let candidates = names::generic_name_table();
         let near = pmc_suggest::closest(name.s, candidates.iter().map(|(n, _)| n.as_str()), 5);
+        // Not typos: pmu-events names (`inst_retired.any`), a generic name
+        // in other separators (perf's names are separator-exact: ARM's
+        // sysfs `cpu_cycles` is not `cpu-cycles`), and a generic name with
+        // a `-suffix` (Intel's sysfs `cycles-t`).
+        let extends_generic = candidates.iter().any(|(n, _)| {
+            normalized
+                .strip_prefix(normalize(n).as_str())
+                .is_some_and(|r| r.starts_with('-'))
+        });
         let typo = !name.s.contains('.')
+            && !extends_generic
             && near.first().is_some_and(|n| {
-                pmc_suggest::edit_distance(&normalized, &normalize(n))
-                    <= 2.min(normalized.len() / 4)
+                let edits = pmc_suggest::edit_distance(&normalized, &normalize(n));
+                edits > 0 && edits <= 2.min(normalized.len() / 4)
             });
         if typo {
             return Err(self.error_with(name.at, name.s, "unknown event", near));
@@ -271,7 +281,12 @@ impl<'a> Parser<'a> {
                     None => StaticName::SoftWithoutLinux(soft),
                 })
             }
-            "tsc" if rest == "tsc" => Some(StaticName::Prefixed(prefix, tsc())),
+            // The TSC class has one event, the time-stamp counter: `TSC-TSC`
+            // in libpmc's old tables (`__PMC_EV(TSC, TSC, tsc)`), `TSC-cycles`
+            // since pmc_events.h aliased it (`tsc_event_table`: "cycles");
+            // `tsc_allocate_pmc` refuses any other event.
+            "tsc" if rest == "tsc" || rest == "cycles" => Some(StaticName::Prefixed(prefix, tsc())),
+            "tsc" => Some(StaticName::UnknownTsc),
             _ => {
                 let event = names::perf_generic(rest)
                     .or_else(|| names::freebsd_alias(rest))
@@ -685,6 +700,7 @@ enum StaticName {
     Prefixed(&'static str, EventName),
     SoftWithoutLinux(&'static str),
     UnknownSoft(String),
+    UnknownTsc,
 }
 
 trait TransposePrefix {
@@ -712,6 +728,12 @@ impl TransposePrefix for Option<StaticName> {
                     "FreeBSD's SOFT-{soft} has no Linux equivalent; {}",
                     names::soft_event_advice(soft)
                 ),
+            )),
+            Some(StaticName::UnknownTsc) => Err(parser.error_with(
+                name.at,
+                name.s,
+                "FreeBSD's TSC class has one event, the time-stamp counter",
+                vec!["TSC-cycles".to_string(), "TSC-TSC".to_string()],
             )),
             Some(StaticName::UnknownSoft(rest)) => Err(parser.error_with(
                 name.at,
