@@ -19,10 +19,13 @@ pub struct CpuIdentity {
 }
 
 /// hwpmc_intel.c `pmc_intel_initialize`: the `enum pmc_cputype` of an
-/// Intel family 6 model (values from `sys/sys/pmc.h` `__PMC_CPUS`).
-fn intel_cputype(model: u32) -> Option<u32> {
+/// Intel family 6 model (values from `sys/sys/pmc.h` `__PMC_CPUS`); model
+/// 0xF stepping 7 is a Core, not a Core2 (Intel document 315338-020, as
+/// hwpmc_intel.c cites it).
+fn intel_cputype(model: u32, stepping: u32) -> Option<u32> {
     Some(match model {
         0x0E => 0x87,                                    // INTEL_CORE
+        0x0F if stepping == 7 => 0x87,                   // INTEL_CORE
         0x0F => 0x88,                                    // INTEL_CORE2
         0x17 => 0x89,                                    // INTEL_CORE2EXTREME
         0x1A | 0x1E | 0x1F => 0x8B,                      // INTEL_COREI7
@@ -54,12 +57,13 @@ fn intel_cputype(model: u32) -> Option<u32> {
 /// The `enum pmc_cputype` hwpmc reports for an x86 CPU (`vendor` as in
 /// CPUID leaf 0, `family` and `model` with their extended fields, as
 /// `/proc/cpuinfo` and FreeBSD's `CPUID_TO_FAMILY`/`CPUID_TO_MODEL` give
-/// them). CPUs hwpmc does not know (where it would refuse to load) get
-/// [`PMC_CPU_GENERIC`], which FreeBSD's tools name "Generic".
-pub fn pmc_cputype(vendor: &str, family: u32, model: u32) -> u32 {
+/// them; `stepping` tells a Core from a Core2 of model 0xF). CPUs hwpmc
+/// does not know (where it would refuse to load) get [`PMC_CPU_GENERIC`],
+/// which FreeBSD's tools name "Generic".
+pub fn pmc_cputype(vendor: &str, family: u32, model: u32, stepping: u32) -> u32 {
     match vendor {
         "AuthenticAMD" | "HygonGenuine" if family >= 0xF => PMC_CPU_AMD_K8,
-        "GenuineIntel" if family == 6 => intel_cputype(model).unwrap_or(PMC_CPU_GENERIC),
+        "GenuineIntel" if family == 6 => intel_cputype(model, stepping).unwrap_or(PMC_CPU_GENERIC),
         _ => PMC_CPU_GENERIC,
     }
 }
@@ -108,7 +112,7 @@ pub fn identity_from_cpuinfo(text: &str) -> Option<CpuIdentity> {
     let vendor = field("vendor_id")?;
     let (family, model, stepping) = (number("cpu family")?, number("model")?, number("stepping")?);
     Some(CpuIdentity {
-        cputype: pmc_cputype(&vendor, family, model),
+        cputype: pmc_cputype(&vendor, family, model, stepping),
         cpuid: hwpmc_cpuid(&vendor, family, model, stepping),
     })
 }

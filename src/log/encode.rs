@@ -155,10 +155,8 @@ impl LogRecord {
                 put_u32(out, *tid); // 20
                 put_u32(out, *pmcid); // 24
                 // 28: PMC_CALLCHAIN_TO_CPUFLAGS(cpu, flags)
-                put_u32(
-                    out,
-                    (u32::from(*cpu) << 16) | (u32::from(*userspace) * CC_USERSPACE),
-                );
+                let flags = if *userspace { CC_USERSPACE } else { 0 };
+                put_u32(out, (u32::from(*cpu) << 16) | flags);
                 for pc in pcs.iter().take(CALLCHAIN_MAX) {
                     put_u64(out, *pc); // 32 + 8i
                 }

@@ -234,3 +234,93 @@ impl Iterator for LogReader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// USERDATA (`struct pmclog_userdata`, 24 bytes: header, `pl_userdata`
+    /// at 16, `pl_pad` at 20) laid out by hand.
+    fn userdata(value: u32) -> Vec<u8> {
+        let mut b = vec![0u8; 24];
+        let header = (0xEEu32 << 24) | (13 << 16) | 24;
+        b[0..4].copy_from_slice(&header.to_ne_bytes());
+        b[16..20].copy_from_slice(&value.to_ne_bytes());
+        b
+    }
+
+    /// The debug form shows where the reader is: libpmc's `ps_offset` and
+    /// `ps_count`, the log version, and the bytes waiting for the rest of
+    /// their record.
+    #[test]
+    fn debug_shows_the_position_and_the_waiting_bytes() {
+        let mut r = LogReader::from_memory();
+        r.feed(&userdata(1));
+        r.feed(&userdata(2)[..10]);
+        assert!(matches!(r.read(), ReadState::Ok(_)));
+        assert_eq!(r.read(), ReadState::RequireData);
+        let d = format!("{r:?}");
+        for part in [
+            "offset: 24",
+            "count: 1",
+            "version: 0x9030000",
+            "buffered: 10",
+            "state: None",
+        ] {
+            assert!(d.contains(part), "{part} in {d}");
+        }
+    }
+
+    /// Fed record by record and read as it goes (a `MemoryLog` follower),
+    /// a memory reader holds only the bytes not yet read: what was read is
+    /// dropped at the next feed.
+    #[test]
+    fn a_memory_reader_drops_what_it_has_read() {
+        let mut r = LogReader::from_memory();
+        for i in 0..100 {
+            r.feed(&userdata(i));
+            assert_eq!(r.buf.len(), 24, "after feeding record {i}");
+            assert!(
+                matches!(r.read(), ReadState::Ok(e) if e.record == LogRecord::Userdata { value: i })
+            );
+        }
+        assert_eq!(r.records_read(), 100);
+    }
+
+    /// A file whose reads never end on a record boundary (a first read of
+    /// 1002 bytes, then 1000: every boundary is 2 mod 4, every record a
+    /// multiple of 4) never lets the reader start over; it still holds at
+    /// most 1 MiB of read bytes plus one read's worth, for a 3 MiB log.
+    #[test]
+    fn a_file_reader_holds_a_bounded_window() {
+        struct Uneven {
+            data: Vec<u8>,
+            pos: usize,
+        }
+        impl Read for Uneven {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let want = if self.pos == 0 { 1002 } else { 1000 };
+                let n = want.min(buf.len()).min(self.data.len() - self.pos);
+                buf[..n].copy_from_slice(&self.data[self.pos..self.pos + n]);
+                self.pos += n;
+                Ok(n)
+            }
+        }
+        let records = 3 * (1 << 20) / 24;
+        let mut data = Vec::with_capacity(records * 24);
+        for i in 0..records {
+            data.extend_from_slice(&userdata(i as u32));
+        }
+        let mut r = LogReader::from_reader(Uneven { data, pos: 0 });
+        let mut most = 0;
+        for i in 0..records {
+            match r.read() {
+                ReadState::Ok(e) => assert_eq!(e.record, LogRecord::Userdata { value: i as u32 }),
+                other => panic!("record {i}: {other:?}"),
+            }
+            most = most.max(r.buf.len());
+        }
+        assert_eq!(r.read(), ReadState::Eof);
+        assert!(most <= (1 << 20) + 24 + 1002, "held {most} bytes");
+    }
+}

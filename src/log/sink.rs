@@ -177,9 +177,15 @@ pub(crate) fn write_batch(mut batch: Vec<(u64, LogRecord)>) {
     }
 }
 
-/// Appends a record with its own timestamp, if a log is configured.
+/// Appends a record with its own timestamp, if a log is configured; only
+/// what a log takes counts in [`stats`].
 pub(crate) fn write_at(record: &LogRecord, timestamp: u64) -> Result<()> {
     use std::sync::atomic::Ordering::Relaxed;
+    let mut sink = lock();
+    let Some(w) = sink.as_mut() else {
+        return Err(no_log("writelog"));
+    };
+    w.write(record, timestamp)?;
     match record {
         LogRecord::Callchain { .. } => {
             SAMPLES.fetch_add(1, Relaxed);
@@ -189,10 +195,7 @@ pub(crate) fn write_at(record: &LogRecord, timestamp: u64) -> Result<()> {
         }
         _ => {}
     }
-    match lock().as_mut() {
-        Some(w) => w.write(record, timestamp),
-        None => Err(no_log("writelog")),
-    }
+    Ok(())
 }
 
 fn no_log(op: &'static str) -> Error {
@@ -271,6 +274,13 @@ impl Write for MemoryLog {
     }
 }
 
+/// Serialises the lib tests that use the process-wide log.
+#[cfg(test)]
+pub(crate) fn test_log_lock() -> std::sync::MutexGuard<'static, ()> {
+    static TESTS: Mutex<()> = Mutex::new(());
+    TESTS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,13 +300,13 @@ mod tests {
         assert_eq!(buffer_pages(), 32);
     }
 
-    /// The only lib test that touches the process-wide log: one sequence.
     /// Expectations from hwpmc_mod.c `pmc_syscall_handler` (FLUSHLOG,
     /// CLOSELOG, WRITELOG without an owner/log: EINVAL),
     /// hwpmc_logging.c `pmclog_configure_log` (EBUSY when a log is
     /// present) and `pmclog_flush` (returns the kthread's `po_error`).
     #[test]
     fn log_operations_follow_hwpmc() {
+        let _log = test_log_lock();
         // No log.
         for (op, r) in [
             ("flush", flush_logfile()),
@@ -366,5 +376,114 @@ mod tests {
             "{records:?}"
         );
         assert_eq!(records.last(), Some(&LogRecord::Closelog));
+    }
+
+    /// hwpmc_mod.c: the kernel's mappings are logged once per log owner
+    /// (`PMC_PO_INITIAL_MAPPINGS_DONE`), every process's once per log for
+    /// system sampling PMCs (`po_logprocmaps`): each claim is true for the
+    /// first caller after a configure, false without a log (and then not
+    /// used up), and the two are independent.
+    #[test]
+    fn mapping_claims_are_once_per_log() {
+        let _log = test_log_lock();
+        assert!(!is_configured());
+        assert!(!claim_kernel_mappings(), "no log");
+        assert!(!claim_all_process_mappings(), "no log");
+        for round in 0..2 {
+            configure_logfile(MemoryLog::new()).unwrap();
+            assert!(claim_all_process_mappings(), "round {round}");
+            assert!(!claim_all_process_mappings(), "round {round}");
+            assert!(claim_kernel_mappings(), "round {round}");
+            assert!(!claim_kernel_mappings(), "round {round}");
+            assert!(!claim_all_process_mappings(), "round {round}");
+            close_logfile().unwrap();
+            assert!(!claim_kernel_mappings());
+            assert!(!claim_all_process_mappings());
+        }
+    }
+
+    /// A drained batch goes in time order with its own timestamps, and
+    /// counts its samples (CALLCHAIN records) and lost samples (DROPNOTIFY
+    /// counts) in `stats`; without a log nothing is written nor counted.
+    /// `write` stamps CLOCK_MONOTONIC now (clock_gettime(2)).
+    #[test]
+    fn batches_are_written_in_time_order_and_counted() {
+        let _log = test_log_lock();
+        let chain = |pid| LogRecord::Callchain {
+            pid,
+            tid: pid,
+            pmcid: 0x100,
+            cpu: 1,
+            userspace: true,
+            pcs: vec![0x1000],
+        };
+        let before = stats();
+        write_batch(vec![
+            (1, chain(1)),
+            (2, LogRecord::Dropnotify { lost: Some(9) }),
+        ]);
+        let e = write_at(&chain(2), 3).unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL, "{e}");
+        let e = write(&chain(2)).unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL, "{e}");
+        assert_eq!(stats(), before, "nothing is counted without a log");
+
+        let log = MemoryLog::new();
+        configure_logfile(log.clone()).unwrap();
+        write_batch(vec![
+            (30, LogRecord::Dropnotify { lost: Some(3) }),
+            (10, chain(1)),
+            (30, chain(2)),
+            (20, LogRecord::Dropnotify { lost: Some(4) }),
+        ]);
+        write_batch(Vec::new());
+        let clock = || {
+            let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+            t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+        };
+        let t0 = clock();
+        let stamped = now();
+        write(&LogRecord::Userdata { value: 5 }).unwrap();
+        let t1 = clock();
+        assert!(t0 <= stamped && stamped <= t1, "{t0} <= {stamped} <= {t1}");
+        close_logfile().unwrap();
+        let after = stats();
+        assert_eq!((after.0 - before.0, after.1 - before.1), (2, 7));
+
+        let events = log.events().unwrap();
+        // Other lib tests may allocate PMCs meanwhile (PMCALLOCATEDYN
+        // records); none writes these kinds.
+        let got: Vec<(u64, LogRecord)> = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.record,
+                    LogRecord::Callchain { .. }
+                        | LogRecord::Dropnotify { .. }
+                        | LogRecord::Userdata { .. }
+                )
+            })
+            .map(|e| (e.timestamp, e.record.clone()))
+            .collect();
+        assert_eq!(
+            got[..4],
+            [
+                (10, chain(1)),
+                (20, LogRecord::Dropnotify { lost: Some(4) }),
+                (30, LogRecord::Dropnotify { lost: Some(3) }),
+                (30, chain(2)),
+            ]
+        );
+        assert_eq!(got.len(), 5, "{got:?}");
+        assert_eq!(got[4].1, LogRecord::Userdata { value: 5 });
+        assert!(t0 <= got[4].0 && got[4].0 <= t1);
+        // The raw bytes are the stream: INITIALIZE's header first
+        // (_PMCLOG_TO_HEADER(INITIALIZE = 3, 112)).
+        let bytes = log.bytes();
+        assert_eq!(bytes.len() as u64, events.last().unwrap().end_offset);
+        assert_eq!(
+            bytes[..4],
+            ((0xEEu32 << 24) | (3 << 16) | 112).to_ne_bytes()
+        );
     }
 }

@@ -743,20 +743,20 @@ fn cpu_identity_is_hwpmcs() {
         cpu::hwpmc_cpuid("GenuineIntel", 6, 85, 4),
         "GenuineIntel-6-55-4"
     );
-    assert_eq!(cpu::pmc_cputype("GenuineIntel", 6, 0x55), 0x99); // INTEL_SKYLAKE_XEON
-    assert_eq!(cpu::pmc_cputype("GenuineIntel", 6, 0x9E), 0x98); // INTEL_SKYLAKE
-    assert_eq!(cpu::pmc_cputype("GenuineIntel", 6, 0x97), 0x9D); // INTEL_ALDERLAKE
+    assert_eq!(cpu::pmc_cputype("GenuineIntel", 6, 0x55, 4), 0x99); // INTEL_SKYLAKE_XEON
+    assert_eq!(cpu::pmc_cputype("GenuineIntel", 6, 0x9E, 0), 0x98); // INTEL_SKYLAKE
+    assert_eq!(cpu::pmc_cputype("GenuineIntel", 6, 0x97, 0), 0x9D); // INTEL_ALDERLAKE
     // Sapphire Rapids (0x8F) is not in hwpmc's table: Generic.
-    assert_eq!(cpu::pmc_cputype("GenuineIntel", 6, 0x8F), 0x400);
+    assert_eq!(cpu::pmc_cputype("GenuineIntel", 6, 0x8F, 0), 0x400);
     // Zen 4 (Genoa): family 25, model 0x11 (17), stepping 1; every AMD
     // CPU of base family 0xF is PMC_CPU_AMD_K8.
     assert_eq!(
         cpu::hwpmc_cpuid("AuthenticAMD", 25, 17, 1),
         "AuthenticAMD-25-11-1"
     );
-    assert_eq!(cpu::pmc_cputype("AuthenticAMD", 25, 17), 0x01);
-    assert_eq!(cpu::pmc_cputype("HygonGenuine", 24, 0), 0x01);
-    assert_eq!(cpu::pmc_cputype("CentaurHauls", 6, 15), 0x400);
+    assert_eq!(cpu::pmc_cputype("AuthenticAMD", 25, 17, 1), 0x01);
+    assert_eq!(cpu::pmc_cputype("HygonGenuine", 24, 0, 0), 0x01);
+    assert_eq!(cpu::pmc_cputype("CentaurHauls", 6, 15, 0), 0x400);
     // hwpmc_arm64.c: MIDR_EL1 without variant and revision, "0x%016lx".
     assert_eq!(cpu::hwpmc_cpuid_arm64(0x413f_d0c1), "0x00000000410fd0c0");
     let cpuinfo = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n\
@@ -855,3 +855,6 @@ proptest! {
         for _ in r.by_ref() {}
     }
 }
+
+mod cpu_models;
+mod edges;

@@ -499,3 +499,90 @@ fn a_closed_log_drops_the_pmcs_records_until_it_stops() {
         vec![(5, mapping(10, 0xa000, "/bin/x"))]
     );
 }
+
+/// `initial_mappings` asks the process-wide log for its once-per-log
+/// claims (hwpmc_mod.c `pmc_log_kernel_mappings`,
+/// `pmc_log_all_process_mappings`): with a fresh log a system sampling
+/// PMC that sees the kernel logs the kernel's and every process's
+/// mappings, then its attached ones; a second PMC of the same log only
+/// its attached ones.
+#[test]
+fn initial_mappings_take_the_logs_claims() {
+    let _log = super::super::sink::test_log_lock();
+    let system = Rules {
+        kernel_samples: true,
+        system: true,
+        ..rules(Flags::empty(), true, false)
+    };
+    let mut first = Translator::new(system);
+    first.attached([11]);
+    let mut second = Translator::new(system);
+    second.attached([12]);
+    super::super::sink::configure_logfile(super::super::sink::MemoryLog::new()).unwrap();
+    let got_first = first.initial_mappings(4, &FakeMachine);
+    let got_second = second.initial_mappings(5, &FakeMachine);
+    super::super::sink::close_logfile().unwrap();
+    assert_eq!(
+        got_first,
+        vec![
+            (4, mapping(u32::MAX, 0xffff_8000, "[kernel]")),
+            (4, mapping(1, 0x1000, "/bin/x")),
+            (4, mapping(10, 0xa000, "/bin/x")),
+            (4, mapping(11, 0xb000, "/bin/x")),
+        ]
+    );
+    assert_eq!(got_second, vec![(5, mapping(12, 0xc000, "/bin/x"))]);
+}
+
+/// hwpmc_mod.c `pmc_process_exit`: the process's threads end with it (its
+/// main thread has the pid's number here); other processes' threads keep
+/// their slice history.
+#[test]
+fn a_process_exit_ends_its_main_threads_slices_only() {
+    let mut t = Translator::new(rules(Flags::LOG_PROCCSW, false, true));
+    let mut out = Vec::new();
+    t.translate(
+        vec![
+            (1, slice(10, 10, 0, 100)),
+            (2, slice(20, 20, 0, 50)),
+            (
+                3,
+                E::ProcessExit {
+                    pid: 10,
+                    value: None,
+                },
+            ),
+            // pid 10 reused: a new main thread from zero; 20 goes on.
+            (4, slice(10, 10, 0, 30)),
+            (5, slice(20, 20, 0, 80)),
+        ],
+        &mut out,
+    );
+    let values: Vec<(u32, u64)> = out
+        .iter()
+        .filter_map(|(_, r)| match r {
+            LogRecord::ProcCsw { tid, value, .. } => Some((*tid, *value)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(values, vec![(10, 100), (20, 50), (10, 30), (20, 30)]);
+}
+
+/// With the log closed under the PMC, only this batch's records are
+/// dropped: what the caller's batch already holds stays.
+#[test]
+fn a_closed_log_drops_only_the_new_records() {
+    let mut t = Translator::new(rules(Flags::empty(), true, false));
+    t.log_closed();
+    let kept = (1, LogRecord::Userdata { value: 1 });
+    let mut out = vec![kept.clone(), kept.clone()];
+    t.translate(
+        vec![
+            (2, sample(true, None)),
+            (3, E::ThreadExit { pid: 10, tid: 11 }),
+        ],
+        &mut out,
+    );
+    assert_eq!(out, vec![kept.clone(), kept]);
+    assert_eq!(t.discarded(), 2);
+}
