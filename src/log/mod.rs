@@ -124,11 +124,5 @@ pub mod kind {
     pub const PROC_CREATE: u8 = 20;
 }
 
-/// The `enum pmc_cputype` written in INITIALIZE's `pl_cpu` for this
-/// machine (see [`cpu::pmc_cputype`]).
-pub fn arch_code() -> u32 {
-    cpu::this_machine().cputype
-}
-
 #[cfg(test)]
 mod tests;

@@ -140,3 +140,38 @@ pub(super) fn event_names(class: &Class) -> Result<Vec<String>> {
         }
     })
 }
+
+#[cfg(test)]
+mod cpu_identity_tests {
+    /// This machine's INITIALIZE (`crate::log::cpu::this_machine`, through
+    /// the platform) describes the CPU of /proc/cpuinfo, read here on its
+    /// own: the cpuid is hwpmc's `"%s-%d-%02X-%X"` of its vendor, family,
+    /// model and stepping, and the cputype follows hwpmc_amd.c's family test
+    /// (`PMC_CPU_AMD_K8` = 0x01, `PMC_CPU_GENERIC` = 0x400 in sys/sys/pmc.h).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn this_machine_is_described_from_proc_cpuinfo() {
+        let text = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
+        let value = |key: &str| -> String {
+            let line = text
+                .lines()
+                .find(|l| l.split(':').next().map(str::trim) == Some(key))
+                .unwrap_or_else(|| panic!("no {key} in /proc/cpuinfo"));
+            line.split_once(':').unwrap().1.trim().to_string()
+        };
+        let number = |key: &str| value(key).parse::<u32>().expect(key);
+        let vendor = value("vendor_id");
+        let (family, model, stepping) = (number("cpu family"), number("model"), number("stepping"));
+        let me = crate::log::cpu::this_machine();
+        assert_eq!(
+            me.cpuid,
+            format!("{vendor}-{family}-{model:02X}-{stepping:X}")
+        );
+        if (vendor == "AuthenticAMD" || vendor == "HygonGenuine") && family >= 0xF {
+            assert_eq!(me.cputype, 0x01, "PMC_CPU_AMD_K8");
+        } else if vendor != "GenuineIntel" {
+            assert_eq!(me.cputype, 0x400, "PMC_CPU_GENERIC");
+        }
+        assert_ne!(me.cputype, 0, "0 is no enum pmc_cputype");
+    }
+}

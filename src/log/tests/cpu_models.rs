@@ -223,34 +223,3 @@ fn cpuinfo_gives_the_first_cpus_identity() {
         }
     );
 }
-
-/// This machine's INITIALIZE describes the CPU of /proc/cpuinfo (read
-/// here on its own): `arch_code` is its cputype, and the cpuid is
-/// hwpmc's string of its vendor, family, model and stepping.
-#[cfg(all(target_os = "linux", target_arch = "x86_64", not(pmc_force_portable)))]
-#[test]
-fn this_machine_is_described_from_proc_cpuinfo() {
-    let text = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
-    let value = |key: &str| -> String {
-        let line = text
-            .lines()
-            .find(|l| l.split(':').next().map(str::trim) == Some(key))
-            .unwrap_or_else(|| panic!("no {key} in /proc/cpuinfo"));
-        line.split_once(':').unwrap().1.trim().to_string()
-    };
-    let number = |key: &str| value(key).parse::<u32>().expect(key);
-    let vendor = value("vendor_id");
-    let (family, model, stepping) = (number("cpu family"), number("model"), number("stepping"));
-    let me = cpu::this_machine();
-    assert_eq!(
-        me.cpuid,
-        format!("{vendor}-{family}-{model:02X}-{stepping:X}")
-    );
-    assert_eq!(super::super::arch_code(), me.cputype);
-    if (vendor == "AuthenticAMD" || vendor == "HygonGenuine") && family >= 0xF {
-        assert_eq!(me.cputype, AMD_K8);
-    } else if vendor != "GenuineIntel" {
-        assert_eq!(me.cputype, GENERIC);
-    }
-    assert_ne!(super::super::arch_code(), 0, "0 is no enum pmc_cputype");
-}
