@@ -952,16 +952,29 @@ fn system_sampling_logs_every_processs_mappings_once() -> TestResult {
     result
 }
 
-/// The executable `pid` runs once it has left `parent_exe` (its exec done).
+/// The executable `pid` runs once its exec is over: it left `parent_exe`
+/// and sleeps (`sleep` reaches nanosleep only after the kernel and the
+/// dynamic loader mapped everything, so no mapping of its start-up can
+/// race with the log's own view of it).
 fn wait_for_exec(pid: u32, parent_exe: &std::path::Path) -> Result<String, libtest_mimic::Failed> {
     let link = format!("/proc/{pid}/exe");
+    let stat = format!("/proc/{pid}/stat");
     for _ in 0..500 {
+        // State is the field after the parenthesised command name.
+        let sleeping = std::fs::read_to_string(&stat)
+            .ok()
+            .and_then(|s| {
+                s.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim_start().starts_with('S'))
+            })
+            .unwrap_or(false);
         if let Ok(exe) = std::fs::read_link(&link)
             && exe != parent_exe
+            && sleeping
         {
             return Ok(exe.display().to_string());
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    Err(format!("{link} still names the parent after 5 s").into())
+    Err(format!("{pid} did not reach its sleep within 5 s").into())
 }
