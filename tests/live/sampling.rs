@@ -887,94 +887,58 @@ fn closing_the_log_stops(spec: &str, mode: Mode, cpu: Cpu) -> TestResult {
 fn system_sampling_logs_every_processs_mappings_once() -> TestResult {
     let me = std::process::id();
     let exe = std::env::current_exe().ctx("current_exe")?;
-    // Another process already running when the PMC starts: a child of
-    // ours, so its /proc/PID/maps is readable whatever our privileges.
-    let mut child = std::process::Command::new("sleep")
-        .arg("30")
-        .spawn()
-        .ctx("spawn sleep")?;
-    let result = (|| {
-        let child_pid = child.id();
-        let child_exe = wait_for_exec(child_pid, &exe)?;
-        let events = with_log(|| {
-            let mut cpus = pmc::PerCpu::allocate("cpu-clock", Mode::SS, Flags::empty())
-                .ctx("allocate on every CPU")?;
-            cpus.start().ctx("start")?;
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            cpus.stop().ctx("stop")?;
-            Ok(())
-        })?;
-        let logged = |pid: u32, path: &str| {
-            events
-                .iter()
-                .filter(|e| {
-                    matches!(&e.record, LogRecord::MapIn { pid: p, path: q, .. }
-                        if *p == pid && q == path)
-                })
-                .count()
-        };
-        let mine = logged(me, &exe.display().to_string());
-        let childs = logged(child_pid, &child_exe);
-        let pids: std::collections::HashSet<u32> = events
-            .iter()
-            .filter_map(|e| match e.record {
-                LogRecord::MapIn { pid, .. } if pid != u32::MAX => Some(pid),
-                _ => None,
-            })
-            .collect();
-        let kernel = events
-            .iter()
-            .filter(|e| matches!(e.record, LogRecord::MapIn { pid: u32::MAX, .. }))
-            .count();
-        println!(
-            "MAP_IN for {} processes; this one's executable {mine} time(s), the running \
-             child's {childs}; kernel {kernel}",
-            pids.len()
-        );
-        ensure!(mine == 1, "this process's executable logged {mine} times");
-        ensure!(
-            childs == 1,
-            "the running child's executable {child_exe} logged {childs} times"
-        );
-        ensure!(kernel == 1, "the kernel logged {kernel} times");
-        // Other users' processes: only when their maps are readable to us
-        // (root, or CAP_SYS_PTRACE), looked at independently through init's.
-        if std::fs::read_to_string("/proc/1/maps").is_ok_and(|m| !m.is_empty()) {
-            ensure!(
-                pids.contains(&1),
-                "/proc/1/maps is readable but init's mappings were not logged"
-            );
-        }
+    let exe = exe.display().to_string();
+    // Another process already running when the PMC starts: a workload of
+    // ours, loaded and waiting, so its /proc/PID/maps is readable whatever
+    // our privileges and no mapping of its start-up races with the log.
+    let mut w = Workload::spawn("spin", &["1"])?;
+    let child = w.pid();
+    let events = with_log(|| {
+        let mut cpus = pmc::PerCpu::allocate("cpu-clock", Mode::SS, Flags::empty())
+            .ctx("allocate on every CPU")?;
+        cpus.start().ctx("start")?;
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        cpus.stop().ctx("stop")?;
         Ok(())
-    })();
-    let _ = child.kill();
-    let _ = child.wait();
-    result
-}
-
-/// The executable `pid` runs once its exec is over: it left `parent_exe`
-/// and sleeps (`sleep` reaches nanosleep only after the kernel and the
-/// dynamic loader mapped everything, so no mapping of its start-up can
-/// race with the log's own view of it).
-fn wait_for_exec(pid: u32, parent_exe: &std::path::Path) -> Result<String, libtest_mimic::Failed> {
-    let link = format!("/proc/{pid}/exe");
-    let stat = format!("/proc/{pid}/stat");
-    for _ in 0..500 {
-        // State is the field after the parenthesised command name.
-        let sleeping = std::fs::read_to_string(&stat)
-            .ok()
-            .and_then(|s| {
-                s.rsplit_once(')')
-                    .map(|(_, rest)| rest.trim_start().starts_with('S'))
-            })
-            .unwrap_or(false);
-        if let Ok(exe) = std::fs::read_link(&link)
-            && exe != parent_exe
-            && sleeping
-        {
-            return Ok(exe.display().to_string());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
+    })?;
+    w.go()?;
+    w.wait()?;
+    let logged = |pid: u32| {
+        events
+            .iter()
+            .filter(|e| matches!(&e.record, LogRecord::MapIn { pid: p, path, .. } if *p == pid && *path == exe))
+            .count()
+    };
+    let (mine, childs) = (logged(me), logged(child));
+    let pids: std::collections::HashSet<u32> = events
+        .iter()
+        .filter_map(|e| match e.record {
+            LogRecord::MapIn { pid, .. } if pid != u32::MAX => Some(pid),
+            _ => None,
+        })
+        .collect();
+    let kernel = events
+        .iter()
+        .filter(|e| matches!(e.record, LogRecord::MapIn { pid: u32::MAX, .. }))
+        .count();
+    println!(
+        "MAP_IN for {} processes; this one's executable {mine} time(s), the running \
+         workload's {childs}; kernel {kernel}",
+        pids.len()
+    );
+    ensure!(mine == 1, "this process's executable logged {mine} times");
+    ensure!(
+        childs == 1,
+        "the running workload's executable logged {childs} times"
+    );
+    ensure!(kernel == 1, "the kernel logged {kernel} times");
+    // Other users' processes: only when their maps are readable to us
+    // (root, or CAP_SYS_PTRACE), looked at independently through init's.
+    if std::fs::read_to_string("/proc/1/maps").is_ok_and(|m| !m.is_empty()) {
+        ensure!(
+            pids.contains(&1),
+            "/proc/1/maps is readable but init's mappings were not logged"
+        );
     }
-    Err(format!("{pid} did not reach its sleep within 5 s").into())
+    Ok(())
 }
