@@ -168,23 +168,32 @@ pub(crate) fn draining() -> std::sync::MutexGuard<'static, ()> {
     allow(dead_code)
 )]
 pub(crate) fn write_batch(mut batch: Vec<(u64, LogRecord)>) {
-    if batch.is_empty() || !is_configured() {
+    if batch.is_empty() {
         return;
     }
     batch.sort_by_key(|(t, _)| *t);
+    // One lock for the batch: the drainer's sweeps write thousands.
+    let mut sink = lock();
+    let Some(w) = sink.as_mut() else {
+        return;
+    };
     for (t, r) in &batch {
-        let _ = write_at(r, *t);
+        let _ = write_counted(w, r, *t);
     }
 }
 
 /// Appends a record with its own timestamp, if a log is configured; only
 /// what a log takes counts in [`stats`].
 pub(crate) fn write_at(record: &LogRecord, timestamp: u64) -> Result<()> {
+    match lock().as_mut() {
+        Some(w) => write_counted(w, record, timestamp),
+        None => Err(no_log("writelog")),
+    }
+}
+
+/// Writes `record` to the configured log `w` and counts it in [`stats`].
+fn write_counted(w: &mut Writer, record: &LogRecord, timestamp: u64) -> Result<()> {
     use std::sync::atomic::Ordering::Relaxed;
-    let mut sink = lock();
-    let Some(w) = sink.as_mut() else {
-        return Err(no_log("writelog"));
-    };
     w.write(record, timestamp)?;
     match record {
         LogRecord::Callchain { .. } => {
