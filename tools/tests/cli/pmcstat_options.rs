@@ -674,9 +674,12 @@ struct Tmux(String);
 
 impl Tmux {
     fn run(&self, args: &[&str]) -> Result<String, libtest_mimic::Failed> {
+        // The pane's command runs under $SHELL, else the user's login
+        // shell: `nobody`'s is nologin, and CI's environment has no SHELL.
         let out = Command::new("tmux")
-            .args(["-L", &self.0])
+            .args(["-L", &self.0, "-f", "/dev/null"])
             .args(args)
+            .env("SHELL", "/bin/sh")
             .output()
             .ctx("tmux")?;
         ensure!(out.status.success(), "tmux {args:?}: {}", text(&out.stderr));
