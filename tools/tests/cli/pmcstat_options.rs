@@ -385,7 +385,11 @@ fn a_names_every_frame_with_its_source_line() -> TestResult {
             .position(|l| l == "}")
             .ok_or("unterminated hot function")?
         + 1;
-    let (mut hot, mut in_range) = (0, 0);
+    // rustc gives a few compiler-made instructions of the hot loop DWARF
+    // line 0, "no source line" (binutils' addr2line prints `?` for them);
+    // `-a` prints those as pmcstat prints an unresolved line, `??:0`.
+    let (mut hot, mut in_range, mut no_line) = (0, 0, 0);
+    let mut outside = Vec::new();
     for l in annotated
         .lines()
         .filter(|l| l.contains("hot_function_for_profiling"))
@@ -399,19 +403,25 @@ fn a_names_every_frame_with_its_source_line() -> TestResult {
         let line: usize = line.parse().ctx(l)?;
         if file.ends_with("workloads.rs") && (first..=last).contains(&line) {
             in_range += 1;
+        } else if (file, line) == ("??", 0) {
+            no_line += 1;
+        } else {
+            outside.push(l);
         }
     }
     println!(
-        "{samples} samples; {hot} hot frames, {in_range} on lines {first}-{last} of workloads.rs"
+        "{samples} samples; {hot} hot frames, {in_range} on lines {first}-{last} of workloads.rs, \
+         {no_line} on instructions without a line"
     );
     ensure!(
-        hot >= samples * 9 / 10,
-        "{hot} hot frames in {samples} samples"
+        outside.is_empty(),
+        "{} hot frames outside lines {first}-{last}:\n{}",
+        outside.len(),
+        outside.join("\n")
     );
     ensure!(
-        in_range == hot,
-        "{} hot frames outside lines {first}-{last}:\n{annotated}",
-        hot - in_range
+        in_range >= samples * 9 / 10,
+        "{in_range} of {samples} samples have a hot frame on its lines ({no_line} without a line)"
     );
     Ok(())
 }
