@@ -33,7 +33,9 @@ use pmc::log::{LogEvent, LogRecord};
 pub use callgrind_writer::callgrind;
 pub use gmon_writer::{GmonFile, gmon};
 pub use pprof_writer::{pprof, pprof_uncompressed};
-pub use symbols::{Frame, MapStart, Mapping, Resolved, Symbolizer};
+pub use symbols::{
+    Frame, FunctionSymbol, MapStart, Mapping, Resolved, Symbolizer, function_at, function_symbols,
+};
 pub use text::{callgraph, flamegraph, folded};
 
 /// Errors of the writers.

@@ -111,8 +111,8 @@ struct ObjectInfo {
     text_segments: Vec<(u64, u64, u64)>,
     /// All PT_LOADs: (file offset start, file offset end, vaddr).
     segments: Vec<(u64, u64, u64)>,
-    /// (vaddr, size, name) of text symbols, sorted by address.
-    functions: Vec<(u64, u64, String)>,
+    /// Text symbols and PLT stubs, sorted by address ([`function_symbols`]).
+    functions: Vec<FunctionSymbol>,
     /// Lowest and highest address of executable sections (libpmcstat's
     /// `pi_start`/`pi_end`).
     text_range: Option<(u64, u64)>,
@@ -172,18 +172,7 @@ impl ObjectInfo {
                 });
             }
         }
-        use object::ObjectSymbol as _;
-        let mut functions: Vec<(u64, u64, String)> = file
-            .symbols()
-            .chain(file.dynamic_symbols())
-            .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
-            .filter_map(|s| {
-                let name = s.name().ok()?;
-                Some((s.address(), s.size(), demangle(name)))
-            })
-            .collect();
-        functions.sort_by_key(|f| f.0);
-        functions.dedup_by_key(|f| f.0);
+        let functions = function_symbols(&file);
         let build_id = file
             .build_id()
             .ok()
@@ -247,10 +236,8 @@ impl ObjectInfo {
     }
 
     fn symbol_at(&self, addr: u64) -> Option<(u64, &str)> {
-        let i = self.functions.partition_point(|f| f.0 <= addr);
-        let (start, size, name) = self.functions.get(i.checked_sub(1)?)?;
-        // Unsized symbols (assembly) cover up to the next symbol.
-        (*size == 0 || addr < start + size).then_some((*start, name.as_str()))
+        let f = function_at(&self.functions, addr)?;
+        Some((f.start, f.name.as_str()))
     }
 
     fn frames(&self, addr: u64, symbol: Option<&str>) -> Vec<Frame> {
@@ -301,6 +288,126 @@ impl ObjectInfo {
 
 fn demangle(name: &str) -> String {
     format!("{:#}", rustc_demangle::demangle(name))
+}
+
+/// A function of an ELF object: its link-time `[start, end)` and demangled
+/// name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionSymbol {
+    /// Link-time address of its first byte.
+    pub start: u64,
+    /// Link-time address past its last byte.
+    pub end: u64,
+    /// Demangled name; `name@plt` for a PLT stub.
+    pub name: String,
+}
+
+/// The functions of an object, sorted by start: its text symbols (static
+/// and dynamic, one per address) and, on x86-64, `name@plt` for each PLT
+/// stub as binutils' objdump names them.
+///
+/// A sized symbol covers `size` bytes. An unsized one (assembly such as
+/// crti's `_init` and `_fini`) reaches the next function or the end of its
+/// section, whichever comes first, so that a pc in a stub section after
+/// it (lld puts `.plt` after `.fini`) is not taken for it.
+pub fn function_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
+    use object::ObjectSymbol as _;
+    let section_end = |index: Option<object::SectionIndex>| {
+        let section = file.section_by_index(index?).ok()?;
+        Some(section.address() + section.size())
+    };
+    // (start, size, end of its section, name)
+    let mut raw: Vec<(u64, u64, u64, String)> = file
+        .symbols()
+        .chain(file.dynamic_symbols())
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+        .filter_map(|s| {
+            let name = s.name().ok()?;
+            let end = section_end(s.section_index()).unwrap_or(s.address());
+            Some((s.address(), s.size(), end, demangle(name)))
+        })
+        .collect();
+    raw.extend(
+        plt_stubs(file)
+            .into_iter()
+            .map(|(start, name)| (start, PLT_ENTRY, start + PLT_ENTRY, name)),
+    );
+    // Stable: at one address the symbol table's name wins over .dynsym's.
+    raw.sort_by_key(|f| f.0);
+    raw.dedup_by_key(|f| f.0);
+    let next: Vec<u64> = raw.iter().skip(1).map(|f| f.0).collect();
+    raw.into_iter()
+        .enumerate()
+        .map(|(i, (start, size, section_end, name))| {
+            let end = if size > 0 {
+                start.saturating_add(size)
+            } else {
+                next.get(i).map_or(section_end, |&n| n.min(section_end))
+            };
+            FunctionSymbol {
+                start,
+                end: end.max(start),
+                name,
+            }
+        })
+        .collect()
+}
+
+/// The function of `functions` (sorted by start) that covers `addr`.
+pub fn function_at(functions: &[FunctionSymbol], addr: u64) -> Option<&FunctionSymbol> {
+    let i = functions.partition_point(|f| f.start <= addr);
+    let f = functions.get(i.checked_sub(1)?)?;
+    (addr < f.end).then_some(f)
+}
+
+/// Bytes of one x86-64 PLT entry, and of `.plt`'s first (resolver) entry.
+const PLT_ENTRY: u64 = 16;
+
+/// `(address, "name@plt")` of an x86-64 object's PLT stubs: entry `i` jumps
+/// through `.rela.plt`'s relocation `i`. With IBT (`.plt.sec`) the stubs
+/// callers use are `.plt.sec`'s, one per relocation; else they follow
+/// `.plt`'s resolver entry. A layout that does not fit gives no names.
+fn plt_stubs(file: &object::File<'_>) -> Vec<(u64, String)> {
+    use object::ObjectSymbol as _;
+    use object::ObjectSymbolTable as _;
+    if file.architecture() != object::Architecture::X86_64 || !file.is_little_endian() {
+        return Vec::new();
+    }
+    let (Some(rela), Some(dynsym)) = (
+        file.section_by_name(".rela.plt"),
+        file.dynamic_symbol_table(),
+    ) else {
+        return Vec::new();
+    };
+    let Ok(data) = rela.data() else {
+        return Vec::new();
+    };
+    // Elf64_Rela: r_offset, r_info (symbol << 32 | type), r_addend.
+    let names: Vec<Option<String>> = data
+        .chunks_exact(24)
+        .map(|r| {
+            let info = u64::from_le_bytes(r[8..16].try_into().ok()?);
+            let symbol = dynsym
+                .symbol_by_index(object::SymbolIndex((info >> 32) as usize))
+                .ok()?;
+            let name = symbol.name().ok().filter(|n| !n.is_empty())?;
+            Some(format!("{}@plt", demangle(name)))
+        })
+        .collect();
+    let n = names.len() as u64;
+    let first = match (
+        file.section_by_name(".plt.sec"),
+        file.section_by_name(".plt"),
+    ) {
+        (Some(sec), _) if sec.size() == n * PLT_ENTRY => sec.address(),
+        (None, Some(plt)) if plt.size() == (n + 1) * PLT_ENTRY => plt.address() + PLT_ENTRY,
+        _ => return Vec::new(),
+    };
+    names
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, name)| Some((first + i as u64 * PLT_ENTRY, name?)))
+        .collect()
 }
 
 /// Resolves pcs of logged processes, with a cache per pc.

@@ -369,3 +369,99 @@ fn max_depth_limits_named_frames_inline_ones_included() {
     assert_eq!(folded(&profile(None)), "main;outer;middle;inner 3\n");
     assert_eq!(folded(&profile(Some(2))), "middle;inner 3\n");
 }
+
+/// This test binary's functions, from its own ELF file.
+fn own_functions() -> (Vec<u8>, Vec<FunctionSymbol>) {
+    let data = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+    let functions = function_symbols(&object::File::parse(&*data).unwrap());
+    (data, functions)
+}
+
+/// crti's `_fini` has no size. lld places `.plt` right after `.fini`, and
+/// a pc in a PLT stub (a sample at exit lands in `__cxa_finalize@plt`)
+/// was once named `_fini`, with an end past the address space.
+#[test]
+fn an_unsized_symbol_ends_with_its_section() {
+    use object::{Object as _, ObjectSection as _};
+    let (data, functions) = own_functions();
+    let file = object::File::parse(&*data).unwrap();
+    for f in &functions {
+        assert!(f.start < f.end, "{f:?}");
+    }
+    let fini = file.section_by_name(".fini").expect("no .fini section");
+    let fini_end = fini.address() + fini.size();
+    let sym = functions
+        .iter()
+        .find(|f| f.name == "_fini")
+        .expect("no _fini symbol");
+    assert!(
+        sym.end <= fini_end,
+        "{sym:?} ends past .fini ({fini_end:#x})"
+    );
+    assert!(
+        function_at(&functions, fini_end).is_none_or(|f| f.name != "_fini"),
+        "the byte after .fini is _fini's"
+    );
+}
+
+/// Each `name@plt` is a stub that jumps through the GOT slot the dynamic
+/// loader fills for `name`: the stub's `jmp *disp32(%rip)` (ff 25, after
+/// an endbr64 or a bnd prefix where present) must reach the offset of
+/// the JUMP_SLOT relocation naming it, as object's relocation reader
+/// gives it (an independent parse of .rela.plt).
+#[test]
+fn plt_stubs_are_named_after_the_slot_they_jump_through() {
+    use object::{Object as _, ObjectSection as _, ObjectSymbol as _, ObjectSymbolTable as _};
+    let (data, functions) = own_functions();
+    let file = object::File::parse(&*data).unwrap();
+    if file.architecture() != object::Architecture::X86_64 {
+        eprintln!("skipped: PLT stubs are named on x86-64 only");
+        return;
+    }
+    let dynsym = file.dynamic_symbol_table().unwrap();
+    let slots: std::collections::HashMap<String, u64> = file
+        .dynamic_relocations()
+        .into_iter()
+        .flatten()
+        .filter(|(_, r)| {
+            r.flags()
+                == object::RelocationFlags::Elf {
+                    r_type: object::elf::R_X86_64_JUMP_SLOT,
+                }
+        })
+        .filter_map(|(offset, r)| {
+            let object::RelocationTarget::Symbol(i) = r.target() else {
+                return None;
+            };
+            Some((
+                dynsym.symbol_by_index(i).ok()?.name().ok()?.to_string(),
+                offset,
+            ))
+        })
+        .collect();
+    if slots.is_empty() {
+        eprintln!("skipped: this binary was linked without lazy PLT slots");
+        return;
+    }
+    let stubs: Vec<&FunctionSymbol> = functions
+        .iter()
+        .filter(|f| f.name.ends_with("@plt"))
+        .collect();
+    assert_eq!(stubs.len(), slots.len(), "{stubs:?} for {slots:?}");
+    for stub in stubs {
+        let section = file
+            .sections()
+            .find(|s| (s.address()..s.address() + s.size()).contains(&stub.start))
+            .unwrap();
+        let code = &section.data().unwrap()[(stub.start - section.address()) as usize..];
+        let at = code
+            .windows(2)
+            .take(8)
+            .position(|w| w == [0xff, 0x25])
+            .unwrap_or_else(|| panic!("{stub:?}: no jmp *disp32(%rip) in {:x?}", &code[..16]));
+        let disp = i32::from_le_bytes(code[at + 2..at + 6].try_into().unwrap());
+        let target = (stub.start + at as u64 + 6).wrapping_add_signed(disp.into());
+        let name = stub.name.strip_suffix("@plt").unwrap();
+        assert_eq!(Some(&target), slots.get(name), "{stub:?}");
+    }
+}

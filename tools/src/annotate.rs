@@ -17,9 +17,9 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use object::{Object, ObjectSegment, ObjectSymbol};
+use object::{Object, ObjectSegment};
 use pmc::log::{LogEvent, LogRecord};
-use pmc_report::MapStart;
+use pmc_report::{FunctionSymbol, MapStart};
 
 const PAGE: u64 = 4096;
 
@@ -59,22 +59,14 @@ pub fn prepare(
         .collect()
 }
 
-/// A function of an object: link-time start and end, name.
-#[derive(Debug, Clone)]
-struct Function {
-    start: u64,
-    end: u64,
-    name: String,
-}
-
 /// What one object file knows about its addresses.
 struct ObjectInfo {
     /// (file offset start, file offset end, vaddr start) of loadable segments.
     segments: Vec<(u64, u64, u64)>,
     /// Link-time address of the first executable segment.
     first_text_vaddr: Option<u64>,
-    /// Sorted by start; unsized symbols end at the next one.
-    functions: Vec<Function>,
+    /// Sorted by start ([`pmc_report::function_symbols`]).
+    functions: Vec<FunctionSymbol>,
     /// DWARF line tables, when the object has them.
     lines: Option<addr2line::Loader>,
 }
@@ -107,32 +99,7 @@ impl ObjectInfo {
                 (off, off + size, s.address())
             })
             .collect();
-        let mut raw: Vec<(u64, u64, String)> = file
-            .symbols()
-            .chain(file.dynamic_symbols())
-            .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
-            .filter_map(|s| {
-                Some((
-                    s.address(),
-                    s.size(),
-                    format!("{:#}", rustc_demangle::demangle(s.name().ok()?)),
-                ))
-            })
-            .collect();
-        raw.sort_by_key(|f| f.0);
-        raw.dedup_by_key(|f| f.0);
-        let functions = raw
-            .iter()
-            .enumerate()
-            .map(|(i, (start, size, name))| {
-                let next = raw.get(i + 1).map_or(u64::MAX, |n| n.0);
-                Function {
-                    start: *start,
-                    end: if *size == 0 { next } else { start + size },
-                    name: name.clone(),
-                }
-            })
-            .collect();
+        let functions = pmc_report::function_symbols(&file);
         let lines = file
             .has_debug_symbols()
             .then(|| addr2line::Loader::new(path).ok())
@@ -161,10 +128,8 @@ impl ObjectInfo {
             .map(|(s, _, v)| file_offset - s + v)
     }
 
-    fn function(&self, vaddr: u64) -> Option<&Function> {
-        let i = self.functions.partition_point(|f| f.start <= vaddr);
-        let f = self.functions.get(i.checked_sub(1)?)?;
-        (vaddr < f.end).then_some(f)
+    fn function(&self, vaddr: u64) -> Option<&FunctionSymbol> {
+        pmc_report::function_at(&self.functions, vaddr)
     }
 }
 
