@@ -724,6 +724,20 @@ impl Drop for Tmux {
     }
 }
 
+/// Pids of the processes whose environment holds `var=value` (those of
+/// other users, unreadable, are not ours).
+fn processes_with_env(mark: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == mark.as_bytes()))
+        })
+        .collect()
+}
+
 /// The `Samples: N` of the top view's first line.
 fn samples_shown(screen: &str) -> Option<u64> {
     let l = screen.lines().next()?;
@@ -735,8 +749,11 @@ fn top_view_in_tmux_shows_the_hot_function_and_q_quits() -> TestResult {
     let exe = exe()?;
     // After pmcstat: its status and whether the terminal is back in
     // canonical mode (stty prints `icanon`, not `-icanon`).
+    // The workload inherits a mark of this run, so that the check below
+    // finds its process and no other run's.
+    let mark = format!("PMC_TOP_TEST={}", std::process::id());
     let script = format!(
-        "env {}=hot {PMCSTAT} -T -P cpu-clock,usr -n 1000000 -w 0.3 -- {exe} 60000; \
+        "env {}=hot {mark} {PMCSTAT} -T -P cpu-clock,usr -n 1000000 -w 0.3 -- {exe} 60000; \
          echo EXIT:$?; stty -a | grep -o -- '-\\?icanon\\b'; sleep 60",
         crate::workloads::ENV
     );
@@ -757,6 +774,10 @@ fn top_view_in_tmux_shows_the_hot_function_and_q_quits() -> TestResult {
             .nth(2)
             .is_some_and(|l| l.starts_with("%SAMP IMAGE")),
         "{first}"
+    );
+    ensure!(
+        !processes_with_env(&mark).is_empty(),
+        "the running workload is not found by its mark {mark}"
     );
     let alt = tmux.run(&["display", "-p", "#{alternate_on}"])?;
     ensure!(
@@ -802,15 +823,8 @@ fn top_view_in_tmux_shows_the_hot_function_and_q_quits() -> TestResult {
         "alternate screen / cursor not restored: {alt}"
     );
     // q interrupted the 60 s workload: no process of it is left.
-    let left = Command::new("pgrep")
-        .args(["-f", &format!("^{exe} 60000$")])
-        .output()
-        .ctx("pgrep")?;
-    ensure!(
-        left.stdout.is_empty(),
-        "the workload still runs: {}",
-        text(&left.stdout)
-    );
+    let left = processes_with_env(&mark);
+    ensure!(left.is_empty(), "the workload still runs: {left:?}");
     // A command that ignores SIGINT is killed: q still ends pmcstat.
     let tmux = Tmux(format!("pmcstat-top-int-{}", std::process::id()));
     let script = format!(
