@@ -280,7 +280,8 @@ fn switch_counts_of_w_add_up_to_the_total() -> TestResult {
         let apart = (sum as f64 - total as f64).abs() / (total.max(1) as f64);
         ensure!(
             apart <= tolerance,
-            "{spec}: switch counts sum to {sum}, counted {total}"
+            "{spec}: switch counts sum to {sum}, counted {total} (each thread's slice before \
+             its exit comes from the sched:sched_process_exit tracepoint: tracefs)"
         );
     }
     Ok(())
