@@ -335,22 +335,21 @@ pub fn function_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
     // Stable: at one address the symbol table's name wins over .dynsym's.
     raw.sort_by_key(|f| f.0);
     raw.dedup_by_key(|f| f.0);
-    let next: Vec<u64> = raw.iter().skip(1).map(|f| f.0).collect();
-    raw.into_iter()
-        .enumerate()
-        .map(|(i, (start, size, section_end, name))| {
-            let end = if size > 0 {
-                start.saturating_add(size)
-            } else {
-                next.get(i).map_or(section_end, |&n| n.min(section_end))
-            };
-            FunctionSymbol {
-                start,
-                end: end.max(start),
-                name,
-            }
-        })
-        .collect()
+    let mut functions = Vec::with_capacity(raw.len());
+    let mut raw = raw.into_iter().peekable();
+    while let Some((start, size, section_end, name)) = raw.next() {
+        let end = match (size, raw.peek()) {
+            (0, Some(next)) => next.0.min(section_end),
+            (0, None) => section_end,
+            _ => start.saturating_add(size),
+        };
+        functions.push(FunctionSymbol {
+            start,
+            end: end.max(start),
+            name,
+        });
+    }
+    functions
 }
 
 /// The function of `functions` (sorted by start) that covers `addr`.
