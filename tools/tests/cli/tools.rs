@@ -1,6 +1,8 @@
 //! pmcstat and pmccontrol, as a user runs them.
 
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use pmc::probe::Requirement as R;
 
@@ -199,7 +201,7 @@ fn attach_with_t_counts_a_running_child() -> TestResult {
         .spawn()
         .ctx("pmcstat -t")?;
     // Give pmcstat time to attach before the child starts spinning.
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    std::thread::sleep(Duration::from_millis(200));
     let window = crate::workloads::StealWindow::start();
     w.go()?;
     let usage = crate::workloads::Usage::parse(&w.wait()?).ok_or("spin reported no usage")?;
@@ -223,32 +225,34 @@ fn system_wide_on_cpu_0_counts() -> TestResult {
     };
     // A thread of ours, pinned to CPU 0, sleeps 5 ms at a time while
     // pmcstat counts: each sleep is a switch on CPU 0, whatever else runs
-    // there (a CPU-bound task alone on CPU 0 switches never).
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let sleeper = {
-        let stop = stop.clone();
-        std::thread::spawn(move || -> Result<u64, String> {
+    // there (a CPU-bound task alone on CPU 0 switches never). Nothing in
+    // the scope returns early, so the sleeper is always stopped.
+    let stop = AtomicBool::new(false);
+    let (sleeps, before, out, after) = std::thread::scope(|s| {
+        let sleeper = s.spawn(|| -> Result<u64, String> {
             let mut cpu0 = nix::sched::CpuSet::new();
             cpu0.set(0).map_err(|e| e.to_string())?;
             nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpu0)
                 .map_err(|e| format!("pin to CPU 0: {e}"))?;
             let mut sleeps = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                std::thread::sleep(std::time::Duration::from_millis(5));
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(5));
                 sleeps += 1;
             }
             Ok(sleeps)
-        })
-    };
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    let before = ctxt()?;
-    let out = run(
-        PMCSTAT,
-        &["-s", "context-switches", "-c", "0", "-l", "0.3", "--csv"],
-    );
-    let all_cpus = ctxt()? - before;
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let sleeps = sleeper.join().map_err(|_| "the sleeper panicked")??;
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        let before = ctxt();
+        let out = run(
+            PMCSTAT,
+            &["-s", "context-switches", "-c", "0", "-l", "0.3", "--csv"],
+        );
+        let after = ctxt();
+        stop.store(true, Ordering::Relaxed);
+        (sleeper.join(), before, out, after)
+    });
+    let sleeps = sleeps.map_err(|_| "the sleeper panicked")??;
+    let all_cpus = after? - before?;
     let out = out?;
     ensure!(out.status.success(), "pmcstat -s: {}", text(&out.stderr));
     let n = csv_value(&text(&out.stderr), "s/context-switches")?;
