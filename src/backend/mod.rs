@@ -239,6 +239,16 @@ pub trait PreparedEvent: Send + Sync + fmt::Debug {
     /// counters start disabled.
     fn open_process(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>>;
 
+    /// As [`PreparedEvent::open_process`], for a process held before an
+    /// `exec`: the first [`Counters::enable`] only arms the counters, which
+    /// start counting at the process's next exec, so nothing the process
+    /// does before it is counted (perf_event's `enable_on_exec`). A backend
+    /// without such a trigger opens as `open_process` (counting from the
+    /// enable, as FreeBSD's pmcstat does).
+    fn open_process_at_exec(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
+        self.open_process(pid, descendants)
+    }
+
     /// Opens a system-wide counter on one CPU, disabled.
     fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>>;
 

@@ -13,6 +13,24 @@ impl Pmc {
     /// created; with [`Flags::DESCENDANTS`], existing and future child
     /// processes too.
     pub fn attach(&mut self, pid: u32) -> Result<()> {
+        self.attach_target(pid, false)
+    }
+
+    /// Attaches, as [`Pmc::attach`], to a process held before an `exec`
+    /// (a command being started, as pmcstat starts one): the PMC counts
+    /// from that exec on, so nothing the process does before it — the
+    /// starting program's own loading, its wait — is in the count.
+    ///
+    /// Start the PMC before letting the process exec: the first
+    /// [`Pmc::start`] arms the counters and the exec starts them (on Linux,
+    /// perf_event's `enable_on_exec`). A backend without such a trigger
+    /// (the portable and FreeBSD ones) attaches as [`Pmc::attach`] does and
+    /// counts from the start, as FreeBSD's pmcstat does.
+    pub fn attach_at_exec(&mut self, pid: u32) -> Result<()> {
+        self.attach_target(pid, true)
+    }
+
+    fn attach_target(&mut self, pid: u32, at_exec: bool) -> Result<()> {
         if self.mode.is_system() {
             return Err(Error::invalid(
                 "attach",
@@ -45,9 +63,12 @@ impl Pmc {
             });
         }
         self.check_overlap(pid)?;
-        let counters = self
-            .event
-            .open_process(pid, self.flags.contains(Flags::DESCENDANTS))?;
+        let descendants = self.flags.contains(Flags::DESCENDANTS);
+        let counters = if at_exec {
+            self.event.open_process_at_exec(pid, descendants)?
+        } else {
+            self.event.open_process(pid, descendants)?
+        };
         self.targets.push(Target { pid, counters });
         if crate::log::sink::is_configured() {
             let path = self.backend.executable_path(pid).unwrap_or_default();

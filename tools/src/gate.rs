@@ -2,56 +2,120 @@
 //! it before it runs a single instruction of its own (pmcstat forks, waits
 //! and execs the same way).
 //!
-//! The tool re-executes itself as a trampoline with the gate's path in the
-//! environment. The trampoline opens a FIFO for reading, which blocks until
-//! the parent opens it for writing after attaching; then it execs the
-//! command in the same process (same pid). No descriptor leaks into the
-//! command: std opens files close-on-exec.
+//! The tool re-executes itself as a trampoline with the gate's directory in
+//! the environment. The trampoline opens `status` for writing (close-on-exec)
+//! and `gate` for reading; the latter blocks until the parent opens the
+//! writing end. [`HeldCommand::spawn`] returns only once the trampoline
+//! waits there, its own start-up done, so the PMCs attached next count none
+//! of it. [`HeldCommand::release`] writes the go byte and then reads
+//! `status` until it closes: an end of file means the exec succeeded (the
+//! descriptor closed with it); bytes mean the exec failed, with its errno.
+//! No descriptor leaks into the command: std opens files close-on-exec.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus};
 use std::time::Duration;
 
 /// The environment variable that turns the tool into a trampoline.
 pub const GATE_ENV: &str = "PMC_TOOLS_GATE";
 
+/// The shell's status for a command that was not found.
+pub const EXIT_NOT_FOUND: u8 = 127;
+/// The shell's status for a command found but not executable.
+pub const EXIT_NOT_EXECUTABLE: u8 = 126;
+
 /// If this process is a trampoline, waits at the gate and execs the
 /// command (never returns); otherwise returns at once.
 pub fn run_trampoline_if_requested() {
-    let Some(gate) = std::env::var_os(GATE_ENV) else {
+    let Some(dir) = std::env::var_os(GATE_ENV) else {
         return;
     };
-    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
-    let tool = std::env::current_exe()
-        .ok()
-        .and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()))
-        .unwrap_or_else(|| "pmc-tools".into());
-    let wait = std::fs::File::open(&gate).and_then(|mut f| {
+    let dir = PathBuf::from(dir);
+    let mut args = std::env::args_os().skip(1);
+    let (Some(path), Some(arg0)) = (args.next(), args.next()) else {
+        std::process::exit(125);
+    };
+    // Everything the exec needs is built before the gate: what runs after
+    // it is counted.
+    let mut command = Command::new(&path);
+    command.arg0(arg0).args(args).env_remove(GATE_ENV);
+    let Ok(mut status) = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join("status"))
+    else {
+        std::process::exit(125);
+    };
+    let wait = std::fs::File::open(dir.join("gate")).and_then(|mut f| {
         let mut b = [0u8; 1];
         f.read(&mut b)
     });
-    match wait {
-        Ok(1) => {}
+    if !matches!(wait, Ok(1)) {
         // The parent gave up (closed without the go byte): do not run.
-        Ok(_) => std::process::exit(125),
-        Err(e) => {
-            eprintln!("{tool}: waiting at the start gate: {e}");
-            std::process::exit(125);
+        std::process::exit(125);
+    }
+    let err = command.exec();
+    let errno = err.raw_os_error().unwrap_or(0);
+    let _ = status.write_all(&errno.to_ne_bytes());
+    std::process::exit(i32::from(exit_code_of_exec_error(&err)));
+}
+
+/// The status a shell gives a command whose exec failed with `err`.
+pub fn exit_code_of_exec_error(err: &std::io::Error) -> u8 {
+    if err.kind() == std::io::ErrorKind::NotFound {
+        EXIT_NOT_FOUND
+    } else {
+        EXIT_NOT_EXECUTABLE
+    }
+}
+
+/// Finds `program` as a shell does: a name with a `/` as it is, any other
+/// in `$PATH` (the first file the caller may execute). NotFound, or
+/// PermissionDenied when only files the caller may not execute were found
+/// (126 in a shell). A `$PATH` directory the caller may not search hides
+/// nothing from it: that is "not found" too, as bash says, where `execvp`
+/// would report its EACCES.
+pub fn resolve_program(program: &OsStr) -> std::io::Result<PathBuf> {
+    let executable = |p: &Path| -> std::io::Result<()> {
+        let meta =
+            std::fs::metadata(p).map_err(|_| std::io::Error::from(std::io::ErrorKind::NotFound))?;
+        if meta.is_dir() || meta.permissions().mode() & 0o111 == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        }
+        nix::unistd::access(p, nix::unistd::AccessFlags::X_OK).map_err(std::io::Error::from)
+    };
+    if program.is_empty() {
+        return Err(std::io::Error::from(std::io::ErrorKind::NotFound));
+    }
+    if program.as_encoded_bytes().contains(&b'/') {
+        let path = PathBuf::from(program);
+        executable(&path)?;
+        return Ok(path);
+    }
+    // execvp's default search path when PATH is unset.
+    let search = std::env::var_os("PATH").unwrap_or_else(|| "/bin:/usr/bin".into());
+    let mut denied = None;
+    for dir in std::env::split_paths(&search) {
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        let candidate = dir.join(program);
+        match executable(&candidate) {
+            Ok(()) => return Ok(candidate),
+            // Found but not executable: reported only if nothing later
+            // in the path is.
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                denied.get_or_insert(e);
+            }
+            Err(_) => {}
         }
     }
-    let Some((program, rest)) = args.split_first() else {
-        std::process::exit(125);
-    };
-    let err = Command::new(program).args(rest).env_remove(GATE_ENV).exec();
-    eprintln!("{tool}: cannot run {}: {err}", program.to_string_lossy());
-    std::process::exit(if err.kind() == std::io::ErrorKind::NotFound {
-        127
-    } else {
-        126
-    });
+    Err(denied.unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound)))
 }
 
 /// A command started and held before its `exec`.
@@ -59,18 +123,25 @@ pub fn run_trampoline_if_requested() {
 pub struct HeldCommand {
     child: Child,
     dir: PathBuf,
+    /// The gate's writing end: the go byte goes here.
+    gate: std::fs::File,
+    /// The exec's outcome arrives here (see the module doc).
+    status: std::fs::File,
     released: bool,
 }
 
 impl HeldCommand {
-    /// Starts `command args…` held at the gate.
+    /// Starts `command args…` and returns once it waits at the gate, before
+    /// its exec. Finds the program first (see [`resolve_program`]), so a
+    /// command that cannot run fails here, before anything is counted.
     pub fn spawn(command: &[OsString]) -> std::io::Result<HeldCommand> {
-        let Some(_) = command.first() else {
+        let Some(program) = command.first() else {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 "no command given",
             ));
         };
+        let path = resolve_program(program)?;
         let dir = std::env::temp_dir().join(format!(
             "pmc-tools-gate-{}-{}",
             std::process::id(),
@@ -79,23 +150,43 @@ impl HeldCommand {
                 .map_or(0, |d| d.as_nanos())
         ));
         std::fs::create_dir(&dir)?;
-        let fifo = dir.join("gate");
-        nix::unistd::mkfifo(
-            &fifo,
-            nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
-        )
-        .map_err(std::io::Error::from)?;
-        let exe = std::env::current_exe()?;
-        let child = Command::new(exe).args(command).env(GATE_ENV, &fifo).spawn();
-        match child {
-            Ok(child) => Ok(HeldCommand {
+        let cleanup = |e: std::io::Error, dir: &Path| {
+            let _ = std::fs::remove_dir_all(dir);
+            e
+        };
+        let mode = nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR;
+        for fifo in ["gate", "status"] {
+            nix::unistd::mkfifo(&dir.join(fifo), mode)
+                .map_err(|e| cleanup(std::io::Error::from(e), &dir))?;
+        }
+        // Opened before the child, without blocking: the trampoline's open
+        // for writing then finds a reader.
+        let status = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags_nonblock()
+            .open(dir.join("status"))
+            .map_err(|e| cleanup(e, &dir))?;
+        let exe = std::env::current_exe().map_err(|e| cleanup(e, &dir))?;
+        let child = Command::new(exe)
+            .arg(&path)
+            .arg(program)
+            .args(&command[1..])
+            .env(GATE_ENV, &dir)
+            .spawn()
+            .map_err(|e| cleanup(e, &dir))?;
+        let mut child = child;
+        match wait_at_gate(&mut child, &dir) {
+            Ok(gate) => Ok(HeldCommand {
                 child,
                 dir,
+                gate,
+                status,
                 released: false,
             }),
             Err(e) => {
-                let _ = std::fs::remove_dir_all(&dir);
-                Err(e)
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(cleanup(e, &dir))
             }
         }
     }
@@ -105,33 +196,40 @@ impl HeldCommand {
         self.child.id()
     }
 
-    /// Lets the command exec.
+    /// Lets the command exec, and returns once it has: an error is the
+    /// exec's own (the command never ran; see [`exit_code_of_exec_error`]).
     pub fn release(&mut self) -> std::io::Result<()> {
-        let fifo = self.dir.join("gate");
-        // Opening for write blocks until the trampoline opened for read,
-        // which it does first thing; it may have died instead, so poll.
-        let mut file = loop {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .custom_flags_nonblock()
-                .open(&fifo)
-            {
-                Ok(f) => break f,
-                Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENXIO as i32) => {
-                    if let Some(status) = self.child.try_wait()? {
-                        return Err(std::io::Error::other(format!(
-                            "the command exited before it started ({status})"
-                        )));
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                Err(e) => return Err(e),
-            }
-        };
-        file.write_all(&[1])?;
+        self.gate.write_all(&[1])?;
         self.released = true;
         let _ = std::fs::remove_dir_all(&self.dir);
-        Ok(())
+        // The status pipe was opened non-blocking; poll it until the
+        // trampoline's end closes (exec or exit).
+        let mut errno = Vec::new();
+        let mut buf = [0u8; 4];
+        loop {
+            match self.status.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => errno.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        match <[u8; 4]>::try_from(errno.as_slice()) {
+            Ok(bytes) => Err(std::io::Error::from_raw_os_error(i32::from_ne_bytes(bytes))),
+            Err(_) if errno.is_empty() => Ok(()),
+            Err(_) => Err(std::io::Error::other("the command's exec reported garbage")),
+        }
+    }
+
+    /// Sends `signal` to the command (pmcstat.c's `pmcstat_kill_process`
+    /// sends SIGINT when pmcstat is interrupted).
+    pub fn signal(&self, signal: nix::sys::signal::Signal) -> std::io::Result<()> {
+        let pid = i32::try_from(self.child.id()).map_err(std::io::Error::other)?;
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal)
+            .map_err(std::io::Error::from)
     }
 
     /// Waits for the command to exit.
@@ -142,6 +240,29 @@ impl HeldCommand {
     /// Whether the command has exited (non-blocking).
     pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
         self.child.try_wait()
+    }
+}
+
+/// Opens the gate's writing end, which succeeds once the trampoline waits
+/// in its open for reading; it may have died instead, so poll.
+fn wait_at_gate(child: &mut Child, dir: &Path) -> std::io::Result<std::fs::File> {
+    loop {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags_nonblock()
+            .open(dir.join("gate"))
+        {
+            Ok(f) => return Ok(f),
+            Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENXIO as i32) => {
+                if let Some(status) = child.try_wait()? {
+                    return Err(std::io::Error::other(format!(
+                        "the command exited before it started ({status})"
+                    )));
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            Err(e) => return Err(e),
+        }
     }
 }
 
@@ -156,8 +277,8 @@ impl Drop for HeldCommand {
     }
 }
 
-/// `O_NONBLOCK` for the FIFO's write side, so a dead reader is ENXIO
-/// rather than a hang.
+/// `O_NONBLOCK` for the FIFOs, so a dead reader is ENXIO rather than a
+/// hang, and the status reader can be opened before any writer.
 trait NonBlocking {
     fn custom_flags_nonblock(&mut self) -> &mut Self;
 }
@@ -168,7 +289,6 @@ impl NonBlocking for std::fs::OpenOptions {
         self.custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
     }
 }
-
 /// The shell-style exit status of a finished command: its code, or 128 +
 /// the signal that killed it.
 pub fn exit_code(status: ExitStatus) -> u8 {

@@ -116,6 +116,9 @@ pub(super) struct ProcessCounters {
     user_read: Option<(Event, pmc_linux::selfmon::UserPage)>,
     /// Whether the counters are enabled now.
     enabled: bool,
+    /// Opened with `enable_on_exec` and not enabled yet: the first enable
+    /// leaves them to the kernel, which enables them at the exec.
+    armed_for_exec: bool,
     /// Software and tracepoint counters, which the kernel never multiplexes:
     /// their per-CPU instances' running times add up to a little less than
     /// the thread's enabled time only by scheduling overhead (0.2 % seen),
@@ -215,7 +218,12 @@ fn map_rings(
 }
 
 impl ProcessCounters {
-    pub(super) fn open(event: &LinuxEvent, pid: u32, descendants: bool) -> Result<ProcessCounters> {
+    pub(super) fn open(
+        event: &LinuxEvent,
+        pid: u32,
+        descendants: bool,
+        at_exec: bool,
+    ) -> Result<ProcessCounters> {
         let root = i32::try_from(pid).map_err(|_| Error::NoSuchProcess { op: "attach", pid })?;
         let mut processes = vec![root];
         if descendants {
@@ -246,6 +254,7 @@ impl ProcessCounters {
                 // (hybrid) and CPU (logging) are one counter to scale.
                 let first = events.len();
                 for attr in &event.attrs {
+                    let attr = &attr.enable_on_exec(at_exec);
                     for &cpu in &cpus {
                         let target = Target { pid: tid, cpu };
                         let leader = match open_with_fallback(attr, target, event) {
@@ -309,6 +318,7 @@ impl ProcessCounters {
             plain_attr,
             user_read: None,
             enabled: false,
+            armed_for_exec: at_exec,
             // linux/perf_event.h: PERF_TYPE_SOFTWARE 1, PERF_TYPE_TRACEPOINT 2.
             never_multiplexed: event.attrs.iter().all(|a| matches!(a.type_id(), 1 | 2)),
         })
@@ -423,6 +433,13 @@ fn open_with_fallback(attr: &Attr, target: Target, event: &LinuxEvent) -> Result
 impl Counters for ProcessCounters {
     #[inline]
     fn enable(&mut self) -> Result<()> {
+        if self.armed_for_exec {
+            // The kernel enables them at the exec; an ioctl now would count
+            // what the process does before it.
+            self.armed_for_exec = false;
+            self.enabled = true;
+            return Ok(());
+        }
         if let [one] = &self.events[..] {
             one.enable().map_err(from_linux)?;
         } else {
@@ -484,7 +501,11 @@ impl Counters for ProcessCounters {
     }
 
     fn hot(&self) -> Option<HotCounter> {
-        (self.events.len() == 1 && self.rings.is_none() && self.user_read.is_none())
+        // An armed counter's first enable is not an ioctl.
+        (self.events.len() == 1
+            && self.rings.is_none()
+            && self.user_read.is_none()
+            && !self.armed_for_exec)
             .then(|| HotCounter(self.events.clone()))
     }
 

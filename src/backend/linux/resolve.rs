@@ -59,7 +59,21 @@ impl PreparedEvent for LinuxEvent {
     }
 
     fn open_process(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
-        Ok(Box::new(ProcessCounters::open(self, pid, descendants)?))
+        Ok(Box::new(ProcessCounters::open(
+            self,
+            pid,
+            descendants,
+            false,
+        )?))
+    }
+
+    fn open_process_at_exec(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
+        Ok(Box::new(ProcessCounters::open(
+            self,
+            pid,
+            descendants,
+            true,
+        )?))
     }
 
     fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {

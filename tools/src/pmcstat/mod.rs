@@ -15,7 +15,7 @@ mod watch;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -114,16 +114,34 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         flags |= Flags::LOG_PROCCSW;
     }
 
+    // Everything that can fail without measuring fails before the log is
+    // touched: the command, the backend, then (below) the specifiers.
+    if let Some(program) = args.command.first()
+        && let Err(e) = gate::resolve_program(program)
+    {
+        return Err(cannot_run(program, &e));
+    }
+    let process_pmcs = !args.process.is_empty() || !args.process_sampling.is_empty();
+    if process_pmcs {
+        check_backend_counts_others()?;
+    }
+
     // The log first: LOG_PROC* counters need it, and allocations are logged.
+    // An -O file is written beside its destination and renamed into place
+    // once recording runs, so a failed run leaves an existing log alone.
     let memory_log = pmc::log::sink::MemoryLog::new();
+    let mut pending_log = None;
     if logging {
         let configured = match &args.log_out {
-            Some(path) => std::fs::File::create(path)
-                .map_err(|e| {
+            Some(path) => {
+                let temp = PendingLog::create(path)?;
+                let file = temp.file().map_err(|e| {
                     eprintln!("{TOOL}: cannot create {}: {e}", path.display());
                     ExitCode::FAILURE
-                })
-                .and_then(|f| pmc::log::sink::configure_logfile(f).map_err(|e| fail(TOOL, &e))),
+                })?;
+                pending_log = Some(temp);
+                pmc::log::sink::configure_logfile(file).map_err(|e| fail(TOOL, &e))
+            }
             None => {
                 pmc::log::sink::configure_logfile(memory_log.clone()).map_err(|e| fail(TOOL, &e))
             }
@@ -134,9 +152,8 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
     // Allocate everything first: a bad specifier fails before anything runs.
     let mut counters = Vec::new();
     for spec in &args.process {
-        let pmc =
-            Pmc::allocate(spec, Mode::TC, flags, pmc::Cpu::Any).map_err(|e| fail(TOOL, &e))?;
-        counters.push(Counter::Process(format!("p/{spec}"), Box::new(pmc)));
+        let (pmc, label) = allocate_process_pmc(spec, Mode::TC, flags, 0)?;
+        counters.push(Counter::Process(format!("p/{label}"), Box::new(pmc)));
     }
     for spec in &args.system {
         let per_cpu = PerCpu::allocate_on_cpus(spec, Mode::SC, Flags::empty(), &cpus)
@@ -159,10 +176,7 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
             } else {
                 Flags::empty()
             };
-        samplers.push(
-            Pmc::allocate_with_count(spec, Mode::TS, flags, pmc::Cpu::Any, args.reload)
-                .map_err(|e| fail(TOOL, &e))?,
-        );
+        samplers.push(allocate_process_pmc(spec, Mode::TS, flags, args.reload)?.0);
     }
     for spec in &args.system_sampling {
         for &cpu in &cpus {
@@ -182,22 +196,23 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
     let mut held = if args.command.is_empty() {
         None
     } else {
-        Some(HeldCommand::spawn(&args.command).map_err(|e| {
-            eprintln!("{TOOL}: cannot start {:?}: {e}", args.command[0]);
-            ExitCode::FAILURE
-        })?)
+        Some(HeldCommand::spawn(&args.command).map_err(|e| cannot_run(&args.command[0], &e))?)
     };
-    let target = held.as_ref().map(HeldCommand::pid).or(args.pid);
+    // A command is counted from its exec on (attach_at_exec): pmcstat's own
+    // start-up of it is not the command's work.
+    let attach = |p: &mut Pmc| match (&held, args.pid) {
+        (Some(h), _) => p.attach_at_exec(h.pid()),
+        (None, Some(pid)) => p.attach(pid),
+        (None, None) => Ok(()),
+    };
     for c in &mut counters {
-        if let (Counter::Process(_, p), Some(pid)) = (c, target) {
-            p.attach(pid).map_err(|e| fail(TOOL, &e))?;
+        if let Counter::Process(_, p) = c {
+            attach(p).map_err(|e| fail(TOOL, &e))?;
         }
     }
     for p in &mut samplers {
-        if p.mode() == Mode::TS
-            && let Some(pid) = target
-        {
-            p.attach(pid).map_err(|e| fail(TOOL, &e))?;
+        if p.mode() == Mode::TS {
+            attach(p).map_err(|e| fail(TOOL, &e))?;
         }
     }
     for c in &mut counters {
@@ -207,18 +222,23 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         p.start().map_err(|e| fail(TOOL, &e))?;
     }
     if let Some(h) = &mut held {
-        h.release().map_err(|e| {
-            eprintln!("{TOOL}: {e}");
-            ExitCode::FAILURE
-        })?;
+        h.release().map_err(|e| cannot_run(&args.command[0], &e))?;
+    }
+    // Recording runs: the log takes its name now.
+    if let (Some(pending), Some(path)) = (pending_log.take(), &args.log_out) {
+        pending.persist(path)?;
     }
 
-    let interrupted = Arc::new(AtomicBool::new(false));
+    let interrupts = Arc::new(AtomicUsize::new(0));
     {
-        let flag = interrupted.clone();
-        // Ctrl-C reaches the command too; we only stop waiting and report.
-        let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+        let count = interrupts.clone();
+        // pmcstat.c on SIGINT: signal the command it started
+        // (pmcstat_kill_process), then report once it exits.
+        let _ = ctrlc::set_handler(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
     }
+    let mut interrupts_seen = 0;
 
     let format = if args.json {
         Format::Json
@@ -252,7 +272,7 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
             skiplink,
             &memory_log,
             &mut held,
-            &interrupted,
+            &interrupts,
         )?;
     }
     // -T ran its own loop until the end.
@@ -274,14 +294,17 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         {
             break;
         }
-        if held.is_none()
-            && args.pid.is_none()
-            && deadline.is_none()
-            && interrupted.load(Ordering::SeqCst)
-        {
-            break;
+        let now_interrupted = interrupts.load(Ordering::SeqCst);
+        if now_interrupted > interrupts_seen {
+            interrupts_seen = now_interrupted;
+            match &held {
+                // The first Ctrl-C asks the command to stop, a second one
+                // kills it; its exit ends the loop above.
+                Some(h) => forward_interrupt(h, interrupts_seen)?,
+                None => break,
+            }
         }
-        if interrupted.load(Ordering::SeqCst) || deadline.is_some_and(|d| Instant::now() >= d) {
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
         if let Some(tick) = next_tick
@@ -348,12 +371,167 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         )?;
         emit(&mut sink, &mut printer, start, &samples)?;
     }
-    // With -l, the command keeps running; wait for it so its status passes through.
+    // With -l, the command keeps running; wait for it so its status passes
+    // through (Ctrl-C still reaches it).
     if let Some(h) = &mut held
         && deadline.is_some()
-        && let Ok(status) = h.wait()
     {
-        exit = ExitCode::from(gate::exit_code(status));
+        loop {
+            match h.try_wait() {
+                Ok(Some(status)) => {
+                    exit = ExitCode::from(gate::exit_code(status));
+                    break;
+                }
+                Ok(None) => {}
+                Err(_) => break,
+            }
+            let now_interrupted = interrupts.load(Ordering::SeqCst);
+            if now_interrupted > interrupts_seen {
+                interrupts_seen = now_interrupted;
+                forward_interrupt(h, interrupts_seen)?;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
     Ok(exit)
+}
+
+/// Sends the command SIGINT at the first interrupt, SIGKILL after.
+fn forward_interrupt(held: &HeldCommand, interrupts: usize) -> Result<(), ExitCode> {
+    let signal = if interrupts <= 1 {
+        nix::sys::signal::Signal::SIGINT
+    } else {
+        nix::sys::signal::Signal::SIGKILL
+    };
+    match held.signal(signal) {
+        Ok(()) => Ok(()),
+        // It exited already: the loop reaps it.
+        Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ESRCH as i32) => Ok(()),
+        Err(e) => {
+            eprintln!("{TOOL}: cannot signal the command: {e}");
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// The command cannot run: its error alone, with the shell's status (127
+/// not found, 126 not executable).
+fn cannot_run(program: &std::ffi::OsStr, e: &std::io::Error) -> ExitCode {
+    let what = match e.kind() {
+        std::io::ErrorKind::NotFound => "command not found".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ => e.to_string(),
+    };
+    eprintln!("{TOOL}: cannot run {}: {what}", program.to_string_lossy());
+    ExitCode::from(gate::exit_code_of_exec_error(e))
+}
+
+/// Counting or sampling a command or another process needs a backend that
+/// reaches other processes; the portable one reads only pmcstat's own
+/// getrusage, so pmcstat says so before it starts anything.
+fn check_backend_counts_others() -> Result<(), ExitCode> {
+    let choice = pmc::backend::active();
+    if choice.name != "portable" {
+        return Ok(());
+    }
+    eprintln!(
+        "{TOOL}: -p and -P count a command or another process, but the backend in use, \
+         portable ({}), counts only the process that calls it (pmcstat itself); \
+         unset PMC_BACKEND or let perf_event be used (see `cargo xtask probe`)",
+        choice.reason
+    );
+    Err(ExitCode::FAILURE)
+}
+
+/// Allocates a process PMC (TC, or TS with `reload`); returns it with the
+/// specifier it counts. Where the kernel refuses kernel-mode counting
+/// (perf_event_paranoid) and the specifier did not ask for a mode, it
+/// counts user mode only and says why, as perf stat does; the library
+/// itself keeps the strict error.
+fn allocate_process_pmc(
+    spec: &str,
+    mode: Mode,
+    flags: Flags,
+    reload: u64,
+) -> Result<(Pmc, String), ExitCode> {
+    let allocate = |spec: &str| {
+        if mode == Mode::TS {
+            Pmc::allocate_with_count(spec, mode, flags, pmc::Cpu::Any, reload)
+        } else {
+            Pmc::allocate(spec, mode, flags, pmc::Cpu::Any)
+        }
+    };
+    match allocate(spec) {
+        Ok(pmc) => Ok((pmc, spec.to_string())),
+        Err(strict @ pmc::Error::PermissionDenied { .. }) => {
+            let user_only = format!("{spec},usr");
+            match allocate(&user_only) {
+                Ok(pmc) => {
+                    let why = match &strict {
+                        pmc::Error::PermissionDenied {
+                            hint: Some(hint), ..
+                        } => hint.clone(),
+                        other => other.to_string(),
+                    };
+                    eprintln!(
+                        "{TOOL}: warning: counting {spec} in user mode only ({user_only}): {}",
+                        why.replace('\n', " ")
+                    );
+                    Ok((pmc, user_only))
+                }
+                // Not a mode problem (or the spec named one): the first error.
+                Err(_) => Err(fail(TOOL, &strict)),
+            }
+        }
+        Err(e) => Err(fail(TOOL, &e)),
+    }
+}
+
+/// An `-O` log being written under a temporary name beside its
+/// destination; dropped before [`PendingLog::persist`], it is removed.
+struct PendingLog(tempfile::NamedTempFile);
+
+impl PendingLog {
+    fn create(path: &std::path::Path) -> Result<PendingLog, ExitCode> {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => std::path::Path::new("."),
+        };
+        let name = path
+            .file_name()
+            .map_or_else(|| "pmclog".into(), |n| n.to_string_lossy().into_owned());
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".partial")
+            .permissions(new_file_permissions())
+            .tempfile_in(dir)
+            .map_err(|e| {
+                eprintln!("{TOOL}: cannot create {}: {e}", path.display());
+                ExitCode::FAILURE
+            })?;
+        Ok(PendingLog(temp))
+    }
+
+    fn file(&self) -> std::io::Result<std::fs::File> {
+        self.0.as_file().try_clone()
+    }
+
+    fn persist(self, path: &std::path::Path) -> Result<(), ExitCode> {
+        self.0.persist(path).map(drop).map_err(|e| {
+            eprintln!("{TOOL}: cannot write {}: {}", path.display(), e.error);
+            ExitCode::FAILURE
+        })
+    }
+}
+
+/// The mode `File::create` would give a new file: 0666 less the umask
+/// (a temporary file is 0600 otherwise).
+fn new_file_permissions() -> std::fs::Permissions {
+    use nix::sys::stat::{Mode, umask};
+    use std::os::unix::fs::PermissionsExt;
+    // umask can only be read by setting it; no other thread creates files
+    // yet (the log's drainer starts with the first sampling attach).
+    let mask = umask(Mode::from_bits_truncate(0o022));
+    umask(mask);
+    std::fs::Permissions::from_mode(0o666 & !mask.bits())
 }

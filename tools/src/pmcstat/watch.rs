@@ -1,7 +1,7 @@
 //! `-T`: the live top view of the sampling PMCs.
 
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::annotate;
@@ -12,15 +12,15 @@ use super::TOOL;
 use super::options::{Args, fs_root};
 
 /// `-T`: the live view until `q`, Ctrl-C or the target's exit. A command
-/// still running at `q` is interrupted (SIGINT, as pmcstat does) and
-/// waited for.
+/// still running at `q` or Ctrl-C is interrupted (SIGINT, as pmcstat does)
+/// and waited for.
 pub(super) fn watch(
     args: &Args,
     threshold: f64,
     skiplink: bool,
     memory_log: &pmc::log::sink::MemoryLog,
     held: &mut Option<HeldCommand>,
-    interrupted: &AtomicBool,
+    interrupts: &AtomicUsize,
 ) -> Result<ExitCode, ExitCode> {
     let mut view = top::TopView::new(threshold, skiplink, args.show_address);
     let interval = Duration::from_secs_f64(args.interval.unwrap_or(5.0));
@@ -55,7 +55,7 @@ pub(super) fn watch(
             }
         },
         || {
-            if interrupted.load(Ordering::SeqCst) {
+            if interrupts.load(Ordering::SeqCst) > 0 {
                 return true;
             }
             if let Some(h) = held.as_mut() {
@@ -78,17 +78,16 @@ pub(super) fn watch(
     if let Some(s) = status {
         return Ok(ExitCode::from(gate::exit_code(s)));
     }
-    if ended == top::Ended::Quit
+    if (ended == top::Ended::Quit || interrupts.load(Ordering::SeqCst) > 0)
         && let Some(h) = held.as_mut()
     {
-        use nix::sys::signal::{Signal, kill};
-        let pid = nix::unistd::Pid::from_raw(h.pid() as i32);
-        let _ = kill(pid, Signal::SIGINT);
+        use nix::sys::signal::Signal;
+        let _ = h.signal(Signal::SIGINT);
         // A command that ignores SIGINT is killed after 2 s.
         let end = Instant::now() + Duration::from_secs(2);
         while matches!(h.try_wait(), Ok(None)) {
             if Instant::now() >= end {
-                let _ = kill(pid, Signal::SIGKILL);
+                let _ = h.signal(Signal::SIGKILL);
                 let _ = h.wait();
                 break;
             }

@@ -1,0 +1,560 @@
+//! pmcstat used as people use a profiler: typos next to a log worth
+//! keeping, commands that cannot start, Ctrl-C, an unprivileged user, and
+//! counts compared with `perf stat` on the machine's own binaries.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use pmc::probe::Requirement as R;
+
+use crate::ensure;
+use crate::harness::{Context, LiveTest, TestResult, test};
+
+const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
+
+pub fn tests() -> Vec<LiveTest> {
+    vec![
+        test(
+            "real_use::a_failed_run_leaves_an_existing_log_untouched",
+            vec![],
+            a_failed_run_leaves_an_existing_log_untouched,
+        ),
+        test(
+            "real_use::a_recording_replaces_the_log_only_once_it_runs",
+            vec![R::Paranoid(2)],
+            a_recording_replaces_the_log_only_once_it_runs,
+        ),
+        test(
+            "real_use::a_command_that_cannot_start_prints_only_its_error",
+            vec![],
+            a_command_that_cannot_start_prints_only_its_error,
+        ),
+        test(
+            "real_use::counts_of_a_command_are_its_own_as_perf_stat_counts_them",
+            vec![R::Paranoid(2), R::Program("perf".into())],
+            counts_of_a_command_are_its_own_as_perf_stat_counts_them,
+        ),
+        test(
+            "real_use::sigint_stops_the_command_and_still_reports",
+            vec![R::Paranoid(2)],
+            sigint_stops_the_command_and_still_reports,
+        ),
+        test(
+            "real_use::without_kernel_counting_a_bare_event_counts_user_mode_and_says_why",
+            vec![R::RestrictedTo(2)],
+            without_kernel_counting_a_bare_event_counts_user_mode_and_says_why,
+        ),
+        test(
+            "real_use::the_portable_backend_is_refused_for_a_command_with_the_reason",
+            vec![],
+            the_portable_backend_is_refused_for_a_command_with_the_reason,
+        ),
+    ]
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A temporary directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Result<TempDir, libtest_mimic::Failed> {
+        let out = Command::new("mktemp")
+            .args(["-d", "-t", "pmcstat-real-use.XXXXXX"])
+            .output()
+            .ctx("mktemp")?;
+        ensure!(out.status.success(), "mktemp -d failed");
+        Ok(TempDir(PathBuf::from(text(&out.stdout).trim())))
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// The names in the directory, sorted.
+    fn names(&self) -> Result<Vec<String>, libtest_mimic::Failed> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .ctx("read the temporary directory")?
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> Result<Output, libtest_mimic::Failed> {
+    let mut c = Command::new(PMCSTAT);
+    c.args(args).stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().ctx("run pmcstat")
+}
+
+fn describe(out: &Output) -> String {
+    format!(
+        "status {:?}, stdout {:?}, stderr {:?}",
+        out.status.code(),
+        text(&out.stdout),
+        text(&out.stderr)
+    )
+}
+
+/// A regular file without execute permission, in `dir`.
+fn not_executable(dir: &TempDir) -> Result<String, libtest_mimic::Failed> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.path("not-a-program");
+    std::fs::write(&path, "echo should not run\n").ctx("write not-a-program")?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
+        .ctx("chmod not-a-program")?;
+    Ok(path.to_string_lossy().into_owned())
+}
+
+fn a_failed_run_leaves_an_existing_log_untouched() -> TestResult {
+    let dir = TempDir::new()?;
+    let plain = not_executable(&dir)?;
+    let log = dir.path("good.pmclog");
+    let precious = b"an earlier recording that must survive a typo\n".repeat(1000);
+    std::fs::write(&log, &precious).ctx("write the existing log")?;
+    let log_arg = log.to_string_lossy().into_owned();
+    // Each fails at a different step: the specifier, the command, the CPU
+    // (the last two after the log is configured).
+    let cases: [(&[&str], i32); 4] = [
+        (&["-P", "cpu-clokc,usr", "-O", &log_arg, "--", "true"], 2),
+        (
+            &["-P", "cpu-clock,usr", "-O", &log_arg, "--", "nosuchcmd-pmc"],
+            127,
+        ),
+        (
+            &["-p", "task-clock", "-E", "-O", &log_arg, "--", &plain],
+            126,
+        ),
+        (
+            &["-S", "cpu-clock", "-c", "4096", "-O", &log_arg, "-l", "1"],
+            2,
+        ),
+    ];
+    for (args, status) in cases {
+        let out = run(args, &[])?;
+        ensure!(
+            out.status.code() == Some(status),
+            "pmcstat {args:?}: expected status {status}, got {}",
+            describe(&out)
+        );
+        let now = std::fs::read(&log).ctx("read the log back")?;
+        ensure!(
+            now == precious,
+            "pmcstat {args:?} (which failed) changed the existing log: {} bytes now, {} before",
+            now.len(),
+            precious.len()
+        );
+        let names = dir.names()?;
+        ensure!(
+            names == ["good.pmclog", "not-a-program"],
+            "pmcstat {args:?} left files behind: {names:?}"
+        );
+    }
+    // A log that did not exist is not created by a failed run either.
+    let fresh = dir.path("fresh.pmclog");
+    let fresh_arg = fresh.to_string_lossy().into_owned();
+    let out = run(
+        &["-P", "cpu-clokc,usr", "-O", &fresh_arg, "--", "true"],
+        &[],
+    )?;
+    ensure!(out.status.code() == Some(2), "{}", describe(&out));
+    ensure!(!fresh.exists(), "a failed run created {}", fresh.display());
+    Ok(())
+}
+
+fn a_recording_replaces_the_log_only_once_it_runs() -> TestResult {
+    let dir = TempDir::new()?;
+    let log = dir.path("prof.pmclog");
+    std::fs::write(&log, b"old").ctx("write the old log")?;
+    // What File::create gives a new file under this process's umask.
+    let reference = dir.path("reference");
+    std::fs::File::create(&reference).ctx("create a reference file")?;
+    let log_arg = log.to_string_lossy().into_owned();
+    let out = run(
+        &[
+            "-P",
+            "cpu-clock,usr",
+            "-O",
+            &log_arg,
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done",
+        ],
+        &[],
+    )?;
+    ensure!(out.status.success(), "{}", describe(&out));
+    let dump = run(&["-R", &log_arg], &[])?;
+    ensure!(
+        dump.status.success(),
+        "-R of the new log: {}",
+        describe(&dump)
+    );
+    let first = text(&dump.stdout).lines().next().unwrap_or("").to_string();
+    ensure!(
+        first.starts_with("initlog "),
+        "the log was not replaced by the recording: first record {first:?}"
+    );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777);
+    let (got, want) = (
+        mode(&log).ctx("stat the log")?,
+        mode(&reference).ctx("stat the reference")?,
+    );
+    ensure!(
+        got == want,
+        "the log's mode is {got:o}, a file created as usual has {want:o}"
+    );
+    let names = dir.names()?;
+    ensure!(
+        names == ["prof.pmclog", "reference"],
+        "temporary files left behind: {names:?}"
+    );
+    Ok(())
+}
+
+fn a_command_that_cannot_start_prints_only_its_error() -> TestResult {
+    let dir = TempDir::new()?;
+    let plain = not_executable(&dir)?;
+    let log = dir.path("never.pmclog");
+    let log_arg = log.to_string_lossy().into_owned();
+    let cases: [(&[&str], i32, &str); 3] = [
+        (
+            &["-p", "task-clock", "--", "nosuchcmd-pmc"],
+            127,
+            "nosuchcmd-pmc",
+        ),
+        (
+            &[
+                "-p",
+                "task-clock",
+                "-O",
+                &log_arg,
+                "-E",
+                "--",
+                "nosuchcmd-pmc",
+            ],
+            127,
+            "nosuchcmd-pmc",
+        ),
+        // A file that exists but is not executable: the shell's 126.
+        (&["-p", "task-clock", "--", &plain], 126, "not-a-program"),
+    ];
+    for (args, status, name) in cases {
+        let out = run(args, &[])?;
+        let err = text(&out.stderr);
+        ensure!(
+            out.status.code() == Some(status),
+            "pmcstat {args:?}: expected status {status}, got {}",
+            describe(&out)
+        );
+        ensure!(
+            out.stdout.is_empty() && err.lines().count() == 1,
+            "pmcstat {args:?} printed more than the error: {}",
+            describe(&out)
+        );
+        ensure!(
+            err.contains("cannot run") && err.contains(name),
+            "the error does not say which command cannot run: {err:?}"
+        );
+    }
+    ensure!(!log.exists(), "a command that never ran left a log");
+    Ok(())
+}
+
+/// The median of `runs` values of `f`.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// `pmcstat -p page-faults,usr -p task-clock,usr -- COMMAND`: (faults, ms).
+fn pmcstat_counts(command: &[&str]) -> Result<(f64, f64), libtest_mimic::Failed> {
+    let mut args = vec!["-p", "page-faults,usr", "-p", "task-clock,usr", "--"];
+    args.extend_from_slice(command);
+    let out = run(&args, &[])?;
+    ensure!(out.status.success(), "pmcstat {args:?}: {}", describe(&out));
+    let err = text(&out.stderr);
+    let last = err.lines().last().unwrap_or("");
+    let v: Vec<f64> = last
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    ensure!(v.len() == 2, "pmcstat's count line {last:?} in {err:?}");
+    Ok((v[0], v[1] / 1e6))
+}
+
+/// `perf stat -x, -e page-faults:u -e task-clock:u COMMAND`: (faults, ms).
+fn perf_counts(command: &[&str]) -> Result<(f64, f64), libtest_mimic::Failed> {
+    let out = Command::new("perf")
+        .args([
+            "stat",
+            "-x,",
+            "-e",
+            "page-faults:u",
+            "-e",
+            "task-clock:u",
+            "--",
+        ])
+        .args(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .output()
+        .ctx("run perf stat")?;
+    ensure!(out.status.success(), "perf stat: {}", describe(&out));
+    let err = text(&out.stderr);
+    let value = |event: &str| -> Option<f64> {
+        err.lines()
+            .find(|l| l.contains(event))
+            .and_then(|l| l.split(',').next())
+            .and_then(|v| v.trim().parse().ok())
+    };
+    match (value("page-faults"), value("task-clock")) {
+        (Some(f), Some(ms)) => Ok((f, ms)),
+        _ => Err(format!("perf stat's CSV without both counts: {err:?}").into()),
+    }
+}
+
+fn counts_of_a_command_are_its_own_as_perf_stat_counts_them() -> TestResult {
+    let dir = TempDir::new()?;
+    // gzip's input: 2 MB of varied text, made here.
+    let input = dir.path("input.txt");
+    let mut data = String::with_capacity(2 << 20);
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    while data.len() < 2 << 20 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        data.push_str(&format!("{x:x} {} line\n", x % 1000));
+    }
+    std::fs::write(&input, data).ctx("write gzip's input")?;
+    let input = input.to_string_lossy().into_owned();
+    // (command, fault tolerance). Task-clock may differ by 5 %, or by
+    // 0.15 ms where that is more: /bin/true runs for half a millisecond,
+    // where a percent is a few microseconds of scheduling noise.
+    let workloads: [(&[&str], f64); 3] = [
+        (&["/bin/true"], 6.0),
+        (&["ls", "-l", "/usr/bin"], 8.0),
+        (&["gzip", "-9", "-c", "-f", &input], 8.0),
+    ];
+    let mut report = Vec::new();
+    for (command, fault_slack) in workloads {
+        // Alternate the tools so that both meet the same machine state.
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            ours.push(pmcstat_counts(command)?);
+            theirs.push(perf_counts(command)?);
+        }
+        let faults = |v: &[(f64, f64)]| median(v.iter().map(|c| c.0).collect());
+        let clock = |v: &[(f64, f64)]| median(v.iter().map(|c| c.1).collect());
+        let (f_ours, f_perf) = (faults(&ours), faults(&theirs));
+        let (c_ours, c_perf) = (clock(&ours), clock(&theirs));
+        report.push(format!(
+            "{command:?}: faults {f_ours} vs perf {f_perf}, task-clock {c_ours:.3} ms vs {c_perf:.3} ms"
+        ));
+        ensure!(
+            (f_ours - f_perf).abs() <= fault_slack,
+            "page faults of {command:?}: pmcstat {f_ours} vs perf stat {f_perf} (medians of 5), more than {fault_slack} apart: pmcstat counts more than the command ({report:?})"
+        );
+        let clock_slack = (0.05 * c_perf).max(0.15);
+        ensure!(
+            (c_ours - c_perf).abs() <= clock_slack,
+            "task-clock of {command:?}: pmcstat {c_ours:.3} ms vs perf stat {c_perf:.3} ms (medians of 5), more than {clock_slack:.3} ms apart ({report:?})"
+        );
+    }
+    eprintln!("{}", report.join("\n"));
+    Ok(())
+}
+
+/// The pid of `parent`'s one child, once it runs `comm` (after its exec).
+fn child_running(parent: u32, comm: &str) -> Result<u32, libtest_mimic::Failed> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+            .unwrap_or_default();
+        for pid in children
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+        {
+            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            if name.trim() == comm {
+                return Ok(pid);
+            }
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "pmcstat {parent} never ran {comm} (children: {children:?})"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Waits for `child` to exit, killing it after 30 s (a hang is a failure).
+fn exit_of(child: &mut Child, what: &str) -> Result<ExitStatus, libtest_mimic::Failed> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = child.try_wait().ctx("wait for pmcstat")? {
+            return Ok(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{what}: pmcstat did not exit within 30 s").into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn interrupt(pid: u32) -> TestResult {
+    let out = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .output()
+        .ctx("kill -INT")?;
+    ensure!(out.status.success(), "kill -INT {pid}: {}", describe(&out));
+    Ok(())
+}
+
+/// Whether this process ignores SIGINT (a background job of a
+/// non-interactive shell does, and its children inherit that).
+fn sigint_ignored() -> Result<bool, libtest_mimic::Failed> {
+    let status = std::fs::read_to_string("/proc/self/status").ctx("read /proc/self/status")?;
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigIgn:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .ok_or("no SigIgn in /proc/self/status")?;
+    Ok(mask & (1 << (2 - 1)) != 0)
+}
+
+fn gone(pid: u32) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
+}
+
+fn sigint_stops_the_command_and_still_reports() -> TestResult {
+    use std::io::Read;
+    // 1. SIGINT to pmcstat alone: the command gets SIGINT (pmcstat.c's
+    //    pmcstat_kill_process) and dies of it, unless this process passed
+    //    it an ignored SIGINT; then a second interrupt kills it.
+    // 2. A command that ignores SIGINT itself: the second interrupt kills it.
+    let ignored = sigint_ignored()?;
+    let cases: [(&[&str], bool); 2] = [
+        (&["sleep", "60"], ignored),
+        (&["sh", "-c", "trap '' INT; exec sleep 60"], true),
+    ];
+    for (command, needs_two) in cases {
+        let mut child = Command::new(PMCSTAT)
+            .args(["-p", "page-faults,usr", "--"])
+            .args(command)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .ctx("spawn pmcstat")?;
+        let sleeper = child_running(child.id(), "sleep")?;
+        interrupt(child.id())?;
+        if needs_two {
+            // Give the first a moment to be delivered (and ignored).
+            std::thread::sleep(Duration::from_millis(300));
+            ensure!(
+                child.try_wait().ctx("try_wait")?.is_none(),
+                "{command:?}: pmcstat exited although its command ignores SIGINT"
+            );
+            interrupt(child.id())?;
+        }
+        let status = exit_of(&mut child, &format!("{command:?}"))?;
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .ok_or("no stderr")?
+            .read_to_string(&mut err)
+            .ctx("read stderr")?;
+        let (want, signal) = if needs_two {
+            (137, "SIGKILL")
+        } else {
+            (130, "SIGINT")
+        };
+        ensure!(
+            status.code() == Some(want),
+            "{command:?}: pmcstat exited with {status}, not the command's death by {signal} ({want}); stderr {err:?}"
+        );
+        ensure!(
+            err.contains("# p/page-faults,usr") && err.lines().count() == 2,
+            "{command:?}: the counts were not printed after the interrupt: {err:?}"
+        );
+        ensure!(
+            gone(sleeper),
+            "{command:?}: the command ({sleeper}) still runs after pmcstat exited"
+        );
+    }
+    Ok(())
+}
+
+fn without_kernel_counting_a_bare_event_counts_user_mode_and_says_why() -> TestResult {
+    let out = run(&["-p", "task-clock", "--", "true"], &[])?;
+    let err = text(&out.stderr);
+    ensure!(
+        out.status.success(),
+        "pmcstat failed instead of counting user mode: {}",
+        describe(&out)
+    );
+    // Where kernel counting is allowed (forced by the matrix), no fallback.
+    ensure!(
+        err.contains("user mode only"),
+        "kernel-mode counting was allowed here, so pmcstat did not fall back: {}",
+        describe(&out)
+    );
+    let warning = err
+        .lines()
+        .find(|l| l.contains("user mode only"))
+        .unwrap_or("");
+    ensure!(
+        warning.starts_with("pmcstat: warning:")
+            && warning.contains("perf_event_paranoid")
+            && warning.contains("task-clock,usr"),
+        "the warning does not say what is counted and why: {warning:?}"
+    );
+    ensure!(
+        err.contains("# p/task-clock,usr"),
+        "the column does not say it counts user mode: {err:?}"
+    );
+    Ok(())
+}
+
+fn the_portable_backend_is_refused_for_a_command_with_the_reason() -> TestResult {
+    let dir = TempDir::new()?;
+    let log = dir.path("p.pmclog");
+    let log_arg = log.to_string_lossy().into_owned();
+    for args in [
+        &["-p", "task-clock", "--", "true"][..],
+        &["-P", "task-clock", "-O", &log_arg, "--", "true"][..],
+    ] {
+        let out = run(args, &[("PMC_BACKEND", "portable")])?;
+        let err = text(&out.stderr);
+        ensure!(
+            out.status.code() == Some(1),
+            "pmcstat {args:?} with the portable backend: {}",
+            describe(&out)
+        );
+        ensure!(
+            err.contains("portable") && err.contains("PMC_BACKEND") && !err.contains("pid 0"),
+            "the refusal does not say that the portable backend counts only pmcstat itself and how to change it: {err:?}"
+        );
+        ensure!(!log.exists(), "a refused run left {}", log.display());
+    }
+    Ok(())
+}
