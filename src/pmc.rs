@@ -42,6 +42,22 @@ pub const DEFAULT_RELOAD_COUNT: u64 = 65_536;
 /// The smallest reload count hwpmc accepts; smaller values are raised to it.
 pub const MIN_RELOAD_COUNT: u64 = 1_000;
 
+/// The largest reload count: perf_event refuses a sample period with bit
+/// 63 set (EINVAL), and FreeBSD's pmcstat reads `-n` with `strtol`.
+pub const MAX_RELOAD_COUNT: u64 = i64::MAX as u64;
+
+/// A reload count above [`MAX_RELOAD_COUNT`] is EINVAL with the limit named
+/// (the backend's own refusal would be a bare errno).
+fn check_reload_count(op: &'static str, count: u64) -> Result<()> {
+    if count > MAX_RELOAD_COUNT {
+        return Err(Error::invalid(
+            op,
+            format!("reload count {count} is too large: the maximum is {MAX_RELOAD_COUNT}"),
+        ));
+    }
+    Ok(())
+}
+
 /// What an allocation would ask the backend, asked already by the caller
 /// (each ask is a system call or a sysfs read).
 #[derive(Debug, Clone, Copy, Default)]
@@ -202,10 +218,9 @@ impl Pmc {
         })?;
         validate_allocation(mode, flags, cpu, &*backend, asked.online)?;
         let reload_count = if mode.is_sampling() {
-            spec.qualifiers
-                .period
-                .unwrap_or(count)
-                .max(MIN_RELOAD_COUNT)
+            let asked = spec.qualifiers.period.unwrap_or(count);
+            check_reload_count("allocate", asked)?;
+            asked.max(MIN_RELOAD_COUNT)
         } else {
             count
         };
@@ -465,6 +480,7 @@ impl Pmc {
     }
 
     fn set_reload(&mut self, value: u64) -> Result<()> {
+        check_reload_count("set", value)?;
         self.reload_count = value.max(MIN_RELOAD_COUNT);
         self.publish();
         Ok(())
@@ -554,6 +570,52 @@ mod tests {
         assert_eq!(default_count(Mode::SS), 65_536);
         assert_eq!(default_count(Mode::TC), 0);
         assert_eq!(default_count(Mode::SC), 0);
+    }
+
+    fn sim(cpus: u32) -> Arc<dyn Backend> {
+        crate::backend::sim::SimBackend::new(cpus)
+    }
+
+    #[test]
+    fn a_cpu_beyond_the_machine_is_named_with_the_machines_cpu_range() {
+        // Was "CPUs 0..2" on a 2-CPU machine, which reads as 0, 1 and 2.
+        for (cpus, range) in [
+            (2, "this machine has CPUs 0-1"),
+            (1, "this machine has CPU 0"),
+        ] {
+            let e = Pmc::allocate_on(
+                sim(cpus),
+                "cpu-clock",
+                Mode::SC,
+                Flags::empty(),
+                Cpu::Id(5),
+                0,
+            )
+            .unwrap_err();
+            assert_eq!(e.errno(), libc::EINVAL, "{e}");
+            assert!(e.to_string().contains(range), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_reload_count_above_the_maximum_names_the_maximum() {
+        // perf_event_open refused it with a bare EINVAL.
+        let e = Pmc::allocate_on(
+            sim(1),
+            "cpu-clock",
+            Mode::TS,
+            Flags::empty(),
+            Cpu::Any,
+            u64::MAX,
+        )
+        .unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL, "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("too large") && text.contains(&MAX_RELOAD_COUNT.to_string()),
+            "{text}"
+        );
+        assert!(check_reload_count("set", MAX_RELOAD_COUNT).is_ok());
     }
 
     #[test]

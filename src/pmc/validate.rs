@@ -20,11 +20,18 @@ pub(super) fn validate_allocation(
 ) -> Result<()> {
     if let Cpu::Id(n) = cpu {
         let possible = backend.possible_cpus();
-        let cpu_max = possible.iter().max().map_or(0, |m| m + 1);
-        if n >= cpu_max {
+        let last = possible.iter().max().copied().unwrap_or(0);
+        if n > last {
+            // The range as the kernel's CPU lists (and -c) write it, last
+            // CPU included.
+            let range = if last == 0 {
+                "CPU 0".to_string()
+            } else {
+                format!("CPUs 0-{last}")
+            };
             return Err(Error::invalid(
                 "allocate",
-                format!("cpu {n} does not exist: this machine has CPUs 0..{cpu_max}"),
+                format!("cpu {n} does not exist: this machine has {range}"),
             ));
         }
     }

@@ -63,7 +63,9 @@ fn classes() -> Vec<(&'static str, String, Flags)> {
         ("hardware", "instructions".into(), Flags::empty()),
         ("software", "cpu-clock".into(), Flags::empty()),
         ("cache", "L1-dcache-load-misses".into(), Flags::empty()),
-        ("raw", "r00c0".into(), Flags::empty()),
+        // Spelt as the resolver describes a raw event (`r{config:x}`), so
+        // the row and its notes name it alike.
+        ("raw", "rc0".into(), Flags::empty()),
         (
             "tracepoint",
             "syscalls:sys_enter_getpid".into(),
@@ -208,6 +210,21 @@ mod tests {
     use super::*;
     use crate::backend::sim::SimBackend;
     use crate::backend::unsupported::UnsupportedBackend;
+
+    #[test]
+    fn the_raw_row_is_spelt_as_its_notes_spell_it() {
+        // The notes quote the resolver's description, `r{config:x}`; the
+        // row said `r00c0` and its note `rc0`.
+        let (_, spec, _) = classes()
+            .into_iter()
+            .find(|(class, _, _)| *class == "raw")
+            .expect("a raw row");
+        let parsed = crate::spec::parse(&spec).expect("the raw row parses");
+        let crate::spec::EventName::Raw(config) = parsed.event else {
+            panic!("{spec} is not a raw event");
+        };
+        assert_eq!(spec, format!("r{config:x}"));
+    }
 
     fn row<'a>(rows: &'a [ClassRow], class: &str) -> Vec<&'a Outcome> {
         rows.iter()

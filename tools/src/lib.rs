@@ -19,15 +19,21 @@ use std::process::ExitCode;
 pub const EXIT_USAGE: u8 = 2;
 
 /// Prints `tool: error` on one line and picks the exit status: 2 for a bad
-/// specifier or argument, 1 for anything else (whose message carries the
-/// remedy, e.g. the paranoid sysctl).
+/// specifier or argument, or a name nothing here has (an unknown event,
+/// PMU or tracepoint of a mounted tracefs), 1 for anything else (whose
+/// message carries the remedy, e.g. the paranoid sysctl, or mounting
+/// tracefs).
 pub fn fail(tool: &str, e: &pmc::Error) -> ExitCode {
     let one_line = e.to_string().replace('\n', " ");
     eprintln!("{tool}: {one_line}");
+    exit_status(e)
+}
+
+fn exit_status(e: &pmc::Error) -> ExitCode {
     match e {
-        pmc::Error::InvalidSpec { .. } | pmc::Error::InvalidArgument { .. } => {
-            ExitCode::from(EXIT_USAGE)
-        }
+        pmc::Error::InvalidSpec { .. }
+        | pmc::Error::InvalidArgument { .. }
+        | pmc::Error::UnknownEvent { .. } => ExitCode::from(EXIT_USAGE),
         _ => ExitCode::FAILURE,
     }
 }
@@ -71,6 +77,28 @@ fn cpu_list(list: &str) -> Result<Option<Vec<u32>>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_names_are_usage_errors_and_a_missing_tracefs_is_not() {
+        // The library's errors for `-p sched:nosuch` with tracefs mounted,
+        // for `-p nosuchevent`, and for any tracepoint without tracefs.
+        let unknown_tracepoint = pmc::Error::UnknownEvent {
+            what: "tracepoint sched:nosuch".into(),
+            why: "no tracepoint sched:nosuch".into(),
+        };
+        let unknown_event = pmc::Error::UnknownEvent {
+            what: "event `nosuchevent`".into(),
+            why: "not a generic name".into(),
+        };
+        let no_tracefs = pmc::Error::Unavailable {
+            what: "/sys/kernel/tracing".into(),
+            why: "tracefs is not mounted".into(),
+        };
+        assert!(!unknown_tracepoint.is_environmental() && no_tracefs.is_environmental());
+        assert_eq!(exit_status(&unknown_tracepoint), ExitCode::from(EXIT_USAGE));
+        assert_eq!(exit_status(&unknown_event), ExitCode::from(EXIT_USAGE));
+        assert_eq!(exit_status(&no_tracefs), ExitCode::FAILURE);
+    }
 
     #[test]
     fn cpu_lists() {

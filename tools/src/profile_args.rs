@@ -80,9 +80,16 @@ impl ProfileArgs {
         let mut builder = ProfileBuilder::new(options);
         let reader =
             pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 20, file));
+        let mut records = 0u64;
         for event in reader {
             match event {
-                Ok(event) => builder.push(&event),
+                Ok(event) => {
+                    records += 1;
+                    builder.push(&event);
+                }
+                // Damage at the first record: not a pmclog at all (a
+                // perf.data, say), which fails before any output is made.
+                Err(e) if records == 0 => return Err(format!("{}: {e}", log.display())),
                 // A log cut short (the writer crashed, the disk filled)
                 // still holds every record before the damage: report them.
                 Err(e) => {
@@ -94,7 +101,13 @@ impl ProfileArgs {
                 }
             }
         }
+        if records == 0 {
+            return Err(empty_log(log));
+        }
         let profile = builder.finish();
+        if profile.samples.is_empty() {
+            eprintln!("pmcstat: warning: {}", no_samples(log));
+        }
         if let Some(path) = callgraph {
             write_bytes(path, pmc_report::callgraph(&profile).as_bytes())?;
         }
@@ -127,6 +140,10 @@ impl ProfileArgs {
             write_bytes(path, &buf)?;
         }
         if self.gprof {
+            // -D is made even when no sample resolves to an object: the
+            // run asked for output there.
+            std::fs::create_dir_all(&self.directory)
+                .map_err(|e| format!("cannot create {}: {e}", self.directory.display()))?;
             let files = pmc_report::gmon(profile);
             for f in &files {
                 let path = self.directory.join(&f.relative_path);
@@ -179,6 +196,23 @@ pub fn gmon_map(files: &[pmc_report::GmonFile]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Why a file of no bytes cannot be reported: every log hwpmc (or pmcstat
+/// -O) writes starts with an initlog record.
+pub(crate) fn empty_log(log: &Path) -> String {
+    format!(
+        "{}: the file is empty: not a pmclog (a log starts with an initlog record; was its recording cut short?)",
+        log.display()
+    )
+}
+
+/// The warning for a log that holds no samples: its reports are empty.
+pub(crate) fn no_samples(log: &Path) -> String {
+    format!(
+        "{}: no samples in the log (no callchain records): the reports are empty",
+        log.display()
+    )
 }
 
 fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {

@@ -27,7 +27,7 @@ use crate::{fail, parse_cpus, usage};
 
 use counting::{Counter, emit, sample};
 use options::{Args, check_options, wants_report};
-use reports::{list_or_describe, read_events, read_log, write_reports};
+use reports::{list_or_describe, print_logged_counts, read_events, read_log, write_reports};
 use watch::watch;
 
 const TOOL: &str = "pmcstat";
@@ -347,19 +347,9 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         if sampling {
             write_reports(&args, &events, false, Some(args.reload))?;
         }
-        // pmcstat(8): without -O, logged events are printed as text.
+        // pmcstat(8): without -O, the logged counts are printed as text.
         if logging_counts && args.log_out.is_none() {
-            let mut text = String::new();
-            for e in &events {
-                if !matches!(e.record, pmc::log::LogRecord::Callchain { .. }) {
-                    text.push_str(&e.record.to_string());
-                    text.push('\n');
-                }
-            }
-            sink.write_all(text.as_bytes()).map_err(|e| {
-                eprintln!("{TOOL}: writing the log's records: {e}");
-                ExitCode::FAILURE
-            })?;
+            print_logged_counts(&args, &events, &mut sink)?;
         }
     }
     // The last line: the rest of the interval, or the totals without -w.

@@ -32,7 +32,7 @@ pub(super) struct Args {
     #[arg(short = 'S', value_name = "SPEC")]
     pub(super) system_sampling: Vec<String>,
     /// Reload count: events between samples.
-    #[arg(short = 'n', value_name = "COUNT", default_value_t = 65536)]
+    #[arg(short = 'n', value_name = "COUNT", default_value_t = 65536, value_parser = reload_count)]
     pub(super) reload: u64,
     /// Toggle callchain capture (on by default).
     #[arg(short = 'N')]
@@ -65,10 +65,11 @@ pub(super) struct Args {
     #[arg(short = 't', value_name = "PID")]
     pub(super) pid: Option<u32>,
     /// Print counts every SECS seconds.
-    #[arg(short = 'w', value_name = "SECS")]
+    // Negative numbers reach run()'s check, which says what -w takes.
+    #[arg(short = 'w', value_name = "SECS", allow_negative_numbers = true)]
     pub(super) interval: Option<f64>,
     /// Stop counting after SECS seconds (the command keeps running).
-    #[arg(short = 'l', value_name = "SECS")]
+    #[arg(short = 'l', value_name = "SECS", allow_negative_numbers = true)]
     pub(super) duration: Option<f64>,
     /// Print totals since the start at each interval instead of deltas.
     #[arg(short = 'C')]
@@ -142,6 +143,58 @@ pub(super) struct Args {
     pub(super) command: Vec<OsString>,
 }
 
+/// `-n COUNT`: pmcstat.c refuses a count <= 0 ("Illegal count value",
+/// EX_USAGE); the largest is perf_event's (and strtol's) 2^63 - 1.
+fn reload_count(text: &str) -> Result<u64, String> {
+    let count: u64 = text.parse().map_err(|e| {
+        format!("not a reload count ({e}): give the events between samples, e.g. 65536")
+    })?;
+    if count == 0 {
+        return Err(format!(
+            "the reload count must be at least 1 (hwpmc raises counts under {} to {})",
+            pmc::MIN_RELOAD_COUNT,
+            pmc::MIN_RELOAD_COUNT
+        ));
+    }
+    if count > pmc::MAX_RELOAD_COUNT {
+        return Err(format!(
+            "the reload count is too large: the maximum is {}",
+            pmc::MAX_RELOAD_COUNT
+        ));
+    }
+    Ok(count)
+}
+
+/// `-D DIR` (with -g): FreeBSD's pmcstat takes an existing directory
+/// only; here a new one is made too (`-g -D gmon`), but only under an
+/// existing parent, so a typo does not grow a tree.
+fn check_gprof_directory(dir: &std::path::Path) -> Result<(), ExitCode> {
+    if dir.exists() {
+        if !dir.is_dir() {
+            return Err(usage(
+                TOOL,
+                &format!("-D {}: not a directory", dir.display()),
+            ));
+        }
+        return Ok(());
+    }
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !parent.is_dir() {
+        return Err(usage(
+            TOOL,
+            &format!(
+                "-D {}: {} is not an existing directory: create it first, or give an existing directory",
+                dir.display(),
+                parent.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Options that do not apply here say why; `-k` is accepted and ignored
 /// with a warning, as FreeBSD's pmcstat does. Returns the top view's
 /// (threshold, skiplink) when -T is given.
@@ -182,6 +235,29 @@ pub(super) fn check_options(args: &Args) -> Result<Option<(f64, bool)>, ExitCode
             TOOL,
             "-I shows sampled leaves as addresses in the top view (-T) and in -G, --folded, -F, -g, --pprof, --flamegraph; -m and -a print pcs already",
         ));
+    }
+    if let Some(root) = &args.fs_root
+        && !root.is_dir()
+    {
+        return Err(usage(
+            TOOL,
+            &format!(
+                "-r {}: no such directory: give the root directory the log's executables are under",
+                root.display()
+            ),
+        ));
+    }
+    if args.profile.gprof {
+        check_gprof_directory(&args.profile.directory)?;
+    }
+    let sampling = !args.process_sampling.is_empty() || !args.system_sampling.is_empty();
+    if sampling && args.reload < pmc::MIN_RELOAD_COUNT {
+        // As hwpmc, which logs "passed sample rate N - setting to 1000".
+        eprintln!(
+            "{TOOL}: warning: -n {} raised to {}, hwpmc's minimum reload count",
+            args.reload,
+            pmc::MIN_RELOAD_COUNT
+        );
     }
     if !args.plugin_options.is_empty() && !args.top {
         return Err(usage(TOOL, "-f passes options to the top view: give -T"));

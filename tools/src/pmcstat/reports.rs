@@ -17,12 +17,17 @@ pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEve
         eprintln!("{TOOL}: cannot open {}: {e}", path.display());
         ExitCode::FAILURE
     })?;
-    pmc::log::LogReader::from_reader(file)
+    let events = pmc::log::LogReader::from_reader(file)
         .collect::<Result<Vec<_>, String>>()
         .map_err(|e| {
             eprintln!("{TOOL}: {}: {e}", path.display());
             ExitCode::FAILURE
-        })
+        })?;
+    if events.is_empty() {
+        eprintln!("{TOOL}: {}", crate::profile_args::empty_log(path));
+        return Err(ExitCode::FAILURE);
+    }
+    Ok(events)
 }
 
 pub(super) fn write_to(path: &std::path::Path, text: &str) -> Result<(), ExitCode> {
@@ -46,6 +51,17 @@ pub(super) fn write_reports(
     period: Option<u64>,
 ) -> Result<(), ExitCode> {
     let root = fs_root(args)?;
+    if let Some(tid) = args.thread {
+        check_thread_sampled(events, tid)?;
+    }
+    if from_log
+        && let Some(log) = &args.read_log
+        && !events
+            .iter()
+            .any(|e| matches!(e.record, pmc::log::LogRecord::Callchain { .. }))
+    {
+        eprintln!("{TOOL}: warning: {}", crate::profile_args::no_samples(log));
+    }
     let events = annotate::prepare(
         events,
         root.as_deref(),
@@ -92,6 +108,69 @@ pub(super) fn write_reports(
         }
     }
     Ok(())
+}
+
+/// `-i TID` keeps the samples of one thread: a thread with none in the log
+/// is a wrong argument (exit 2), not an empty report. Names the threads
+/// that have samples when they are few enough to read.
+fn check_thread_sampled(events: &[pmc::log::LogEvent], tid: u32) -> Result<(), ExitCode> {
+    let mut tids: Vec<u32> = events
+        .iter()
+        .filter_map(|e| match e.record {
+            pmc::log::LogRecord::Callchain { tid, .. } => Some(tid),
+            _ => None,
+        })
+        .collect();
+    if tids.contains(&tid) {
+        return Ok(());
+    }
+    tids.sort_unstable();
+    tids.dedup();
+    const LISTED: usize = 16;
+    let present = match tids.len() {
+        0 => "the log has no samples at all".to_string(),
+        n if n <= LISTED => format!(
+            "threads with samples: {}",
+            tids.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        n => format!("{n} threads have samples (-R without -i lists them in callchain records)"),
+    };
+    Err(usage(
+        TOOL,
+        &format!("-i {tid}: no sample of thread {tid} in the log; {present}"),
+    ))
+}
+
+/// What -E and -W print when there is no -O log to keep them: the counts
+/// they log and nothing else (pmcstat(8): -E shows "counts at process
+/// exit", -W "counts per context switch"). With -d the fork and exec
+/// records come too: they tell which process of the tree each count is.
+pub(super) fn print_logged_counts(
+    args: &Args,
+    events: &[pmc::log::LogEvent],
+    sink: &mut dyn Write,
+) -> Result<(), ExitCode> {
+    use pmc::log::LogRecord as L;
+    let mut text = String::new();
+    for e in events {
+        let wanted = match e.record {
+            L::ProcExit { .. } => args.log_exit,
+            L::ProcCsw { .. } => args.log_csw,
+            L::ProcFork { .. } | L::ProcExec { .. } => args.descendants,
+            _ => false,
+        };
+        if wanted {
+            text.push_str(&e.record.to_string());
+            text.push('\n');
+        }
+    }
+    sink.write_all(text.as_bytes()).map_err(|e| {
+        eprintln!("{TOOL}: writing the logged counts: {e}");
+        ExitCode::FAILURE
+    })
 }
 
 /// `-L` / `-u SPEC`: list or describe the machine's events.

@@ -9,6 +9,7 @@ mod harness;
 #[path = "../../../tests/live/workloads.rs"]
 mod workloads;
 
+mod bad_input;
 mod pmcstat_options;
 mod profiles;
 mod real_use;
@@ -25,5 +26,6 @@ fn main() {
     tests.extend(pmcstat_options::tests());
     tests.extend(profiles::tests());
     tests.extend(real_use::tests());
+    tests.extend(bad_input::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }
