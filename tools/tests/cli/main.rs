@@ -11,6 +11,7 @@ mod workloads;
 
 mod pmcstat_options;
 mod profiles;
+mod readme;
 mod tools;
 
 fn main() {
@@ -23,5 +24,6 @@ fn main() {
     let mut tests = tools::tests();
     tests.extend(pmcstat_options::tests());
     tests.extend(profiles::tests());
+    tests.extend(readme::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }
