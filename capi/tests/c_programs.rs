@@ -291,6 +291,143 @@ fn pkg_config() -> TestResult {
     Ok(())
 }
 
+const README: &str = include_str!("../../README.md");
+
+/// README's ```c blocks and the command lines of the ```sh block of its
+/// "Using from C" section (comments dropped).
+fn readme_c() -> (Vec<String>, Vec<String>) {
+    let (mut programs, mut commands) = (Vec::new(), Vec::new());
+    let mut section = "";
+    let mut block: Option<(&str, String)> = None;
+    for line in README.lines() {
+        let trimmed = line.trim();
+        if let Some(fence) = trimmed.strip_prefix("```") {
+            match block.take() {
+                Some(("c", text)) => programs.push(text),
+                Some(_) => {}
+                None => block = Some((fence, String::new())),
+            }
+            continue;
+        }
+        match &mut block {
+            Some(("c", text)) => {
+                text.push_str(line);
+                text.push('\n');
+            }
+            Some(("sh", _)) if section == "Using from C" => {
+                if !trimmed.is_empty() && !trimmed.starts_with('#') {
+                    let command = trimmed.split_once(" #").map_or(trimmed, |(c, _)| c);
+                    commands.push(command.trim().to_string());
+                }
+            }
+            Some(_) => {}
+            None => {
+                if let Some(title) = line.strip_prefix("## ") {
+                    section = title.trim();
+                }
+            }
+        }
+    }
+    (programs, commands)
+}
+
+/// README's C program, built by each of README's `cc` lines (as written,
+/// in one shell, so `export` carries) and run. The scratch directory looks
+/// like the workspace after `cargo build --release -p pmc-capi` (which
+/// `.ci/run` runs): `capi/include` is the headers, `target/release` this
+/// build's libpmc.so/.a and its libpmc.pc, whose `libdir` is pointed there
+/// (`cargo test` leaves the libraries in deps/, not where the .pc says).
+fn readme_program() -> TestResult {
+    let (programs, commands) = readme_c();
+    let [program] = programs.as_slice() else {
+        return Err(format!(
+            "README has {} C programs; this test builds exactly one",
+            programs.len()
+        )
+        .into());
+    };
+    let builds: Vec<&String> = commands
+        .iter()
+        .filter(|c| c.contains("cc prog.c"))
+        .collect();
+    if builds.len() < 3 {
+        return Err(format!("README's cc lines not found: {commands:?}").into());
+    }
+    let libs = lib_dir()?;
+    let pc = [libs.join("pkgconfig"), libs.join("../pkgconfig")]
+        .into_iter()
+        .map(|d| d.join("libpmc.pc"))
+        .find(|p| p.exists())
+        .ok_or("libpmc.pc was not generated next to the libraries")?;
+    let dir = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+    let root = dir.path();
+    let release = root.join("target/release");
+    std::fs::create_dir_all(release.join("pkgconfig")).map_err(|e| format!("mkdir: {e}"))?;
+    std::fs::create_dir_all(root.join("capi")).map_err(|e| format!("mkdir: {e}"))?;
+    let link = |from: &Path, to: &Path| {
+        std::os::unix::fs::symlink(from, to)
+            .map_err(|e| Failed::from(format!("symlink {}: {e}", to.display())))
+    };
+    link(Path::new(INCLUDE), &root.join("capi/include"))?;
+    for lib in ["libpmc.so", "libpmc.a"] {
+        link(&libs.join(lib), &release.join(lib))?;
+    }
+    let pc_text = std::fs::read_to_string(&pc).map_err(|e| format!("{}: {e}", pc.display()))?;
+    let pc_text: String = pc_text
+        .lines()
+        .map(|l| match l.strip_prefix("libdir=") {
+            Some(_) => format!("libdir={}\n", release.display()),
+            None => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(release.join("pkgconfig/libpmc.pc"), pc_text)
+        .map_err(|e| format!("write libpmc.pc: {e}"))?;
+    std::fs::write(root.join("prog.c"), program).map_err(|e| format!("prog.c: {e}"))?;
+    // Warnings are defects in README's program too.
+    let cc = compiler().ok_or("no C compiler")?;
+    run_checked(
+        Command::new(&cc)
+            .args(["-std=gnu11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only"])
+            .arg("-I")
+            .arg(INCLUDE)
+            .arg(root.join("prog.c")),
+        "README's C program with -Wall -Wextra -Werror",
+    )?;
+    // cargo's lines are cargo's (the libraries are this test's build).
+    let mut script = String::from("set -e\n");
+    for command in commands.iter().filter(|c| !c.starts_with("cargo ")) {
+        let shown = command.replace('\'', "'\\''");
+        script.push_str(&format!("printf '%s\\n' '$ {shown}'\n{command}\n"));
+        if command.contains("cc prog.c") {
+            script.push_str("./a.out\nrm a.out\n");
+        }
+    }
+    let out = run_checked(
+        Command::new("sh")
+            .args(["-c", &script])
+            .current_dir(root)
+            .env("PWD", root)
+            .env("CC", &cc)
+            .env_remove("PKG_CONFIG_PATH")
+            .env_remove("LD_LIBRARY_PATH"),
+        "README's build lines",
+    )?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    println!("{stdout}");
+    let counts: Vec<u64> = stdout
+        .lines()
+        .filter_map(|l| l.strip_suffix(" ns of user-mode CPU")?.parse().ok())
+        .collect();
+    if counts.len() != builds.len() || counts.contains(&0) {
+        return Err(format!(
+            "expected a non-zero count from each of the {} builds, got {counts:?}:\n{stdout}",
+            builds.len()
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// What the runner does with a test (tests/live/harness.rs `Gate`).
 enum Gate {
     Run,
@@ -402,6 +539,15 @@ fn main() {
             name: "c::threads",
             requires: perf(),
             run: threads,
+        },
+        CTest {
+            name: "c::readme_program_builds_and_runs_as_readme_says",
+            // task-clock,usr of the caller; pkg-config for README's line.
+            requires: vec![
+                Requirement::PerfEvent,
+                Requirement::Program("pkg-config".into()),
+            ],
+            run: readme_program,
         },
         CTest {
             name: "c::pkg_config_build",

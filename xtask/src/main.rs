@@ -19,6 +19,8 @@ mod bench_report;
 mod matrix;
 mod mutants;
 mod pmu_events;
+#[cfg(test)]
+mod readme;
 mod test;
 mod tidy;
 

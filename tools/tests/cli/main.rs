@@ -13,6 +13,7 @@ mod bad_input;
 mod pmcstat_options;
 mod profiles;
 mod real_use;
+mod readme;
 mod tools;
 
 fn main() {
@@ -27,5 +28,6 @@ fn main() {
     tests.extend(profiles::tests());
     tests.extend(real_use::tests());
     tests.extend(bad_input::tests());
+    tests.extend(readme::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }

@@ -1,0 +1,196 @@
+//! README.md's shell commands, each accounted for: run as written by
+//! `.ci/run` or by a test, or (the few that take hours or need nightly)
+//! not run, with the reason and their arguments checked. A command README
+//! gains that nobody runs fails here, so README cannot drift from what
+//! works.
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+
+use crate::Cli;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace")
+        .to_path_buf()
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("read {path}: {e}"))
+}
+
+/// The command lines of README's ```sh blocks, comments dropped, with the
+/// `## ` section each sits in.
+fn shell_commands(markdown: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut section = String::new();
+    let mut in_sh = false;
+    for line in markdown.lines() {
+        let trimmed = line.trim();
+        if let Some(fence) = trimmed.strip_prefix("```") {
+            in_sh = !in_sh && fence == "sh";
+            continue;
+        }
+        if !in_sh {
+            if let Some(title) = line.strip_prefix("## ") {
+                section = title.trim().to_string();
+            }
+            continue;
+        }
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let command = trimmed.split_once(" #").map_or(trimmed, |(c, _)| c).trim();
+        out.push((section.clone(), command.to_string()));
+    }
+    out
+}
+
+/// Who runs a README command.
+#[derive(Debug, PartialEq)]
+enum Runner {
+    /// `.ci/run` runs it as written (or with more arguments after it).
+    CiRun,
+    /// tools/tests/cli/readme.rs (`readme::…`) runs every `pmcstat`,
+    /// `pmccontrol` (also through `cargo run -p pmc-tools`) and `gprof`
+    /// line, in README's order, in a scratch directory.
+    ToolsTest,
+    /// capi/tests/c_programs.rs (`c::readme_program_…`) runs every line
+    /// of the "Using from C" block but cargo's, on README's C program.
+    CapiTest,
+    /// The install line: names exactly `.ci/packages`, which `.ci/run`
+    /// installs.
+    Packages,
+    /// Not run by the suite, for the reason given; the test checks what
+    /// it can without running it.
+    NotRun(&'static str),
+}
+
+const TAKES_LONG: &str = "takes from minutes to hours; run by hand";
+const NIGHTLY: &str = "cargo-fuzz needs a nightly toolchain, which CI does not install";
+
+fn runner(section: &str, command: &str, ci_run: &str) -> Option<Runner> {
+    let ci_runs = ci_run.lines().map(str::trim).any(|l| {
+        l == command
+            || l.strip_prefix(command)
+                .is_some_and(|rest| rest.starts_with(' '))
+    });
+    let first = command.split_whitespace().next().unwrap_or_default();
+    Some(match first {
+        _ if ci_runs => Runner::CiRun,
+        "pmcstat" | "pmccontrol" | "gprof" => Runner::ToolsTest,
+        _ if command.starts_with("cargo run -p pmc-tools ") => Runner::ToolsTest,
+        "cc" | "export" if section == "Using from C" => Runner::CapiTest,
+        "apt-get" => Runner::Packages,
+        "cargo" if command.starts_with("cargo xtask mutants ") => Runner::NotRun(TAKES_LONG),
+        "cargo" if command == "cargo xtask bench" => Runner::NotRun(TAKES_LONG),
+        "cargo" if command == "cargo install cargo-fuzz" => Runner::NotRun(NIGHTLY),
+        "(cd" if command.contains("cargo +nightly fuzz run ") => Runner::NotRun(NIGHTLY),
+        _ => return None,
+    })
+}
+
+/// The packages of .ci/packages (first word of each line).
+fn ci_packages() -> Vec<String> {
+    let mut packages: Vec<String> = read(".ci/packages")
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| !w.starts_with('#'))
+        .map(str::to_string)
+        .collect();
+    packages.sort();
+    packages
+}
+
+#[test]
+fn the_extractor_takes_sh_lines_without_comments() {
+    let md = "## A\n```sh\n# a comment\ncargo xtask probe     # why\n\nls -l\n```\n\
+              ```text\nnot a command\n```\n## B\n```sh\n(cd x && y) # z\n```\n";
+    assert_eq!(
+        shell_commands(md),
+        [
+            ("A".to_string(), "cargo xtask probe".to_string()),
+            ("A".to_string(), "ls -l".to_string()),
+            ("B".to_string(), "(cd x && y)".to_string()),
+        ]
+    );
+    assert_eq!(runner("A", "ls -l", ""), None, "an unknown command");
+    assert_eq!(
+        runner("A", "cargo xtask test", "cargo xtask test --expect f\n"),
+        Some(Runner::CiRun)
+    );
+    assert_eq!(runner("A", "cargo xtask te", "cargo xtask test\n"), None);
+}
+
+#[test]
+fn every_readme_command_is_run_or_checked() {
+    let readme = read("README.md");
+    let ci_run = read(".ci/run");
+    let commands = shell_commands(&readme);
+    assert!(
+        commands.len() > 20,
+        "README's commands not found: {commands:?}"
+    );
+    let mut unrun = Vec::new();
+    for (section, command) in &commands {
+        let Some(who) = runner(section, command, &ci_run) else {
+            unrun.push(format!("{command:?} (in \"{section}\")"));
+            continue;
+        };
+        println!("{who:?}: {command}");
+        if command.starts_with("cargo xtask ") {
+            let args = command.split_whitespace().skip(2);
+            let args = std::iter::once("cargo xtask").chain(args);
+            if let Err(e) = Cli::try_parse_from(args) {
+                panic!("README's {command:?} is not a valid xtask command: {e}");
+            }
+        }
+        if let Some(file) = command.strip_prefix("cargo xtask mutants --file ") {
+            assert!(
+                crate::mutants::TARGETS
+                    .iter()
+                    .any(|t| t.file.contains(file)),
+                "README's {command:?}: no mutants target file contains {file:?}"
+            );
+        }
+        if command.contains("fuzz run ") {
+            let target = command
+                .split("fuzz run ")
+                .nth(1)
+                .and_then(|r| r.split([' ', ')']).next())
+                .unwrap_or_default();
+            let fuzz = read("backends/linux/fuzz/Cargo.toml");
+            assert!(
+                fuzz.contains(&format!("name = \"{target}\"")),
+                "README's {command:?}: backends/linux/fuzz has no target {target:?}"
+            );
+        }
+        if who == Runner::Packages {
+            let mut named: Vec<String> = command
+                .split_whitespace()
+                .skip(2)
+                .filter(|w| !w.starts_with('-'))
+                .map(str::to_string)
+                .collect();
+            named.sort();
+            assert_eq!(
+                named,
+                ci_packages(),
+                "README's install line and .ci/packages (what .ci/run installs) differ"
+            );
+        }
+    }
+    assert!(
+        unrun.is_empty(),
+        "README.md has commands that no test and not .ci/run runs: {unrun:#?}\n\
+         run them (xtask/src/readme.rs `runner` says who runs what) or drop them"
+    );
+    assert!(
+        commands
+            .iter()
+            .any(|(_, c)| c.starts_with("apt-get install ")),
+        "README lists no packages for a full run (.ci/packages)"
+    );
+}
