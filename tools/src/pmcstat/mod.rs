@@ -193,6 +193,16 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         }
     }
 
+    // Before the command starts: from its exec on, a Ctrl-C must not kill
+    // pmcstat before it has reported. pmcstat.c on SIGINT: signal the
+    // command it started (pmcstat_kill_process), then report once it exits.
+    let interrupts = Arc::new(AtomicUsize::new(0));
+    {
+        let count = interrupts.clone();
+        let _ = ctrlc::set_handler(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+    }
     let mut held = if args.command.is_empty() {
         None
     } else {
@@ -229,15 +239,6 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         pending.persist(path)?;
     }
 
-    let interrupts = Arc::new(AtomicUsize::new(0));
-    {
-        let count = interrupts.clone();
-        // pmcstat.c on SIGINT: signal the command it started
-        // (pmcstat_kill_process), then report once it exits.
-        let _ = ctrlc::set_handler(move || {
-            count.fetch_add(1, Ordering::SeqCst);
-        });
-    }
     let mut interrupts_seen = 0;
 
     let format = if args.json {
