@@ -95,6 +95,7 @@ impl ProfileArgs {
             }
         }
         let profile = builder.finish();
+        crate::report::warn_kernel_names_missing("pmcstat", profile.kernel_names_missing.as_ref());
         if let Some(path) = callgraph {
             write_bytes(path, pmc_report::callgraph(&profile).as_bytes())?;
         }
