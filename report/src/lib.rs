@@ -4,7 +4,8 @@
 //! [`Profile::from_events`] aggregates the callchains of a log per PMC,
 //! process, thread and CPU, and resolves each distinct pc once through the
 //! [`Symbolizer`] (ELF symbols, and inline frames with file:line from DWARF
-//! where the object has debug info). The writers turn a profile into the
+//! where the object has debug info; kernel frames from `/proc/kallsyms`,
+//! [`kallsyms`]). The writers turn a profile into the
 //! formats the usual tools read:
 //!
 //! | writer | format | read by |
@@ -21,6 +22,7 @@
 
 mod callgrind_writer;
 mod gmon_writer;
+pub mod kallsyms;
 mod pprof_writer;
 pub mod symbols;
 mod text;
@@ -32,6 +34,9 @@ use pmc::log::{LogEvent, LogRecord};
 
 pub use callgrind_writer::callgrind;
 pub use gmon_writer::{GmonFile, gmon};
+pub use kallsyms::{
+    KERNEL_FRAME, KernelNames, KernelNamesMissing, KernelSymbol, KernelSymbols, kernel_frames,
+};
 pub use pprof_writer::{pprof, pprof_uncompressed};
 pub use symbols::{
     Frame, FunctionSymbol, MapStart, Mapping, Resolved, Symbolizer, function_at, function_symbols,
@@ -101,10 +106,11 @@ pub struct Sample {
     pub count: u64,
 }
 
-/// A distinct pc of a process, resolved.
+/// A distinct pc of a process (or of the kernel), resolved.
 #[derive(Clone, Debug)]
 pub struct Location {
-    /// Process id.
+    /// Process id; `u32::MAX` (hwpmc's kernel pid, -1) for kernel frames,
+    /// which every process shares.
     pub pid: u32,
     /// The pc looked up: the sampled pc for leaves, the return address
     /// minus one for callers (so it falls inside the call).
@@ -128,6 +134,8 @@ impl Location {
 type ChainCounts = HashMap<Vec<u64>, u64>;
 /// (pmcid, pid, tid, cpu).
 type Who = (u32, u32, u32, u16);
+/// The pid of kernel locations (hwpmc logs the kernel's mappings as pid -1).
+const KERNEL_PID: u32 = u32::MAX;
 
 /// Builds a [`Profile`] from records fed one at a time, so a log of any
 /// size is reported in memory proportional to its distinct stacks: only the
@@ -137,8 +145,8 @@ pub struct ProfileBuilder {
     options: ProfileOptions,
     /// MAP_IN, PROCFORK, PROCEXEC, INITIALIZE, PMCALLOCATE(DYN) records.
     context: Vec<LogEvent>,
-    /// (pmcid, pid, tid, cpu) → chains.
-    chains: HashMap<Who, ChainCounts>,
+    /// ((pmcid, pid, tid, cpu), user mode sample) → chains.
+    chains: HashMap<(Who, bool), ChainCounts>,
 }
 
 impl ProfileBuilder {
@@ -158,8 +166,8 @@ impl ProfileBuilder {
                 tid,
                 pmcid,
                 cpu,
+                userspace,
                 pcs,
-                ..
             } => {
                 if pcs.is_empty() {
                     return;
@@ -168,7 +176,10 @@ impl ProfileBuilder {
                     Some(d) => &pcs[..pcs.len().min(d.max(1))],
                     None => &pcs[..],
                 };
-                let per = self.chains.entry((*pmcid, *pid, *tid, *cpu)).or_default();
+                let per = self
+                    .chains
+                    .entry(((*pmcid, *pid, *tid, *cpu), *userspace))
+                    .or_default();
                 // Only a new chain allocates.
                 match per.get_mut(pcs) {
                     Some(n) => *n += 1,
@@ -207,7 +218,7 @@ impl ProfileBuilder {
                 _ => {}
             }
         }
-        let mut pmcids: Vec<u32> = chains.keys().map(|k| k.0).collect();
+        let mut pmcids: Vec<u32> = chains.keys().map(|k| k.0.0).collect();
         pmcids.sort_unstable();
         pmcids.dedup();
         let event_index: HashMap<u32, usize> =
@@ -231,51 +242,65 @@ impl ProfileBuilder {
             Some(c) => Symbolizer::with_convention(&context, c),
             None => Symbolizer::new(&context),
         };
+        if let Some(symbols) = &options.kernel_symbols {
+            symbolizer = symbolizer.with_kernel_symbols(symbols.clone());
+        }
         let mut locations: Vec<Location> = Vec::new();
         let mut location_index: HashMap<(u32, u64, bool), usize> = HashMap::new();
         // Deterministic output: sorted keys and chains.
-        let mut raw: Vec<(Who, Vec<u64>, u64)> = chains
+        let mut raw: Vec<((Who, bool), Vec<u64>, u64)> = chains
             .into_iter()
             .flat_map(|(k, per)| per.into_iter().map(move |(pcs, n)| (k, pcs, n)))
             .collect();
         raw.sort_unstable();
         let mut samples: Vec<Sample> = Vec::with_capacity(raw.len());
-        for ((pmcid, pid, tid, cpu), pcs, count) in raw {
-            let stack = pcs
-                .iter()
-                .enumerate()
-                .map(|(i, pc)| {
-                    // Return addresses point after the call: step back one
-                    // byte so they fall inside the calling function.
-                    let address = if i == 0 { *pc } else { pc.saturating_sub(1) };
-                    // pmcstat -I: the leaf is shown as its address, unresolved.
-                    let unresolved = i == 0 && options.leaf_address;
-                    *location_index
-                        .entry((pid, address, unresolved))
-                        .or_insert_with(|| {
-                            let resolved = if unresolved {
-                                Arc::new(Resolved {
-                                    frames: vec![Frame {
-                                        function: format!("{address:#x}"),
-                                        file: None,
-                                        line: None,
-                                    }],
-                                    mapping: None,
-                                    object_address: None,
-                                    symbol_start: None,
-                                })
-                            } else {
-                                symbolizer.resolve(pid, address)
-                            };
-                            locations.push(Location {
-                                pid,
-                                address,
-                                resolved,
-                            });
-                            locations.len() - 1
-                        })
-                })
-                .collect();
+        for (((pmcid, pid, tid, cpu), userspace), pcs, count) in raw {
+            let in_kernel = kernel_frames(userspace, &pcs);
+            let mut stack: Vec<usize> = Vec::with_capacity(pcs.len());
+            for (i, pc) in pcs.iter().enumerate() {
+                // Return addresses point after the call: step back one
+                // byte so they fall inside the calling function.
+                let address = if i == 0 { *pc } else { pc.saturating_sub(1) };
+                // pmcstat -I: the leaf is shown as its address, unresolved.
+                let unresolved = i == 0 && options.leaf_address;
+                let kernel = i < in_kernel;
+                let owner = if kernel { KERNEL_PID } else { pid };
+                let l = *location_index
+                    .entry((owner, address, unresolved))
+                    .or_insert_with(|| {
+                        let resolved = if unresolved {
+                            Arc::new(Resolved {
+                                frames: vec![Frame {
+                                    function: format!("{address:#x}"),
+                                    file: None,
+                                    line: None,
+                                }],
+                                mapping: None,
+                                object_address: None,
+                                symbol_start: None,
+                            })
+                        } else if kernel {
+                            symbolizer.resolve_kernel(address)
+                        } else {
+                            symbolizer.resolve(pid, address)
+                        };
+                        locations.push(Location {
+                            pid: owner,
+                            address,
+                            resolved,
+                        });
+                        locations.len() - 1
+                    });
+                // Unnamed kernel pcs in a row are one [kernel.kallsyms] frame.
+                let repeats_unnamed_kernel = kernel
+                    && locations[l].resolved.is_unnamed_kernel()
+                    && stack
+                        .last()
+                        .is_some_and(|&p| locations[p].resolved.is_unnamed_kernel());
+                if !repeats_unnamed_kernel {
+                    stack.push(l);
+                }
+            }
             samples.push(Sample {
                 event: event_index[&pmcid],
                 pid,
@@ -290,6 +315,7 @@ impl ProfileBuilder {
             locations,
             samples,
             max_frames: options.max_depth,
+            kernel_names_missing: symbolizer.kernel_names_missing().cloned(),
         }
     }
 }
@@ -306,6 +332,9 @@ pub struct Profile {
     /// [`ProfileOptions::max_depth`]: named stacks keep this many innermost
     /// frames (inline frames count, as a reader counts the names it sees).
     pub max_frames: Option<usize>,
+    /// Why kernel frames are unnamed ([`KERNEL_FRAME`]), when the profile
+    /// has kernel frames and no names for them: for the caller to say once.
+    pub kernel_names_missing: Option<KernelNamesMissing>,
 }
 
 /// Options of [`Profile::from_events_with`].
@@ -324,6 +353,9 @@ pub struct ProfileOptions {
     /// Show each sample's leaf pc as its address instead of resolving it
     /// (pmcstat `-I`, `FLAG_SKIP_TOP_FN_RES`).
     pub leaf_address: bool,
+    /// The kernel's symbols for kernel frames; `None` reads the running
+    /// kernel's `/proc/kallsyms` the first time a kernel pc needs a name.
+    pub kernel_symbols: Option<Arc<KernelSymbols>>,
 }
 
 impl Profile {

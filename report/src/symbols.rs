@@ -27,6 +27,8 @@ use std::sync::Arc;
 use object::{Object, ObjectSection, ObjectSegment};
 use pmc::log::{LogEvent, LogRecord};
 
+use crate::kallsyms::{KERNEL_FRAME, KernelNames, KernelNamesMissing, KernelSymbols};
+
 /// INITIALIZE version of logs written by pmc before it logged MAP_IN the
 /// way hwpmc does (those logs carry the address of file offset 0).
 pub const LEGACY_PMC_LOG_VERSION: u32 = 0x0500_0000;
@@ -103,6 +105,29 @@ pub struct Resolved {
     pub object_address: Option<u64>,
     /// Start (object address) of the containing function symbol.
     pub symbol_start: Option<u64>,
+}
+
+impl Resolved {
+    /// A kernel pc without a name: the one [`KERNEL_FRAME`] frame.
+    pub fn is_unnamed_kernel(&self) -> bool {
+        self.mapping.is_none()
+            && self.symbol_start.is_none()
+            && self.frames.len() == 1
+            && self.frames[0].function == KERNEL_FRAME
+    }
+
+    fn unnamed_kernel() -> Resolved {
+        Resolved {
+            frames: vec![Frame {
+                function: KERNEL_FRAME.to_string(),
+                file: None,
+                line: None,
+            }],
+            mapping: None,
+            object_address: None,
+            symbol_start: None,
+        }
+    }
 }
 
 /// An ELF object loaded once per path.
@@ -418,6 +443,9 @@ pub struct Symbolizer {
     objects: HashMap<Arc<str>, Option<ObjectInfo>>,
     mappings: HashMap<(Arc<str>, u64), Arc<Mapping>>,
     cache: HashMap<(u32, u64), Arc<Resolved>>,
+    /// Kernel pcs: names from kallsyms, and their own cache.
+    kernel: KernelNames,
+    kernel_cache: HashMap<u64, Arc<Resolved>>,
 }
 
 impl Symbolizer {
@@ -430,8 +458,14 @@ impl Symbolizer {
     /// Learns the mappings of a log whose MAP_IN `start`s follow `convention`.
     pub fn with_convention(events: &[LogEvent], convention: MapStart) -> Symbolizer {
         let mut maps: HashMap<u32, Vec<(u64, Arc<str>)>> = HashMap::new();
+        let mut kernel = KernelNames::running();
         for e in events {
             match &e.record {
+                LogRecord::MapIn { pid, start, path }
+                    if *pid == u32::MAX && path == KERNEL_FRAME =>
+                {
+                    kernel.learn_kernel_mapping(*start);
+                }
                 LogRecord::MapIn { pid, start, path } if path.starts_with('/') => {
                     maps.entry(*pid)
                         .or_default()
@@ -458,7 +492,79 @@ impl Symbolizer {
             objects: HashMap::new(),
             mappings: HashMap::new(),
             cache: HashMap::new(),
+            kernel,
+            kernel_cache: HashMap::new(),
         }
+    }
+
+    /// Names kernel pcs from `symbols` instead of the running kernel's
+    /// `/proc/kallsyms`.
+    pub fn with_kernel_symbols(mut self, symbols: Arc<KernelSymbols>) -> Symbolizer {
+        self.kernel.use_symbols(symbols);
+        self.kernel_cache.clear();
+        self.cache.clear();
+        self
+    }
+
+    /// Why kernel pcs went unnamed, once one needed a name and got none.
+    pub fn kernel_names_missing(&self) -> Option<&KernelNamesMissing> {
+        self.kernel.missing()
+    }
+
+    /// Everything known about a kernel pc (a frame the log marks as the
+    /// kernel's, [`crate::kernel_frames`]): the kernel ELF of the log's
+    /// kernel mapping where it has one (FreeBSD's `/boot/kernel/kernel`),
+    /// else its kallsyms symbol, else the one [`KERNEL_FRAME`] frame.
+    pub fn resolve_kernel(&mut self, pc: u64) -> Arc<Resolved> {
+        if let Some(r) = self.kernel_cache.get(&pc) {
+            return r.clone();
+        }
+        let r = self.resolve_kernel_uncached(pc);
+        self.kernel_cache.insert(pc, r.clone());
+        r
+    }
+
+    fn resolve_kernel_uncached(&mut self, pc: u64) -> Arc<Resolved> {
+        if self.maps.contains_key(&u32::MAX) {
+            let r = self.resolve(u32::MAX, pc);
+            if r.mapping.is_some() {
+                return r;
+            }
+        }
+        let Some(symbol) = self.kernel.symbol_at(pc).cloned() else {
+            return Arc::new(Resolved::unnamed_kernel());
+        };
+        let object: Arc<str> = Arc::from(symbol.object());
+        let mapping = match self.mappings.get(&(object.clone(), 0)) {
+            Some(m) => m.clone(),
+            None => {
+                // The object's extent: from its first symbol to its last's end.
+                let symbols = self.kernel.symbols().map(|s| s.symbols()).unwrap_or(&[]);
+                let mut of_object = symbols.iter().filter(|s| s.module == symbol.module);
+                let first = of_object.next().map_or(symbol.start, |s| s.start);
+                let limit = of_object.next_back().map_or(symbol.end, |s| s.end);
+                let m = Arc::new(Mapping {
+                    memory_start: first,
+                    memory_limit: limit.max(symbol.end),
+                    file_offset: 0,
+                    path: object.to_string(),
+                    build_id: None,
+                    text_range: None,
+                });
+                self.mappings.insert((object, 0), m.clone());
+                m
+            }
+        };
+        Arc::new(Resolved {
+            frames: vec![Frame {
+                function: symbol.name,
+                file: None,
+                line: None,
+            }],
+            mapping: Some(mapping),
+            object_address: Some(pc),
+            symbol_start: Some(symbol.start),
+        })
     }
 
     /// The convention in use.
@@ -476,7 +582,8 @@ impl Symbolizer {
             .unwrap_or_default()
     }
 
-    /// Everything known about a pc of `pid`.
+    /// Everything known about a pc of `pid`, through the log's mappings
+    /// (kernel frames: [`Symbolizer::resolve_kernel`]).
     pub fn resolve(&mut self, pid: u32, pc: u64) -> Arc<Resolved> {
         if let Some(r) = self.cache.get(&(pid, pc)) {
             return r.clone();

@@ -365,6 +365,7 @@ fn max_depth_limits_named_frames_inline_ones_included() {
             count: 3,
         }],
         max_frames,
+        kernel_names_missing: None,
     };
     assert_eq!(folded(&profile(None)), "main;outer;middle;inner 3\n");
     assert_eq!(folded(&profile(Some(2))), "middle;inner 3\n");
@@ -464,4 +465,154 @@ fn plt_stubs_are_named_after_the_slot_they_jump_through() {
         let name = stub.name.strip_suffix("@plt").unwrap();
         assert_eq!(Some(&target), slots.get(name), "{stub:?}");
     }
+}
+
+const KALLSYMS: &str = "\
+ffffffff81000400 T _stext
+ffffffff81001000 T entry_SYSCALL_64
+ffffffff81001100 t pv_native_safe_halt
+ffffffff81001200 T do_syscall_64
+ffffffffc0001000 t ext4_read\t[ext4]
+";
+
+/// A kernel mode sample of pid 9 through a syscall, with its user stack
+/// appended (USERCALLCHAIN), and a user mode sample whose garbage frame
+/// has a kernel address.
+fn kernel_log() -> Vec<LogEvent> {
+    let chain = |userspace, pcs: Vec<u64>| {
+        ev(LogRecord::Callchain {
+            pid: 9,
+            tid: 9,
+            pmcid: 1,
+            cpu: 0,
+            userspace,
+            pcs,
+        })
+    };
+    vec![
+        ev(LogRecord::MapIn {
+            pid: u32::MAX,
+            start: 0xffffffff81000400,
+            path: KERNEL_FRAME.into(),
+        }),
+        chain(
+            false,
+            vec![
+                0xffffffff81001110,
+                0xffffffffc0001011,
+                0xffffffff81001201,
+                0xffffffff81001001,
+                0x40_1000,
+            ],
+        ),
+        chain(true, vec![0x40_2000, 0xffffffff81001101]),
+    ]
+}
+
+fn named_stacks(p: &Profile) -> Vec<Vec<&str>> {
+    p.samples
+        .iter()
+        .map(|s| s.stack.iter().map(|&l| p.locations[l].function()).collect())
+        .collect()
+}
+
+#[test]
+fn kernel_frames_are_named_from_kallsyms() {
+    let options = ProfileOptions {
+        kernel_symbols: Some(std::sync::Arc::new(KernelSymbols::parse(KALLSYMS))),
+        ..ProfileOptions::default()
+    };
+    let p = Profile::from_events_with(&kernel_log(), &options);
+    assert_eq!(
+        named_stacks(&p),
+        vec![
+            vec![
+                "pv_native_safe_halt",
+                "ext4_read",
+                "do_syscall_64",
+                "entry_SYSCALL_64",
+                "0x400fff"
+            ],
+            // The flag says user mode: its kernel-looking pc is not named.
+            vec!["0x402000", "0xffffffff81001100"],
+        ]
+    );
+    assert!(p.kernel_names_missing.is_none());
+    let leaf = &p.locations[p.samples[0].stack[0]];
+    assert_eq!(leaf.pid, u32::MAX, "kernel locations are the kernel's");
+    assert_eq!(leaf.resolved.symbol_start, Some(0xffffffff81001100));
+    let module = &p.locations[p.samples[0].stack[1]].resolved;
+    assert_eq!(module.mapping.as_ref().unwrap().path, "[ext4]");
+    let image = leaf.resolved.mapping.as_ref().unwrap();
+    assert_eq!(image.path, KERNEL_FRAME);
+    assert!((image.memory_start..image.memory_limit).contains(&0xffffffff81001110));
+    // The writers carry the names.
+    assert!(
+        folded(&p).contains("entry_SYSCALL_64;do_syscall_64;ext4_read;pv_native_safe_halt 1\n")
+    );
+    assert!(callgraph(&p).contains("pv_native_safe_halt"));
+    let cg = callgrind(&p, "t");
+    assert!(
+        cg.contains("ob=[kernel.kallsyms]\nfl=???\nfn=pv_native_safe_halt\n"),
+        "{cg}"
+    );
+}
+
+#[test]
+fn without_kernel_names_the_kernel_part_is_one_frame_and_says_why() {
+    let hidden = KALLSYMS
+        .replace("ffffffff8100", "000000000000")
+        .replace("ffffffffc000", "000000000000");
+    let options = ProfileOptions {
+        kernel_symbols: Some(std::sync::Arc::new(KernelSymbols::parse(&hidden))),
+        ..ProfileOptions::default()
+    };
+    let p = Profile::from_events_with(&kernel_log(), &options);
+    assert_eq!(
+        named_stacks(&p),
+        vec![
+            vec![KERNEL_FRAME, "0x400fff"],
+            vec!["0x402000", "0xffffffff81001100"],
+        ]
+    );
+    let why = p
+        .kernel_names_missing
+        .as_ref()
+        .expect("a reason")
+        .to_string();
+    assert!(
+        why.starts_with("kernel frames are shown as [kernel.kallsyms]"),
+        "{why}"
+    );
+    let f = folded(&p);
+    assert!(f.contains("0x400fff;[kernel.kallsyms] 1\n"), "{f}");
+    assert!(
+        !f.contains("0xffffffff8100111"),
+        "no bare kernel address: {f}"
+    );
+    // A log without kernel frames never asks.
+    let user_only: Vec<LogEvent> = kernel_log().into_iter().skip(2).collect();
+    assert!(
+        Profile::from_events_with(&user_only, &options)
+            .kernel_names_missing
+            .is_none()
+    );
+}
+
+#[test]
+fn a_log_from_another_boot_keeps_its_kernel_frames_unnamed() {
+    let mut log = kernel_log();
+    log[0] = ev(LogRecord::MapIn {
+        pid: u32::MAX,
+        start: 0xffffffff9e000400,
+        path: KERNEL_FRAME.into(),
+    });
+    let options = ProfileOptions {
+        kernel_symbols: Some(std::sync::Arc::new(KernelSymbols::parse(KALLSYMS))),
+        ..ProfileOptions::default()
+    };
+    let p = Profile::from_events_with(&log, &options);
+    assert_eq!(named_stacks(&p)[0], vec![KERNEL_FRAME, "0x400fff"]);
+    let why = p.kernel_names_missing.unwrap().to_string();
+    assert!(why.contains("another kernel or boot"), "{why}");
 }

@@ -19,7 +19,7 @@ use std::path::Path;
 
 use object::{Object, ObjectSegment};
 use pmc::log::{LogEvent, LogRecord};
-use pmc_report::{FunctionSymbol, MapStart};
+use pmc_report::{FunctionSymbol, KERNEL_FRAME, KernelNames, KernelNamesMissing, MapStart};
 
 const PAGE: u64 = 4096;
 
@@ -145,12 +145,15 @@ pub struct Place {
 }
 
 /// Resolves pcs of the processes in a log to objects, functions and lines,
-/// following MAP_IN, fork and exec records like `report::Symbolizer`.
+/// following MAP_IN, fork and exec records like `report::Symbolizer`, and
+/// kernel pcs through the running kernel's kallsyms
+/// (`pmc_report::KernelNames`; `-r` does not move the kernel).
 pub struct Resolver {
     maps: HashMap<u32, Vec<(u64, String)>>,
     objects: HashMap<String, ObjectInfo>,
     /// What MAP_IN's `start` is the address of in this log.
     convention: MapStart,
+    kernel: KernelNames,
 }
 
 impl Default for Resolver {
@@ -159,6 +162,7 @@ impl Default for Resolver {
             maps: HashMap::new(),
             objects: HashMap::new(),
             convention: MapStart::FirstExecutableMapping,
+            kernel: KernelNames::running(),
         }
     }
 }
@@ -187,6 +191,11 @@ impl Resolver {
                 LogRecord::Initialize { .. } => {
                     self.convention = MapStart::for_log(std::slice::from_ref(e));
                 }
+                LogRecord::MapIn { pid, start, path }
+                    if *pid == u32::MAX && path == KERNEL_FRAME =>
+                {
+                    self.kernel.learn_kernel_mapping(*start);
+                }
                 LogRecord::MapIn { pid, start, path } if path.starts_with('/') => {
                     let m = self.maps.entry(*pid).or_default();
                     if let Err(i) = m.binary_search(&(*start, path.clone())) {
@@ -214,6 +223,35 @@ impl Resolver {
         let i = maps.partition_point(|(start, _)| *start <= pc);
         let (start, path) = maps.get(i.checked_sub(1)?)?;
         Some((*start, path.as_str()))
+    }
+
+    /// The object and function of a kernel pc (a frame the log marks as
+    /// the kernel's, `pmc_report::kernel_frames`): through the log's kernel
+    /// ELF where it has one (FreeBSD's), else kallsyms; `[kernel.kallsyms]`
+    /// without a function when neither names it.
+    pub fn place_kernel(&mut self, pc: u64, with_line: bool) -> Place {
+        if let Some(p) = self.place(u32::MAX, pc, with_line)
+            && p.function.is_some()
+        {
+            return p;
+        }
+        match self.kernel.symbol_at(pc) {
+            Some(s) => Place {
+                object: s.object(),
+                function: Some((s.name.clone(), s.start, s.end)),
+                line: None,
+            },
+            None => Place {
+                object: KERNEL_FRAME.into(),
+                function: None,
+                line: None,
+            },
+        }
+    }
+
+    /// Why kernel pcs went unnamed, once one needed a name and got none.
+    pub fn kernel_names_missing(&self) -> Option<&KernelNamesMissing> {
+        self.kernel.missing()
     }
 
     /// The object, function and line of `pc` in `pid`, or `None` when no
@@ -259,44 +297,80 @@ impl Resolver {
 }
 
 /// `-m`: one line per sample, `pc function start end` for samples whose
-/// leaf pc lies in a known function (others are skipped, as pmcstat does).
-pub fn sampled_pcs(events: &[LogEvent]) -> String {
+/// leaf pc lies in a known function (others are skipped, as pmcstat does),
+/// and why kernel pcs went unnamed, if they did.
+pub fn sampled_pcs(events: &[LogEvent]) -> (String, Option<KernelNamesMissing>) {
     let mut r = Resolver::new(events);
     let mut out = String::new();
     for e in events {
-        if let LogRecord::Callchain { pid, pcs, .. } = &e.record
+        if let LogRecord::Callchain {
+            pid,
+            pcs,
+            userspace,
+            ..
+        } = &e.record
             && let Some(&pc) = pcs.first()
-            && let Some(Place {
+        {
+            let place = if pmc_report::kernel_frames(*userspace, pcs) > 0 {
+                Some(r.place_kernel(pc, false))
+            } else {
+                r.place(*pid, pc, false)
+            };
+            if let Some(Place {
                 function: Some((name, start, end)),
                 ..
-            }) = r.place(*pid, pc, false)
-        {
-            let _ = writeln!(out, "{pc:#x} {name} {start:#x} {end:#x}");
+            }) = place
+            {
+                let _ = writeln!(out, "{pc:#x} {name} {start:#x} {end:#x}");
+            }
         }
     }
-    out
+    (out, r.kernel_names_missing().cloned())
 }
 
 /// `-a`: every frame of every sample as `pc function file:line` (or
-/// `pc <unknown> ??:0`), each sample ended by `--`.
-pub fn annotated_callchains(events: &[LogEvent]) -> String {
+/// `pc <unknown> ??:0`; unnamed kernel pcs in a row are one
+/// `pc [kernel.kallsyms] ??:0` line), each sample ended by `--`; and why
+/// kernel pcs went unnamed, if they did.
+pub fn annotated_callchains(events: &[LogEvent]) -> (String, Option<KernelNamesMissing>) {
     let mut r = Resolver::new(events);
     let mut out = String::new();
     for e in events {
-        if let LogRecord::Callchain { pid, pcs, .. } = &e.record {
+        if let LogRecord::Callchain {
+            pid,
+            pcs,
+            userspace,
+            ..
+        } = &e.record
+        {
+            let in_kernel = pmc_report::kernel_frames(*userspace, pcs);
+            let mut after_unnamed_kernel = false;
             for (i, &pc) in pcs.iter().enumerate() {
                 // Return addresses point after the call instruction.
                 let probe = if i == 0 { pc } else { pc.saturating_sub(1) };
-                match r.place(*pid, probe, true) {
+                let place = if i < in_kernel {
+                    Some(r.place_kernel(probe, true))
+                } else {
+                    r.place(*pid, probe, true)
+                };
+                match place {
                     Some(Place {
                         function: Some((name, ..)),
                         line,
                         ..
                     }) => {
+                        after_unnamed_kernel = false;
                         let (file, n) = line.unwrap_or_else(|| ("??".into(), 0));
                         let _ = writeln!(out, "{pc:#x} {name} {file}:{n}");
                     }
+                    _ if i < in_kernel => {
+                        if !after_unnamed_kernel {
+                            let _ = writeln!(out, "{pc:#x} {KERNEL_FRAME} ??:0");
+                        }
+                        after_unnamed_kernel = true;
+                    }
                     _ => {
+                        after_unnamed_kernel = false;
                         let _ = writeln!(out, "{pc:#x} <unknown> ??:0");
                     }
                 }
@@ -304,7 +378,7 @@ pub fn annotated_callchains(events: &[LogEvent]) -> String {
             out.push_str("--\n");
         }
     }
-    out
+    (out, r.kernel_names_missing().cloned())
 }
 
 /// `-v`: pmcstat's conversion statistics for a log.
@@ -384,10 +458,10 @@ mod tests {
     fn unmapped_pcs_are_unknown_and_counted_unclaimed() {
         let events = vec![chain(1, vec![0x10, 0x20]), chain(1, vec![])];
         assert_eq!(
-            annotated_callchains(&events),
+            annotated_callchains(&events).0,
             "0x10 <unknown> ??:0\n0x20 <unknown> ??:0\n--\n--\n"
         );
-        assert_eq!(sampled_pcs(&events), "");
+        assert_eq!(sampled_pcs(&events).0, "");
         let s = statistics(&events);
         assert!(
             s.contains(" #samples/total                           2\n"),

@@ -108,6 +108,7 @@ impl ProfileArgs {
         if profile.samples.is_empty() {
             eprintln!("pmcstat: warning: {}", no_samples(log));
         }
+        crate::report::warn_kernel_names_missing("pmcstat", profile.kernel_names_missing.as_ref());
         if let Some(path) = callgraph {
             write_bytes(path, pmc_report::callgraph(&profile).as_bytes())?;
         }

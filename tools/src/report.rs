@@ -6,9 +6,22 @@
 //! shortcuts for the tools.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use pmc::log::LogEvent;
-pub use pmc_report::{Profile, ProfileOptions, Symbolizer};
+pub use pmc_report::{KernelNamesMissing, Profile, ProfileOptions, Symbolizer};
+
+/// Says on standard error why kernel frames are unnamed, the first time a
+/// report of this process finds them so (every report of a run reads the
+/// same `/proc/kallsyms`: one line is enough).
+pub fn warn_kernel_names_missing(tool: &str, missing: Option<&KernelNamesMissing>) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if let Some(missing) = missing
+        && !SAID.swap(true, Ordering::Relaxed)
+    {
+        eprintln!("{tool}: warning: {missing}");
+    }
+}
 
 /// The stacks of the log's callchains as function names, leaf first, with
 /// their sample counts, per PMC.

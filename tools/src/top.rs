@@ -15,6 +15,7 @@ use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
 use pmc::log::{LogEvent, LogRecord};
+use pmc_report::KERNEL_FRAME;
 
 use crate::annotate::Resolver;
 
@@ -124,23 +125,34 @@ impl TopView {
                     self.pmcs.push((*pmcid, name.clone()));
                 }
                 LogRecord::Callchain {
-                    pid, pmcid, pcs, ..
+                    pid,
+                    pmcid,
+                    pcs,
+                    userspace,
+                    ..
                 } => {
                     let agg = delta.entry(*pmcid).or_default();
                     agg.samples += 1;
-                    let frames: Vec<(String, String)> = pcs
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &pc)| {
-                            let probe = if i == 0 { pc } else { pc.saturating_sub(1) };
+                    let in_kernel = pmc_report::kernel_frames(*userspace, pcs);
+                    let mut frames: Vec<(String, String)> = Vec::with_capacity(pcs.len());
+                    for (i, &pc) in pcs.iter().enumerate() {
+                        let probe = if i == 0 { pc } else { pc.saturating_sub(1) };
+                        let frame = if i < in_kernel {
+                            self.kernel_frame(probe, pc, i == 0)
+                        } else {
                             self.frame(*pid, probe, i == 0)
-                        })
-                        .collect();
+                        };
+                        // Unnamed kernel pcs in a row are one frame.
+                        let unnamed = |f: &(String, String)| f.1 == KERNEL_FRAME;
+                        if !(unnamed(&frame) && frames.last().is_some_and(unnamed)) {
+                            frames.push(frame);
+                        }
+                    }
                     let Some(leaf) = frames.first() else {
                         agg.unresolved += 1;
                         continue;
                     };
-                    if leaf.0 == "?" {
+                    if leaf.0 == "?" || leaf.1 == KERNEL_FRAME {
                         agg.unresolved += 1;
                     }
                     let entry = agg.leaves.entry(leaf.clone()).or_default();
@@ -177,6 +189,23 @@ impl TopView {
             }
             None => ("?".into(), format!("{pc:#x}")),
         }
+    }
+
+    /// (image, function) of a kernel pc: `[kernel.kallsyms]` (or the
+    /// module) and its kallsyms name, else `[kernel.kallsyms]` for both.
+    fn kernel_frame(&mut self, probe: u64, pc: u64, leaf: bool) -> (String, String) {
+        let p = self.resolver.place_kernel(probe, false);
+        let name = match p.function {
+            _ if leaf && self.show_address => format!("{pc:#x}"),
+            Some((name, ..)) => name,
+            None => KERNEL_FRAME.to_string(),
+        };
+        (p.object, name)
+    }
+
+    /// Why kernel frames went unnamed, once one needed a name and got none.
+    pub fn kernel_names_missing(&self) -> Option<&pmc_report::KernelNamesMissing> {
+        self.resolver.kernel_names_missing()
     }
 
     /// The PMC choices `p` cycles through: names when merged, else pmcids.

@@ -119,10 +119,12 @@ pub(super) struct Args {
     /// Show the sampled function's address instead of its name (top view).
     #[arg(short = 'I')]
     pub(super) show_address: bool,
-    /// Kernel directory (FreeBSD; no effect on Linux).
+    /// Kernel directory (FreeBSD; no effect on Linux: kernel frames are
+    /// named from the running kernel's /proc/kallsyms).
     #[arg(short = 'k', value_name = "DIR")]
     pub(super) kernel_dir: Option<std::path::PathBuf>,
-    /// Look executables up under ROOT when resolving symbols.
+    /// Look executables up under ROOT when resolving symbols (kernel frames
+    /// still come from the running kernel's /proc/kallsyms).
     #[arg(short = 'r', value_name = "ROOT")]
     pub(super) fs_root: Option<std::path::PathBuf>,
     /// More diagnostics: conversion statistics after reports.

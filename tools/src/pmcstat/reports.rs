@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use crate::annotate;
 use crate::profile_args::ProfileArgs;
+use crate::report::warn_kernel_names_missing;
 use crate::{fail, usage};
 
 use super::TOOL;
@@ -80,6 +81,9 @@ pub(super) fn write_reports(
             );
             pmc_report::Profile::from_events_with(events, &options)
         });
+    if let Some(profile) = &profile {
+        warn_kernel_names_missing(TOOL, profile.kernel_names_missing.as_ref());
+    }
     if let (Some(path), Some(profile)) = (&args.callgraph, &profile) {
         write_to(path, &pmc_report::callgraph(profile))?;
     }
@@ -87,10 +91,14 @@ pub(super) fn write_reports(
         write_to(path, &pmc_report::folded(profile))?;
     }
     if let Some(path) = &args.sampled_pcs {
-        write_to(path, &annotate::sampled_pcs(events))?;
+        let (text, missing) = annotate::sampled_pcs(events);
+        warn_kernel_names_missing(TOOL, missing.as_ref());
+        write_to(path, &text)?;
     }
     if let Some(path) = &args.annotated {
-        write_to(path, &annotate::annotated_callchains(events))?;
+        let (text, missing) = annotate::annotated_callchains(events);
+        warn_kernel_names_missing(TOOL, missing.as_ref());
+        write_to(path, &text)?;
     }
     // -F, -g, --pprof, --flamegraph (tools/src/profile_args.rs).
     if let Some(profile) = &profile {

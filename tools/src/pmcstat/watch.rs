@@ -75,6 +75,8 @@ pub(super) fn watch(
         eprintln!("{TOOL}: {e}");
         ExitCode::FAILURE
     })?;
+    // Said once the screen is the terminal's again.
+    crate::report::warn_kernel_names_missing(TOOL, view.kernel_names_missing());
     if let Some(s) = status {
         return Ok(ExitCode::from(gate::exit_code(s)));
     }

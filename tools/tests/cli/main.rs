@@ -10,6 +10,7 @@ mod harness;
 mod workloads;
 
 mod bad_input;
+mod kernel_frames;
 mod pmcstat_options;
 mod profiles;
 mod readme;
@@ -29,5 +30,6 @@ fn main() {
     tests.extend(real_use::tests());
     tests.extend(bad_input::tests());
     tests.extend(readme::tests());
+    tests.extend(kernel_frames::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }
