@@ -12,8 +12,8 @@ mod workloads;
 mod bad_input;
 mod pmcstat_options;
 mod profiles;
-mod real_use;
 mod readme;
+mod real_use;
 mod tools;
 
 fn main() {
