@@ -160,10 +160,25 @@ struct pmclog_ev_proccreate {
 	char		pl_pcomm[MAXCOMLEN+1];
 };
 
+/*
+ * FreeBSD 14 and 15 (PMC_VERSION 0x0A000000): the run-time linker's base
+ * (AT_BASE) and the PIE load base.  FreeBSD 12-13 (0x09030000) had one
+ * address, pl_entryaddr: a program written for them defines
+ * PMCLOG_PROCEXEC_ENTRYADDR before including this header and reads it
+ * there (the same bytes as pl_baseaddr; pl_dynaddr is 0 in a 12-13 log).
+ * The struct's layout is the same either way.
+ */
 struct pmclog_ev_procexec {
 	pid_t		pl_pid;
 	pmc_id_t	pl_pmcid;
+#ifdef PMCLOG_PROCEXEC_ENTRYADDR
+	union {
+		uintptr_t	pl_baseaddr;
+		uintfptr_t	pl_entryaddr;
+	};
+#else
 	uintptr_t	pl_baseaddr;
+#endif
 	uintptr_t	pl_dynaddr;
 	char		pl_pathname[__PMCLOG_PATH_MAX];
 };

@@ -196,6 +196,8 @@ pub struct pmclog_ev_proccreate {
 pub struct pmclog_ev_procexec {
     pub pl_pid: libc::pid_t,
     pub pl_pmcid: u32,
+    /// FreeBSD 14's `pl_baseaddr`; a 12–13 log's one address
+    /// (`pl_entryaddr` under `PMCLOG_PROCEXEC_ENTRYADDR`, same bytes).
     pub pl_baseaddr: usize,
     pub pl_dynaddr: usize,
     pub pl_pathname: [c_char; FREEBSD_PATH_MAX],

@@ -182,6 +182,17 @@ fn log_in_memory() -> TestResult {
     Ok(())
 }
 
+/// `PMCLOG_PROCEXEC_ENTRYADDR`: a FreeBSD 12–13 program reads
+/// `pl_entryaddr` (sys/sys/pmclog.h at 0x09030000: one `pl_start`); a 14
+/// log's `pl_base`/`pl_dyn` come as `pl_baseaddr`/`pl_dynaddr`.
+fn procexec_entryaddr() -> TestResult {
+    println!(
+        "{}",
+        build_and_run("procexec_entryaddr", Link::Shared, &[])?
+    );
+    Ok(())
+}
+
 fn threads() -> TestResult {
     println!("{}", build_and_run("threads", Link::Shared, &[])?);
     Ok(())
@@ -534,6 +545,11 @@ fn main() {
             name: "c::pmclog_feed_memory_parser",
             requires: vec![Requirement::PerfEvent],
             run: log_in_memory,
+        },
+        CTest {
+            name: "c::procexec_entryaddr_of_freebsd13_logs",
+            requires: vec![],
+            run: procexec_entryaddr,
         },
         CTest {
             name: "c::threads",

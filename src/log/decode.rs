@@ -4,12 +4,12 @@
 
 use super::{
     CALLCHAIN_MAX, CC_USERSPACE, COMM_LEN, CPUID_LEN, HEADER_LEN, LogRecord, MAGIC, NAME_MAX,
-    ORIGIN_MARK, PATH_MAX, PMC_VERSION, PMC_VERSION_15, kind,
+    ORIGIN_MARK, PATH_MAX, PMC_VERSION, kind,
 };
 use crate::{Error, Result};
 
 impl LogRecord {
-    /// Decodes one whole FreeBSD 12–14 record (`bytes` is exactly its
+    /// Decodes one whole FreeBSD record (`bytes` is exactly its
     /// length); the spare word of DROPNOTIFY is read as a lost count. See
     /// [`LogRecord::decode_with`].
     pub fn decode(bytes: &[u8], offset: u64) -> Result<(u64, LogRecord)> {
@@ -17,7 +17,7 @@ impl LogRecord {
     }
 
     /// Decodes one whole record written by a hwpmc of `version` (its
-    /// INITIALIZE's `pl_version`: PROCEXEC differs from major 0x0A on).
+    /// INITIALIZE's `pl_version`: PROCEXEC has one address below major 0x0A).
     /// `trust_spare`: whether DROPNOTIFY's spare word is a lost count (a
     /// log from this crate). Errors name what is wrong; `offset` places it
     /// in the stream.
@@ -113,8 +113,9 @@ impl LogRecord {
             kind::PROCEXEC => {
                 let pid = r.u32().ok_or_else(|| missing("pl_pid"))?;
                 let pmcid = r.u32().ok_or_else(|| missing("pl_pmcid"))?;
-                let entry = r.u64().ok_or_else(|| missing("pl_start"))?;
-                let dynaddr = if version >> 24 >= PMC_VERSION_15 >> 24 {
+                let entry = r.u64().ok_or_else(|| missing("pl_base"))?;
+                // FreeBSD 12–13 (major 0x09 and before) have only pl_start.
+                let dynaddr = if version >> 24 >= PMC_VERSION >> 24 {
                     r.u64().ok_or_else(|| missing("pl_dyn"))?
                 } else {
                     0

@@ -1,4 +1,4 @@
-//! [`LogRecord::encode`]: the FreeBSD 12–14 wire form of a record, at the
+//! [`LogRecord::encode`]: the FreeBSD 14 wire form of a record, at the
 //! offsets of `sys/sys/pmclog.h` (commented per field).
 
 use super::{
@@ -32,7 +32,7 @@ fn put_fixed(out: &mut Vec<u8>, s: &str, len: usize) {
 }
 
 impl LogRecord {
-    /// Appends the FreeBSD 12–14 wire form (header included) to `out`.
+    /// Appends the FreeBSD 14 wire form (header included) to `out`.
     /// Paths longer than [`PATH_MAX`] - 1 bytes and callchains deeper than
     /// [`CALLCHAIN_MAX`] are truncated. Padding and spare words are zero.
     pub fn encode(&self, timestamp: u64, out: &mut Vec<u8>) {
@@ -106,13 +106,14 @@ impl LogRecord {
                 pid,
                 pmcid,
                 entry,
+                dynaddr,
                 path,
-                ..
             } => {
                 put_u32(out, *pid); // 16
                 put_u32(out, *pmcid); // 20
-                put_u64(out, *entry); // 24 pl_start
-                put_str(out, path, PATH_MAX); // 32
+                put_u64(out, *entry); // 24 pl_base
+                put_u64(out, *dynaddr); // 32 pl_dyn
+                put_str(out, path, PATH_MAX); // 40
             }
             ProcExit { pmcid, pid, value } => {
                 put_u32(out, *pmcid); // 16

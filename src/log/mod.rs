@@ -1,7 +1,9 @@
 //! pmclog: FreeBSD's hwpmc log format, written and read.
 //!
-//! The layouts are those of `sys/sys/pmclog.h` in FreeBSD 12–14 (log
-//! version [`PMC_VERSION`] `0x09030000`, pmclog "V6"): every record starts
+//! The layouts are those of `sys/sys/pmclog.h` in FreeBSD 14 and 15 (log
+//! version [`PMC_VERSION`] `0x0A000000`); FreeBSD 12–13's logs
+//! ([`PMC_VERSION_9`] `0x09030000`) differ only in PROCEXEC and are read
+//! too. Every record starts
 //! with `PMCLOG_ENTRY_HEADER` — a `u32` header (magic `0xEE` in bits
 //! 24–31, the type in bits 16–23, the length in bytes, header included, in
 //! bits 0–15), a spare `u32` and a `u64` timestamp — followed by the
@@ -21,7 +23,7 @@
 //! | PMCATTACH | 24 + path + NUL, rounded up to 4 |
 //! | PMCDETACH, PROCFORK, SYSEXIT, USERDATA, THR_EXIT | 24 |
 //! | PROCCSW | 40 |
-//! | PROCEXEC | 32 + path + NUL, rounded up to 4 (FreeBSD 15: 40 + …) |
+//! | PROCEXEC | 40 + path + NUL, rounded up to 4 (FreeBSD 12–13: 32 + …) |
 //! | PROCEXIT | 32 |
 //! | MAP_IN | 24 + path + NUL, rounded up to 4 |
 //! | MAP_OUT | 40 |
@@ -71,14 +73,17 @@ pub use writer::LogWriter;
 
 /// The header magic (`PMCLOG_HEADER_MAGIC`).
 pub const MAGIC: u32 = 0xEE;
-/// `PMC_VERSION` of FreeBSD 12–14 (`sys/sys/pmc.h`: major 0x09, minor
-/// 0x03, patch 0), whose pmclog layouts this crate writes.
-pub const PMC_VERSION: u32 = 0x0903_0000;
+/// `PMC_VERSION` of FreeBSD 14 and 15 (`sys/sys/pmc.h`: major 0x0A, minor
+/// 0, patch 0), whose pmclog layouts this crate writes: PROCEXEC carries
+/// `pl_base` and `pl_dyn`. Main's pmc.h has 0x0A; main's libpmc pmclog.h
+/// already had `pl_baseaddr`/`pl_dynaddr` before stable/14 branched.
+pub const PMC_VERSION: u32 = 0x0A00_0000;
 /// The log version written in INITIALIZE.
 pub const VERSION: u32 = PMC_VERSION;
-/// `PMC_VERSION` of FreeBSD 15 (major 0x0A), whose PROCEXEC record has
-/// `pl_base` and `pl_dyn` instead of one start address.
-pub const PMC_VERSION_15: u32 = 0x0A00_0000;
+/// `PMC_VERSION` of FreeBSD 12–13 (major 0x09, minor 0x03), whose
+/// PROCEXEC record has one start address (`pl_start`, libpmc's
+/// `pl_entryaddr`) where 14 has two; read, never written.
+pub const PMC_VERSION_9: u32 = 0x0903_0000;
 /// The deepest callchain a record carries (`PMC_CALLCHAIN_DEPTH_MAX`).
 pub const CALLCHAIN_MAX: usize = 512;
 /// `pl_cpuflags` bit: the callchain is a user-space one

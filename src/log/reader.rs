@@ -30,8 +30,8 @@ pub enum ReadState {
 /// Reads a pmclog stream from a reader, or from memory fed piecewise.
 ///
 /// Records are decoded with the layouts of the version the stream's
-/// INITIALIZE gives (FreeBSD 12–14 until one is seen; FreeBSD 15's
-/// PROCEXEC from `PMC_VERSION` major 0x0A on), and DROPNOTIFY's lost count
+/// INITIALIZE gives (FreeBSD 14's until one is seen; FreeBSD 12–13's
+/// one-address PROCEXEC below `PMC_VERSION` major 0x0A), and DROPNOTIFY's lost count
 /// is believed only when INITIALIZE carries [`super::ORIGIN_MARK`].
 pub struct LogReader {
     source: Option<Box<dyn Read + Send>>,
@@ -108,7 +108,7 @@ impl LogReader {
         self.count
     }
 
-    /// The `pl_version` of the stream's INITIALIZE (FreeBSD 12–14's
+    /// The `pl_version` of the stream's INITIALIZE (FreeBSD 14's
     /// `PMC_VERSION` until one is read).
     pub fn version(&self) -> u32 {
         self.version
@@ -263,7 +263,7 @@ mod tests {
         for part in [
             "offset: 24",
             "count: 1",
-            "version: 0x9030000",
+            "version: 0xa000000",
             "buffered: 10",
             "state: None",
         ] {

@@ -57,10 +57,12 @@ pub enum LogRecord {
         pid: u32,
         tid: u32,
     },
-    /// FreeBSD 12–14: `entry` is `pl_start` (the exec's entry address) and
-    /// `dynaddr` is 0 (not in the record, not written). A FreeBSD 15 log
-    /// ([`PMC_VERSION_15`](super::PMC_VERSION_15)) has `entry` = `pl_base` (`AT_BASE`, the run-time
-    /// linker's base) and `dynaddr` = `pl_dyn` (the PIE load base).
+    /// FreeBSD 14 and 15 ([`PMC_VERSION`](super::PMC_VERSION), written):
+    /// `entry` is `pl_base` and `dynaddr` is `pl_dyn` (libpmc's
+    /// `pl_baseaddr`/`pl_dynaddr`). A FreeBSD 12–13 log
+    /// ([`PMC_VERSION_9`](super::PMC_VERSION_9)) has one address,
+    /// `pl_start` (libpmc's `pl_entryaddr`), read as `entry` with
+    /// `dynaddr` 0.
     ProcExec {
         pid: u32,
         pmcid: u32,

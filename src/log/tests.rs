@@ -1,6 +1,6 @@
 //! Golden bytes of every record type. The expected bytes are laid out here
-//! field by field at the offsets of FreeBSD 12–14's `sys/sys/pmclog.h`
-//! (the V6 structs: `PMCLOG_ENTRY_HEADER` is `u32 pl_header; u32
+//! field by field at the offsets of FreeBSD 14's `sys/sys/pmclog.h`
+//! (PMC_VERSION 0x0A000000; the V6 structs: `PMCLOG_ENTRY_HEADER` is `u32 pl_header; u32
 //! pl_spare; u64 pl_tsc`, 16 bytes, and every struct is `__packed`), with
 //! the lengths hwpmc_logging.c writes (`_PMCLOG_RESERVE` rounds up to
 //! `sizeof(uint32_t)`; variable records are `offsetof(pl_pathname) +
@@ -62,7 +62,7 @@ fn golden_records() -> Vec<(LogRecord, Vec<u8>)> {
         // sizeof = 112. The origin mark fills pl_cpuid[56..64].
         (
             Initialize {
-                version: 0x0903_0000,
+                version: 0x0A00_0000,
                 arch: 0x01,
                 tsc_freq: 1_000_000_000,
                 time_sec: 1_700_000_000,
@@ -71,7 +71,7 @@ fn golden_records() -> Vec<(LogRecord, Vec<u8>)> {
                 marked: true,
             },
             Golden::new(kind::INITIALIZE, 112, TS, 0)
-                .u32(16, 0x0903_0000)
+                .u32(16, 0x0A00_0000)
                 .u32(20, 0x01)
                 .u64(24, 1_000_000_000)
                 .u64(32, 1_700_000_000)
@@ -152,21 +152,24 @@ fn golden_records() -> Vec<(LogRecord, Vec<u8>)> {
                 .u32(32, 43)
                 .0,
         ),
-        // struct pmclog_procexec (12–14): pl_pid 16, pl_pmcid 20, pl_start
-        // 24, pl_pathname 32; 32 + strlen("/bin/sh") + 1 = 40.
+        // struct pmclog_procexec (FreeBSD 14 and 15, sys/sys/pmclog.h of
+        // main, whose libpmc pmclog.h names them pl_baseaddr/pl_dynaddr):
+        // pl_pid 16, pl_pmcid 20, pl_base 24, pl_dyn 32, pl_pathname 40;
+        // 40 + strlen("/bin/sh") + 1 = 48.
         (
             ProcExec {
                 pid: 42,
                 pmcid: 0x100,
-                entry: 0x40_1000,
-                dynaddr: 0,
+                entry: 0x8000_1000,
+                dynaddr: 0x2000_0000,
                 path: "/bin/sh".into(),
             },
-            Golden::new(kind::PROCEXEC, 40, TS, 0)
+            Golden::new(kind::PROCEXEC, 48, TS, 0)
                 .u32(16, 42)
                 .u32(20, 0x100)
-                .u64(24, 0x40_1000)
-                .chars(32, "/bin/sh", 8)
+                .u64(24, 0x8000_1000)
+                .u64(32, 0x2000_0000)
+                .chars(40, "/bin/sh", 8)
                 .0,
         ),
         // struct pmclog_procexit: pl_pmcid 16, pl_pid 20, pl_value 24;
@@ -429,42 +432,65 @@ fn dropnotify_counts_are_believed_only_in_our_logs() {
     );
 }
 
-/// FreeBSD 15's `struct pmclog_procexec`: pl_pid 16, pl_pmcid 20, pl_base
-/// 24, pl_dyn 32, pl_pathname 40 (CTASSERT offsetof(pl_pathname) == 5 * 4 +
-/// TSDELTA + 2 * sizeof(uintptr_t)), in a log whose INITIALIZE says
-/// `PMC_VERSION` 0x0A000000 (sys/sys/pmc.h major 0x0A).
+/// FreeBSD 12–13's `struct pmclog_procexec` (sys/sys/pmclog.h at
+/// PMC_VERSION 0x09030000, e.g. releng 13.2): pl_pid 16, pl_pmcid 20,
+/// pl_start 24, pl_pathname 32 (libpmc's `pl_entryaddr`), in a log whose
+/// INITIALIZE says 0x09030000; then the same stream switching to
+/// FreeBSD 14's two addresses after an INITIALIZE of 0x0A000000.
 #[test]
 fn procexec_follows_the_logs_version() {
-    let init15 = Golden::new(kind::INITIALIZE, 112, 0, 0)
-        .u32(16, 0x0A00_0000)
-        .u32(20, 0x01)
-        .chars(48, "AuthenticAMD-25-11-1", 64)
-        .0;
-    let exec15 = Golden::new(kind::PROCEXEC, 48, 1, 0)
+    let init = |version| {
+        Golden::new(kind::INITIALIZE, 112, 0, 0)
+            .u32(16, version)
+            .u32(20, 0x01)
+            .chars(48, "AuthenticAMD-25-11-1", 64)
+            .0
+    };
+    let exec13 = Golden::new(kind::PROCEXEC, 40, 1, 0)
         .u32(16, 42)
+        .u32(20, 0x100)
+        .u64(24, 0x40_1000)
+        .chars(32, "/bin/sh", 8)
+        .0;
+    let exec14 = Golden::new(kind::PROCEXEC, 48, 2, 0)
+        .u32(16, 43)
         .u32(20, 0x100)
         .u64(24, 0x8000_1000)
         .u64(32, 0x2000_0000)
         .chars(40, "/bin/sh", 8)
         .0;
     let mut r = LogReader::from_memory();
-    r.feed(&init15);
-    r.feed(&exec15);
-    assert!(matches!(r.read(), ReadState::Ok(_)));
-    assert_eq!(r.version(), PMC_VERSION_15);
-    match r.read() {
-        ReadState::Ok(e) => assert_eq!(
-            e.record,
-            LogRecord::ProcExec {
-                pid: 42,
-                pmcid: 0x100,
-                entry: 0x8000_1000,
-                dynaddr: 0x2000_0000,
-                path: "/bin/sh".into()
-            }
-        ),
-        other => panic!("{other:?}"),
+    for part in [init(0x0903_0000), exec13, init(0x0A00_0000), exec14] {
+        r.feed(&part);
     }
+    assert!(matches!(r.read(), ReadState::Ok(_)));
+    assert_eq!(r.version(), PMC_VERSION_9);
+    let exec = |r: &mut LogReader| match r.read() {
+        ReadState::Ok(e) => e.record,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        exec(&mut r),
+        LogRecord::ProcExec {
+            pid: 42,
+            pmcid: 0x100,
+            entry: 0x40_1000,
+            dynaddr: 0,
+            path: "/bin/sh".into()
+        }
+    );
+    assert!(matches!(r.read(), ReadState::Ok(_)));
+    assert_eq!(r.version(), PMC_VERSION);
+    assert_eq!(
+        exec(&mut r),
+        LogRecord::ProcExec {
+            pid: 43,
+            pmcid: 0x100,
+            entry: 0x8000_1000,
+            dynaddr: 0x2000_0000,
+            path: "/bin/sh".into()
+        }
+    );
 }
 
 /// Records of 4-byte-multiple lengths follow each other without 8-byte
@@ -671,8 +697,9 @@ fn writer_starts_with_initialize_and_ends_with_closelog() {
             marked,
             ..
         } => {
-            // sys/sys/pmc.h (12–14): PMC_VERSION_MAJOR 0x09, MINOR 0x03.
-            assert_eq!(*version, 0x0903_0000);
+            // sys/sys/pmc.h of FreeBSD 14 and main: PMC_VERSION_MAJOR 0x0A,
+            // MINOR 0x00, PATCH 0.
+            assert_eq!(*version, 0x0A00_0000);
             assert_eq!(*arch, 0x01);
             // Our timestamps are nanoseconds.
             assert_eq!(*tsc_freq, 1_000_000_000);

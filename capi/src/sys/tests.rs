@@ -75,7 +75,7 @@ fn every_record_lands_in_its_union_member() {
             pid: 11,
             pmcid: 7,
             entry: 0x401000,
-            // FreeBSD 12-14's PROCEXEC has no dynaddr: it reads as 0.
+            // A static executable without an interpreter: pl_dyn 0.
             dynaddr: 0,
             path: "/bin/true".into(),
         },
