@@ -178,6 +178,90 @@ impl Class {
     }
 }
 
+/// A class of FreeBSD's `enum pmc_class` (`sys/sys/pmc.h` `__PMC_CLASSES`):
+/// the ones libpmc reports this crate's classes as ([`Class::libpmc_class`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[repr(u32)]
+pub enum LibpmcClass {
+    /// `PMC_CLASS_TSC`: the `msr` PMU (its `tsc` event).
+    Tsc = 0x00,
+    /// `PMC_CLASS_K8`: the core PMU of AMD (and Hygon) CPUs.
+    K8 = 0x02,
+    /// `PMC_CLASS_IAP`: the core PMU of Intel CPUs, and of CPUs of no known vendor.
+    Iap = 0x07,
+    /// `PMC_CLASS_UCP`: any other PMU (uncore, power, …).
+    Ucp = 0x09,
+    /// `PMC_CLASS_SOFT`: software events, tracepoints, breakpoints, probes.
+    Soft = 0x0F,
+    /// `PMC_CLASS_ARMV8`: the core PMU of arm64 CPUs.
+    Armv8 = 0x11,
+}
+
+impl LibpmcClass {
+    /// `pmc_name_of_class`: libpmc.c names a class by its enum member
+    /// without the `PMC_CLASS_` prefix.
+    pub fn name(self) -> &'static str {
+        match self {
+            LibpmcClass::Tsc => "TSC",
+            LibpmcClass::K8 => "K8",
+            LibpmcClass::Iap => "IAP",
+            LibpmcClass::Ucp => "UCP",
+            LibpmcClass::Soft => "SOFT",
+            LibpmcClass::Armv8 => "ARMV8",
+        }
+    }
+
+    /// The `enum pmc_class` value.
+    pub fn code(self) -> u32 {
+        self as u32
+    }
+
+    /// The classes whose event names `pmc_event_names_of_class` lists under
+    /// this one, in order: the generic hardware and cache events under the
+    /// core class (raw and native names are listed by `pmcstat -L`), the
+    /// kernel's software events under SOFT (tracepoints and probes are
+    /// named by the user, not listed), `msr` under TSC, none under UCP.
+    pub fn listed_classes(self) -> Vec<Class> {
+        match self {
+            LibpmcClass::K8 | LibpmcClass::Iap | LibpmcClass::Armv8 => {
+                vec![Class::Hardware, Class::Cache]
+            }
+            LibpmcClass::Soft => vec![Class::Software],
+            LibpmcClass::Tsc => vec![Class::Pmu("msr".into())],
+            LibpmcClass::Ucp => Vec::new(),
+        }
+    }
+}
+
+impl Class {
+    /// The FreeBSD class libpmc reports this class as, on a CPU whose
+    /// [`crate::machine::CpuInfo::cputype`] is `cputype` (the vendor in it
+    /// picks the core PMU's class).
+    pub fn libpmc_class(&self, cputype: &str) -> LibpmcClass {
+        match self {
+            Class::Hardware | Class::Cache | Class::Raw => {
+                let t = cputype.to_ascii_lowercase();
+                if t.contains("intel") {
+                    LibpmcClass::Iap
+                } else if t.contains("amd") || t.contains("hygon") {
+                    LibpmcClass::K8
+                } else if cfg!(target_arch = "aarch64") {
+                    LibpmcClass::Armv8
+                } else {
+                    LibpmcClass::Iap
+                }
+            }
+            Class::Pmu(n) if n == "msr" => LibpmcClass::Tsc,
+            Class::Pmu(_) => LibpmcClass::Ucp,
+            Class::Software
+            | Class::Tracepoint
+            | Class::Breakpoint
+            | Class::Uprobe
+            | Class::Kprobe => LibpmcClass::Soft,
+        }
+    }
+}
+
 impl fmt::Display for Class {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -314,6 +398,35 @@ mod tests {
         assert_eq!(Mode::from_name("process-counting"), Some(Mode::TC));
         assert!(Mode::SS.is_system() && Mode::SS.is_sampling());
         assert!(Mode::TC.is_process() && Mode::TC.is_counting());
+    }
+
+    #[test]
+    fn libpmc_classes_have_freebsd_values_names_and_vendors() {
+        // sys/sys/pmc.h __PMC_CLASSES(): TSC 0x00, K8 0x02, IAP 0x07,
+        // UCP 0x09, SOFT 0x0F, ARMV8 0x11; libpmc.c names each `#S`.
+        for (c, code, name) in [
+            (LibpmcClass::Tsc, 0x00, "TSC"),
+            (LibpmcClass::K8, 0x02, "K8"),
+            (LibpmcClass::Iap, 0x07, "IAP"),
+            (LibpmcClass::Ucp, 0x09, "UCP"),
+            (LibpmcClass::Soft, 0x0F, "SOFT"),
+            (LibpmcClass::Armv8, 0x11, "ARMV8"),
+        ] {
+            assert_eq!((c.code(), c.name()), (code, name));
+        }
+        let amd = "AMD EPYC (family 25, model 1)";
+        let intel = "Intel(R) Xeon(R) (family 6, model 85)";
+        assert_eq!(Class::Cache.libpmc_class(amd), LibpmcClass::K8);
+        assert_eq!(Class::Raw.libpmc_class("Hygon C86"), LibpmcClass::K8);
+        assert_eq!(Class::Hardware.libpmc_class(intel), LibpmcClass::Iap);
+        assert_eq!(Class::Tracepoint.libpmc_class(amd), LibpmcClass::Soft);
+        assert_eq!(Class::Pmu("msr".into()).libpmc_class(amd), LibpmcClass::Tsc);
+        assert_eq!(
+            Class::Pmu("power".into()).libpmc_class(amd),
+            LibpmcClass::Ucp
+        );
+        assert_eq!(LibpmcClass::Soft.listed_classes(), vec![Class::Software]);
+        assert!(LibpmcClass::Ucp.listed_classes().is_empty());
     }
 
     #[test]

@@ -83,6 +83,35 @@ pub fn all() -> pmc::Result<Vec<ClassEvents>> {
         .collect())
 }
 
+/// The classes `pmc_cpuinfo` reports, in its order: each of this
+/// machine's classes as the FreeBSD class libpmc reports it
+/// ([`pmc::Class::libpmc_class`]), one row per FreeBSD class at its first
+/// appearance, with the names `pmc_event_names_of_class` gives it — what
+/// pmccontrol.c's `pmcc_do_list_events` prints.
+pub fn libpmc_classes(
+    info: &pmc::machine::CpuInfo,
+) -> Vec<(pmc::LibpmcClass, pmc::Result<Vec<String>>)> {
+    let mut classes: Vec<pmc::LibpmcClass> = Vec::new();
+    for c in &info.classes {
+        let class = c.class.libpmc_class(&info.cputype);
+        if !classes.contains(&class) {
+            classes.push(class);
+        }
+    }
+    classes
+        .into_iter()
+        .map(|class| {
+            let names = class
+                .listed_classes()
+                .iter()
+                .map(pmc::event_names_of_class)
+                .collect::<pmc::Result<Vec<_>>>()
+                .map(|lists| lists.concat());
+            (class, names)
+        })
+        .collect()
+}
+
 /// `-L`: a tab and the name, one event per line.
 pub fn list(classes: &[ClassEvents]) -> String {
     let mut out = String::new();

@@ -223,3 +223,30 @@ fn cpuinfo_gives_the_first_cpus_identity() {
         }
     );
 }
+
+/// Every CPU type hwpmc gives has libpmc's name (`pmc_name_of_cputype`:
+/// the `__PMC_CPUS` member of sys/sys/pmc.h without `PMC_CPU_`), so
+/// `pmccontrol -l`'s first line never names a type "(null)".
+#[test]
+fn every_cputype_given_has_a_name() {
+    for vendor in [
+        "GenuineIntel",
+        "AuthenticAMD",
+        "HygonGenuine",
+        "CentaurHauls",
+    ] {
+        for family in [5, 6, 0xF, 0x17, 0x19] {
+            for model in 0..=0xFF {
+                let t = cpu::pmc_cputype(vendor, family, model, 1);
+                assert!(
+                    cpu::cputype_name(t).is_some(),
+                    "{vendor} {family} {model}: {t:#x}"
+                );
+            }
+        }
+    }
+    assert_eq!(cpu::cputype_name(AMD_K8), Some("AMD_K8"));
+    assert_eq!(cpu::cputype_name(INTEL_CORE), Some("INTEL_CORE"));
+    assert_eq!(cpu::cputype_name(GENERIC), Some("GENERIC"));
+    assert_eq!(cpu::cputype_name(0x7777), None);
+}

@@ -1,151 +1,593 @@
-//! `pmccontrol`: list event classes and events, show who uses the PMU, and
-//! print statistics, with FreeBSD pmccontrol(8)'s options. What has no
-//! Linux equivalent says so.
+//! `pmccontrol`: FreeBSD pmccontrol(8) on Linux perf_event.
+//!
+//! ```text
+//! pmccontrol -L
+//! pmccontrol -l
+//! pmccontrol -s
+//! pmccontrol [-e pmc | -d pmc | -c cpu] ...
+//! pmccontrol --holders [--json]      (ours)
+//! pmccontrol --limits [--json]       (ours)
+//! pmccontrol -L --json               (ours)
+//! ```
+//!
+//! Options are read as FreeBSD's `usr.sbin/pmccontrol/pmccontrol.c` reads
+//! them (getopt `:c:d:e:lLs`, bundled flags, option arguments attached or
+//! separate, parsing stopping at `--` or the first operand); output and
+//! exit statuses (sysexits) are its own:
+//!
+//! - `-L` prints each class of `pmc_cpuinfo` by libpmc's name
+//!   (`pmc_name_of_class`: `SOFT`, `TSC`, `IAP`, `K8`, `ARMV8`, `UCP`),
+//!   then a tab and each of its event names, one per line — the listing of
+//!   FreeBSD 14's `pmcc_do_list_events` (later FreeBSD prints it where
+//!   `pmc_pmu_enabled()` is false). Linux's classes are reported as the
+//!   FreeBSD class libpmc gives them ([`pmc::Class::libpmc_class`]):
+//!   software events, tracepoints and probes are SOFT (only the kernel's
+//!   software events are listed: tracepoints and probes are named by the
+//!   user), the `msr` PMU is TSC, the core PMU is IAP/K8/ARMV8 (its generic
+//!   and cache events; `pmcstat -L` lists raw and native names), other
+//!   PMUs UCP (no names). A class whose names cannot be read ends the run
+//!   with EX_OSERR, as FreeBSD's does.
+//! - `-l` prints `N TYPE CPUs present, with M PMCs per CPU`, then for each
+//!   online CPU (offline ones are skipped, as hwpmc's ENXIO) `#CPU c:`,
+//!   the column header and one row per hardware PMC. Linux shows no
+//!   process another's counters and perf_event keeps no per-row
+//!   allocation, so every row is the row of a free counter: no name,
+//!   the core PMU's class, `ENABLED`, `FREE`. A machine without a hardware
+//!   PMU (M = 0) has no rows.
+//! - `-s` prints FreeBSD's eight driver statistics with FreeBSD's labels
+//!   and format. Their values are what libpmc's `pmc_get_driver_stats`
+//!   gives the calling process: "interrupts processed" and "sampling
+//!   stalls due to space shortages" count the samples and losses of the
+//!   caller's own log, which pmccontrol never has, and Linux keeps no
+//!   kernel-wide count of PMC interrupts, pmc system calls, buffer
+//!   requests or log sweeps. **Every value is therefore 0 here: a
+//!   placeholder in FreeBSD's format, not a measurement.** `--limits`
+//!   shows what Linux does expose.
+//! - `-e pmc` / `-d pmc` (a row number or `*`), each for the CPU of the
+//!   last `-c cpu` (a number or `*`, all CPUs by default): rows are
+//!   checked as FreeBSD checks them (EX_CONFIG without hardware PMCs,
+//!   EX_DATAERR for a CPU or row too large), then the first operation
+//!   fails with EOPNOTSUPP and EX_OSERR: Linux has no administrative
+//!   state per counter.
+//!
+//! Our extensions, long options only: `--holders` lists the processes
+//! holding perf_event descriptors (what `-l` showed before it followed
+//! FreeBSD), `--limits` the perf_event sysctls (what `-s` showed), and
+//! `--json` gives `-L`, `--holders` and `--limits` as JSON.
+//!
+//! Errors are FreeBSD's lines on stderr (err(3)'s `pmccontrol: what:
+//! strerror`), each followed by a line saying why here and what to do;
+//! two commands, which FreeBSD refuses without a word, get a line too.
+//!
+//! Exit statuses (sysexits.h): 0; 64 EX_USAGE (no command, two commands,
+//! an unknown option, a missing argument, `-c` without `-e`/`-d`); 65
+//! EX_DATAERR (a CPU or PMC id that is not a number, or too large); 69
+//! EX_UNAVAILABLE (the library cannot describe this machine); 71 EX_OSERR
+//! (a listing or an enable/disable failed); 74 EX_IOERR (stdout cannot be
+//! written); 78 EX_CONFIG (`-e`/`-d` without hardware PMCs). A closed
+//! output pipe ends the run quietly with 0.
 
+use std::io::{self, BufWriter, StdoutLock, Write};
 use std::process::ExitCode;
-
-use clap::Parser;
-use pmc_tools::{fail, usage};
 
 const TOOL: &str = "pmccontrol";
 
-/// Inspect performance counters (FreeBSD pmccontrol semantics on Linux perf_event).
-#[derive(Parser, Debug)]
-#[command(name = "pmccontrol", version)]
-struct Args {
-    /// List the event classes of this machine and the events of each.
-    #[arg(short = 'L')]
-    list_events: bool,
-    /// Show the PMCs in use: on Linux, the processes holding perf_event
-    /// descriptors (their settings are not visible from outside).
-    #[arg(short = 'l')]
-    list_state: bool,
-    /// Print statistics: the perf_event limits and settings Linux exposes.
-    #[arg(short = 's')]
-    stats: bool,
-    /// Restrict -e/-d to a CPU (a number or `*`).
-    #[arg(short = 'c', value_name = "CPU")]
-    cpu: Option<String>,
-    /// Enable a PMC row for allocation (`*` for all): no Linux equivalent.
-    #[arg(short = 'e', value_name = "PMC")]
-    enable: Option<String>,
-    /// Disable a PMC row for allocation (`*` for all): no Linux equivalent.
-    #[arg(short = 'd', value_name = "PMC")]
-    disable: Option<String>,
-    /// Machine-readable JSON output for -L, -l and -s.
-    #[arg(long)]
-    json: bool,
+// sysexits.h, the statuses pmccontrol.c uses.
+const EX_USAGE: u8 = 64;
+const EX_DATAERR: u8 = 65;
+const EX_UNAVAILABLE: u8 = 69;
+const EX_OSERR: u8 = 71;
+const EX_IOERR: u8 = 74;
+const EX_CONFIG: u8 = 78;
+
+/// pmccontrol.c's `usage_message`.
+const USAGE: &str = "Usage:
+       pmccontrol -L
+       pmccontrol -l
+       pmccontrol -s
+       pmccontrol [-e pmc | -d pmc | -c cpu] ...";
+
+const EXTENSIONS: &str = "Linux only (see the top of tools/src/bin/pmccontrol.rs):
+       pmccontrol --holders [--json]   processes holding perf_event descriptors
+       pmccontrol --limits [--json]    the perf_event sysctls
+       pmccontrol -L --json            -L as JSON";
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Command {
+    Usage,
+    ListEvents,
+    ListState,
+    EnableDisable,
+    Statistics,
+    Holders,
+    Limits,
 }
+
+/// One `-e`/`-d`: `None` is `*`.
+struct Op {
+    cpu: Option<i32>,
+    pmc: Option<i32>,
+    enable: bool,
+}
+
+/// How a run ends early: a status whose message is printed, or a failed
+/// write to stdout.
+enum Stop {
+    Status(u8),
+    Io(io::Error),
+}
+
+impl From<io::Error> for Stop {
+    fn from(e: io::Error) -> Stop {
+        Stop::Io(e)
+    }
+}
+
+type Run = Result<(), Stop>;
+type Out<'a> = BufWriter<StdoutLock<'a>>;
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    if args.enable.is_some() || args.disable.is_some() {
-        eprintln!(
-            "{TOOL}: -e/-d: Linux has no per-counter switch for the allocator; perf_event \
-             schedules counters itself. The nearest controls are the sysctl \
-             kernel.perf_event_paranoid (who may count) and kernel.nmi_watchdog=0 (frees the \
-             counter the watchdog holds)."
-        );
-        return ExitCode::FAILURE;
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut out = BufWriter::new(io::stdout().lock());
+    let result = run(&args, &mut out).and_then(|()| out.flush().map_err(Stop::Io));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Stop::Status(code)) => ExitCode::from(code),
+        // The reader has what it wanted (`pmccontrol -L | head -1`).
+        Err(Stop::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(Stop::Io(e)) => {
+            eprintln!("{TOOL}: cannot write to stdout: {e}");
+            ExitCode::from(EX_IOERR)
+        }
     }
-    if args.cpu.is_some() {
-        return usage(TOOL, "-c only qualifies -e/-d");
-    }
-    if !(args.list_events || args.list_state || args.stats) {
-        return usage(TOOL, "nothing to do: give -L, -l or -s (see --help)");
-    }
-    if args.list_events
-        && let Err(code) = list_events(args.json)
-    {
-        return code;
-    }
-    if args.list_state {
-        list_state(args.json);
-    }
-    if args.stats {
-        stats(args.json);
-    }
-    ExitCode::SUCCESS
 }
 
-fn list_events(json: bool) -> Result<(), ExitCode> {
-    let info = pmc::cpuinfo().map_err(|e| fail(TOOL, &e))?;
-    // A class whose events cannot be listed (tracefs not mounted, …) says
-    // why instead of hiding the others.
-    let classes: Vec<_> = info
-        .classes
-        .iter()
-        .map(|c| {
-            let names = pmc::event_names_of_class(&c.class).map_err(|e| e.to_string());
-            (c.clone(), names)
-        })
-        .collect();
+/// errx(3): `pmccontrol: message`, then the status.
+fn errx(code: u8, message: &str) -> Stop {
+    eprintln!("{TOOL}: {message}");
+    Stop::Status(code)
+}
+
+/// err(3): `pmccontrol: message: strerror(errno)`, then a line with the
+/// library's own account of what failed and what to do.
+fn err(code: u8, message: &str, e: &pmc::Error) -> Stop {
+    eprintln!("{TOOL}: {message}: {}", strerror(e.errno()));
+    eprintln!("{TOOL}: {}", e.to_string().replace('\n', " "));
+    Stop::Status(code)
+}
+
+fn strerror(errno: i32) -> &'static str {
+    nix::errno::Errno::from_raw(errno).desc()
+}
+
+struct Parsed {
+    command: Command,
+    ops: Vec<Op>,
+    json: bool,
+    /// A second command was given: EX_USAGE once parsing ends, silently.
+    conflict: bool,
+}
+
+fn run(args: &[String], out: &mut Out<'_>) -> Run {
+    let parsed = parse(args, out)?;
+    let Some(p) = parsed else {
+        return Ok(());
+    };
+    if p.command == Command::Usage {
+        return Err(errx(EX_USAGE, USAGE));
+    }
+    if p.conflict {
+        // pmccontrol.c exits with EX_USAGE and says nothing; we say why.
+        return Err(errx(
+            EX_USAGE,
+            "-L, -l, -s, -e/-d/-c, --holders and --limits are exclusive: give one of them",
+        ));
+    }
+    if p.json
+        && !matches!(
+            p.command,
+            Command::ListEvents | Command::Holders | Command::Limits
+        )
+    {
+        return Err(errx(
+            EX_USAGE,
+            "--json applies to -L, --holders and --limits; -l, -s, -e, -d and -c print FreeBSD's text",
+        ));
+    }
+    let info = pmc::cpuinfo().map_err(|e| {
+        err(
+            EX_UNAVAILABLE,
+            "Initialization of the pmc(3) library failed",
+            &e,
+        )
+    })?;
+    match p.command {
+        Command::ListEvents => list_events(&info, p.json, out),
+        Command::ListState => list_state(&info, out),
+        Command::Statistics => statistics(out),
+        Command::EnableDisable => {
+            if p.ops.is_empty() {
+                return Err(errx(EX_USAGE, "No PMCs specified to enable or disable"));
+            }
+            enable_disable(&p.ops)
+        }
+        Command::Holders => holders(p.json, out),
+        Command::Limits => limits(p.json, out),
+        Command::Usage => unreachable!("handled above"),
+    }
+}
+
+/// pmccontrol.c's getopt loop over `:c:d:e:lLs`, plus our long options.
+/// `Ok(None)`: `--help` or `--version` has been answered.
+fn parse(args: &[String], out: &mut Out<'_>) -> Result<Option<Parsed>, Stop> {
+    let mut p = Parsed {
+        command: Command::Usage,
+        ops: Vec::new(),
+        json: false,
+        conflict: false,
+    };
+    let mut current_cpu: Option<i32> = None;
+    // The only command a flag may set: any other one already set is a conflict.
+    let set = |p: &mut Parsed, to: Command| {
+        if p.command == Command::Usage || (to == Command::EnableDisable && p.command == to) {
+            p.command = to;
+            true
+        } else {
+            p.conflict = true;
+            false
+        }
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if arg == "--" || !arg.starts_with('-') || arg == "-" {
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            match long {
+                "holders" => {
+                    set(&mut p, Command::Holders);
+                }
+                "limits" => {
+                    set(&mut p, Command::Limits);
+                }
+                "json" => p.json = true,
+                "help" => {
+                    writeln!(out, "{USAGE}\n{EXTENSIONS}")?;
+                    return Ok(None);
+                }
+                "version" => {
+                    writeln!(out, "{TOOL} {}", env!("CARGO_PKG_VERSION"))?;
+                    return Ok(None);
+                }
+                _ => {
+                    eprintln!("{TOOL}: Unrecognized option \"{arg}\"");
+                    return Err(errx(EX_USAGE, USAGE));
+                }
+            }
+            continue;
+        }
+        let flags: Vec<char> = arg[1..].chars().collect();
+        let mut k = 0;
+        while k < flags.len() {
+            let c = flags[k];
+            k += 1;
+            match c {
+                'L' => {
+                    set(&mut p, Command::ListEvents);
+                }
+                'l' => {
+                    set(&mut p, Command::ListState);
+                }
+                's' => {
+                    set(&mut p, Command::Statistics);
+                }
+                'c' | 'd' | 'e' => {
+                    // The option's argument: the rest of this word, or the next.
+                    let optarg = if k < flags.len() {
+                        flags[k..].iter().collect::<String>()
+                    } else if i < args.len() {
+                        i += 1;
+                        args[i - 1].clone()
+                    } else {
+                        return Err(errx(
+                            EX_USAGE,
+                            &format!("Missing argument to option '-{c}'"),
+                        ));
+                    };
+                    k = flags.len();
+                    if !set(&mut p, Command::EnableDisable) {
+                        continue;
+                    }
+                    let what = if c == 'c' { "CPU" } else { "PMC" };
+                    // Only the first character is compared with the wildcard.
+                    let id = if optarg.starts_with('*') {
+                        None
+                    } else {
+                        Some(c_id(&optarg).ok_or_else(|| {
+                            errx(
+                                EX_DATAERR,
+                                &format!("\"{optarg}\" is not a valid {what} id"),
+                            )
+                        })?)
+                    };
+                    if c == 'c' {
+                        current_cpu = id;
+                    } else {
+                        p.ops.push(Op {
+                            cpu: current_cpu,
+                            pmc: id,
+                            enable: c == 'e',
+                        });
+                    }
+                }
+                _ => {
+                    eprintln!("{TOOL}: Unrecognized option \"-{c}\"");
+                    return Err(errx(EX_USAGE, USAGE));
+                }
+            }
+        }
+    }
+    Ok(Some(p))
+}
+
+/// A CPU or PMC id as pmccontrol.c reads one: `strtoul(s, &end, 0)` must
+/// consume the whole text (so the empty text is 0), and the value stored
+/// in an `int` must not be negative (`-1`, an overflow).
+fn c_id(s: &str) -> Option<i32> {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (negative, t) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let (radix, digits) = if (t.starts_with("0x") || t.starts_with("0X"))
+        && t[2..].starts_with(|c: char| c.is_ascii_hexdigit())
+    {
+        (16, &t[2..])
+    } else if t.starts_with('0') {
+        (8, t)
+    } else {
+        (10, t)
+    };
+    let end = digits
+        .find(|c: char| !c.is_digit(radix))
+        .unwrap_or(digits.len());
+    if end == 0 {
+        // No number: strtoul leaves `end` at the start of the text.
+        return s.is_empty().then_some(0);
+    }
+    if end != digits.len() {
+        return None;
+    }
+    let value = u64::from_str_radix(&digits[..end], radix).unwrap_or(u64::MAX);
+    let value = if negative {
+        value.wrapping_neg()
+    } else {
+        value
+    };
+    // unsigned long → int keeps the low 32 bits.
+    let id = value as u32 as i32;
+    (id >= 0).then_some(id)
+}
+
+/// `-L`: pmccontrol.c `pmcc_do_list_events`.
+fn list_events(info: &pmc::machine::CpuInfo, json: bool, out: &mut Out<'_>) -> Run {
+    let classes = pmc_tools::events::libpmc_classes(info);
     if json {
         let v: Vec<_> = classes
             .iter()
-            .map(|(c, names)| {
+            .map(|(class, names)| {
                 serde_json::json!({
-                    "class": c.class.to_string(),
-                    "width": c.width,
-                    "num": c.num,
-                    "caps": format!("{:?}", c.caps),
+                    "class": class.name(),
                     "events": names.as_ref().ok(),
-                    "unavailable": names.as_ref().err(),
+                    "unavailable": names.as_ref().err().map(|e| e.to_string()),
                 })
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::json!({ "cputype": info.cputype, "classes": v })
-        );
+        let doc = serde_json::json!({ "cputype": info.cputype, "classes": v });
+        writeln!(out, "{doc}")?;
         return Ok(());
     }
-    println!(
-        "# cpu: {} ({} CPUs, {} hardware PMCs each)",
-        info.cputype, info.ncpu, info.npmc
-    );
-    for (c, names) in &classes {
-        println!("{}", c.class.name().to_ascii_uppercase());
+    for (class, names) in &classes {
+        // printf("%s\n", pmc_name_of_class(c))
+        writeln!(out, "{}", class.name())?;
         match names {
+            // printf("\t%s\n", eventnamelist[j])
             Ok(names) => {
                 for n in names {
-                    println!("\t{n}");
+                    writeln!(out, "\t{n}")?;
                 }
             }
-            Err(why) => println!("\t# cannot list: {why}"),
+            Err(e) => {
+                out.flush()?;
+                return Err(err(
+                    EX_OSERR,
+                    &format!(
+                        "ERROR: Cannot find information for event class \"{}\"",
+                        class.name()
+                    ),
+                    e,
+                ));
+            }
         }
     }
     Ok(())
 }
 
-fn list_state(json: bool) {
+/// `-l`: pmccontrol.c `pmcc_do_list_state`.
+fn list_state(info: &pmc::machine::CpuInfo, out: &mut Out<'_>) -> Run {
+    let cputype = pmc::log::cpu::this_machine().cputype;
+    // printf("%d %s CPUs present, with %d PMCs per CPU\n", …): printf
+    // prints a NULL name as "(null)".
+    writeln!(
+        out,
+        "{} {} CPUs present, with {} PMCs per CPU",
+        info.ncpu,
+        pmc::log::cpu::cputype_name(cputype).unwrap_or("(null)"),
+        info.npmc
+    )?;
+    // A free row carries the class of the hardware it describes: the core PMU's.
+    let core = pmc::Class::Hardware.libpmc_class(&info.cputype).name();
+    let mut shown = 0;
+    for cpu in 0..info.ncpu {
+        if let Err(e) = pmc::pmcinfo(cpu) {
+            if e.errno() == nix::errno::Errno::ENXIO as i32 {
+                continue;
+            }
+            out.flush()?;
+            return Err(err(
+                EX_OSERR,
+                &format!("Unable to get PMC status for CPU {cpu}"),
+                &e,
+            ));
+        }
+        writeln!(out, "#CPU {shown}:")?;
+        shown += 1;
+        writeln!(out, "#N  NAME             CLASS  STATE    ROW-DISP")?;
+        // pmc_npmc() failing is -1: no rows.
+        let npmc = pmc::npmc(cpu).unwrap_or(0);
+        for n in 0..npmc {
+            // printf(" %-2d %-16s %-6s %-8s %-10s", n, name, class,
+            // "ENABLED", disposition), then "\n": pmccontrol owns no PMC.
+            writeln!(
+                out,
+                " {n:<2} {:<16} {core:<6} {:<8} {:<10}",
+                "", "ENABLED", "FREE"
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `-s`: pmccontrol.c `pmcc_show_statistics`, over what libpmc's
+/// `pmc_get_driver_stats` gives this process (see the top of this file:
+/// every value is 0 here).
+fn statistics(out: &mut Out<'_>) -> Run {
+    let (samples, lost) = pmc::log::sink::stats();
+    // struct pmc_driverstats holds unsigned ints, printed with %d.
+    let int = |v: u64| u32::try_from(v).unwrap_or(u32::MAX) as i32;
+    let rows = [
+        ("interrupts processed:", int(samples)),
+        ("non-PMC interrupts:", 0),
+        ("sampling stalls due to space shortages:", int(lost)),
+        ("system calls:", 0),
+        ("system calls with errors:", 0),
+        ("buffer requests:", 0),
+        ("buffer requests failed:", 0),
+        ("sampling log sweeps:", 0),
+    ];
+    for (label, value) in rows {
+        // printf("%-40s %d\n", N, V)
+        writeln!(out, "{label:<40} {value}")?;
+    }
+    Ok(())
+}
+
+/// `-e`/`-d`/`-c`: pmccontrol.c `pmcc_do_enable_disable`.
+fn enable_disable(ops: &[Op]) -> Run {
+    let ncpu =
+        pmc::ncpu().map_err(|e| err(EX_OSERR, "Unable to determine the number of cpus", &e))?;
+    let mut npmc = 0;
+    for c in 0..ncpu {
+        let n = pmc::npmc(c).map_err(|e| {
+            err(
+                EX_OSERR,
+                &format!("Unable to determine the number of PMCs in CPU {c}"),
+                &e,
+            )
+        })?;
+        npmc = npmc.max(n);
+    }
+    if npmc == 0 {
+        return Err(errx(EX_CONFIG, "No PMCs found"));
+    }
+    // map[cpu][row]: the last operation asked of each row.
+    let mut map = vec![vec![None::<bool>; npmc as usize]; ncpu as usize];
+    for op in ops {
+        if let Some(cpu) = op.cpu
+            && cpu as u32 >= ncpu
+        {
+            return Err(errx(EX_DATAERR, &format!("CPU id too large: \"{cpu}\"")));
+        }
+        if let Some(pmc) = op.pmc
+            && pmc as u32 >= npmc
+        {
+            return Err(errx(EX_DATAERR, &format!("PMC id too large: \"{pmc}\"")));
+        }
+        let cpus = op.cpu.map_or(0..ncpu, |c| c as u32..c as u32 + 1);
+        let rows = op.pmc.map_or(0..npmc, |r| r as u32..r as u32 + 1);
+        for c in cpus {
+            for r in rows.clone() {
+                map[c as usize][r as usize] = Some(op.enable);
+            }
+        }
+    }
+    for (cpu, rows) in map.iter().enumerate() {
+        for (row, op) in rows.iter().enumerate() {
+            let Some(enable) = *op else { continue };
+            let e = pmc::Error::NotSupported {
+                what: format!(
+                    "{} of PMC {row} on CPU {cpu}",
+                    if enable { "enabling" } else { "disabling" }
+                ),
+                why: "Linux has no administrative state per counter: perf_event lends counters to \
+                      events as it schedules them; restrict who may count with the sysctl \
+                      kernel.perf_event_paranoid, and free the counter the NMI watchdog holds \
+                      with kernel.nmi_watchdog=0"
+                    .into(),
+            };
+            let verb = if enable { "Enable" } else { "Disable" };
+            return Err(err(
+                EX_OSERR,
+                &format!("{verb} of PMC {row} on CPU {cpu} failed"),
+                &e,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `--holders` (ours): the processes holding perf_event descriptors.
+fn holders(json: bool, out: &mut Out<'_>) -> Run {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         let users = pmc_linux::system::perf_users();
         if json {
-            println!("{}", serde_json::json!({ "perf_users": users }));
-            return;
+            writeln!(out, "{}", serde_json::json!({ "perf_users": users }))?;
+            return Ok(());
         }
-        println!(
+        writeln!(
+            out,
             "# processes holding perf_event descriptors (settings are private to each process)"
-        );
-        println!("{:>8}  {:>7}  command", "pid", "events");
+        )?;
+        writeln!(out, "{:>8}  {:>7}  command", "pid", "events")?;
         for u in &users {
-            println!("{:>8}  {:>7}  {}", u.pid, u.events, u.command);
+            writeln!(out, "{:>8}  {:>7}  {}", u.pid, u.events, u.command)?;
         }
         if users.is_empty() {
-            println!("# none visible to this user");
+            writeln!(out, "# none visible to this user")?;
         }
+        Ok(())
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     {
-        let _ = json;
-        eprintln!("{TOOL}: -l is not available on this platform");
+        let _ = (json, out);
+        Err(errx(
+            EX_UNAVAILABLE,
+            "--holders: only Linux shows which processes hold perf_event descriptors",
+        ))
     }
 }
 
-fn stats(json: bool) {
+/// `--limits` (ours): the perf_event limits and settings Linux exposes.
+fn limits(json: bool, out: &mut Out<'_>) -> Run {
     let report = pmc::probe::Report::detect();
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     let rows: Vec<(&str, String)> = vec![
         (
             "perf_event_paranoid",
@@ -167,26 +609,43 @@ fn stats(json: bool) {
             "nmi_watchdog",
             opt(report.nmi_watchdog.map(|v| v.to_string())),
         ),
-        (
-            "interrupts processed / stalled, buffer requests, log sweeps",
-            "no Linux equivalent: perf_event keeps no driver-wide counters; lost samples \
-             are reported per ring buffer"
-                .into(),
-        ),
     ];
     if json {
         let map: serde_json::Map<String, serde_json::Value> = rows
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone().into()))
             .collect();
-        println!("{}", serde_json::Value::Object(map));
-        return;
+        writeln!(out, "{}", serde_json::Value::Object(map))?;
+        return Ok(());
     }
     for (k, v) in rows {
-        println!("{k:<30} {v}");
+        writeln!(out, "{k:<30} {v}")?;
     }
+    Ok(())
 }
 
-fn opt(v: Option<String>) -> String {
-    v.unwrap_or_else(|| "-".into())
+#[cfg(test)]
+mod tests {
+    use super::c_id;
+
+    #[test]
+    fn ids_are_read_as_strtoul_reads_them() {
+        // strtoul(3) with base 0: decimal, 0x hex, leading-0 octal, a sign,
+        // leading space; the whole text must be consumed.
+        assert_eq!(c_id("3"), Some(3));
+        assert_eq!(c_id("0x1f"), Some(31));
+        assert_eq!(c_id("010"), Some(8));
+        assert_eq!(c_id(" +2"), Some(2));
+        assert_eq!(c_id("-0"), Some(0));
+        assert_eq!(c_id(""), Some(0));
+        assert_eq!(c_id("0x"), None);
+        assert_eq!(c_id("08"), None);
+        assert_eq!(c_id("1a"), None);
+        assert_eq!(c_id(" "), None);
+        // Negative once stored in an int.
+        assert_eq!(c_id("-1"), None);
+        assert_eq!(c_id("2147483648"), None);
+        assert_eq!(c_id("99999999999999999999999"), None);
+        assert_eq!(c_id("4294967296"), Some(0));
+    }
 }

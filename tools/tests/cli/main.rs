@@ -11,6 +11,7 @@ mod workloads;
 
 mod bad_input;
 mod kernel_frames;
+mod freebsd_pmccontrol;
 mod pmcstat_options;
 mod profiles;
 mod readme;
@@ -29,6 +30,7 @@ fn main() {
     tests.extend(profiles::tests());
     tests.extend(real_use::tests());
     tests.extend(bad_input::tests());
+    tests.extend(freebsd_pmccontrol::tests());
     tests.extend(readme::tests());
     tests.extend(kernel_frames::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();

@@ -1,0 +1,451 @@
+//! `pmccontrol` against FreeBSD's usr.sbin/pmccontrol/pmccontrol.c: the
+//! expected text is built here from its printf formats (cited at each
+//! use), with the machine's data from the `pmc` library (as pmccontrol.c
+//! takes it from libpmc) and the FreeBSD class and CPU type names from
+//! sys/sys/pmc.h; exit statuses are its sysexits.
+
+use std::process::{Command, Output, Stdio};
+
+use pmc::Class;
+use pmc::probe::Requirement as R;
+
+use crate::ensure;
+use crate::harness::{Context, LiveTest, TestResult, test};
+
+const PMCCONTROL: &str = env!("CARGO_BIN_EXE_pmccontrol");
+
+// sysexits.h
+const EX_USAGE: i32 = 64;
+const EX_DATAERR: i32 = 65;
+const EX_OSERR: i32 = 71;
+const EX_IOERR: i32 = 74;
+const EX_CONFIG: i32 = 78;
+
+pub fn tests() -> Vec<LiveTest> {
+    vec![
+        test(
+            "pmccontrol::freebsd::list_events_is_pmcc_do_list_events",
+            vec![R::PerfEvent],
+            list_events_is_pmcc_do_list_events,
+        ),
+        test(
+            "pmccontrol::freebsd::list_state_is_pmcc_do_list_state",
+            vec![R::PerfEvent],
+            list_state_is_pmcc_do_list_state,
+        ),
+        test(
+            "pmccontrol::freebsd::statistics_are_pmcc_show_statistics",
+            vec![R::PerfEvent],
+            statistics_are_pmcc_show_statistics,
+        ),
+        test(
+            "pmccontrol::freebsd::options_and_exit_statuses_are_pmccontrol_cs",
+            vec![R::PerfEvent],
+            options_and_exit_statuses_are_pmccontrol_cs,
+        ),
+        test(
+            "pmccontrol::freebsd::enable_disable_checks_rows_as_pmcc_do_enable_disable",
+            vec![R::PerfEvent],
+            enable_disable_checks_rows_as_pmcc_do_enable_disable,
+        ),
+        test(
+            "pmccontrol::freebsd::a_closed_output_pipe_ends_the_run_quietly",
+            vec![R::PerfEvent, R::Program("sh".into())],
+            a_closed_output_pipe_ends_the_run_quietly,
+        ),
+    ]
+}
+
+fn run(args: &[&str]) -> Result<Output, libtest_mimic::Failed> {
+    Command::new(PMCCONTROL)
+        .args(args)
+        .output()
+        .ctx("pmccontrol")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The `enum pmc_class` name (sys/sys/pmc.h `__PMC_CLASSES`, named `#S`
+/// by libpmc.c) libpmc reports each of our classes as: the core PMU by
+/// vendor (IAP Intel, K8 AMD, ARMV8 arm64), the `msr` PMU TSC, other PMUs
+/// UCP, every kernel-defined kind SOFT.
+fn freebsd_class(class: &Class, cputype: &str) -> &'static str {
+    let t = cputype.to_ascii_lowercase();
+    match class {
+        Class::Hardware | Class::Cache | Class::Raw if t.contains("intel") => "IAP",
+        Class::Hardware | Class::Cache | Class::Raw if t.contains("amd") || t.contains("hygon") => {
+            "K8"
+        }
+        Class::Hardware | Class::Cache | Class::Raw if cfg!(target_arch = "aarch64") => "ARMV8",
+        Class::Hardware | Class::Cache | Class::Raw => "IAP",
+        Class::Pmu(n) if n == "msr" => "TSC",
+        Class::Pmu(_) => "UCP",
+        _ => "SOFT",
+    }
+}
+
+/// What `pmc_event_names_of_class` lists under a FreeBSD class: the
+/// generic hardware and cache events under the core class, the kernel's
+/// software events under SOFT, `msr`'s under TSC, nothing under UCP.
+fn names_of(freebsd: &str) -> Result<Vec<String>, libtest_mimic::Failed> {
+    let ours = match freebsd {
+        "SOFT" => vec![Class::Software],
+        "TSC" => vec![Class::Pmu("msr".into())],
+        "UCP" => vec![],
+        _ => vec![Class::Hardware, Class::Cache],
+    };
+    let mut names = Vec::new();
+    for c in &ours {
+        names.extend(pmc::event_names_of_class(c).ctx(&format!("event names of {c}"))?);
+    }
+    Ok(names)
+}
+
+fn list_events_is_pmcc_do_list_events() -> TestResult {
+    let info = pmc::cpuinfo().ctx("pmc::cpuinfo")?;
+    let mut seen: Vec<&str> = Vec::new();
+    let mut expected = String::new();
+    for c in &info.classes {
+        let name = freebsd_class(&c.class, &info.cputype);
+        if seen.contains(&name) {
+            continue;
+        }
+        seen.push(name);
+        // pmccontrol.c pmcc_do_list_events: printf("%s\n", pmc_name_of_class(c))
+        expected.push_str(&format!("{name}\n"));
+        for n in names_of(name)? {
+            // then printf("\t%s\n", eventnamelist[j]) for each event
+            expected.push_str(&format!("\t{n}\n"));
+        }
+    }
+    let out = run(&["-L"])?;
+    ensure!(
+        out.status.code() == Some(0),
+        "-L: {:?} {}",
+        out.status,
+        text(&out.stderr)
+    );
+    let got = text(&out.stdout);
+    ensure!(
+        got == expected,
+        "-L differs from pmcc_do_list_events:\n--- got\n{got}--- expected\n{expected}"
+    );
+    // The kernel's software events are always there, under libpmc's SOFT.
+    ensure!(got.starts_with("SOFT\n\tcpu-clock\n"), "{got}");
+    Ok(())
+}
+
+/// libpmc's `pmc_name_of_cputype` of this CPU, from /proc/cpuinfo as
+/// hwpmc_amd.c/hwpmc_intel.c classify it: AMD/Hygon family ≥ 0xF is
+/// AMD_K8; Intel family 6 an INTEL_* type or GENERIC; others GENERIC.
+fn cputype_name_ok(name: &str) -> Result<bool, libtest_mimic::Failed> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ctx("/proc/cpuinfo")?;
+    let field = |key: &str| {
+        cpuinfo
+            .lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let vendor = field("vendor_id").unwrap_or_default();
+    let family: u32 = field("cpu family")
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(0);
+    Ok(match vendor.as_str() {
+        "AuthenticAMD" | "HygonGenuine" if family >= 0xF => name == "AMD_K8",
+        "GenuineIntel" if family == 6 => name.starts_with("INTEL_") || name == "GENERIC",
+        _ => name == "GENERIC",
+    })
+}
+
+fn online_cpus() -> Result<Vec<u32>, libtest_mimic::Failed> {
+    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").ctx("cpu/online")?;
+    let mut cpus = Vec::new();
+    for part in list.trim().split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (u32, u32) = (a.parse().ctx("cpu")?, b.parse().ctx("cpu")?);
+        cpus.extend(a..=b);
+    }
+    Ok(cpus)
+}
+
+fn list_state_is_pmcc_do_list_state() -> TestResult {
+    let info = pmc::cpuinfo().ctx("pmc::cpuinfo")?;
+    let out = run(&["-l"])?;
+    ensure!(
+        out.status.code() == Some(0),
+        "-l: {:?} {}",
+        out.status,
+        text(&out.stderr)
+    );
+    let got = text(&out.stdout);
+    let mut lines = got.lines();
+    // printf("%d %s CPUs present, with %d PMCs per CPU\n", pm_ncpu,
+    // pmc_name_of_cputype(pm_cputype), pm_npmc)
+    let first = lines.next().unwrap_or_default();
+    let words: Vec<&str> = first.split(' ').collect();
+    ensure!(
+        words.len() == 9
+            && words[0] == info.ncpu.to_string()
+            && words[2..]
+                == [
+                    "CPUs",
+                    "present,",
+                    "with",
+                    &info.npmc.to_string(),
+                    "PMCs",
+                    "per",
+                    "CPU"
+                ],
+        "first line: {first:?}"
+    );
+    ensure!(
+        cputype_name_ok(words[1])?,
+        "cpu type {:?} for this CPU",
+        words[1]
+    );
+    let mut expected = format!("{first}\n");
+    let core = freebsd_class(&Class::Hardware, &info.cputype);
+    // Offline CPUs are skipped (pmc_pmcinfo's ENXIO); `c` counts the shown ones.
+    for (c, cpu) in online_cpus()?.into_iter().enumerate() {
+        // printf("#CPU %d:\n", c++) and the column header
+        expected.push_str(&format!(
+            "#CPU {c}:\n#N  NAME             CLASS  STATE    ROW-DISP\n"
+        ));
+        for n in 0..pmc::npmc(cpu).ctx("npmc")? {
+            // printf(" %-2d %-16s %-6s %-8s %-10s", n, pm_name,
+            // pmc_name_of_class, "ENABLED", pmc_name_of_disposition) and
+            // "\n": a free row, pmccontrol owning no PMC.
+            expected.push_str(&format!(
+                " {n:<2} {:<16} {core:<6} {:<8} {:<10}\n",
+                "", "ENABLED", "FREE"
+            ));
+        }
+    }
+    ensure!(
+        got == expected,
+        "-l differs from pmcc_do_list_state:\n--- got\n{got}--- expected\n{expected}"
+    );
+    Ok(())
+}
+
+fn statistics_are_pmcc_show_statistics() -> TestResult {
+    let out = run(&["-s"])?;
+    ensure!(out.status.code() == Some(0), "-s: {:?}", out.status);
+    // pmccontrol.c pmcc_show_statistics: PRINT(N,V) is
+    // printf("%-40s %d\n", N, gms.pm_V), for these labels in this order;
+    // every value is 0 here (documented in pmccontrol.rs: Linux keeps no
+    // driver-wide counts, and pmccontrol has no log of its own).
+    let mut expected = String::new();
+    for label in [
+        "interrupts processed:",
+        "non-PMC interrupts:",
+        "sampling stalls due to space shortages:",
+        "system calls:",
+        "system calls with errors:",
+        "buffer requests:",
+        "buffer requests failed:",
+        "sampling log sweeps:",
+    ] {
+        expected.push_str(&format!("{label:<40} 0\n"));
+    }
+    let got = text(&out.stdout);
+    ensure!(
+        got == expected,
+        "-s differs from pmcc_show_statistics:\n--- got\n{got}--- expected\n{expected}"
+    );
+    Ok(())
+}
+
+/// pmccontrol.c's `usage_message`, as errx(3) prints it.
+const USAGE: &str = "pmccontrol: Usage:
+       pmccontrol -L
+       pmccontrol -l
+       pmccontrol -s
+       pmccontrol [-e pmc | -d pmc | -c cpu] ...
+";
+
+fn options_and_exit_statuses_are_pmccontrol_cs() -> TestResult {
+    // (arguments, status, what stderr starts with): main()'s getopt loop
+    // over ":c:d:e:lLs" and the checks after it.
+    let cases: &[(&[&str], i32, &str)] = &[
+        // command == PMCC_PRINT_USAGE: errx(EX_USAGE, "%s", usage_message)
+        (&[], EX_USAGE, USAGE),
+        // case '?': warnx("Unrecognized option \"-%c\"", optopt), then the usage
+        (
+            &["-x"],
+            EX_USAGE,
+            "pmccontrol: Unrecognized option \"-x\"\npmccontrol: Usage:",
+        ),
+        // case ':': errx(EX_USAGE, "Missing argument to option '-%c'", optopt)
+        (
+            &["-e"],
+            EX_USAGE,
+            "pmccontrol: Missing argument to option '-e'\n",
+        ),
+        (
+            &["-Lc"],
+            EX_USAGE,
+            "pmccontrol: Missing argument to option '-c'\n",
+        ),
+        // -L, -l, -s each set error = 1 when a command is set: exit(EX_USAGE)
+        (&["-L", "-l"], EX_USAGE, "pmccontrol: "),
+        (&["-ls"], EX_USAGE, "pmccontrol: "),
+        (&["-s", "-e", "0"], EX_USAGE, "pmccontrol: "),
+        (&["-e", "0", "-L"], EX_USAGE, "pmccontrol: "),
+        // strtoul with *dummy != '\0' or a negative int:
+        // errx(EX_DATAERR, "\"%s\" is not a valid PMC id" / "CPU id")
+        (
+            &["-e", "abc"],
+            EX_DATAERR,
+            "pmccontrol: \"abc\" is not a valid PMC id\n",
+        ),
+        (
+            &["-d", "-1"],
+            EX_DATAERR,
+            "pmccontrol: \"-1\" is not a valid PMC id\n",
+        ),
+        (
+            &["-c", "1x", "-e", "0"],
+            EX_DATAERR,
+            "pmccontrol: \"1x\" is not a valid CPU id\n",
+        ),
+        // -c alone: errx(EX_USAGE, "No PMCs specified to enable or disable")
+        (
+            &["-c", "0"],
+            EX_USAGE,
+            "pmccontrol: No PMCs specified to enable or disable\n",
+        ),
+        (
+            &["-c", "*"],
+            EX_USAGE,
+            "pmccontrol: No PMCs specified to enable or disable\n",
+        ),
+    ];
+    for (args, status, stderr) in cases {
+        let out = run(args)?;
+        let err = text(&out.stderr);
+        ensure!(
+            out.status.code() == Some(*status) && err.starts_with(stderr),
+            "pmccontrol {args:?}: {:?}, stderr {err:?}; pmccontrol.c: {status}, {stderr:?}",
+            out.status
+        );
+        ensure!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
+    }
+    // getopt stops at the first operand; pmccontrol.c ignores the rest.
+    let out = run(&["-L", "operand", "-l"])?;
+    ensure!(
+        out.status.code() == Some(0),
+        "-L operand -l: {:?}",
+        out.status
+    );
+    ensure!(
+        text(&out.stdout) == text(&run(&["-L"])?.stdout),
+        "-L operand"
+    );
+    // Flags bundle and arguments attach as getopt allows.
+    let out = run(&["-c0"])?;
+    ensure!(out.status.code() == Some(EX_USAGE), "-c0: {:?}", out.status);
+    Ok(())
+}
+
+fn enable_disable_checks_rows_as_pmcc_do_enable_disable() -> TestResult {
+    let ncpu = pmc::ncpu().ctx("ncpu")?;
+    let npmc = (0..ncpu)
+        .map(|c| pmc::npmc(c).unwrap_or(0))
+        .max()
+        .unwrap_or(0);
+    let check = |args: &[&str], status: i32, stderr: &str| -> TestResult {
+        let out = run(args)?;
+        let err = text(&out.stderr);
+        ensure!(
+            out.status.code() == Some(status) && err.starts_with(stderr),
+            "pmccontrol {args:?}: {:?} {err:?}; pmccontrol.c: {status} {stderr:?}",
+            out.status
+        );
+        Ok(())
+    };
+    if npmc == 0 {
+        // if (npmc == 0) errx(EX_CONFIG, "No PMCs found"), before any row check.
+        check(&["-e", "0"], EX_CONFIG, "pmccontrol: No PMCs found\n")?;
+        check(
+            &["-c", "*", "-d", "*"],
+            EX_CONFIG,
+            "pmccontrol: No PMCs found\n",
+        )?;
+        return check(
+            &["-c", &ncpu.to_string(), "-e", "0"],
+            EX_CONFIG,
+            "pmccontrol: No PMCs found\n",
+        );
+    }
+    // errx(EX_DATAERR, "CPU id too large: \"%d\"") / "PMC id too large: \"%d\""
+    check(
+        &["-c", &ncpu.to_string(), "-e", "0"],
+        EX_DATAERR,
+        &format!("pmccontrol: CPU id too large: \"{ncpu}\"\n"),
+    )?;
+    check(
+        &["-e", &npmc.to_string()],
+        EX_DATAERR,
+        &format!("pmccontrol: PMC id too large: \"{npmc}\"\n"),
+    )?;
+    // pmc_enable fails (Linux keeps no per-row state: EOPNOTSUPP):
+    // err(EX_OSERR, "%s of PMC %d on CPU %d failed", …) on the first row.
+    check(
+        &["-c", "0", "-e", "0"],
+        EX_OSERR,
+        "pmccontrol: Enable of PMC 0 on CPU 0 failed: ",
+    )?;
+    check(
+        &["-d", "*"],
+        EX_OSERR,
+        "pmccontrol: Disable of PMC 0 on CPU 0 failed: ",
+    )
+}
+
+fn a_closed_output_pipe_ends_the_run_quietly() -> TestResult {
+    // A pipe whose reader is gone before pmccontrol writes: every write
+    // fails with EPIPE, deterministically.
+    for args in [&["-L"][..], &["-l"], &["-s"], &["--help"]] {
+        let (reader, writer) = std::io::pipe().ctx("pipe")?;
+        drop(reader);
+        let out = Command::new(PMCCONTROL)
+            .args(args)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .ctx("pmccontrol")?;
+        let err = text(&out.stderr);
+        ensure!(
+            out.status.code() == Some(0) && err.is_empty(),
+            "pmccontrol {args:?} into a closed pipe: {:?}, stderr {err:?}",
+            out.status
+        );
+    }
+    // The issue's own line, through a shell: head takes one line and goes.
+    let out = Command::new("sh")
+        .args(["-c", &format!("'{PMCCONTROL}' -L | head -1")])
+        .output()
+        .ctx("sh")?;
+    ensure!(text(&out.stdout) == "SOFT\n", "{}", text(&out.stdout));
+    ensure!(text(&out.stderr).is_empty(), "{}", text(&out.stderr));
+    // Any other write error is reported: EX_IOERR.
+    if std::path::Path::new("/dev/full").exists() {
+        let full = std::fs::File::create("/dev/full").ctx("/dev/full")?;
+        let out = Command::new(PMCCONTROL)
+            .arg("-L")
+            .stdout(full)
+            .output()
+            .ctx("pmccontrol")?;
+        let err = text(&out.stderr);
+        ensure!(
+            out.status.code() == Some(EX_IOERR) && err.contains("No space left on device"),
+            "-L > /dev/full: {:?} {err:?}",
+            out.status
+        );
+    }
+    Ok(())
+}
