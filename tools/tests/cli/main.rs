@@ -10,10 +10,11 @@ mod harness;
 mod workloads;
 
 mod bad_input;
+mod freebsd_reports;
 mod pmcstat_options;
 mod profiles;
-mod real_use;
 mod readme;
+mod real_use;
 mod tools;
 
 fn main() {
@@ -28,6 +29,7 @@ fn main() {
     tests.extend(profiles::tests());
     tests.extend(real_use::tests());
     tests.extend(bad_input::tests());
+    tests.extend(freebsd_reports::tests());
     tests.extend(readme::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }
