@@ -616,3 +616,162 @@ fn a_log_from_another_boot_keeps_its_kernel_frames_unnamed() {
     let why = p.kernel_names_missing.unwrap().to_string();
     assert!(why.contains("another kernel or boot"), "{why}");
 }
+
+/// A location in `image` (None: no mapping) of a function starting at
+/// `start` (None: no symbol), for -G trees built without ELF files.
+fn cg_location(image: Option<&str>, function: &str, start: Option<u64>, pc: u64) -> Location {
+    let mapping = image.map(|path| {
+        std::sync::Arc::new(Mapping {
+            memory_start: 0,
+            memory_limit: u64::MAX,
+            file_offset: 0,
+            path: path.into(),
+            build_id: None,
+            text_range: None,
+        })
+    });
+    Location {
+        pid: 1,
+        address: pc,
+        resolved: std::sync::Arc::new(Resolved {
+            frames: vec![Frame {
+                function: function.into(),
+                file: None,
+                line: None,
+            }],
+            object_address: mapping.as_ref().map(|_| pc),
+            mapping,
+            symbol_start: start,
+        }),
+    }
+}
+
+/// A profile of one event over `locations` with (stack, count) samples.
+fn cg_profile(locations: Vec<Location>, stacks: &[(&[usize], u64)]) -> Profile {
+    Profile {
+        events: vec![Event {
+            pmcid: 1,
+            name: "cpu-clock".into(),
+            period: None,
+        }],
+        kernel_names_missing: None,
+        locations,
+        samples: stacks
+            .iter()
+            .enumerate()
+            .map(|(tid, (stack, count))| Sample {
+                event: 0,
+                pid: 1,
+                tid: tid as u32,
+                cpu: 0,
+                stack: stack.to_vec(),
+                count: *count,
+            })
+            .collect(),
+        max_frames: None,
+    }
+}
+
+/// One `pmcstat_cgnode_print` line (pmcpl_callgraph.c): `depth` spaces,
+/// `"100.0%% "` or `"%05.2f%% "`, `" [%u] "` padded with spaces to 12
+/// characters, `depth` spaces again, the name, `" @ %s"` on an image change.
+fn cg_line(depth: usize, percent: &str, count: u64, name: &str, image: Option<&str>) -> String {
+    let count = format!(" [{count}] ");
+    let pad = " ".repeat(12 - count.len());
+    let at = image.map(|i| format!(" @ {i}")).unwrap_or_default();
+    let indent = " ".repeat(depth);
+    format!("{indent}{percent}% {count}{pad}{indent}{name}{at}\n")
+}
+
+/// pmcpl_callgraph.c: per PMC `"@ %s [%u samples]\n\n"`; each sampled
+/// function, most samples first, as the recursive tree of its callers
+/// (`pmcstat_cgnode_print`, children sorted by `pmcstat_cgnode_compare`),
+/// each percentage of the parent's count, the image named when it changes
+/// (`pmcstat_previous_filename_printed`, reset per tree), a blank line
+/// after each tree.
+#[test]
+fn callgraph_is_pmcpl_callgraphs_tree() {
+    let prog = Some("/bin/prog");
+    let libc = Some("/lib/libc.so.7");
+    let locations = vec![
+        cg_location(prog, "leaf", Some(0x100), 0x104),     // 0
+        cg_location(prog, "caller_g", Some(0x200), 0x210), // 1
+        cg_location(prog, "main", Some(0x300), 0x320),     // 2
+        cg_location(libc, "caller_h", Some(0x50), 0x58),   // 3
+        cg_location(libc, "memcpy", Some(0x10), 0x18),     // 4
+        cg_location(prog, "leaf", Some(0x100), 0x108),     // 5: same function, other pc
+    ];
+    let profile = cg_profile(
+        locations,
+        &[
+            (&[0, 1, 2], 2),
+            (&[5, 1, 2], 1),
+            (&[0, 3, 2], 1),
+            (&[4, 1], 1),
+        ],
+    );
+    let expected = [
+        "@ cpu-clock [5 samples]\n\n".to_string(),
+        cg_line(0, "80.00", 4, "leaf", prog),
+        cg_line(1, "75.00", 3, "caller_g", None),
+        cg_line(2, "100.0", 3, "main", None),
+        cg_line(1, "25.00", 1, "caller_h", libc),
+        cg_line(2, "100.0", 1, "main", prog),
+        "\n".into(),
+        cg_line(0, "20.00", 1, "memcpy", libc),
+        cg_line(1, "100.0", 1, "caller_g", prog),
+        "\n".into(),
+    ]
+    .concat();
+    assert_eq!(callgraph(&profile), expected);
+}
+
+/// pmcpl_callgraph.c `pmcpl_cg_process` follows a chain to
+/// `args.pa_graphdepth` frames (pmcstat.h `DEFAULT_CALLGRAPH_DEPTH` 16,
+/// `-z` otherwise), and `pmcstat_cgnode_print` prints every node, however
+/// small (the 0.5 % `pmcstat_threshold` is `-T`'s only). A pc without a
+/// symbol is its own node, printed `%p` of its image address.
+#[test]
+fn callgraph_follows_sixteen_frames_and_hides_nothing() {
+    let prog = Some("/bin/prog");
+    let mut locations: Vec<Location> = (0..20u64)
+        .map(|i| {
+            cg_location(
+                prog,
+                &format!("f{i}"),
+                Some(0x1000 * (i + 1)),
+                0x1000 * (i + 1),
+            )
+        })
+        .collect();
+    locations.push(cg_location(prog, "prog+0x9999", None, 0x9999)); // 20
+    let deep: Vec<usize> = (0..20).collect();
+    let profile = cg_profile(locations, &[(&deep, 999), (&[20], 1)]);
+    let graph = callgraph(&profile);
+    let mut expected = vec!["@ cpu-clock [1000 samples]\n\n".to_string()];
+    expected.push(cg_line(0, "99.90", 999, "f0", prog));
+    for depth in 1..16 {
+        expected.push(cg_line(depth, "100.0", 999, &format!("f{depth}"), None));
+    }
+    expected.push("\n".into());
+    expected.push(cg_line(0, "00.10", 1, "0x9999", prog));
+    expected.push("\n".into());
+    assert_eq!(graph, expected.concat());
+
+    // -z 2: the leaf and one caller.
+    let mut profile = profile;
+    profile.max_frames = Some(2);
+    let graph = callgraph(&profile);
+    assert_eq!(
+        graph,
+        [
+            "@ cpu-clock [1000 samples]\n\n".to_string(),
+            cg_line(0, "99.90", 999, "f0", prog),
+            cg_line(1, "100.0", 999, "f1", None),
+            "\n".into(),
+            cg_line(0, "00.10", 1, "0x9999", prog),
+            "\n".into(),
+        ]
+        .concat()
+    );
+}

@@ -54,43 +54,6 @@ fn intel_cputype(model: u32, stepping: u32) -> Option<u32> {
     })
 }
 
-/// `pmc_name_of_cputype`: libpmc.c names a CPU type by its `__PMC_CPUS`
-/// member without the `PMC_CPU_` prefix. Every value [`pmc_cputype`] and
-/// the platforms' [`this_machine`] give has a name; others are `None`
-/// (libpmc's NULL).
-pub fn cputype_name(cputype: u32) -> Option<&'static str> {
-    Some(match cputype {
-        PMC_CPU_AMD_K8 => "AMD_K8",
-        0x87 => "INTEL_CORE",
-        0x88 => "INTEL_CORE2",
-        0x89 => "INTEL_CORE2EXTREME",
-        0x8A => "INTEL_ATOM",
-        0x8B => "INTEL_COREI7",
-        0x8C => "INTEL_WESTMERE",
-        0x8D => "INTEL_SANDYBRIDGE",
-        0x8E => "INTEL_IVYBRIDGE",
-        0x8F => "INTEL_SANDYBRIDGE_XEON",
-        0x90 => "INTEL_IVYBRIDGE_XEON",
-        0x91 => "INTEL_HASWELL",
-        0x92 => "INTEL_ATOM_SILVERMONT",
-        0x93 => "INTEL_NEHALEM_EX",
-        0x94 => "INTEL_WESTMERE_EX",
-        0x95 => "INTEL_HASWELL_XEON",
-        0x96 => "INTEL_BROADWELL",
-        0x97 => "INTEL_BROADWELL_XEON",
-        0x98 => "INTEL_SKYLAKE",
-        0x99 => "INTEL_SKYLAKE_XEON",
-        0x9A => "INTEL_ATOM_GOLDMONT",
-        0x9B => "INTEL_ICELAKE",
-        0x9C => "INTEL_ICELAKE_XEON",
-        0x9D => "INTEL_ALDERLAKE",
-        0x9E => "INTEL_ATOM_GOLDMONT_P",
-        0x9F => "INTEL_ATOM_TREMONT",
-        PMC_CPU_GENERIC => "GENERIC",
-        _ => return None,
-    })
-}
-
 /// The `enum pmc_cputype` hwpmc reports for an x86 CPU (`vendor` as in
 /// CPUID leaf 0, `family` and `model` with their extended fields, as
 /// `/proc/cpuinfo` and FreeBSD's `CPUID_TO_FAMILY`/`CPUID_TO_MODEL` give
@@ -151,5 +114,57 @@ pub fn identity_from_cpuinfo(text: &str) -> Option<CpuIdentity> {
     Some(CpuIdentity {
         cputype: pmc_cputype(&vendor, family, model, stepping),
         cpuid: hwpmc_cpuid(&vendor, family, model, stepping),
+    })
+}
+
+/// libpmc's `pmc_name_of_cputype`: the `enum pmc_cputype` member of
+/// `sys/sys/pmc.h` `__PMC_CPUS` without its `PMC_CPU_` prefix (libpmc.c
+/// builds `pmc_cputype_names` with `__STRING(S)`); `None` where libpmc
+/// says EINVAL. pmcstat -R prints it in `initlog` lines.
+pub fn cputype_name(cputype: u32) -> Option<&'static str> {
+    Some(match cputype {
+        0x00 => "AMD_K7",
+        0x01 => "AMD_K8",
+        0x87 => "INTEL_CORE",
+        0x88 => "INTEL_CORE2",
+        0x89 => "INTEL_CORE2EXTREME",
+        0x8A => "INTEL_ATOM",
+        0x8B => "INTEL_COREI7",
+        0x8C => "INTEL_WESTMERE",
+        0x8D => "INTEL_SANDYBRIDGE",
+        0x8E => "INTEL_IVYBRIDGE",
+        0x8F => "INTEL_SANDYBRIDGE_XEON",
+        0x90 => "INTEL_IVYBRIDGE_XEON",
+        0x91 => "INTEL_HASWELL",
+        0x92 => "INTEL_ATOM_SILVERMONT",
+        0x93 => "INTEL_NEHALEM_EX",
+        0x94 => "INTEL_WESTMERE_EX",
+        0x95 => "INTEL_HASWELL_XEON",
+        0x96 => "INTEL_BROADWELL",
+        0x97 => "INTEL_BROADWELL_XEON",
+        0x98 => "INTEL_SKYLAKE",
+        0x99 => "INTEL_SKYLAKE_XEON",
+        0x9A => "INTEL_ATOM_GOLDMONT",
+        0x9B => "INTEL_ICELAKE",
+        0x9C => "INTEL_ICELAKE_XEON",
+        0x9D => "INTEL_ALDERLAKE",
+        0x9E => "INTEL_ATOM_GOLDMONT_P",
+        0x9F => "INTEL_ATOM_TREMONT",
+        0x100 => "INTEL_XSCALE",
+        0x300 => "PPC_7450",
+        0x340 => "PPC_E500",
+        0x380 => "PPC_970",
+        0x390 => "PPC_POWER8",
+        0x400 => "GENERIC",
+        0x500 => "ARMV7_CORTEX_A5",
+        0x501 => "ARMV7_CORTEX_A7",
+        0x502 => "ARMV7_CORTEX_A8",
+        0x503 => "ARMV7_CORTEX_A9",
+        0x504 => "ARMV7_CORTEX_A15",
+        0x505 => "ARMV7_CORTEX_A17",
+        0x600 => "ARMV8_CORTEX_A53",
+        0x601 => "ARMV8_CORTEX_A57",
+        0x602 => "ARMV8_CORTEX_A76",
+        _ => return None,
     })
 }

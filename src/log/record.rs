@@ -1,5 +1,5 @@
 //! [`LogRecord`] (one variant per pmclog record type), its type numbers and
-//! pmcstat -R's one-line form; [`LogEvent`], a record with its place in the
+//! pmcstat -R's text form (pmcstat_log.c's); [`LogEvent`], a record with its place in the
 //! stream. The wire form is in `encode.rs` and `decode.rs`.
 
 use std::fmt;
@@ -190,82 +190,138 @@ impl LogRecord {
 }
 
 impl fmt::Display for LogRecord {
-    /// pmcstat -R's one-line form.
+    /// pmcstat -R's text of the record, as usr.sbin/pmcstat/pmcstat_log.c
+    /// `pmcstat_print_log` prints it through `PMCSTAT_PRINT_ENTRY`
+    /// (pmcstat.h: the type as `"%-9s"`, then `" "` and the record's
+    /// format): each field in FreeBSD's order and printf conversion (`%d`
+    /// pids as signed, `%jd` values as signed, `%p` as `0x…`). A callchain
+    /// is its own line then one `...` line per pc (lines joined by `\n`,
+    /// no final newline). Fields FreeBSD does not print (a callchain's tid,
+    /// PROCCSW's tid, DROPNOTIFY's count, PMCALLOCATE's rate) are not
+    /// printed.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use LogRecord::*;
+        // PMCSTAT_PRINT_ENTRY(T, ...): "%-9s", then " " and the fields.
+        let entry = |f: &mut fmt::Formatter<'_>, kind: &str| write!(f, "{kind:<9} ");
         match self {
-            Closelog => write!(f, "closelog"),
-            Dropnotify { lost: Some(lost) } => write!(f, "drop {lost}"),
-            Dropnotify { lost: None } => write!(f, "drop"),
-            Initialize {
-                version,
-                arch,
-                tsc_freq,
-                cpuid,
-                ..
-            } => write!(f, "initlog 0x{version:x} {arch} {tsc_freq} \"{cpuid}\""),
+            Closelog => entry(f, "closelog"),
+            Dropnotify { .. } => entry(f, "drop"),
+            Initialize { version, arch, .. } => {
+                entry(f, "initlog")?;
+                // "0x%x \"%s\"": pl_version, pmc_name_of_cputype(pl_arch);
+                // FreeBSD's printf writes a NULL %s as "(null)".
+                let name = super::cpu::cputype_name(*arch).unwrap_or("(null)");
+                write!(f, "0x{version:x} \"{name}\"")
+            }
+            MapIn { pid, start, path } => {
+                entry(f, "map-in")?;
+                write!(f, "{} 0x{start:x} \"{path}\"", *pid as i32)
+            }
+            MapOut { pid, start, end } => {
+                entry(f, "map-out")?;
+                write!(f, "{} 0x{start:x} 0x{end:x}", *pid as i32)
+            }
             PmcAllocate {
                 pmcid,
                 event,
                 flags,
-                rate,
-            } => write!(f, "allocate 0x{pmcid:x} 0x{event:x} 0x{flags:x} {rate}"),
+                ..
+            } => {
+                entry(f, "allocate")?;
+                // "0x%x \"%s\" 0x%x": pl_evname is pmclog(3)'s name of
+                // pl_event; this crate has no table of FreeBSD's event
+                // numbers, so it names the event as our libpmc's pmclog
+                // does.
+                write!(f, "0x{pmcid:x} \"event-0x{event:x}\" 0x{flags:x}")
+            }
             PmcAllocateDyn {
-                pmcid,
-                event,
-                flags,
-                name,
-            } => write!(
-                f,
-                "allocatedyn 0x{pmcid:x} 0x{event:x} 0x{flags:x} \"{name}\""
-            ),
-            PmcAttach { pmcid, pid, path } => write!(f, "attach 0x{pmcid:x} {pid} \"{path}\""),
-            PmcDetach { pmcid, pid } => write!(f, "detach 0x{pmcid:x} {pid}"),
+                pmcid, flags, name, ..
+            } => {
+                entry(f, "allocatedyn")?;
+                write!(f, "0x{pmcid:x} \"{name}\" 0x{flags:x}")
+            }
+            PmcAttach { pmcid, pid, path } => {
+                entry(f, "attach")?;
+                write!(f, "0x{pmcid:x} {} \"{path}\"", *pid as i32)
+            }
+            PmcDetach { pmcid, pid } => {
+                entry(f, "detach")?;
+                write!(f, "0x{pmcid:x} {}", *pid as i32)
+            }
             ProcCsw {
-                pmcid,
-                value,
-                pid,
-                tid,
-            } => write!(f, "cswval 0x{pmcid:x} {pid} {tid} {value}"),
+                pmcid, value, pid, ..
+            } => {
+                entry(f, "cswval")?;
+                write!(f, "0x{pmcid:x} {} {}", *pid as i32, *value as i64)
+            }
+            ProcCreate { pid, flags, name } => {
+                entry(f, "create")?;
+                write!(f, "{} {flags:x} \"{name}\"", *pid as i32)
+            }
             ProcExec {
                 pid,
                 pmcid,
-                entry,
+                entry: address,
                 path,
                 ..
-            } => write!(f, "exec 0x{pmcid:x} {pid} 0x{entry:x} \"{path}\""),
-            ProcExit { pmcid, pid, value } => write!(f, "exitval 0x{pmcid:x} {pid} {value}"),
-            ProcFork { oldpid, newpid } => write!(f, "fork {oldpid} {newpid}"),
-            SysExit { pid } => write!(f, "exit {pid}"),
-            Userdata { value } => write!(f, "userdata 0x{value:x}"),
-            MapIn { pid, start, path } => {
-                write!(f, "map-in {} 0x{start:x} \"{path}\"", *pid as i32)
+            } => {
+                entry(f, "exec")?;
+                write!(f, "0x{pmcid:x} {} 0x{address:x} \"{path}\"", *pid as i32)
             }
-            MapOut { pid, start, end } => {
-                write!(f, "map-out {} 0x{start:x} 0x{end:x}", *pid as i32)
+            ProcExit { pmcid, pid, value } => {
+                entry(f, "exitval")?;
+                write!(f, "0x{pmcid:x} {} {}", *pid as i32, *value as i64)
+            }
+            ProcFork { oldpid, newpid } => {
+                entry(f, "fork")?;
+                write!(f, "{} {}", *oldpid as i32, *newpid as i32)
+            }
+            Userdata { value } => {
+                entry(f, "userdata")?;
+                write!(f, "0x{value:x}")
+            }
+            SysExit { pid } => {
+                entry(f, "exit")?;
+                write!(f, "{}", *pid as i32)
+            }
+            ThrCreate {
+                tid,
+                pid,
+                flags,
+                name,
+            } => {
+                entry(f, "thr-create")?;
+                write!(f, "{} {} {flags:x} \"{name}\"", *tid as i32, *pid as i32)
+            }
+            ThrExit { tid } => {
+                entry(f, "thr-exit")?;
+                write!(f, "{}", *tid as i32)
             }
             Callchain {
                 pid,
-                tid,
                 pmcid,
                 cpu,
                 userspace,
                 pcs,
+                ..
             } => {
+                entry(f, "callchain")?;
+                // "%d 0x%x %d %d %c": pid, pmcid, cpu, npc, 'u' or 's'.
                 write!(
                     f,
-                    "callchain {pid} {tid} 0x{pmcid:x} {cpu} {} {}",
-                    if *userspace { "u" } else { "s" },
-                    pcs.len()
+                    "{} 0x{pmcid:x} {cpu} {} {}",
+                    *pid as i32,
+                    pcs.len(),
+                    if *userspace { 'u' } else { 's' }
                 )?;
+                // Then PMCSTAT_PRINT_ENTRY("...", "%p") per pc.
                 for pc in pcs {
-                    write!(f, " 0x{pc:x}")?;
+                    f.write_str("\n")?;
+                    entry(f, "...")?;
+                    write!(f, "0x{pc:x}")?;
                 }
                 Ok(())
             }
-            ThrCreate { tid, pid, name, .. } => write!(f, "thr-create {tid} {pid} \"{name}\""),
-            ThrExit { tid } => write!(f, "thr-exit {tid}"),
-            ProcCreate { pid, name, .. } => write!(f, "proc-create {pid} \"{name}\""),
         }
     }
 }

@@ -729,6 +729,8 @@ fn a_write_error_reaches_flush_with_its_errno() {
     assert_eq!(w.write_error(), Some(libc::ENOSPC));
 }
 
+/// usr.sbin/pmcstat/pmcstat_log.c `pmcstat_print_log` through pmcstat.h
+/// `PMCSTAT_PRINT_ENTRY` (`"%-9s"`, `" "`, the record's format).
 #[test]
 fn text_form_matches_pmcstat_r() {
     let cc = LogRecord::Callchain {
@@ -739,7 +741,12 @@ fn text_form_matches_pmcstat_r() {
         userspace: true,
         pcs: vec![0x10, 0x20],
     };
-    assert_eq!(cc.to_string(), "callchain 5 6 0x100 1 u 2 0x10 0x20");
+    // "callchain" "%d 0x%x %d %d %c", then "..." "%p" per pc.
+    assert_eq!(
+        cc.to_string(),
+        "callchain 5 0x100 1 2 u\n...       0x10\n...       0x20"
+    );
+    // "map-in" "%d %p \"%s\"".
     assert_eq!(
         LogRecord::MapIn {
             pid: u32::MAX,
@@ -747,8 +754,9 @@ fn text_form_matches_pmcstat_r() {
             path: "k".into()
         }
         .to_string(),
-        "map-in -1 0x1000 \"k\""
+        "map-in    -1 0x1000 \"k\""
     );
+    // "exitval" "0x%x %d %jd".
     assert_eq!(
         LogRecord::ProcExit {
             pmcid: 1,
@@ -756,8 +764,10 @@ fn text_form_matches_pmcstat_r() {
             value: 3
         }
         .to_string(),
-        "exitval 0x1 2 3"
+        "exitval   0x1 2 3"
     );
+    // "closelog" with no fields: the padded type, then the " ".
+    assert_eq!(LogRecord::Closelog.to_string(), "closelog  ");
 }
 
 /// hwpmc_intel.c `pmc_intel_initialize` and hwpmc_amd.c

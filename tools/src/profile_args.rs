@@ -216,10 +216,29 @@ pub(crate) fn no_samples(log: &Path) -> String {
     )
 }
 
+/// The status pmcstat ends with when the reader of its standard output
+/// goes away (`pmcstat -R log | head -1`): FreeBSD's pmcstat is killed by
+/// SIGPIPE there, which a shell reports as 128 + SIGPIPE (13). Rust
+/// ignores SIGPIPE, so the write fails with EPIPE instead and pmcstat exits
+/// with that status, saying nothing, as the signal would.
+pub(crate) const CLOSED_PIPE_STATUS: u8 = 128 + 13;
+
+/// Whether a failed write to standard output means its reader is gone.
+pub(crate) fn is_closed_pipe(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::BrokenPipe
+}
+
 fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let r = if path.as_os_str() == "-" {
         let mut out = std::io::stdout().lock();
-        out.write_all(bytes).and_then(|()| out.flush())
+        let r = out.write_all(bytes).and_then(|()| out.flush());
+        if let Err(e) = &r
+            && is_closed_pipe(e)
+        {
+            // As SIGPIPE would: the process ends here, quietly.
+            std::process::exit(CLOSED_PIPE_STATUS.into());
+        }
+        r
     } else {
         std::fs::write(path, bytes)
     };

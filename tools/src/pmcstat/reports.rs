@@ -33,7 +33,16 @@ pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEve
 
 pub(super) fn write_to(path: &std::path::Path, text: &str) -> Result<(), ExitCode> {
     let r = if path.as_os_str() == "-" {
-        std::io::stdout().write_all(text.as_bytes())
+        let mut out = std::io::stdout().lock();
+        let r = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+        if let Err(e) = &r
+            && crate::profile_args::is_closed_pipe(e)
+        {
+            // The reader went away (`| head`): stop quietly, as FreeBSD's
+            // pmcstat does when SIGPIPE ends it.
+            return Err(ExitCode::from(crate::profile_args::CLOSED_PIPE_STATUS));
+        }
+        r
     } else {
         std::fs::write(path, text)
     };

@@ -10,8 +10,9 @@ mod harness;
 mod workloads;
 
 mod bad_input;
-mod kernel_frames;
 mod freebsd_pmccontrol;
+mod freebsd_reports;
+mod kernel_frames;
 mod pmcstat_options;
 mod profiles;
 mod readme;
@@ -31,6 +32,7 @@ fn main() {
     tests.extend(real_use::tests());
     tests.extend(bad_input::tests());
     tests.extend(freebsd_pmccontrol::tests());
+    tests.extend(freebsd_reports::tests());
     tests.extend(readme::tests());
     tests.extend(kernel_frames::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
