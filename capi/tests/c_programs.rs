@@ -488,21 +488,48 @@ fn pmu_functions() -> TestResult {
     Ok(())
 }
 
-/// This build's pmccontrol: built by cargo into the target directory of
-/// this test (`cargo build` of the same workspace, so it is current).
+/// This build's pmccontrol, built by cargo (same profile and target
+/// directory as this test, so it is current) beside the libraries. Where
+/// cargo cannot run (e.g. the matrix's unprivileged user cannot take the
+/// target directory's lock), the binary already there is used, and said.
 fn pmccontrol() -> Result<PathBuf, Failed> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    run_checked(
-        Command::new(cargo)
-            .args(["build", "-q", "-p", "pmc-tools", "--bin", "pmccontrol"])
-            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/..")),
-        "building pmccontrol",
-    )?;
     let libs = lib_dir()?;
-    [libs.join("pmccontrol"), libs.join("../pmccontrol")]
-        .into_iter()
-        .find(|p| p.exists())
-        .ok_or_else(|| format!("pmccontrol not found beside {}", libs.display()).into())
+    let profile_dir = if libs.ends_with("deps") {
+        libs.parent().map(Path::to_path_buf).unwrap_or(libs.clone())
+    } else {
+        libs.clone()
+    };
+    let exe = profile_dir.join("pmccontrol");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev".to_string(),
+        Some(other) => other.to_string(),
+    };
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args([
+        "build",
+        "-q",
+        "-p",
+        "pmc-tools",
+        "--bin",
+        "pmccontrol",
+        "--profile",
+    ])
+    .arg(&profile)
+    .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    if let Some(target) = profile_dir.parent() {
+        cmd.arg("--target-dir").arg(target);
+    }
+    match run_checked(&mut cmd, "building pmccontrol") {
+        Ok(_) => {}
+        Err(e) if exe.exists() => {
+            println!("note: using the pmccontrol already built ({e:?})");
+        }
+        Err(e) => return Err(e),
+    }
+    if !exe.exists() {
+        return Err(format!("pmccontrol not found at {}", exe.display()).into());
+    }
+    Ok(exe)
 }
 
 fn run_pmccontrol(arg: &str) -> Result<String, Failed> {
