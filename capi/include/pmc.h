@@ -170,13 +170,34 @@ enum pmc_caps {
 #define PMC_CAP_LAST	PMC_CAP_DOMWIDE
 
 /*
- * FreeBSD numbers its events from a static table (dev/hwpmc/pmc_events.h).
- * Events here are named by specifier strings, so the enum only gives the
- * type its size; pmc_name_of_event() knows no numbers (see README).
+ * sys/sys/pmc.h: enum pmc_event, FreeBSD's numbers from
+ * dev/hwpmc/pmc_events.h (generated: pmc_events.h). pmc_name_of_event()
+ * maps a number to the name pmc_allocate() takes here, where one counts
+ * the same event (see README, "Using from C").
  */
-enum pmc_event {
-	__PMC_EV_NONE = 0,
-	__PMC_EV_SIZE = 0x7FFFFFFF
+#include "pmc_events.h"
+
+/* sys/sys/pmc.h __PMC_OPS(): the hwpmc system call's operations. */
+enum pmc_ops {
+	PMC_OP_CONFIGURELOG,
+	PMC_OP_FLUSHLOG,
+	PMC_OP_GETCPUINFO,
+	PMC_OP_GETDRIVERSTATS,
+	PMC_OP_GETMODULEVERSION,
+	PMC_OP_GETPMCINFO,
+	PMC_OP_PMCADMIN,
+	PMC_OP_PMCALLOCATE,
+	PMC_OP_PMCATTACH,
+	PMC_OP_PMCDETACH,
+	PMC_OP_PMCGETMSR,
+	PMC_OP_PMCRELEASE,
+	PMC_OP_PMCRW,
+	PMC_OP_PMCSETCOUNT,
+	PMC_OP_PMCSTART,
+	PMC_OP_PMCSTOP,
+	PMC_OP_WRITELOG,
+	PMC_OP_CLOSELOG,
+	PMC_OP_GETDYNEVENTINFO
 };
 
 /* sys/sys/pmc.h: flags of pmc_allocate(3) and internal ones. */
@@ -200,6 +221,20 @@ typedef uint32_t	pmc_id_t;
 typedef uint64_t	pmc_value_t;
 
 #define PMC_ID_INVALID		(~ (pmc_id_t) 0)
+
+/*
+ * sys/sys/pmc.h: the fields of a pmc_id_t, CPU (12 bits) | mode (8) |
+ * class (4) | row (8). Ids from pmc_allocate() here are the library's own
+ * counters, not built from these fields (see README).
+ */
+#define PMC_ID_TO_ROWINDEX(ID)	((ID) & 0xFF)
+#define PMC_ID_TO_CLASS(ID)	(((ID) & 0xF00) >> 8)
+#define PMC_ID_TO_MODE(ID)	(((ID) & 0xFF000) >> 12)
+#define PMC_ID_TO_CPU(ID)	(((ID) & 0xFFF00000) >> 20)
+#define PMC_ID_MAKE_ID(CPU,MODE,CLASS,ROWINDEX)			\
+	((((CPU) & 0xFFF) << 20) | (((MODE) & 0xFF) << 12) |	\
+	(((CLASS) & 0xF) << 8) | ((ROWINDEX) & 0xFF))
+
 #define PMC_CPU_ANY		~0
 
 /*
@@ -229,6 +264,138 @@ struct pmc_classinfo {
 	uint32_t	pm_caps;	/* PMC_CAP_* */
 	uint32_t	pm_width;	/* bits */
 	uint32_t	pm_num;		/* PMCs of the class per CPU */
+};
+
+/*
+ * The machine-dependent part of PMCALLOCATE (amd64 machine/pmc_mdep.h,
+ * dev/hwpmc/hwpmc_amd.h, hwpmc_core.h, hwpmc_uncore.h), filled by
+ * pmc_pmu_pmcallocate(). Other architectures keep the union's size only.
+ */
+#if defined(__x86_64__) || defined(__i386__)
+enum sub_class {
+	PMC_AMD_SUB_CLASS_CORE,
+	PMC_AMD_SUB_CLASS_L3_CACHE,
+	PMC_AMD_SUB_CLASS_DATA_FABRIC
+};
+
+struct pmc_md_amd_op_pmcallocate {
+	uint64_t	pm_amd_config;
+	uint32_t	pm_amd_sub_class;
+};
+
+struct pmc_md_iap_op_pmcallocate {
+	uint32_t	pm_iap_config;
+	uint64_t	pm_iap_rsp;
+};
+
+struct pmc_md_ucf_op_pmcallocate {
+	uint16_t	pm_ucf_flags;
+};
+
+struct pmc_md_ucp_op_pmcallocate {
+	uint32_t	pm_ucp_config;
+};
+
+union pmc_md_op_pmcallocate {
+	struct pmc_md_amd_op_pmcallocate	pm_amd;
+	struct pmc_md_iap_op_pmcallocate	pm_iap;
+	struct pmc_md_ucf_op_pmcallocate	pm_ucf;
+	struct pmc_md_ucp_op_pmcallocate	pm_ucp;
+	uint64_t				__pad[4];
+};
+#else
+union pmc_md_op_pmcallocate {
+	uint64_t	__pad[4];
+};
+#endif
+
+/* sys/sys/pmc.h: the arguments of each PMC_OP_*. */
+struct pmc_op_pmcallocate {
+	uint32_t	pm_caps;	/* PMC_CAP_* */
+	uint32_t	pm_cpu;		/* a CPU or PMC_CPU_ANY */
+	enum pmc_class	pm_class;
+	enum pmc_event	pm_ev;
+	uint32_t	pm_flags;	/* PMC_F_* */
+	enum pmc_mode	pm_mode;
+	pmc_id_t	pm_pmcid;	/* out */
+	pmc_value_t	pm_count;	/* initial or reload count */
+	union pmc_md_op_pmcallocate pm_md;
+};
+
+struct pmc_op_pmcadmin {
+	int		pm_cpu;
+	uint32_t	pm_flags;
+	int		pm_pmc;
+	enum pmc_state	pm_state;
+};
+
+struct pmc_op_pmcattach {
+	pmc_id_t	pm_pmc;
+	pid_t		pm_pid;
+};
+
+struct pmc_op_pmcsetcount {
+	pmc_value_t	pm_count;
+	pmc_id_t	pm_pmcid;
+};
+
+struct pmc_op_pmcrw {
+	uint32_t	pm_flags;	/* PMC_F_OLDVALUE, PMC_F_NEWVALUE */
+	pmc_id_t	pm_pmcid;
+	pmc_value_t	pm_value;
+};
+
+struct pmc_op_getpmcinfo {
+	int32_t		pm_cpu;
+	struct pmc_info	pm_pmcs[];
+};
+
+struct pmc_op_getcpuinfo {
+	enum pmc_cputype pm_cputype;
+	uint32_t	pm_ncpu;
+	uint32_t	pm_npmc;
+	uint32_t	pm_nclass;
+	struct pmc_classinfo pm_classes[PMC_CLASS_MAX];
+};
+
+struct pmc_op_configurelog {
+	int		pm_flags;
+	int		pm_logfd;	/* or -1 */
+};
+
+struct pmc_op_getdriverstats {
+	unsigned int	pm_intr_ignored;
+	unsigned int	pm_intr_processed;
+	unsigned int	pm_intr_bufferfull;
+	unsigned int	pm_syscalls;
+	unsigned int	pm_syscall_errors;
+	unsigned int	pm_buffer_requests;
+	unsigned int	pm_buffer_requests_failed;
+	unsigned int	pm_log_sweeps;
+};
+
+struct pmc_op_simple {
+	pmc_id_t	pm_pmcid;
+};
+
+struct pmc_op_writelog {
+	uint32_t	pm_userdata;
+};
+
+struct pmc_op_getmsr {
+	uint32_t	pm_msr;
+	pmc_id_t	pm_pmcid;
+};
+
+struct pmc_dyn_event_descr {
+	char		pm_ev_name[PMC_NAME_MAX];
+	enum pmc_event	pm_ev_code;
+};
+
+struct pmc_op_getdyneventinfo {
+	enum pmc_class	pm_class;
+	unsigned int	pm_nevent;
+	struct pmc_dyn_event_descr pm_events[PMC_EV_DYN_COUNT];
 };
 
 /* lib/libpmc/pmc.h */
@@ -297,6 +464,25 @@ const char	*pmc_name_of_state(enum pmc_state _ps);
 
 int	pmc_event_names_of_class(enum pmc_class _cl, const char ***_eventnames,
     int *_nevents);
+
+/*
+ * lib/libpmc/pmc.h: the pmu-events functions (libpmc_pmu_util.c), over
+ * the names pmcstat takes for this machine's core PMU: its sysfs events
+ * and the CPU's pmu-events table. The print functions write to stdout in
+ * libpmc's formats. A cpuid argument is NULL (this machine) or a
+ * "vendor-family-model[-stepping]" string as kern.hwpmc.cpuid gives it.
+ */
+int	pmc_pmu_enabled(void);
+void	pmc_pmu_print_counters(const char *_event_name);
+void	pmc_pmu_print_counter_desc(const char *_event_name);
+void	pmc_pmu_print_counter_desc_long(const char *_event_name);
+void	pmc_pmu_print_counter_full(const char *_event_name);
+uint64_t pmc_pmu_sample_rate_get(const char *_event_name);
+int	pmc_pmu_pmcallocate(const char *_event_name,
+    struct pmc_op_pmcallocate *_pm);
+const char *pmc_pmu_event_get_by_idx(const char *_cpuid, int _idx);
+int	pmc_pmu_idx_get_by_event(const char *_cpuid, const char *_event);
+int	pmc_pmu_stat_mode(const char ***_counters);
 
 /*
  * Linux extension: the full message of the calling thread's last failure

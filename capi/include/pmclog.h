@@ -66,6 +66,161 @@ enum pmclog_type {
 #define PMC_CALLCHAIN_TO_CPUFLAGS(CPU,FLAGS)	\
 	(((CPU) << 16) | ((FLAGS) & 0xFFFF))
 
+/*
+ * sys/sys/pmclog.h: the records as hwpmc writes them (and as pl_data
+ * points at them): a 16-byte header, then each record's fields, packed.
+ * The header word is MAGIC << 24 | TYPE << 16 | LENGTH (bytes).
+ */
+#define PMCLOG_HEADER_MAGIC		0xEEU
+#define PMCLOG_HEADER_TO_LENGTH(H)	((H) & 0x0000FFFF)
+#define PMCLOG_HEADER_TO_TYPE(H)	(((H) & 0x00FF0000) >> 16)
+#define PMCLOG_HEADER_TO_MAGIC(H)	(((H) & 0xFF000000) >> 24)
+#define PMCLOG_HEADER_CHECK_MAGIC(H)	\
+	(PMCLOG_HEADER_TO_MAGIC(H) == PMCLOG_HEADER_MAGIC)
+
+#define PMCLOG_ENTRY_HEADER		\
+	uint32_t	pl_header;	\
+	uint32_t	pl_spare;	\
+	uint64_t	pl_tsc;
+
+struct pmclog_header {
+	PMCLOG_ENTRY_HEADER
+};
+
+struct pmclog_callchain {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_pid;
+	uint32_t	pl_tid;
+	uint32_t	pl_pmcid;
+	uint32_t	pl_cpuflags;
+	uintptr_t	pl_pc[PMC_CALLCHAIN_DEPTH_MAX];
+} __attribute__((__packed__));
+
+struct pmclog_closelog {
+	PMCLOG_ENTRY_HEADER
+};
+
+struct pmclog_dropnotify {
+	PMCLOG_ENTRY_HEADER
+};
+
+struct pmclog_initialize {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_version;	/* PMC_VERSION of the writer */
+	uint32_t	pl_cpu;		/* enum pmc_cputype */
+	uint64_t	pl_tsc_freq;
+	struct timespec	pl_ts;
+	char		pl_cpuid[PMC_CPUID_LEN];
+} __attribute__((__packed__));
+
+struct pmclog_map_in {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_pid;
+	uint32_t	pl_pad;
+	uintfptr_t	pl_start;
+	char		pl_pathname[__PMCLOG_PATH_MAX];
+} __attribute__((__packed__));
+
+struct pmclog_map_out {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_pid;
+	uint32_t	pl_pad;
+	uintfptr_t	pl_start;
+	uintfptr_t	pl_end;
+} __attribute__((__packed__));
+
+struct pmclog_pmcallocate {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_pmcid;
+	uint32_t	pl_event;
+	uint32_t	pl_flags;
+	uint32_t	pl_pad;
+	uint64_t	pl_rate;
+} __attribute__((__packed__));
+
+struct pmclog_pmcattach {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_pmcid;
+	uint32_t	pl_pid;
+	char		pl_pathname[__PMCLOG_PATH_MAX];
+} __attribute__((__packed__));
+
+struct pmclog_pmcdetach {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_pmcid;
+	uint32_t	pl_pid;
+} __attribute__((__packed__));
+
+struct pmclog_proccsw {
+	PMCLOG_ENTRY_HEADER
+	uint64_t	pl_value;
+	uint32_t	pl_pmcid;
+	uint32_t	pl_pid;
+	uint32_t	pl_tid;
+	uint32_t	pl_pad;
+} __attribute__((__packed__));
+
+struct pmclog_proccreate {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_pid;
+	uint32_t	pl_flags;
+	char		pl_pcomm[MAXCOMLEN+1];
+} __attribute__((__packed__));
+
+/*
+ * struct pmclog_procexec is left to the PROCEXEC layout of the version
+ * this header settles on (see pmclog_ev_procexec below).
+ */
+
+struct pmclog_procexit {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_pmcid;
+	uint32_t	pl_pid;
+	uint64_t	pl_value;
+} __attribute__((__packed__));
+
+struct pmclog_procfork {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_oldpid;
+	uint32_t	pl_newpid;
+} __attribute__((__packed__));
+
+struct pmclog_sysexit {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_pid;
+	uint32_t	pl_pad;
+} __attribute__((__packed__));
+
+struct pmclog_threadcreate {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_tid;
+	uint32_t	pl_pid;
+	uint32_t	pl_flags;
+	uint32_t	pl_pad;
+	char		pl_tdname[MAXCOMLEN+1];
+} __attribute__((__packed__));
+
+struct pmclog_threadexit {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_tid;
+	uint32_t	pl_pad;
+} __attribute__((__packed__));
+
+struct pmclog_userdata {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_userdata;
+	uint32_t	pl_pad;
+} __attribute__((__packed__));
+
+struct pmclog_pmcallocatedyn {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_pmcid;
+	uint32_t	pl_event;
+	uint32_t	pl_flags;
+	uint32_t	pl_pad;
+	char		pl_evname[PMC_NAME_MAX];
+} __attribute__((__packed__));
+
 /* lib/libpmc/pmclog.h */
 enum pmclog_state {
 	PMCLOG_OK,
@@ -219,7 +374,7 @@ struct pmclog_ev {
 	size_t		  pl_count;	/* records read so far */
 	struct timespec   pl_ts;	/* tv_sec: the record's timestamp */
 	enum pmclog_type  pl_type;
-	void		 *pl_data;	/* NULL here (see README) */
+	void		 *pl_data;	/* the raw record, until the next read */
 	int		  pl_len;	/* record length in bytes */
 	union {
 		struct pmclog_ev_callchain	pl_cc;

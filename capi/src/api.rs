@@ -308,6 +308,7 @@ pub fn pmcinfo(cpu: i32) -> CResult<Vec<pmc_info>> {
         .map(|p| pmc_info {
             pm_name: types::fill_chars(&p.name),
             pm_class: class_to_c(&p.class, vendor),
+            pm_event: freebsd_event_of(&p.name, class_to_c(&p.class, vendor)),
             pm_enabled: 1,
             pm_rowdisp: if p.mode.is_process() {
                 disp::THREAD
@@ -316,13 +317,32 @@ pub fn pmcinfo(cpu: i32) -> CResult<Vec<pmc_info>> {
             },
             pm_ownerpid: p.owner_pid as libc::pid_t,
             pm_mode: p.mode as u32,
-            pm_event: 0,
             pm_flags: p.flags.bits(),
             pm_reloadcount: p.reload_count,
         })
         .collect();
     out.resize(total, free);
     Ok(out)
+}
+
+/// FreeBSD's number for the event of a row (what `pmc_name_of_event`
+/// maps back to the same name), or 0 where FreeBSD has none: the generic
+/// events are numbered in the fixed-function class on Intel (IAF), where
+/// FreeBSD puts them, and in the row's own class elsewhere.
+fn freebsd_event_of(spec: &str, class: u32) -> u32 {
+    let name = spec
+        .split([',', ' ', '\t'])
+        .next()
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let class_name = match class {
+        types::class::IAP => "IAF",
+        c => match crate::names::class(c) {
+            Ok(n) => n.to_str().unwrap_or(""),
+            Err(_) => return 0,
+        },
+    };
+    crate::names::event_number(class_name, &name).unwrap_or(0)
 }
 
 /// `pmc_get_driver_stats`: the log's sample and loss counts; the rest

@@ -15,6 +15,7 @@ pub mod api;
 pub mod layout;
 pub mod names;
 pub mod pmclog;
+pub mod pmu;
 mod sys;
 pub mod types;
 

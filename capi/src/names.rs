@@ -148,14 +148,185 @@ pub fn state(s: u32) -> CResult<&'static CStr> {
         .ok_or_else(|| invalid("state", i64::from(s)))
 }
 
-/// `pmc_name_of_event`: events here are specifier strings, not numbers
-/// from FreeBSD's static table, so no number has a name.
+/// FreeBSD's `enum pmc_event` (`include/pmc_events.h`, generated from
+/// FreeBSD's `sys/dev/hwpmc/pmc_events.h` by `cargo xtask gen-pmc-events`):
+/// `(value, "CLASS_NAME")` in the header's order.
+pub fn freebsd_events() -> &'static [(u32, &'static str)] {
+    static TABLE: std::sync::OnceLock<Vec<(u32, &'static str)>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        include_str!("../include/pmc_events.h")
+            .lines()
+            .filter_map(|l| {
+                let (name, value) = l.trim().strip_prefix("PMC_EV_")?.split_once(" = ")?;
+                let value = value.trim_end_matches(',').strip_prefix("0x")?;
+                if name.ends_with("__BLOCK_START") {
+                    return None;
+                }
+                Some((u32::from_str_radix(value, 16).ok()?, name))
+            })
+            .collect()
+    })
+}
+
+/// The FreeBSD events that count what one of our names counts, as
+/// `("CLASS_NAME", our specifier)`: the architectural cycle, instruction,
+/// branch and cache events each class has, and the TSC. ARM's follow the
+/// kernel's generic-event maps (arm_pmuv3.c, perf_event_v7.c).
+const EQUIVALENTS: &[(&str, &str)] = &[
+    ("TSC_TSC", "tsc"),
+    ("IAF_INSTR_RETIRED_ANY", "instructions"),
+    ("IAF_CPU_CLK_UNHALTED_CORE", "cycles"),
+    ("IAF_CPU_CLK_UNHALTED_REF", "ref-cycles"),
+    ("K7_RETIRED_INSTRUCTIONS", "instructions"),
+    ("K7_RETIRED_BRANCHES", "branches"),
+    ("K7_RETIRED_BRANCHES_MISPREDICTED", "branch-misses"),
+    ("K8_BU_CPU_CLK_UNHALTED", "cycles"),
+    ("K8_FR_RETIRED_X86_INSTRUCTIONS", "instructions"),
+    ("K8_FR_RETIRED_BRANCHES", "branches"),
+    ("K8_FR_RETIRED_BRANCHES_MISPREDICTED", "branch-misses"),
+    ("ARMV7_EVENT_08H", "instructions"),
+    ("ARMV7_EVENT_0CH", "branches"),
+    ("ARMV7_EVENT_10H", "branch-misses"),
+    ("ARMV7_EVENT_FFH", "cycles"),
+    ("ARMV8_EVENT_03H", "cache-misses"),
+    ("ARMV8_EVENT_04H", "cache-references"),
+    ("ARMV8_EVENT_08H", "instructions"),
+    ("ARMV8_EVENT_0CH", "branches"),
+    ("ARMV8_EVENT_10H", "branch-misses"),
+    ("ARMV8_EVENT_11H", "cycles"),
+    ("ARMV8_EVENT_1DH", "bus-cycles"),
+    ("MIPS24K_CYCLE", "cycles"),
+    ("MIPS24K_INSTR_EXECUTED", "instructions"),
+    ("MIPS74K_CYCLES", "cycles"),
+    ("MIPS74K_INSTR_EXECUTED", "instructions"),
+    ("OCTEON_CLK", "cycles"),
+    ("OCTEON_RET", "instructions"),
+    ("BERI_CYCLE", "cycles"),
+    ("BERI_INST", "instructions"),
+    ("PPC7450_CYCLE", "cycles"),
+    ("PPC7450_INSTR_COMPLETED", "instructions"),
+    ("PPC970_CYCLES", "cycles"),
+    ("PPC970_INSTR_COMPLETED", "instructions"),
+    ("POWER8_CYCLES", "cycles"),
+    ("POWER8_INSTR_COMPLETED", "instructions"),
+    ("E500_CYCLES", "cycles"),
+    ("E500_INSTR_COMPLETED", "instructions"),
+];
+
+/// `pmc_name_of_event`: the name `pmc_allocate` takes for FreeBSD's event
+/// number `e`, where one of ours counts the same event. A number FreeBSD
+/// has but we do not count, and one FreeBSD does not have (software
+/// events are numbered by the running kernel), are EINVAL.
 pub fn event(e: u32) -> CResult<&'static CStr> {
-    Err(Failure::new(
-        libc::EINVAL,
-        format!(
-            "pmc_name_of_event: event number {e} is unknown (EINVAL): events are named by \
-             specifier strings on Linux; use pmc_event_names_of_class() for the names"
-        ),
-    ))
+    let fail = |why: String| Failure::new(libc::EINVAL, format!("pmc_name_of_event: {why}"));
+    let Some(&(_, freebsd)) = freebsd_events().iter().find(|(v, _)| *v == e) else {
+        return Err(fail(format!(
+            "{e:#x} is not a FreeBSD event number (EINVAL); FreeBSD numbers its software events \
+             at run time, so none of those has a fixed number either"
+        )));
+    };
+    EQUIVALENTS
+        .iter()
+        .find(|(f, _)| *f == freebsd)
+        .map(|(_, ours)| intern_static(ours))
+        .ok_or_else(|| {
+            fail(format!(
+                "PMC_EV_{freebsd} ({e:#x}) has no equivalent here (EINVAL); \
+                 pmc_event_names_of_class() lists the events this machine counts"
+            ))
+        })
+}
+
+/// The number FreeBSD gives `name` in `class` (`K8`, `IAF`, `ARMV8`, …),
+/// where `name` is one of [`EQUIVALENTS`]' specifiers: `pm_event` of a
+/// `pmc_pmcinfo` row.
+pub fn event_number(class: &str, name: &str) -> Option<u32> {
+    let (freebsd, _) = EQUIVALENTS.iter().find(|(f, ours)| {
+        *ours == name && f.strip_prefix(class).is_some_and(|r| r.starts_with('_'))
+    })?;
+    freebsd_events()
+        .iter()
+        .find(|(_, n)| n == freebsd)
+        .map(|(v, _)| *v)
+}
+
+fn intern_static(s: &'static str) -> &'static CStr {
+    static NAMES: std::sync::OnceLock<Vec<(&'static str, std::ffi::CString)>> =
+        std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        EQUIVALENTS
+            .iter()
+            .map(|(_, o)| (*o, std::ffi::CString::new(*o).unwrap_or_default()))
+            .collect()
+    });
+    names
+        .iter()
+        .find(|(n, _)| *n == s)
+        // The CStrings live in a static for the life of the process.
+        .map(|(_, c)| c.as_c_str())
+        .unwrap_or(c"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Values as sys/sys/pmc.h computes them from the blocks of
+    // dev/hwpmc/pmc_events.h __PMC_EVENTS(): TSC 0x1000, K7 0x2000,
+    // K8 0x2080, IAF 0x10000, ARMV8 0x14100, each event one more than the
+    // one before it in its class macro.
+    #[test]
+    fn freebsd_numbers_follow_the_blocks() {
+        let num = |n: &str| {
+            freebsd_events()
+                .iter()
+                .find(|(_, x)| *x == n)
+                .map(|(v, _)| *v)
+        };
+        assert_eq!(num("TSC_TSC"), Some(0x1000));
+        assert_eq!(num("K7_DC_ACCESSES"), Some(0x2000));
+        // HARDWARE_INTERRUPTS is the 23rd K7 event.
+        assert_eq!(num("K7_HARDWARE_INTERRUPTS"), Some(0x2000 + 22));
+        assert_eq!(num("K8_FP_DISPATCHED_FPU_OPS"), Some(0x2080));
+        assert_eq!(num("IAF_CPU_CLK_UNHALTED_REF"), Some(0x10002));
+        assert_eq!(num("ARMV8_EVENT_11H"), Some(0x14100 + 0x11));
+        assert_eq!(num("ARMV7_EVENT_FFH"), Some(0x14000 + 0xFF));
+        assert_eq!(num("UCP_EVENT_0CH_04H_E"), Some(0x12080));
+    }
+
+    #[test]
+    fn every_equivalent_names_a_freebsd_event_and_a_name_we_parse() {
+        for (freebsd, ours) in EQUIVALENTS {
+            assert!(
+                freebsd_events().iter().any(|(_, n)| n == freebsd),
+                "{freebsd} is not in pmc_events.h"
+            );
+            assert!(pmc_core::spec::parse(ours).is_ok(), "{ours} does not parse");
+        }
+    }
+
+    #[test]
+    fn name_of_event_maps_known_numbers_and_refuses_the_rest() {
+        assert_eq!(event(0x10000).unwrap(), c"instructions");
+        assert_eq!(event(0x1000).unwrap(), c"tsc");
+        assert_eq!(event(0x14111).unwrap(), c"cycles");
+        // K7_DC_ACCESSES exists in FreeBSD, has no equivalent here.
+        let e = event(0x2000).unwrap_err();
+        assert_eq!(e.errno, libc::EINVAL);
+        assert!(e.message.contains("PMC_EV_K7_DC_ACCESSES"), "{}", e.message);
+        // 0 and the software range are not FreeBSD numbers.
+        assert_eq!(event(0).unwrap_err().errno, libc::EINVAL);
+        assert_eq!(event(0x20000).unwrap_err().errno, libc::EINVAL);
+    }
+
+    #[test]
+    fn event_number_is_the_inverse_within_a_class() {
+        assert_eq!(event_number("K8", "instructions"), Some(0x2080 + 38));
+        assert_eq!(event_number("IAF", "cycles"), Some(0x10001));
+        assert_eq!(event_number("K8", "task-clock"), None);
+        for class in ["K8", "IAF", "ARMV8"] {
+            let n = event_number(class, "instructions").unwrap();
+            assert_eq!(event(n).unwrap(), c"instructions");
+        }
+    }
 }

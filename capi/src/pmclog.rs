@@ -20,6 +20,52 @@ pub struct Parser {
     from_fd: bool,
     /// The event name `pl_a.pl_evname` points at until the next read.
     evname: CString,
+    /// The stream's bytes not yet handed out as a record, as read or fed
+    /// (the reader keeps its own copy).
+    mirror: Arc<Mutex<Mirror>>,
+    /// The last record's bytes, where `pl_data` points until the next read
+    /// (pmclog.c points it into its buffer the same way).
+    record: Vec<u8>,
+}
+
+/// The bytes of the stream from offset `base` on.
+#[derive(Debug, Default)]
+struct Mirror {
+    base: u64,
+    bytes: Vec<u8>,
+}
+
+impl Mirror {
+    /// Moves the stream's bytes `start..end` into `out` and forgets
+    /// everything before `end`.
+    fn take(&mut self, start: u64, end: u64, out: &mut Vec<u8>) {
+        out.clear();
+        let from = start.saturating_sub(self.base) as usize;
+        let to = (end.saturating_sub(self.base) as usize).min(self.bytes.len());
+        if from < to {
+            out.extend_from_slice(&self.bytes[from..to]);
+        }
+        self.bytes.drain(..to);
+        self.base = self.base.max(end);
+    }
+}
+
+/// A descriptor source that keeps a copy of what the reader reads.
+struct Tee {
+    inner: File,
+    mirror: Arc<Mutex<Mirror>>,
+}
+
+impl std::io::Read for Tee {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.mirror
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .bytes
+            .extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
 }
 
 type Shared = Arc<Mutex<Parser>>;
@@ -39,8 +85,12 @@ fn parsers() -> MutexGuard<'static, Option<HashMap<usize, Shared>>> {
 /// `pmclog_open`: a parser reading `source`, or fed from memory if `None`.
 pub fn open(source: Option<File>) -> usize {
     let from_fd = source.is_some();
+    let mirror = Arc::new(Mutex::new(Mirror::default()));
     let reader = match source {
-        Some(f) => LogReader::from_reader(f),
+        Some(f) => LogReader::from_reader(Tee {
+            inner: f,
+            mirror: mirror.clone(),
+        }),
         None => LogReader::from_memory(),
     };
     let cookie = NEXT.fetch_add(1, Ordering::Relaxed) << 4;
@@ -48,6 +98,8 @@ pub fn open(source: Option<File>) -> usize {
         reader,
         from_fd,
         evname: CString::default(),
+        mirror,
+        record: Vec::new(),
     };
     parsers()
         .get_or_insert_with(HashMap::new)
@@ -81,6 +133,11 @@ pub fn feed(cookie: usize, data: &[u8]) -> CResult<()> {
         ));
     }
     p.reader.feed(data);
+    p.mirror
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .bytes
+        .extend_from_slice(data);
     Ok(())
 }
 
@@ -121,6 +178,13 @@ fn to_c(p: &mut Parser, ev: LogEvent) -> pmclog_ev {
     out.pl_len = i32::try_from(ev.end_offset - ev.offset).unwrap_or(i32::MAX);
     // pmclog.c copies the header's raw timestamp into tv_sec.
     out.pl_ts.tv_sec = ev.timestamp as libc::time_t;
+    let mut record = std::mem::take(&mut p.record);
+    p.mirror
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take(ev.offset, ev.end_offset, &mut record);
+    p.record = record;
+    out.pl_data = p.record.as_mut_ptr().cast();
     match ev.record {
         LogRecord::Closelog => {
             // pmclog.c: CLOSELOG is read as the end of the log.

@@ -323,3 +323,44 @@ pub fn fill_chars<const N: usize>(s: &str) -> [c_char; N] {
     }
     out
 }
+
+/// `struct pmc_md_amd_op_pmcallocate` (dev/hwpmc/hwpmc_amd.h)
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct pmc_md_amd_op_pmcallocate {
+    pub pm_amd_config: u64,
+    pub pm_amd_sub_class: u32,
+}
+
+/// `struct pmc_md_iap_op_pmcallocate` (dev/hwpmc/hwpmc_core.h)
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct pmc_md_iap_op_pmcallocate {
+    pub pm_iap_config: u32,
+    pub pm_iap_rsp: u64,
+}
+
+/// `union pmc_md_op_pmcallocate` (amd64 machine/pmc_mdep.h): the AMD
+/// and IAP members this library fills, and `__pad[4]`, which sizes it.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union pmc_md_op_pmcallocate {
+    pub pm_amd: pmc_md_amd_op_pmcallocate,
+    pub pm_iap: pmc_md_iap_op_pmcallocate,
+    pub __pad: [u64; 4],
+}
+
+/// `struct pmc_op_pmcallocate` (sys/sys/pmc.h)
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmc_op_pmcallocate {
+    pub pm_caps: u32,
+    pub pm_cpu: u32,
+    pub pm_class: u32,
+    pub pm_ev: u32,
+    pub pm_flags: u32,
+    pub pm_mode: u32,
+    pub pm_pmcid: u32,
+    pub pm_count: u64,
+    pub pm_md: pmc_md_op_pmcallocate,
+}

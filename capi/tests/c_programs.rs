@@ -439,6 +439,273 @@ fn readme_program() -> TestResult {
     Ok(())
 }
 
+/// `pmc_name_of_event`, the `PMC_EV_*`, `PMC_ID_*` and `PMC_OP_*` values.
+fn events() -> TestResult {
+    let out = build_and_run("events", Link::Shared, &[])?;
+    if out.trim() != "events ok" {
+        return Err(format!("events printed {out:?}").into());
+    }
+    Ok(())
+}
+
+/// The names libpmc's pmu functions cover here: the raw class's listing,
+/// pmcstat's names for the core PMU (its placeholder `r<hex config>` is
+/// not a name).
+fn pmu_names() -> Vec<String> {
+    pmc_core::event_names_of_class(&pmc_core::Class::Raw)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|n| !n.starts_with("r<"))
+        .collect()
+}
+
+/// The text between `--- <from>` and the next `--- ` line.
+fn section<'a>(out: &'a str, from: &str) -> Vec<&'a str> {
+    out.lines()
+        .skip_while(|l| *l != format!("--- {from}"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("--- "))
+        .collect()
+}
+
+/// The pmu-events functions agree with the event list pmcstat uses:
+/// libpmc_pmu_util.c's formats ("\t%s\n" per name; "name: %s\n" first in
+/// the full listing), enabled exactly where there are names.
+fn pmu_functions() -> TestResult {
+    let names = pmu_names();
+    let args: Vec<&str> = names.first().map(String::as_str).into_iter().collect();
+    let out = build_and_run("pmu", Link::Shared, &args)?;
+    let enabled = format!("enabled {}", u8::from(!names.is_empty()));
+    if out.lines().next() != Some(enabled.as_str()) {
+        return Err(format!("expected `{enabled}` first:\n{out}").into());
+    }
+    let want: Vec<String> = names.iter().map(|n| format!("\t{n}")).collect();
+    let got = section(&out, "counters");
+    if got != want {
+        return Err(format!(
+            "pmc_pmu_print_counters(NULL) printed {} lines, the list has {}:\n{out}",
+            got.len(),
+            want.len()
+        )
+        .into());
+    }
+    if let Some(first) = names.first() {
+        let full = section(&out, "full");
+        if full.first().copied() != Some(format!("name: {first}").as_str()) {
+            return Err(format!("pmc_pmu_print_counter_full({first}) printed {full:?}").into());
+        }
+    }
+    println!("{} pmu names, {enabled}", names.len());
+    Ok(())
+}
+
+/// This build's pmccontrol, built by cargo (same profile and target
+/// directory as this test, so it is current) beside the libraries. Where
+/// cargo cannot run (e.g. the matrix's unprivileged user cannot take the
+/// target directory's lock), the binary already there is used, and said.
+fn pmccontrol() -> Result<PathBuf, Failed> {
+    let libs = lib_dir()?;
+    let profile_dir = if libs.ends_with("deps") {
+        libs.parent().map(Path::to_path_buf).unwrap_or(libs.clone())
+    } else {
+        libs.clone()
+    };
+    let exe = profile_dir.join("pmccontrol");
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev".to_string(),
+        Some(other) => other.to_string(),
+    };
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args([
+        "build",
+        "-q",
+        "-p",
+        "pmc-tools",
+        "--bin",
+        "pmccontrol",
+        "--profile",
+    ])
+    .arg(&profile)
+    .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    if let Some(target) = profile_dir.parent() {
+        cmd.arg("--target-dir").arg(target);
+    }
+    match run_checked(&mut cmd, "building pmccontrol") {
+        Ok(_) => {}
+        Err(e) if exe.exists() => {
+            println!("note: using the pmccontrol already built ({e:?})");
+        }
+        Err(e) => return Err(e),
+    }
+    if !exe.exists() {
+        return Err(format!("pmccontrol not found at {}", exe.display()).into());
+    }
+    Ok(exe)
+}
+
+fn run_pmccontrol(arg: &str) -> Result<String, Failed> {
+    let exe = pmccontrol()?;
+    let out = run_checked(Command::new(exe).arg(arg), &format!("pmccontrol {arg}"))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn line_diff(ours: &str, theirs: &str) -> Option<String> {
+    let (a, b): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+    let first = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i))?;
+    Some(format!(
+        "line {}: the C program printed {:?}, pmccontrol {:?} ({} and {} lines)",
+        first + 1,
+        a.get(first),
+        b.get(first),
+        a.len(),
+        b.len()
+    ))
+}
+
+/// `-L` of our pmccontrol.c-like program (pmcc_do_list_events: on amd64
+/// pmc_pmu_print_counters(NULL), elsewhere the class listing) is
+/// `pmccontrol -L`, line for line.
+fn pmccontrol_list_events() -> TestResult {
+    let c = build_and_run("pmccontrol_like", Link::Shared, &["-L"])?;
+    let tool = run_pmccontrol("-L")?;
+    if let Some(d) = line_diff(&c, &tool) {
+        return Err(d.into());
+    }
+    println!("{} lines alike", c.lines().count());
+    Ok(())
+}
+
+/// `-l` in pmccontrol.c's format (pmcc_do_list_state): the first line
+/// "%d %s CPUs present, with %d PMCs per CPU", then per CPU "#CPU %d:"
+/// and the column header, built here from the library's own answers; and
+/// the same text as `pmccontrol -l`.
+fn pmccontrol_list_state() -> TestResult {
+    let c = build_and_run("pmccontrol_like", Link::Shared, &["-l"])?;
+    let info = pmc_core::cpuinfo().map_err(|e| format!("cpuinfo: {e}"))?;
+    let cputype = pmc::names::cputype(pmc_core::log::cpu::this_machine().cputype)
+        .map_err(|f| f.message)?
+        .to_string_lossy()
+        .into_owned();
+    let mut want = vec![format!(
+        "{} {} CPUs present, with {} PMCs per CPU",
+        info.ncpu, cputype, info.npmc
+    )];
+    for cpu in 0..info.ncpu {
+        want.push(format!("#CPU {cpu}:"));
+        want.push("#N  NAME             CLASS  STATE    ROW-DISP".into());
+        // Rows: " %-2d %-16s %-6s %-8s %-10s"; none allocated here, so
+        // each row of pmc_npmc(cpu) is FREE.
+        for n in 0..pmc_core::npmc(cpu).unwrap_or(0) {
+            let class = c
+                .lines()
+                .find(|l| l.starts_with(&format!(" {n:<2} ")))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .unwrap_or("?")
+                .to_string();
+            want.push(format!(
+                " {n:<2} {:<16} {class:<6} {:<8} {:<10}",
+                "", "ENABLED", "FREE"
+            ));
+        }
+    }
+    let got: Vec<&str> = c.lines().collect();
+    if got != want {
+        return Err(format!("-l printed\n{c}expected\n{}", want.join("\n")).into());
+    }
+    let tool = run_pmccontrol("-l")?;
+    if let Some(d) = line_diff(&c, &tool) {
+        return Err(d.into());
+    }
+    Ok(())
+}
+
+/// `-s` in pmccontrol.c's format (pmcc_show_statistics: "%-40s %d\n" per
+/// statistic, in its order).
+fn pmccontrol_statistics() -> TestResult {
+    let c = build_and_run("pmccontrol_like", Link::Shared, &["-s"])?;
+    let labels = [
+        "interrupts processed:",
+        "non-PMC interrupts:",
+        "sampling stalls due to space shortages:",
+        "system calls:",
+        "system calls with errors:",
+        "buffer requests:",
+        "buffer requests failed:",
+        "sampling log sweeps:",
+    ];
+    let lines: Vec<&str> = c.lines().collect();
+    if lines.len() != labels.len() {
+        return Err(format!("-s printed {} lines:\n{c}", lines.len()).into());
+    }
+    for (line, label) in lines.iter().zip(labels) {
+        let value = line.get(41..).unwrap_or("");
+        if line.get(..41) != Some(format!("{label:<40} ").as_str()) || value.parse::<i64>().is_err()
+        {
+            return Err(format!("`{line}` is not \"%-40s %d\" of {label:?}").into());
+        }
+    }
+    Ok(())
+}
+
+/// pl_data is each record as written (sys/sys/pmclog.h structs).
+fn log_raw() -> TestResult {
+    println!(
+        "{}",
+        build_and_run("log_raw", Link::Shared, &["{tmp}/pmc.log"])?
+    );
+    Ok(())
+}
+
+/// The function names `header` declares (`type name(` at a line start,
+/// after a tab or `*`).
+fn declared_functions(header: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in header.lines() {
+        if line.starts_with([' ', '\t', '#', '/', '*', '}']) || !line.contains('(') {
+            continue;
+        }
+        let before = &line[..line.find('(').unwrap_or(0)];
+        let name = before
+            .rsplit(|c: char| c.is_whitespace() || c == '*')
+            .next()
+            .unwrap_or("");
+        if name.starts_with("pmc") {
+            out.push(name.to_string());
+        }
+    }
+    out
+}
+
+/// libpmc.so exports its API and nothing else: exactly the functions
+/// pmc.h and pmclog.h declare (`nm -D --defined-only`).
+fn exported_symbols() -> TestResult {
+    let libs = lib_dir()?;
+    let out = run_checked(
+        Command::new("nm")
+            .args(["-D", "--defined-only"])
+            .arg(libs.join("libpmc.so")),
+        "nm -D libpmc.so",
+    )?;
+    let mut exported: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .collect();
+    exported.sort();
+    let mut declared = declared_functions(include_str!("../include/pmc.h"));
+    declared.extend(declared_functions(include_str!("../include/pmclog.h")));
+    declared.sort();
+    if exported != declared {
+        let extra: Vec<_> = exported.iter().filter(|e| !declared.contains(e)).collect();
+        let missing: Vec<_> = declared.iter().filter(|d| !exported.contains(d)).collect();
+        return Err(format!(
+            "exported but not declared: {extra:?}; declared but not exported: {missing:?}"
+        )
+        .into());
+    }
+    println!("{} functions, all declared, all exported", exported.len());
+    Ok(())
+}
+
 /// What the runner does with a test (tests/live/harness.rs `Gate`).
 enum Gate {
     Run,
@@ -555,6 +822,41 @@ fn main() {
             name: "c::threads",
             requires: perf(),
             run: threads,
+        },
+        CTest {
+            name: "c::pmc_events_numbers_names_and_id_macros",
+            requires: vec![Requirement::PerfEvent],
+            run: events,
+        },
+        CTest {
+            name: "c::pmu_functions_over_pmcstat_names",
+            requires: vec![Requirement::PerfEvent],
+            run: pmu_functions,
+        },
+        CTest {
+            name: "c::pmccontrol_like_list_events_is_pmccontrol_L",
+            requires: vec![Requirement::PerfEvent],
+            run: pmccontrol_list_events,
+        },
+        CTest {
+            name: "c::pmccontrol_like_list_state_in_pmccontrol_format",
+            requires: vec![Requirement::PerfEvent],
+            run: pmccontrol_list_state,
+        },
+        CTest {
+            name: "c::pmccontrol_like_statistics_in_pmccontrol_format",
+            requires: vec![Requirement::PerfEvent],
+            run: pmccontrol_statistics,
+        },
+        CTest {
+            name: "c::libpmc_exports_exactly_its_headers_functions",
+            requires: vec![Requirement::Program("nm".into())],
+            run: exported_symbols,
+        },
+        CTest {
+            name: "c::pmclog_pl_data_is_the_raw_record",
+            requires: vec![Requirement::PerfEvent],
+            run: log_raw,
         },
         CTest {
             name: "c::readme_program_builds_and_runs_as_readme_says",

@@ -9,6 +9,8 @@
 //!   the baselines measured in the same run.
 //! - `cargo xtask gen-pmu-events <linux source>`: regenerates the native
 //!   event table (`backends/linux/src/pmu_events/`).
+//! - `cargo xtask gen-pmc-events <freebsd source>`: regenerates libpmc's
+//!   `PMC_EV_*` enumerators (`capi/include/pmc_events.h`).
 //! - `cargo xtask mutants [--file F] [--shard K/N] [--re REGEX]`:
 //!   cargo-mutants on the core files, caught / missed / unviable per file
 //!   (`--re`: re-test earlier survivors, merged over the full run).
@@ -18,6 +20,7 @@ mod bench;
 mod bench_report;
 mod matrix;
 mod mutants;
+mod pmc_events;
 mod pmu_events;
 #[cfg(test)]
 mod readme;
@@ -49,6 +52,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Regenerate the native event table from a Linux source tree.
     GenPmuEvents(pmu_events::GenArgs),
+    /// Regenerate libpmc's PMC_EV_* enumerators from a FreeBSD source tree.
+    GenPmcEvents(pmc_events::GenArgs),
     /// Mutation testing (cargo-mutants) of the core files; score per file.
     Mutants(mutants::MutantsArgs),
     /// Check the invariants a command can check (unsafe only in sys/, SAFETY lines, file length, no /proc or /sys in the portable crate).
@@ -79,6 +84,7 @@ fn main() -> ExitCode {
         Command::Test(args) => test::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::GenPmuEvents(args) => pmu_events::run(&args),
+        Command::GenPmcEvents(args) => pmc_events::run(&args),
         Command::Mutants(args) => mutants::run(&args),
         Command::Tidy { root } => tidy::run(root),
     }
