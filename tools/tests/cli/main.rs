@@ -10,10 +10,11 @@ mod harness;
 mod workloads;
 
 mod bad_input;
+mod freebsd_counting;
 mod pmcstat_options;
 mod profiles;
-mod real_use;
 mod readme;
+mod real_use;
 mod tools;
 
 fn main() {
@@ -29,5 +30,6 @@ fn main() {
     tests.extend(real_use::tests());
     tests.extend(bad_input::tests());
     tests.extend(readme::tests());
+    tests.extend(freebsd_counting::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }
