@@ -340,10 +340,10 @@ fn p_without_o_prints_the_log() -> TestResult {
     // Without -O and a report, pmcstat.c reads the log through a pipe and
     // prints it (FLAG_HAS_PIPE, FLAG_DO_PRINT) to pa_printfile, stderr.
     let out = pmcstat(&[
-        "-P",
-        "cpu-clock",
         "-n",
         "100000",
+        "-P",
+        "cpu-clock",
         "--",
         "sh",
         "-c",
