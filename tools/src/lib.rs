@@ -11,34 +11,46 @@ pub mod output;
 pub mod pmcstat;
 pub mod profile_args;
 pub mod report;
+pub mod sysexits;
 pub mod top;
 
 use std::process::ExitCode;
 
-/// Exit status for bad options or event specifiers (as pmcstat(8)).
-pub const EXIT_USAGE: u8 = 2;
+/// Exit status for bad options or event specifiers: sysexits' `EX_USAGE`,
+/// as pmcstat.c's and pmccontrol.c's `errx(EX_USAGE, …)`.
+pub const EXIT_USAGE: u8 = sysexits::EX_USAGE;
 
-/// Prints `tool: error` on one line and picks the exit status: 2 for a bad
-/// specifier or argument, or a name nothing here has (an unknown event,
-/// PMU or tracepoint of a mounted tracefs), 1 for anything else (whose
-/// message carries the remedy, e.g. the paranoid sysctl, or mounting
-/// tracefs).
+/// Prints `tool: error` on one line and picks the sysexits status by the
+/// kind of error: `EX_USAGE` for a bad specifier or argument, or a name
+/// nothing here has (an unknown event, PMU or tracepoint of a mounted
+/// tracefs); `EX_UNAVAILABLE` where no backend runs here (pmcstat.c's
+/// `pmc_init` failure); `EX_OSERR` for anything else, a call the system
+/// refused (whose message carries the remedy, e.g. the paranoid sysctl, or
+/// mounting tracefs).
 pub fn fail(tool: &str, e: &pmc::Error) -> ExitCode {
-    let one_line = e.to_string().replace('\n', " ");
-    eprintln!("{tool}: {one_line}");
-    exit_status(e)
+    fail_as(tool, e, exit_status(e))
 }
 
-fn exit_status(e: &pmc::Error) -> ExitCode {
+/// Prints `tool: error` on one line and returns `status`: for the paths
+/// where FreeBSD's tool names the status itself (e.g. pmcstat.c's
+/// `err(EX_OSERR, "ERROR: Cannot allocate …")` whatever the errno).
+pub fn fail_as(tool: &str, e: &pmc::Error, status: u8) -> ExitCode {
+    let one_line = e.to_string().replace('\n', " ");
+    eprintln!("{tool}: {one_line}");
+    ExitCode::from(status)
+}
+
+fn exit_status(e: &pmc::Error) -> u8 {
     match e {
         pmc::Error::InvalidSpec { .. }
         | pmc::Error::InvalidArgument { .. }
-        | pmc::Error::UnknownEvent { .. } => ExitCode::from(EXIT_USAGE),
-        _ => ExitCode::FAILURE,
+        | pmc::Error::UnknownEvent { .. } => sysexits::EX_USAGE,
+        pmc::Error::NoBackend { .. } => sysexits::EX_UNAVAILABLE,
+        _ => sysexits::EX_OSERR,
     }
 }
 
-/// Prints a usage error and returns status 2.
+/// Prints a usage error and returns `EX_USAGE` (64).
 pub fn usage(tool: &str, message: &str) -> ExitCode {
     eprintln!("{tool}: {message}");
     ExitCode::from(EXIT_USAGE)
@@ -95,9 +107,9 @@ mod tests {
             why: "tracefs is not mounted".into(),
         };
         assert!(!unknown_tracepoint.is_environmental() && no_tracefs.is_environmental());
-        assert_eq!(exit_status(&unknown_tracepoint), ExitCode::from(EXIT_USAGE));
-        assert_eq!(exit_status(&unknown_event), ExitCode::from(EXIT_USAGE));
-        assert_eq!(exit_status(&no_tracefs), ExitCode::FAILURE);
+        assert_eq!(exit_status(&unknown_tracepoint), sysexits::EX_USAGE);
+        assert_eq!(exit_status(&unknown_event), sysexits::EX_USAGE);
+        assert_eq!(exit_status(&no_tracefs), sysexits::EX_OSERR);
     }
 
     #[test]

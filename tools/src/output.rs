@@ -1,19 +1,157 @@
-//! Count output: pmcstat's table, and JSON / CSV as extensions.
+//! Count output: pmcstat's table as pmcstat.c prints it, and JSON / CSV as
+//! extensions; writing it where a closed pipe ends the tool quietly.
 
 use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::ExitCode;
 
 use serde::Serialize;
+
+use crate::sysexits;
 
 /// How counts are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
-    /// pmcstat's table: a `#` header of `p/SPEC`/`s/SPEC` columns, then one
-    /// line of values per interval.
+    /// pmcstat's table ([`Table`]).
     Table,
-    /// One JSON object per interval, one per line.
+    /// One JSON object per interval, one per line (ours).
     Json,
-    /// A CSV header, then one row per counter per interval.
+    /// A CSV header, then one row per counter per interval (ours).
     Csv,
+}
+
+/// pmcstat.h `PRINT_HEADER_PREFIX`.
+const HEADER_PREFIX: &str = "# ";
+
+/// pmcstat.h `DEFAULT_DISPLAY_HEIGHT`: lines between headers when the
+/// output is not a terminal (on one, its height less one).
+pub const DEFAULT_DISPLAY_HEIGHT: usize = 256;
+
+/// pmcstat.c's event name of a specifier: the specifier up to its first
+/// `,`, space or tab (`strcspn(optarg, ", \t")`).
+pub fn event_name(spec: &str) -> &str {
+    let end = spec.find([',', ' ', '\t']).unwrap_or(spec.len());
+    &spec[..end]
+}
+
+/// One column of the count table: one per process counting PMC, one per
+/// CPU of a system counting PMC (pmcstat.c clones `-s` per CPU).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// The event name ([`event_name`]).
+    pub name: String,
+    /// The CPU of a system-mode column; `None` for process mode.
+    pub cpu: Option<u32>,
+    /// The counter's width in bits (`pmc_width`).
+    pub bits: u32,
+}
+
+impl Column {
+    /// pmcstat.c main's "compute printout widths": (field width, leading
+    /// spaces of the header).
+    // pmcstat.c's literal 3.32193, not LOG2_10: the same floor at every width.
+    #[allow(clippy::approx_constant)]
+    fn layout(&self) -> (usize, usize) {
+        // The prefix `p/` or `s/`, and for system mode 2 CPU digits and `/`.
+        let header = self.name.len() + 2 + if self.cpu.is_some() { 3 } else { 0 };
+        let display = (f64::from(self.bits) / 3.32193).floor() as usize + 1;
+        if header > display {
+            (header, 0)
+        } else {
+            (display, display - header)
+        }
+    }
+}
+
+/// pmcstat.c's count table: `pmcstat_print_pmcs` for each interval, the
+/// final newline at the end.
+#[derive(Debug)]
+pub struct Table {
+    columns: Vec<Column>,
+    lines: usize,
+}
+
+impl Table {
+    /// A table of `columns`, in the order of the specifiers.
+    pub fn new(columns: Vec<Column>) -> Table {
+        Table { columns, lines: 0 }
+    }
+
+    /// One interval (`pmcstat_print_pmcs`): the header before the first
+    /// line and again after `height` lines, then a newline and the values
+    /// (which the next newline ends). `values` are in column order.
+    pub fn print(&mut self, values: &[u64], height: usize) -> String {
+        let mut out = String::new();
+        self.lines += 1;
+        if self.lines > height {
+            out.push('\n');
+            self.lines = 1;
+        }
+        if self.lines == 1 {
+            out.push_str(&self.header());
+        }
+        out.push('\n');
+        out.push_str(&self.values(values));
+        out
+    }
+
+    /// `pmcstat_print_headers`: `"# "`, then per column its leading spaces
+    /// and `"p/%*s "` or `"s/%02d/%-*s "`.
+    pub fn header(&self) -> String {
+        let mut out = HEADER_PREFIX.to_string();
+        for c in &self.columns {
+            let (width, skip) = c.layout();
+            out.push_str(&" ".repeat(skip));
+            let w = width - skip - 2;
+            match c.cpu {
+                Some(cpu) => {
+                    let _ = write!(out, "s/{cpu:02}/{:<w$} ", c.name, w = w - 3);
+                }
+                None => {
+                    let _ = write!(out, "p/{:>w$} ", c.name);
+                }
+            }
+        }
+        out
+    }
+
+    /// `pmcstat_print_counters`: `"%*ju "` per column, the first one wider
+    /// by the header prefix.
+    pub fn values(&self, values: &[u64]) -> String {
+        let mut out = String::new();
+        let mut extra = HEADER_PREFIX.len();
+        for (c, v) in self.columns.iter().zip(values) {
+            let (width, _) = c.layout();
+            let _ = write!(out, "{v:>w$} ", w = width + extra);
+            extra = 0;
+        }
+        out
+    }
+}
+
+/// Writes `text` to `sink` and flushes it. A closed pipe (EPIPE) ends the
+/// tool quietly with [`sysexits::CLOSED_PIPE`]; any other error (`-o
+/// /dev/full`: ENOSPC) says what failed and exits `EX_IOERR`.
+pub fn write_out(
+    tool: &str,
+    sink: &mut dyn std::io::Write,
+    text: &[u8],
+    what: &str,
+) -> Result<(), ExitCode> {
+    sink.write_all(text)
+        .and_then(|()| sink.flush())
+        .map_err(|e| io_failure(tool, &e, what))
+}
+
+/// The exit status of a failed write of `what`, said on standard error
+/// unless the reader went away.
+pub fn io_failure(tool: &str, e: &std::io::Error, what: &str) -> ExitCode {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        return ExitCode::from(sysexits::CLOSED_PIPE);
+    }
+    // Standard error may be the closed pipe itself: no panic over a message.
+    let _ = writeln!(std::io::stderr(), "{tool}: writing {what}: {e}");
+    ExitCode::from(sysexits::EX_IOERR)
 }
 
 /// One counter's value in one interval.
@@ -34,7 +172,7 @@ pub struct Sample {
     pub running_percent: f64,
 }
 
-/// Writes rows in one format; the header goes out once.
+/// Writes the JSON or CSV rows; the header goes out once.
 #[derive(Debug)]
 pub struct Printer {
     format: Format,
@@ -54,29 +192,8 @@ impl Printer {
     pub fn interval(&mut self, elapsed: f64, samples: &[Sample]) -> String {
         let mut out = String::new();
         match self.format {
-            Format::Table => {
-                let widths: Vec<usize> = samples.iter().map(|s| s.label.len().max(12)).collect();
-                if !self.header_done {
-                    out.push('#');
-                    for (s, w) in samples.iter().zip(&widths) {
-                        let _ = write!(out, " {:>w$}", s.label, w = w);
-                    }
-                    out.push('\n');
-                }
-                out.push(' ');
-                for (s, w) in samples.iter().zip(&widths) {
-                    let _ = write!(out, " {:>w$}", s.value, w = w);
-                }
-                let scaled: Vec<String> = samples
-                    .iter()
-                    .filter(|s| s.running_percent < 100.0)
-                    .map(|s| format!("{} ran {:.1}%", s.label, s.running_percent))
-                    .collect();
-                if !scaled.is_empty() {
-                    let _ = write!(out, "  # scaled: {}", scaled.join(", "));
-                }
-                out.push('\n');
-            }
+            // The table is [`Table`]'s.
+            Format::Table => {}
             Format::Json => {
                 let line = serde_json::json!({ "elapsed_s": elapsed, "counters": samples });
                 let _ = writeln!(out, "{line}");
@@ -131,15 +248,46 @@ mod tests {
     }
 
     #[test]
-    fn table_has_a_header_once_and_notes_scaling() {
-        let mut p = Printer::new(Format::Table);
-        let a = p.interval(1.0, &[sample("p/instructions,usr", 42, 100.0)]);
-        assert_eq!(a, "# p/instructions,usr\n                  42\n");
-        let b = p.interval(2.0, &[sample("p/instructions,usr", 7, 50.0)]);
-        assert_eq!(
-            b,
-            "                   7  # scaled: p/instructions,usr ran 50.0%\n"
-        );
+    fn event_names_are_cut_at_the_first_comma_space_or_tab() {
+        // pmcstat.c: c = strcspn(optarg, ", \t").
+        assert_eq!(event_name("task-clock,usr"), "task-clock");
+        assert_eq!(event_name("instructions usr"), "instructions");
+        assert_eq!(event_name("cycles\tos"), "cycles");
+        assert_eq!(event_name("sched:sched_switch"), "sched:sched_switch");
+        assert_eq!(event_name(",usr"), "");
+        assert_eq!(event_name(""), "");
+    }
+
+    #[test]
+    fn the_table_is_pmcstat_c_s_print_formats() {
+        let p = |name: &str, bits| Column {
+            name: name.into(),
+            cpu: None,
+            bits,
+        };
+        let s = |name: &str, cpu, bits| Column {
+            name: name.into(),
+            cpu: Some(cpu),
+            bits,
+        };
+        // 48 bits: display width floor(48 / 3.32193) + 1 = 15; "p/" + 6
+        // letters = 8, so 7 spaces of ev_fieldskip, then "p/%*s ".
+        let mut t = Table::new(vec![p("cycles", 48), s("instructions", 0, 48)]);
+        let header = format!("# {}p/cycles s/00/instructions ", " ".repeat(7));
+        // "%*ju " at 15 + 2, then at the header width 12 + 5.
+        let line = format!("{:>17} {:>17} ", 5, 1234);
+        assert_eq!(t.print(&[5, 1234], 256), format!("{header}\n{line}"));
+        // The next line: only "\n" and the values.
+        assert_eq!(t.print(&[6, 7], 256), format!("\n{:>17} {:>17} ", 6, 7));
+        // After `height` lines the header comes again.
+        let mut t = Table::new(vec![p("x", 64)]);
+        let header = format!("# {}p/x ", " ".repeat(17));
+        t.print(&[1], 2);
+        t.print(&[2], 2);
+        assert_eq!(t.print(&[3], 2), format!("\n{header}\n{:>22} ", 3));
+        // A CPU of three digits widens its column, as "%02d" does.
+        let t = Table::new(vec![s("ab", 123, 64)]);
+        assert_eq!(t.header(), format!("# {}s/123/ab ", " ".repeat(13)));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! out, as hwpmc does. With DESCENDANTS the existing descendant processes
 //! get fds of their own and future children are inherited.
 
-use pmc_linux::attr::{Attr, AttrBit};
+use pmc_linux::attr::Attr;
 use pmc_linux::event::{Event, OpenFlags, Target};
 use pmc_linux::system;
 
@@ -15,24 +15,14 @@ use std::sync::{Arc, Mutex};
 use pmc_linux::ring::RingBuffer;
 
 use super::from_linux;
+
+mod open;
 use super::resolve::LinuxEvent;
 use super::sampling::{self, RingSet};
 use crate::backend::{CounterValue, Counters, HotHandle};
 use crate::{Error, Result};
-
-fn open_one(attr: &Attr, target: Target, event: &LinuxEvent) -> Result<Event> {
-    let attr = &sampling::for_this_kernel(attr);
-    let opened = match &event.string {
-        Some(s) => Event::open_with_string(attr, s, target, None, OpenFlags::empty()),
-        None => Event::open(attr, target, None, OpenFlags::empty()),
-    };
-    let filter = event.filter.as_deref();
-    let event = opened.map_err(from_linux)?;
-    if let Some(f) = filter {
-        event.set_filter(f).map_err(from_linux)?;
-    }
-    Ok(event)
-}
+pub(super) use open::trial_open;
+use open::{open_one, open_with_fallback, sibling_error};
 
 /// Sums the events of a target. `chunks` splits `events` into the
 /// instances of one thread's counter (empty: one event each): its per-CPU
@@ -339,94 +329,6 @@ impl Drop for CpuCounters {
         if let Some(r) = &self.rings {
             sampling::drain_set(r);
         }
-    }
-}
-
-/// Opens every attr of `event` (with its slice siblings) on the calling
-/// thread and closes them: the errors attach would meet, at allocate.
-///
-/// A perf open and close of a task counter costs tens of microseconds, ten
-/// times the rest of `allocate`, and programs allocate the same event over
-/// and over: what opened once is not tried again (a later failure, e.g.
-/// after a paranoid change, still surfaces at attach).
-pub(super) fn trial_open(event: &LinuxEvent) -> Result<()> {
-    type Key = (
-        Vec<Attr>,
-        Vec<Attr>,
-        Option<std::ffi::CString>,
-        Option<String>,
-    );
-    static OPENED: Mutex<Option<std::collections::HashSet<Key>>> = Mutex::new(None);
-    let key: Key = (
-        event.attrs.clone(),
-        event
-            .slices
-            .iter()
-            .flat_map(|s| s.attrs())
-            .copied()
-            .collect(),
-        event.string.clone(),
-        event.filter.clone(),
-    );
-    if OPENED
-        .lock()
-        .is_ok_and(|o| o.as_ref().is_some_and(|set| set.contains(&key)))
-    {
-        return Ok(());
-    }
-    trial_open_uncached(event)?;
-    if let Ok(mut o) = OPENED.lock() {
-        let set = o.get_or_insert_with(Default::default);
-        // A bound for programs that allocate endless distinct events.
-        if set.len() >= 4096 {
-            set.clear();
-        }
-        set.insert(key);
-    }
-    Ok(())
-}
-
-fn trial_open_uncached(event: &LinuxEvent) -> Result<()> {
-    let target = Target { pid: 0, cpu: -1 };
-    for attr in &event.attrs {
-        let leader = open_with_fallback(attr, target, event)?;
-        for sibling in event.slices.iter().flat_map(|s| s.attrs()) {
-            Event::open(sibling, target, Some(&leader), OpenFlags::empty())
-                .map_err(|e| sibling_error(from_linux(e)))?;
-        }
-    }
-    Ok(())
-}
-
-/// Says why a slice sibling was opened: its permission error is about
-/// kernel-side sampling, which the counter itself may not need.
-fn sibling_error(e: Error) -> Error {
-    match e {
-        Error::PermissionDenied { op, os_errno, .. } => Error::PermissionDenied {
-            op: format!(
-                "{op}, which LOG_PROCCSW and per-process LOG_PROCEXIT use to read the counter \
-                 at context switches and exits (kernel-side samples, even for a user-mode counter)"
-            ),
-            os_errno,
-            hint: Some(format!(
-                "kernel-side samples need kernel.perf_event_paranoid <= 1 (it is {}); run \
-                 `sysctl -w kernel.perf_event_paranoid=1` as root, or grant the program \
-                 CAP_PERFMON (Linux >= 5.8) or CAP_SYS_ADMIN",
-                system::paranoid().map_or("unknown".into(), |p| p.to_string())
-            )),
-        },
-        other => other,
-    }
-}
-
-/// Opens, retrying without `inherit_thread` on kernels older than 5.13 that
-/// reject it (their inherited counters then include child processes too).
-fn open_with_fallback(attr: &Attr, target: Target, event: &LinuxEvent) -> Result<Event> {
-    match open_one(attr, target, event) {
-        Err(e) if e.os_errno() == Some(libc::EINVAL) && attr.is_set(AttrBit::INHERIT_THREAD) => {
-            open_one(&attr.inherit_thread(false), target, event)
-        }
-        other => other,
     }
 }
 

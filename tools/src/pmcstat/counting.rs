@@ -1,4 +1,5 @@
-//! The counting PMCs (`-p`, `-s`) and their interval lines.
+//! The counting PMCs (`-p`, `-s`) and their interval lines: pmcstat.c's
+//! table (`pmcstat_print_pmcs`), or our JSON / CSV.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -6,87 +7,216 @@ use std::time::Instant;
 
 use pmc::{PerCpu, Pmc, Reading};
 
-use crate::fail;
-use crate::output::{Printer, Sample};
+use crate::output::{self, Column, Printer, Sample, Table};
+use crate::sysexits::EX_OSERR;
 
 use super::TOOL;
 
-/// A counter and its label.
-pub(super) enum Counter {
-    Process(String, Box<Pmc>),
-    System(String, PerCpu),
+/// A counting PMC: one per `-p`, one `PerCpu` per `-s` (a column per CPU
+/// in the table, as pmcstat.c's clones).
+pub(super) struct Counter {
+    /// `p/SPEC` or `s/SPEC`: the JSON / CSV label.
+    label: String,
+    /// The event name of the table's header.
+    name: String,
+    /// `-C` in effect for this specifier: totals instead of deltas.
+    cumulative: bool,
+    pmcs: Pmcs,
+    /// The values of the last table line, per column (`ev_saved`).
+    saved: Vec<u64>,
+    /// The last JSON / CSV reading.
+    last: Option<Reading>,
+}
+
+enum Pmcs {
+    Process(Box<Pmc>),
+    System(PerCpu),
 }
 
 impl Counter {
-    pub(super) fn label(&self) -> &str {
-        match self {
-            Counter::Process(l, _) | Counter::System(l, _) => l,
+    pub(super) fn process(spec: &str, cumulative: bool, pmc: Pmc) -> Counter {
+        Counter::new(
+            format!("p/{spec}"),
+            spec,
+            cumulative,
+            Pmcs::Process(Box::new(pmc)),
+        )
+    }
+
+    pub(super) fn system(spec: &str, cumulative: bool, pmcs: PerCpu) -> Counter {
+        Counter::new(format!("s/{spec}"), spec, cumulative, Pmcs::System(pmcs))
+    }
+
+    fn new(label: String, spec: &str, cumulative: bool, pmcs: Pmcs) -> Counter {
+        Counter {
+            label,
+            name: output::event_name(spec).to_string(),
+            cumulative,
+            pmcs,
+            saved: Vec::new(),
+            last: None,
+        }
+    }
+
+    pub(super) fn process_pmc(&mut self) -> Option<&mut Pmc> {
+        match &mut self.pmcs {
+            Pmcs::Process(p) => Some(p),
+            Pmcs::System(_) => None,
         }
     }
 
     pub(super) fn start(&mut self) -> pmc::Result<()> {
-        match self {
-            Counter::Process(_, p) => p.start(),
-            Counter::System(_, p) => p.start(),
+        match &mut self.pmcs {
+            Pmcs::Process(p) => p.start(),
+            Pmcs::System(p) => p.start(),
         }
     }
 
     pub(super) fn stop(&mut self) -> pmc::Result<()> {
-        match self {
-            Counter::Process(_, p) => p.stop(),
-            Counter::System(_, p) => p.stop(),
+        match &mut self.pmcs {
+            Pmcs::Process(p) => p.stop(),
+            Pmcs::System(p) => p.stop(),
         }
     }
 
-    pub(super) fn read(&mut self) -> pmc::Result<Reading> {
-        match self {
-            Counter::Process(_, p) => p.read_detailed(),
-            Counter::System(_, p) => p.read_detailed(),
+    /// The table's columns of this PMC.
+    fn columns(&mut self) -> Vec<Column> {
+        let name = self.name.clone();
+        match &mut self.pmcs {
+            Pmcs::Process(p) => vec![Column {
+                name,
+                cpu: None,
+                bits: p.width(),
+            }],
+            Pmcs::System(per_cpu) => per_cpu
+                .pmcs()
+                .map(|(cpu, p)| Column {
+                    name: name.clone(),
+                    cpu: Some(cpu),
+                    bits: p.width(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Each column's value now.
+    fn read_columns(&mut self) -> pmc::Result<Vec<u64>> {
+        match &mut self.pmcs {
+            Pmcs::Process(p) => Ok(vec![p.read()?]),
+            Pmcs::System(per_cpu) => per_cpu.pmcs().map(|(_, p)| p.read()).collect(),
         }
     }
 }
 
-pub(super) fn sample(
-    counters: &mut [Counter],
-    last: &mut Vec<Reading>,
-    cumulative: bool,
-) -> Result<Vec<Sample>, ExitCode> {
+/// pmcstat.c's table of the counting PMCs.
+pub(super) fn table(counters: &mut [Counter]) -> Table {
+    Table::new(counters.iter_mut().flat_map(Counter::columns).collect())
+}
+
+/// One table line's values: each column's count since the last line, or
+/// since the start where `-C` was in effect (pmcstat_print_counters:
+/// `ev_cumulative ? value : value - ev_saved`).
+pub(super) fn table_values(counters: &mut [Counter]) -> Result<Vec<u64>, ExitCode> {
     let mut out = Vec::new();
-    for (i, c) in counters.iter_mut().enumerate() {
-        let r = c.read().map_err(|e| fail(TOOL, &e))?;
-        let prev = last.get(i).copied();
-        let value = match (cumulative, prev) {
+    for c in counters {
+        // pmcstat.c: err(EX_OSERR, "ERROR: Cannot read pmc \"%s\"", …).
+        let now = c
+            .read_columns()
+            .map_err(|e| crate::fail_as(TOOL, &e, EX_OSERR))?;
+        c.saved.resize(now.len(), 0);
+        for (value, saved) in now.into_iter().zip(c.saved.iter_mut()) {
+            if c.cumulative {
+                out.push(value);
+            } else {
+                out.push(value.wrapping_sub(*saved));
+                *saved = value;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One JSON / CSV interval: each counter's delta, or its total where `-C`
+/// was in effect or `total` is asked for.
+pub(super) fn sample(counters: &mut [Counter], total: bool) -> Result<Vec<Sample>, ExitCode> {
+    let mut out = Vec::new();
+    for c in counters.iter_mut() {
+        let r = match &mut c.pmcs {
+            Pmcs::Process(p) => p.read_detailed(),
+            Pmcs::System(p) => p.read_detailed(),
+        }
+        .map_err(|e| crate::fail_as(TOOL, &e, EX_OSERR))?;
+        let value = match (c.cumulative || total, c.last) {
             (false, Some(p)) => r.value.wrapping_sub(p.value),
             _ => r.value,
         };
         out.push(Sample {
-            label: c.label().to_string(),
+            label: c.label.clone(),
             value,
             raw: r.raw,
             time_enabled: r.time_enabled,
             time_running: r.time_running,
             running_percent: r.running_fraction() * 100.0,
         });
-        if last.len() > i {
-            last[i] = r;
-        } else {
-            last.push(r);
-        }
+        c.last = Some(r);
     }
     Ok(out)
 }
 
-pub(super) fn emit(
-    sink: &mut Box<dyn Write>,
-    printer: &mut Printer,
-    start: Instant,
-    samples: &[Sample],
-) -> Result<(), ExitCode> {
-    let text = printer.interval(start.elapsed().as_secs_f64(), samples);
-    sink.write_all(text.as_bytes())
-        .and_then(|()| sink.flush())
-        .map_err(|e| {
-            eprintln!("{TOOL}: writing counts: {e}");
-            ExitCode::FAILURE
-        })
+/// Where the counts go and in which form.
+pub(super) struct CountOutput {
+    pub(super) sink: Box<dyn Write>,
+    /// pmcstat.c's `isatty(fileno(args.pa_printfile))`: the header comes
+    /// back every screenful.
+    pub(super) terminal: bool,
+    /// `-o` given (pmcstat.c's FLAG_DO_PRINT): no final newline.
+    pub(super) to_file: bool,
+    pub(super) form: Form,
+}
+
+pub(super) enum Form {
+    Table(Table),
+    Lines(Printer),
+}
+
+impl CountOutput {
+    /// One interval's line (`pmcstat_print_pmcs` at a timer tick or the
+    /// target's exit), or a JSON / CSV interval.
+    pub(super) fn interval(
+        &mut self,
+        counters: &mut [Counter],
+        start: Instant,
+        total: bool,
+    ) -> Result<(), ExitCode> {
+        let text = match &mut self.form {
+            Form::Table(table) => {
+                let values = table_values(counters)?;
+                table.print(&values, display_height(self.terminal))
+            }
+            Form::Lines(printer) => {
+                let samples = sample(counters, total)?;
+                printer.interval(start.elapsed().as_secs_f64(), &samples)
+            }
+        };
+        output::write_out(TOOL, &mut self.sink, text.as_bytes(), "counts")
+    }
+
+    /// The end of the table: pmcstat.c's "final newline", printed when
+    /// the run finishes unless `-o` named the file.
+    pub(super) fn finish(&mut self) -> Result<(), ExitCode> {
+        if matches!(self.form, Form::Table(_)) && !self.to_file {
+            output::write_out(TOOL, &mut self.sink, b"\n", "counts")?;
+        }
+        Ok(())
+    }
+}
+
+/// Lines between headers: the terminal's height less one (pmcstat.c reads
+/// it at start and on SIGWINCH; read here at each line), or
+/// `DEFAULT_DISPLAY_HEIGHT`.
+fn display_height(terminal: bool) -> usize {
+    if terminal && let Ok((_, rows)) = crossterm::terminal::size() {
+        return usize::from(rows.max(2)) - 1;
+    }
+    output::DEFAULT_DISPLAY_HEIGHT
 }

@@ -18,33 +18,49 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use clap::Parser;
-use pmc::{Flags, Mode, PerCpu, Pmc, Reading};
+use pmc::{Flags, Mode, PerCpu, Pmc};
 
 use crate::gate::{self, HeldCommand};
 use crate::output::{Format, Printer};
-use crate::{fail, parse_cpus, usage};
+use crate::sysexits::{EX_DATAERR, EX_OSERR, EX_UNAVAILABLE};
+use crate::{fail_as, usage};
 
-use counting::{Counter, emit, sample};
-use options::{Args, check_options, wants_report};
+use counting::{CountOutput, Counter, Form};
+use options::{Args, EventSpec, check_options, find_targets, wants_report};
 use reports::{list_or_describe, print_logged_counts, read_events, read_log, write_reports};
 use watch::watch;
 
 const TOOL: &str = "pmcstat";
 
+/// pmcstat.h `DEFAULT_WAIT_INTERVAL`: the count table's interval without
+/// `-w`.
+const DEFAULT_WAIT_INTERVAL: f64 = 5.0;
+
 /// pmcstat's entry point: runs the trampoline of a held command if this
 /// process is one, else parses the arguments and runs; returns the exit
-/// status (the command's own when one was run to its end).
+/// status: `EX_OK` for every run that measured, whatever the command's own
+/// status (pmcstat.c ends main with `exit(EX_OK)`), a sysexits code for
+/// each error.
 pub fn main() -> ExitCode {
     gate::run_trampoline_if_requested();
-    let args = Args::parse();
-    match run(args) {
+    match options::parse().and_then(|(args, specs)| run(args, &specs)) {
         Ok(code) => code,
         Err(code) => code,
     }
 }
 
-fn run(args: Args) -> Result<ExitCode, ExitCode> {
+/// A library failure of the live mode: pmcstat.c says `EX_OSERR` for every
+/// failing pmc call (allocate, attach, start, read, stop, configure the
+/// log), `EX_UNAVAILABLE` when `pmc_init` fails (no backend here).
+fn os_fail(e: &pmc::Error) -> ExitCode {
+    let status = match e {
+        pmc::Error::NoBackend { .. } => EX_UNAVAILABLE,
+        _ => EX_OSERR,
+    };
+    fail_as(TOOL, e, status)
+}
+
+fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     if args.list_events || args.describe.is_some() {
         return list_or_describe(&args);
     }
@@ -72,25 +88,32 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
             "no events: give -p/-s SPEC to count or -P/-S SPEC to sample (see --help)",
         ));
     }
-    if sampling && args.log_out.is_none() && !wants_report(&args) && !args.top {
+    let counting = !args.process.is_empty() || !args.system.is_empty();
+    // pmcstat.c: "option -O is required if counting and sampling PMCs are
+    // specified together" (the printed log and the table would mix).
+    if counting && sampling && args.log_out.is_none() && !wants_report(&args) && !args.top {
         return Err(usage(
             TOOL,
-            "sampling writes a log: give -O FILE, -G/--folded/-m/-a/-F/-g/--pprof/--flamegraph to report directly, or -T to watch",
+            "-O FILE is required when counting and sampling PMCs are given together",
         ));
     }
-    if !args.process_sampling.is_empty() && args.pid.is_none() && args.command.is_empty() {
+    // Sampling without -O or a report prints the log as text, as pmcstat.c
+    // does through its pipe (FLAG_HAS_PIPE, FLAG_DO_PRINT).
+    let print_log = sampling && args.log_out.is_none() && !wants_report(&args) && !args.top;
+    let targeted = !args.targets.is_empty();
+    if !args.process_sampling.is_empty() && !targeted && args.command.is_empty() {
         return Err(usage(
             TOOL,
             "-P needs a command (after --) or -t PID to sample",
         ));
     }
-    if !args.process.is_empty() && args.pid.is_none() && args.command.is_empty() {
+    if !args.process.is_empty() && !targeted && args.command.is_empty() {
         return Err(usage(
             TOOL,
             "-p needs a command (after --) or -t PID to count",
         ));
     }
-    if args.pid.is_some() && !args.command.is_empty() {
+    if targeted && !args.command.is_empty() {
         return Err(usage(TOOL, "-t and a command exclude each other"));
     }
     for (flag, v) in [("-w", args.interval), ("-l", args.duration)] {
@@ -101,17 +124,19 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
             ));
         }
     }
-    let cpus = parse_cpus(&args.cpus).map_err(|e| usage(TOOL, &e))?;
-    let mut flags = if args.descendants {
-        Flags::DESCENDANTS
-    } else {
-        Flags::empty()
-    };
-    if args.log_exit {
-        flags |= Flags::LOG_PROCEXIT;
+    // -t: every process id and every process whose name matches, as
+    // pmcstat_find_targets; none is EX_DATAERR ("No matching target
+    // processes.").
+    let mut targets = Vec::new();
+    for spec in &args.targets {
+        targets.extend(find_targets(spec)?);
     }
-    if args.log_csw {
-        flags |= Flags::LOG_PROCCSW;
+    if targeted && targets.is_empty() {
+        eprintln!(
+            "{TOOL}: -t {}: no matching target processes",
+            args.targets.join(" -t ")
+        );
+        return Err(ExitCode::from(EX_DATAERR));
     }
 
     // Everything that can fail without measuring fails before the log is
@@ -137,61 +162,82 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
                 let temp = PendingLog::create(path)?;
                 let file = temp.file().map_err(|e| {
                     eprintln!("{TOOL}: cannot create {}: {e}", path.display());
-                    ExitCode::FAILURE
+                    ExitCode::from(EX_OSERR)
                 })?;
                 pending_log = Some(temp);
-                pmc::log::sink::configure_logfile(file).map_err(|e| fail(TOOL, &e))
+                pmc::log::sink::configure_logfile(file).map_err(|e| os_fail(&e))
             }
-            None => {
-                pmc::log::sink::configure_logfile(memory_log.clone()).map_err(|e| fail(TOOL, &e))
-            }
+            None => pmc::log::sink::configure_logfile(memory_log.clone()).map_err(|e| os_fail(&e)),
         };
         configured?;
     }
 
-    // Allocate everything first: a bad specifier fails before anything runs.
+    // Allocate everything first, in command-line order, each with the
+    // toggles in force where it was given: a bad specifier fails before
+    // anything runs (pmcstat.c: err(EX_OSERR, "ERROR: Cannot allocate
+    // %s-mode pmc with specification \"%s\"", …)).
     let mut counters = Vec::new();
-    for spec in &args.process {
-        let (pmc, label) = allocate_process_pmc(spec, Mode::TC, flags, 0)?;
-        counters.push(Counter::Process(format!("p/{label}"), Box::new(pmc)));
-    }
-    for spec in &args.system {
-        let per_cpu = PerCpu::allocate_on_cpus(spec, Mode::SC, Flags::empty(), &cpus)
-            .map_err(|e| fail(TOOL, &e))?;
-        counters.push(Counter::System(format!("s/{spec}"), per_cpu));
-    }
-
-    let mut sample_flags = Flags::empty();
-    if !args.no_callchains {
-        sample_flags |= Flags::CALLCHAIN;
-        if args.user_callchains {
-            sample_flags |= Flags::USERCALLCHAIN;
-        }
-    }
     let mut samplers: Vec<Pmc> = Vec::new();
-    for spec in &args.process_sampling {
-        let flags = sample_flags
-            | if args.descendants {
-                Flags::DESCENDANTS
-            } else {
-                Flags::empty()
-            };
-        samplers.push(allocate_process_pmc(spec, Mode::TS, flags, args.reload)?.0);
-    }
-    for spec in &args.system_sampling {
-        for &cpu in &cpus {
-            samplers.push(
-                Pmc::allocate_with_count(
-                    spec,
-                    Mode::SS,
-                    sample_flags,
-                    pmc::Cpu::Id(cpu),
-                    args.reload,
-                )
-                .map_err(|e| fail(TOOL, &e))?,
-            );
+    for ev in specs {
+        let mut flags = Flags::empty();
+        if ev.descendants && matches!(ev.mode, Mode::TC | Mode::TS) {
+            flags |= Flags::DESCENDANTS;
+        }
+        match ev.mode {
+            Mode::TC => {
+                if ev.log_exit {
+                    flags |= Flags::LOG_PROCEXIT;
+                }
+                if ev.log_csw {
+                    flags |= Flags::LOG_PROCCSW;
+                }
+                let (pmc, spec) = allocate_process_pmc(&ev.spec, Mode::TC, flags, 0)?;
+                counters.push(Counter::process(&spec, ev.cumulative, pmc));
+            }
+            Mode::SC => {
+                let per_cpu = PerCpu::allocate_on_cpus(&ev.spec, Mode::SC, flags, &ev.cpus)
+                    .map_err(|e| os_fail(&e))?;
+                counters.push(Counter::system(&ev.spec, ev.cumulative, per_cpu));
+            }
+            Mode::TS | Mode::SS => {
+                if ev.reload < pmc::MIN_RELOAD_COUNT {
+                    // As hwpmc, which logs "passed sample rate N - setting to 1000".
+                    eprintln!(
+                        "{TOOL}: warning: -n {} raised to {}, hwpmc's minimum reload count",
+                        ev.reload,
+                        pmc::MIN_RELOAD_COUNT
+                    );
+                }
+                if ev.callchain {
+                    flags |= Flags::CALLCHAIN;
+                    if ev.user_callchain {
+                        flags |= Flags::USERCALLCHAIN;
+                    }
+                }
+                if ev.mode == Mode::TS {
+                    samplers.push(allocate_process_pmc(&ev.spec, Mode::TS, flags, ev.reload)?.0);
+                } else {
+                    for &cpu in &ev.cpus {
+                        samplers.push(
+                            Pmc::allocate_with_count(
+                                &ev.spec,
+                                Mode::SS,
+                                flags,
+                                pmc::Cpu::Id(cpu),
+                                ev.reload,
+                            )
+                            .map_err(|e| os_fail(&e))?,
+                        );
+                    }
+                }
+            }
         }
     }
+    // What reports name as the sampling rate: the first sampling PMC's.
+    let reload = specs
+        .iter()
+        .find(|ev| matches!(ev.mode, Mode::TS | Mode::SS))
+        .map_or(options::DEFAULT_SAMPLE_COUNT, |ev| ev.reload);
 
     // Before the command starts: from its exec on, a Ctrl-C must not kill
     // pmcstat before it has reported. pmcstat.c on SIGINT: signal the
@@ -209,27 +255,43 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         Some(HeldCommand::spawn(&args.command).map_err(|e| cannot_run(&args.command[0], &e))?)
     };
     // A command is counted from its exec on (attach_at_exec): pmcstat's own
-    // start-up of it is not the command's work.
-    let attach = |p: &mut Pmc| match (&held, args.pid) {
-        (Some(h), _) => p.attach_at_exec(h.pid()),
-        (None, Some(pid)) => p.attach(pid),
-        (None, None) => Ok(()),
+    // start-up of it is not the command's work. Targets of -t that exited
+    // meanwhile are skipped (ESRCH), none attached is EX_DATAERR, as
+    // pmcstat_attach_pmcs.
+    let mut attached = 0;
+    let mut attach = |p: &mut Pmc| -> Result<(), ExitCode> {
+        if let Some(h) = &held {
+            return p.attach_at_exec(h.pid()).map_err(|e| os_fail(&e));
+        }
+        for &pid in &targets {
+            match p.attach(pid) {
+                Ok(()) => attached += 1,
+                Err(e) if e.errno() == nix::errno::Errno::ESRCH as i32 => {}
+                Err(e) => return Err(os_fail(&e)),
+            }
+        }
+        Ok(())
     };
     for c in &mut counters {
-        if let Counter::Process(_, p) = c {
-            attach(p).map_err(|e| fail(TOOL, &e))?;
+        if let Some(p) = c.process_pmc() {
+            attach(p)?;
         }
     }
     for p in &mut samplers {
         if p.mode() == Mode::TS {
-            attach(p).map_err(|e| fail(TOOL, &e))?;
+            attach(p)?;
         }
     }
+    let process_pmcs_attached = attached;
+    if targeted && process_pmcs && process_pmcs_attached == 0 {
+        eprintln!("{TOOL}: no processes were attached to: the targets of -t exited");
+        return Err(ExitCode::from(EX_DATAERR));
+    }
     for c in &mut counters {
-        c.start().map_err(|e| fail(TOOL, &e))?;
+        c.start().map_err(|e| os_fail(&e))?;
     }
     for p in &mut samplers {
-        p.start().map_err(|e| fail(TOOL, &e))?;
+        p.start().map_err(|e| os_fail(&e))?;
     }
     if let Some(h) = &mut held {
         h.release().map_err(|e| cannot_run(&args.command[0], &e))?;
@@ -241,39 +303,52 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
 
     let mut interrupts_seen = 0;
 
-    let format = if args.json {
-        Format::Json
-    } else if args.csv {
-        Format::Csv
-    } else {
-        Format::Table
-    };
-    let mut printer = Printer::new(format);
-    let mut sink: Box<dyn Write> = match &args.output {
+    let sink: Box<dyn Write> = match &args.output {
+        // pmcstat.c: errx(EX_OSERR, "ERROR: cannot open \"%s\" for writing.").
         Some(path) => Box::new(std::fs::File::create(path).map_err(|e| {
             eprintln!("{TOOL}: cannot create {}: {e}", path.display());
-            ExitCode::FAILURE
+            ExitCode::from(EX_OSERR)
         })?),
         None => Box::new(std::io::stderr()),
+    };
+    let form = if args.json {
+        Form::Lines(Printer::new(Format::Json))
+    } else if args.csv {
+        Form::Lines(Printer::new(Format::Csv))
+    } else {
+        Form::Table(counting::table(&mut counters))
+    };
+    let table = matches!(form, Form::Table(_));
+    let mut out = CountOutput {
+        terminal: args.output.is_none() && std::io::stderr().is_terminal(),
+        to_file: args.output.is_some(),
+        sink,
+        form,
     };
 
     let start = Instant::now();
     let deadline = args.duration.map(|s| start + Duration::from_secs_f64(s));
-    let interval = args.interval.map(Duration::from_secs_f64);
+    // The table is printed at each timer tick, every -w SECS or
+    // DEFAULT_WAIT_INTERVAL (pmcstat.c's EVFILT_TIMER of pa_interval); our
+    // JSON and CSV lines only with -w.
+    let interval = match args.interval {
+        Some(secs) => Some(Duration::from_secs_f64(secs)),
+        None if table => Some(Duration::from_secs_f64(DEFAULT_WAIT_INTERVAL)),
+        None => None,
+    };
     let mut next_tick = interval.map(|i| start + i);
-    let mut last: Vec<Reading> = Vec::new();
-    let mut exit = ExitCode::SUCCESS;
     // Progress on a terminal only: piped output stays clean.
     let progress = sampling && !args.quiet && !args.top && std::io::stderr().is_terminal();
     let mut last_progress = Instant::now();
     if let Some((threshold, skiplink)) = top_options {
-        exit = watch(
+        watch(
             &args,
             threshold,
             skiplink,
             &memory_log,
             &mut held,
             &interrupts,
+            &targets,
         )?;
     }
     // -T ran its own loop until the end.
@@ -282,17 +357,17 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
             break;
         }
         if let Some(h) = &mut held
-            && let Some(status) = h.try_wait().map_err(|e| {
-                eprintln!("{TOOL}: waiting for the command: {e}");
-                ExitCode::FAILURE
-            })?
+            && h.try_wait()
+                .map_err(|e| {
+                    eprintln!("{TOOL}: waiting for the command: {e}");
+                    ExitCode::from(EX_OSERR)
+                })?
+                .is_some()
         {
-            exit = ExitCode::from(gate::exit_code(status));
             break;
         }
-        if let Some(pid) = args.pid
-            && !pmc::process_exists(pid)
-        {
+        // -t: hwpmc signals SIGIO once a PMC has lost all its targets.
+        if targeted && !targets.iter().any(|&pid| pmc::process_exists(pid)) {
             break;
         }
         let now_interrupted = interrupts.load(Ordering::SeqCst);
@@ -312,8 +387,7 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
             && Instant::now() >= tick
             && !counters.is_empty()
         {
-            let samples = sample(&mut counters, &mut last, args.cumulative)?;
-            emit(&mut sink, &mut printer, start, &samples)?;
+            out.interval(&mut counters, start, false)?;
             next_tick = interval.map(|i| tick + i);
         }
         if progress && last_progress.elapsed() >= Duration::from_secs(1) {
@@ -327,64 +401,51 @@ fn run(args: Args) -> Result<ExitCode, ExitCode> {
         std::thread::sleep(Duration::from_millis(5));
     }
     for c in &mut counters {
-        c.stop().map_err(|e| fail(TOOL, &e))?;
+        c.stop().map_err(|e| os_fail(&e))?;
     }
     for p in &mut samplers {
-        p.stop().map_err(|e| fail(TOOL, &e))?;
+        p.stop().map_err(|e| os_fail(&e))?;
     }
     drop(samplers);
     if logging {
         if progress {
             eprintln!();
         }
-        pmc::log::sink::close_logfile().map_err(|e| fail(TOOL, &e))?;
+        pmc::log::sink::close_logfile().map_err(|e| os_fail(&e))?;
         let events = match &args.log_out {
             Some(path) => read_events(path)?,
             None => memory_log.events().map_err(|e| {
                 eprintln!("{TOOL}: {e}");
-                ExitCode::FAILURE
+                ExitCode::from(crate::sysexits::EX_SOFTWARE)
             })?,
         };
-        if sampling {
-            write_reports(&args, &events, false, Some(args.reload))?;
+        if print_log {
+            // The log printed as -R prints it, to -o or standard error
+            // (pmcstat.c's pa_printfile).
+            let mut text = String::new();
+            for e in &events {
+                text.push_str(&e.record.to_string());
+                text.push('\n');
+            }
+            crate::output::write_out(TOOL, &mut out.sink, text.as_bytes(), "the log")?;
+        } else if sampling {
+            write_reports(&args, &events, false, Some(reload))?;
         }
         // pmcstat(8): without -O, the logged counts are printed as text.
         if logging_counts && args.log_out.is_none() {
-            print_logged_counts(&args, &events, &mut sink)?;
+            print_logged_counts(&args, &events, &mut out.sink)?;
         }
     }
-    // The last line: the rest of the interval, or the totals without -w.
+    // The last line (pmcstat.c prints the PMCs when the target exits):
+    // the rest of the interval, then the table's final newline; JSON and
+    // CSV give the totals without -w.
     if !counters.is_empty() {
-        let samples = sample(
-            &mut counters,
-            &mut last,
-            args.cumulative || interval.is_none(),
-        )?;
-        emit(&mut sink, &mut printer, start, &samples)?;
+        out.interval(&mut counters, start, args.interval.is_none())?;
+        out.finish()?;
     }
-    // With -l, the command keeps running; wait for it so its status passes
-    // through (Ctrl-C still reaches it).
-    if let Some(h) = &mut held
-        && deadline.is_some()
-    {
-        loop {
-            match h.try_wait() {
-                Ok(Some(status)) => {
-                    exit = ExitCode::from(gate::exit_code(status));
-                    break;
-                }
-                Ok(None) => {}
-                Err(_) => break,
-            }
-            let now_interrupted = interrupts.load(Ordering::SeqCst);
-            if now_interrupted > interrupts_seen {
-                interrupts_seen = now_interrupted;
-                forward_interrupt(h, interrupts_seen)?;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-    Ok(exit)
+    // pmcstat.c exits at once, a command still running after -l keeps
+    // running; every normal run ends with exit(EX_OK).
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Sends the command SIGINT at the first interrupt, SIGKILL after.
@@ -399,14 +460,16 @@ fn forward_interrupt(held: &HeldCommand, interrupts: usize) -> Result<(), ExitCo
         // It exited already: the loop reaps it.
         Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ESRCH as i32) => Ok(()),
         Err(e) => {
+            // pmcstat_kill_process: err(EX_OSERR, "ERROR: cannot signal child process").
             eprintln!("{TOOL}: cannot signal the command: {e}");
-            Err(ExitCode::FAILURE)
+            Err(ExitCode::from(EX_OSERR))
         }
     }
 }
 
-/// The command cannot run: its error alone, with the shell's status (127
-/// not found, 126 not executable).
+/// The command cannot run: its error alone, exit `EX_OSERR`, the status
+/// of pmcstat.c's report of it (the child's `err(EX_OSERR, "ERROR: execvp
+/// \"%s\" failed")` in pmcstat_create_process).
 fn cannot_run(program: &std::ffi::OsStr, e: &std::io::Error) -> ExitCode {
     let what = match e.kind() {
         std::io::ErrorKind::NotFound => "command not found".to_string(),
@@ -414,7 +477,7 @@ fn cannot_run(program: &std::ffi::OsStr, e: &std::io::Error) -> ExitCode {
         _ => e.to_string(),
     };
     eprintln!("{TOOL}: cannot run {}: {what}", program.to_string_lossy());
-    ExitCode::from(gate::exit_code_of_exec_error(e))
+    ExitCode::from(EX_OSERR)
 }
 
 /// Counting or sampling a command or another process needs a backend that
@@ -431,7 +494,7 @@ fn check_backend_counts_others() -> Result<(), ExitCode> {
          unset PMC_BACKEND or let perf_event be used (see `cargo xtask probe`)",
         choice.reason
     );
-    Err(ExitCode::FAILURE)
+    Err(ExitCode::from(EX_UNAVAILABLE))
 }
 
 /// Allocates a process PMC (TC, or TS with `reload`); returns it with the
@@ -471,10 +534,10 @@ fn allocate_process_pmc(
                     Ok((pmc, user_only))
                 }
                 // Not a mode problem (or the spec named one): the first error.
-                Err(_) => Err(fail(TOOL, &strict)),
+                Err(_) => Err(os_fail(&strict)),
             }
         }
-        Err(e) => Err(fail(TOOL, &e)),
+        Err(e) => Err(os_fail(&e)),
     }
 }
 
@@ -498,7 +561,7 @@ impl PendingLog {
             .tempfile_in(dir)
             .map_err(|e| {
                 eprintln!("{TOOL}: cannot create {}: {e}", path.display());
-                ExitCode::FAILURE
+                ExitCode::from(EX_OSERR)
             })?;
         Ok(PendingLog(temp))
     }
@@ -510,7 +573,7 @@ impl PendingLog {
     fn persist(self, path: &std::path::Path) -> Result<(), ExitCode> {
         self.0.persist(path).map(drop).map_err(|e| {
             eprintln!("{TOOL}: cannot write {}: {}", path.display(), e.error);
-            ExitCode::FAILURE
+            ExitCode::from(EX_OSERR)
         })
     }
 }

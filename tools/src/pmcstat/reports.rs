@@ -215,7 +215,7 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
         && args.process_sampling.is_empty()
         && args.system_sampling.is_empty()
         && args.command.is_empty()
-        && args.pid.is_none())
+        && args.targets.is_empty())
     {
         return Err(usage(
             TOOL,

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::annotate;
-use crate::gate::{self, HeldCommand};
+use crate::gate::HeldCommand;
 use crate::top;
 
 use super::TOOL;
@@ -21,10 +21,11 @@ pub(super) fn watch(
     memory_log: &pmc::log::sink::MemoryLog,
     held: &mut Option<HeldCommand>,
     interrupts: &AtomicUsize,
-) -> Result<ExitCode, ExitCode> {
+    targets: &[u32],
+) -> Result<(), ExitCode> {
     let mut view = top::TopView::new(threshold, skiplink, args.show_address);
-    let interval = Duration::from_secs_f64(args.interval.unwrap_or(5.0));
-    let mut status = None;
+    let interval = Duration::from_secs_f64(args.interval.unwrap_or(super::DEFAULT_WAIT_INTERVAL));
+    let mut exited = false;
     let root = fs_root(args)?;
     // Parse only what was logged since the last refresh.
     let mut reader = pmc::log::LogReader::from_memory();
@@ -60,25 +61,25 @@ pub(super) fn watch(
             }
             if let Some(h) = held.as_mut() {
                 match h.try_wait() {
-                    Ok(Some(s)) => {
-                        status = Some(s);
+                    Ok(Some(_)) => {
+                        exited = true;
                         return true;
                     }
                     Ok(None) => return false,
                     Err(_) => return true,
                 }
             }
-            args.pid.is_some_and(|pid| !pmc::process_exists(pid))
+            !targets.is_empty() && !targets.iter().any(|&pid| pmc::process_exists(pid))
         },
     )
     .map_err(|e| {
         eprintln!("{TOOL}: {e}");
-        ExitCode::FAILURE
+        ExitCode::from(crate::sysexits::EX_OSERR)
     })?;
     // Said once the screen is the terminal's again.
     crate::report::warn_kernel_names_missing(TOOL, view.kernel_names_missing());
-    if let Some(s) = status {
-        return Ok(ExitCode::from(gate::exit_code(s)));
+    if exited {
+        return Ok(());
     }
     if (ended == top::Ended::Quit || interrupts.load(Ordering::SeqCst) > 0)
         && let Some(h) = held.as_mut()
@@ -96,5 +97,5 @@ pub(super) fn watch(
             std::thread::sleep(Duration::from_millis(10));
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

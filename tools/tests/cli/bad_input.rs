@@ -18,10 +18,14 @@ use crate::harness::{Context, LiveTest, TestResult, test};
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
 /// pmcstat's status for bad options and names (pmcstat(8)'s EX_USAGE role).
-const USAGE: i32 = 2;
+const USAGE: i32 = 64;
 /// pmcstat's status for everything else that fails, a bad input file among
 /// them (plain `-R perf.data` already exits 1).
 const FAILURE: i32 = 1;
+/// sysexits.h `EX_OSERR`: pmcstat.c's status when pmc_allocate refuses a
+/// specifier (err(EX_OSERR, "ERROR: Cannot allocate %s-mode pmc with
+/// specification \"%s\"")), whatever the reason.
+const OSERR: i32 = 71;
 
 pub fn tests() -> Vec<LiveTest> {
     vec![
@@ -78,14 +82,14 @@ pub fn tests() -> Vec<LiveTest> {
             a_cpu_beyond_the_machine_names_the_real_range,
         ),
         test(
-            "bad_input::an_unknown_event_name_exits_2",
+            "bad_input::an_unknown_event_name_exits_ex_oserr",
             vec![R::PerfEvent],
-            an_unknown_event_name_exits_2,
+            an_unknown_event_name_exits_ex_oserr,
         ),
         test(
-            "bad_input::an_unknown_tracepoint_exits_2_like_other_unknown_names",
+            "bad_input::an_unknown_tracepoint_exits_ex_oserr_like_other_unknown_names",
             vec![R::PerfEvent, R::TracefsReadable],
-            an_unknown_tracepoint_exits_2_like_other_unknown_names,
+            an_unknown_tracepoint_exits_ex_oserr_like_other_unknown_names,
         ),
     ]
 }
@@ -368,7 +372,9 @@ fn reload_counts_out_of_range_are_refused() -> TestResult {
 fn a_reload_count_below_hwpmcs_minimum_is_raised_with_a_warning() -> TestResult {
     let dir = TempDir::new()?;
     let log = dir.path("n1.pmclog");
-    let args = ["-P", "cpu-clock,usr", "-n", "1", "-O", &log, "--", "true"];
+    // -n sets the count of the sampling PMCs after it (pmcstat.c's
+    // current_sampling_count).
+    let args = ["-n", "1", "-P", "cpu-clock,usr", "-O", &log, "--", "true"];
     let out = pmcstat(&args)?;
     let min = pmc::MIN_RELOAD_COUNT.to_string();
     expect(&args, &out, 0, &["-n 1", &min])?;
@@ -414,23 +420,25 @@ fn last_possible_cpu() -> Result<u32, libtest_mimic::Failed> {
 fn a_cpu_beyond_the_machine_names_the_real_range() -> TestResult {
     let last = last_possible_cpu()?;
     let beyond = (last + 1).to_string();
-    let args = ["-s", "cpu-clock", "-c", &beyond, "-l", "0.1"];
+    // -c sets the CPUs of the system PMCs after it (pmcstat.c's cpumask).
+    let args = ["-c", &beyond, "-s", "cpu-clock", "-l", "0.1"];
     let out = pmcstat(&args)?;
     let range = if last == 0 {
         "CPU 0".to_string()
     } else {
         format!("CPUs 0-{last}")
     };
-    expect(&args, &out, USAGE, &[&format!("cpu {beyond}"), &range])?;
+    expect(&args, &out, OSERR, &[&format!("cpu {beyond}"), &range])?;
     Ok(())
 }
 
 /// An event name that names nothing on this machine is a bad specifier
-/// (exit 2), as a near-miss name with a suggestion already was.
-fn an_unknown_event_name_exits_2() -> TestResult {
+/// (EX_OSERR, as pmcstat.c says for any specifier pmc_allocate refuses),
+/// as a near-miss name with a suggestion already was.
+fn an_unknown_event_name_exits_ex_oserr() -> TestResult {
     let args = ["-p", "xyzzyevent", "--", "true"];
     let out = pmcstat(&args)?;
-    expect(&args, &out, USAGE, &["xyzzyevent"])?;
+    expect(&args, &out, OSERR, &["xyzzyevent"])?;
     Ok(())
 }
 
@@ -438,9 +446,9 @@ fn an_unknown_event_name_exits_2() -> TestResult {
 /// tracefs mounted (the requirement), a name it does not have is a usage
 /// error; tracefs not mounted stays an environment problem (exit 1, with
 /// the mount command), checked by the unit tests of `pmc_tools::fail`.
-fn an_unknown_tracepoint_exits_2_like_other_unknown_names() -> TestResult {
+fn an_unknown_tracepoint_exits_ex_oserr_like_other_unknown_names() -> TestResult {
     let args = ["-p", "sched:no_such_tracepoint", "--", "true"];
     let out = pmcstat(&args)?;
-    expect(&args, &out, USAGE, &["sched:no_such_tracepoint"])?;
+    expect(&args, &out, OSERR, &["sched:no_such_tracepoint"])?;
     Ok(())
 }

@@ -10,6 +10,7 @@ mod harness;
 mod workloads;
 
 mod bad_input;
+mod freebsd_counting;
 mod freebsd_pmccontrol;
 mod freebsd_reports;
 mod kernel_frames;
@@ -35,5 +36,6 @@ fn main() {
     tests.extend(freebsd_reports::tests());
     tests.extend(readme::tests());
     tests.extend(kernel_frames::tests());
+    tests.extend(freebsd_counting::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }

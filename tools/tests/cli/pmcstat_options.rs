@@ -295,10 +295,10 @@ fn sample_hot(dir: &TempDir, ms: &str) -> Result<String, libtest_mimic::Failed> 
     let log = dir.path("samples.pmclog");
     pmcstat(
         &[
-            "-P",
-            "cpu-clock,usr",
             "-n",
             "200000",
+            "-P",
+            "cpu-clock,usr",
             "-O",
             &log,
             "--",
@@ -488,10 +488,10 @@ fn i_keeps_one_threads_samples() -> TestResult {
     let log = dir.path("threads.pmclog");
     pmcstat(
         &[
-            "-P",
-            "cpu-clock,usr",
             "-n",
             "500000",
+            "-P",
+            "cpu-clock,usr",
             "-O",
             &log,
             "--",
@@ -663,8 +663,9 @@ fn options_that_cannot_apply_say_why() -> TestResult {
     ] {
         let out = Command::new(PMCSTAT).args(&args).output().ctx("pmcstat")?;
         let err = text(&out.stderr);
+        // EX_USAGE, as pmcstat.c's errx(EX_USAGE, …) for each misuse.
         ensure!(
-            out.status.code() == Some(2),
+            out.status.code() == Some(64),
             "{args:?}: {:?} {err}",
             out.status
         );
@@ -855,10 +856,10 @@ fn top_view_without_a_terminal_prints_frames() -> TestResult {
     let out = pmcstat(
         &[
             "-T",
-            "-P",
-            "cpu-clock,usr",
             "-n",
             "1000000",
+            "-P",
+            "cpu-clock,usr",
             "-w",
             "0.2",
             "--",
@@ -886,10 +887,10 @@ fn top_view_without_a_terminal_prints_frames() -> TestResult {
         &[
             "-T",
             "-I",
-            "-P",
-            "cpu-clock,usr",
             "-n",
             "1000000",
+            "-P",
+            "cpu-clock,usr",
             "-w",
             "0.2",
             "--",

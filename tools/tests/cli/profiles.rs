@@ -87,7 +87,7 @@ fn text(b: &[u8]) -> String {
 /// `log`, with `extra` pmcstat options (profile outputs written live).
 fn sample_hot(log: &Path, extra: &[&str]) -> TestResult {
     let exe = std::env::current_exe().ctx("current_exe")?;
-    let mut args = vec!["-P", "cpu-clock,usr", "-n", "100000", "-O"];
+    let mut args = vec!["-n", "100000", "-P", "cpu-clock,usr", "-O"];
     let log_s = s(log);
     args.push(&log_s);
     args.extend_from_slice(extra);

@@ -129,19 +129,22 @@ fn a_failed_run_leaves_an_existing_log_untouched() -> TestResult {
     let log_arg = log.to_string_lossy().into_owned();
     // Each fails at a different step: the specifier, the command, the CPU
     // (the last two after the log is configured).
+    // pmcstat.c's statuses: a refused pmc_allocate, a command that cannot
+    // exec (the child's err(EX_OSERR, "ERROR: execvp …")) are EX_OSERR; -c
+    // applies to the specifiers after it (pmcstat.c's cpumask).
     let cases: [(&[&str], i32); 4] = [
-        (&["-P", "cpu-clokc,usr", "-O", &log_arg, "--", "true"], 2),
+        (&["-P", "cpu-clokc,usr", "-O", &log_arg, "--", "true"], 71),
         (
             &["-P", "cpu-clock,usr", "-O", &log_arg, "--", "nosuchcmd-pmc"],
-            127,
+            71,
         ),
         (
-            &["-p", "task-clock", "-E", "-O", &log_arg, "--", &plain],
-            126,
+            &["-E", "-p", "task-clock", "-O", &log_arg, "--", &plain],
+            71,
         ),
         (
-            &["-S", "cpu-clock", "-c", "4096", "-O", &log_arg, "-l", "1"],
-            2,
+            &["-c", "4096", "-S", "cpu-clock", "-O", &log_arg, "-l", "1"],
+            71,
         ),
     ];
     for (args, status) in cases {
@@ -171,7 +174,7 @@ fn a_failed_run_leaves_an_existing_log_untouched() -> TestResult {
         &["-P", "cpu-clokc,usr", "-O", &fresh_arg, "--", "true"],
         &[],
     )?;
-    ensure!(out.status.code() == Some(2), "{}", describe(&out));
+    ensure!(out.status.code() == Some(71), "{}", describe(&out));
     ensure!(!fresh.exists(), "a failed run created {}", fresh.display());
     Ok(())
 }
@@ -235,7 +238,7 @@ fn a_command_that_cannot_start_prints_only_its_error() -> TestResult {
     let cases: [(&[&str], i32, &str); 3] = [
         (
             &["-p", "task-clock", "--", "nosuchcmd-pmc"],
-            127,
+            71,
             "nosuchcmd-pmc",
         ),
         (
@@ -248,11 +251,12 @@ fn a_command_that_cannot_start_prints_only_its_error() -> TestResult {
                 "--",
                 "nosuchcmd-pmc",
             ],
-            127,
+            71,
             "nosuchcmd-pmc",
         ),
-        // A file that exists but is not executable: the shell's 126.
-        (&["-p", "task-clock", "--", &plain], 126, "not-a-program"),
+        // A file that exists but is not executable: execvp fails too;
+        // pmcstat.c's report of it is the child's err(EX_OSERR, …).
+        (&["-p", "task-clock", "--", &plain], 71, "not-a-program"),
     ];
     for (args, status, name) in cases {
         let out = run(args, &[])?;
@@ -276,7 +280,7 @@ fn a_command_that_cannot_start_prints_only_its_error() -> TestResult {
     Ok(())
 }
 
-/// The median of `runs` values of `f`.
+/// The median of `values`.
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -360,7 +364,9 @@ fn counts_of_a_command_are_its_own_as_perf_stat_counts_them() -> TestResult {
             theirs.push(perf_counts(command)?);
         }
         let faults = |v: &[(f64, f64)]| median(v.iter().map(|c| c.0).collect());
-        let clock = |v: &[(f64, f64)]| median(v.iter().map(|c| c.1).collect());
+        // The least disturbed run of each: other load only ever adds CPU
+        // time (cache and scheduler effects), never removes it.
+        let clock = |v: &[(f64, f64)]| v.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
         let (f_ours, f_perf) = (faults(&ours), faults(&theirs));
         let (c_ours, c_perf) = (clock(&ours), clock(&theirs));
         report.push(format!(
@@ -373,7 +379,7 @@ fn counts_of_a_command_are_its_own_as_perf_stat_counts_them() -> TestResult {
         let clock_slack = (0.05 * c_perf).max(0.15);
         ensure!(
             (c_ours - c_perf).abs() <= clock_slack,
-            "task-clock of {command:?}: pmcstat {c_ours:.3} ms vs perf stat {c_perf:.3} ms (medians of 5), more than {clock_slack:.3} ms apart ({report:?})"
+            "task-clock of {command:?}: pmcstat {c_ours:.3} ms vs perf stat {c_perf:.3} ms (fastest of 5 each), more than {clock_slack:.3} ms apart ({report:?})"
         );
     }
     eprintln!("{}", report.join("\n"));
@@ -483,17 +489,15 @@ fn sigint_stops_the_command_and_still_reports() -> TestResult {
             .ok_or("no stderr")?
             .read_to_string(&mut err)
             .ctx("read stderr")?;
-        let (want, signal) = if needs_two {
-            (137, "SIGKILL")
-        } else {
-            (130, "SIGINT")
-        };
+        // pmcstat.c ends with exit(EX_OK) however the command died.
         ensure!(
-            status.code() == Some(want),
-            "{command:?}: pmcstat exited with {status}, not the command's death by {signal} ({want}); stderr {err:?}"
+            status.code() == Some(0),
+            "{command:?}: pmcstat exited with {status}, not EX_OK; stderr {err:?}"
         );
+        // The table: pmcstat_print_headers' "p/%*s " (the name cut at the
+        // comma), a value line, the final newline.
         ensure!(
-            err.contains("# p/page-faults,usr") && err.lines().count() == 2,
+            err.contains(" p/page-faults ") && err.lines().count() == 2,
             "{command:?}: the counts were not printed after the interrupt: {err:?}"
         );
         ensure!(
@@ -545,8 +549,10 @@ fn the_portable_backend_is_refused_for_a_command_with_the_reason() -> TestResult
     ] {
         let out = run(args, &[("PMC_BACKEND", "portable")])?;
         let err = text(&out.stderr);
+        // Nothing here counts another process: EX_UNAVAILABLE, as pmcstat.c
+        // when pmc_init fails.
         ensure!(
-            out.status.code() == Some(1),
+            out.status.code() == Some(69),
             "pmcstat {args:?} with the portable backend: {}",
             describe(&out)
         );
