@@ -121,6 +121,83 @@ pub(super) struct RingSet {
     /// Each ring's losses, reconciled with the events' `PERF_FORMAT_LOST`
     /// counts at the final drains (`None`: opened without it).
     losses: Option<RingLosses>,
+    /// The initial mappings read when the set was made, logged by the
+    /// first drain.
+    initial: Vec<(u64, BackendEvent)>,
+    /// Each ring's records taken out and not yet decoded.
+    spools: Vec<Spool>,
+}
+
+/// The data pages of a ring when the user set none: 512 KiB (perf's
+/// default, within the default `perf_event_mlock_kb` on every CPU), four
+/// times that where no mlock limit applies (CAP_IPC_LOCK).
+pub(super) fn default_ring_pages() -> usize {
+    use pmc_linux::system::{CAP_IPC_LOCK, has_capability};
+    if has_capability(CAP_IPC_LOCK) {
+        4 * crate::log::sink::DEFAULT_BUFFER_PAGES
+    } else {
+        crate::log::sink::DEFAULT_BUFFER_PAGES
+    }
+}
+
+/// The most a ring's spool holds before the ring is left to fill (and the
+/// kernel to drop samples): about 4 s of 127-frame samples on a busy CPU.
+const SPOOL_LIMIT: usize = 64 << 20;
+
+/// The sample time a sweep decodes before it empties the rings again: a
+/// drainer short of CPU (a debug build on a loaded machine decodes at a
+/// fraction of the rate samples arrive) still empties the rings every few
+/// milliseconds, and its backlog waits in memory instead of being dropped
+/// by the kernel, as `perf record` copies the raw rings to its file.
+const DECODE_WINDOW_NS: u64 = 5_000_000;
+
+/// Records copied out of a ring, decoded from `next` on.
+#[derive(Debug, Default)]
+struct Spool {
+    bytes: Vec<u8>,
+    next: usize,
+}
+
+impl Spool {
+    /// The next whole record (header included), if any.
+    fn peek(&self) -> Option<&[u8]> {
+        let rest = self.bytes.get(self.next..)?;
+        let size = usize::from(u16::from_ne_bytes([*rest.get(6)?, *rest.get(7)?]));
+        if size < 8 {
+            return None;
+        }
+        rest.get(..size)
+    }
+
+    /// Drops what is left when no whole record is (a corrupt header; the
+    /// kernel publishes whole records only), rather than stall on it.
+    fn end_if_corrupt(&mut self) {
+        if self.peek().is_none() {
+            self.bytes.clear();
+            self.next = 0;
+        }
+    }
+
+    /// Forgets the decoded records.
+    fn compact(&mut self) {
+        self.bytes.drain(..self.next.min(self.bytes.len()));
+        self.next = 0;
+    }
+}
+
+/// A record's timestamp, where it carries one.
+fn record_time(record: &Record<'_>) -> Option<u64> {
+    match record {
+        Record::Sample(s) => s.time(),
+        Record::Fork { time, .. } | Record::Exit { time, .. } => Some(*time),
+        Record::Mmap { sample_id, .. }
+        | Record::Mmap2 { sample_id, .. }
+        | Record::Comm { sample_id, .. }
+        | Record::Read { sample_id, .. }
+        | Record::Lost { sample_id, .. }
+        | Record::LostSamples { sample_id, .. } => sample_id.time,
+        _ => None,
+    }
 }
 
 /// The events that write into a set's rings: `events[i]` into ring
@@ -175,6 +252,17 @@ impl RingSet {
                 );
             }
         }
+        let attached_at = crate::log::sink::now();
+        // Read now, before the events are enabled, as hwpmc logs them at
+        // attach and start: the kernel's and every process's mappings take
+        // a system PMC's first drain 100+ ms (all of /proc/kallsyms and
+        // /proc/*/maps), long enough for the rings to overflow.
+        let initial = if crate::log::sink::is_configured() {
+            translator.initial_mappings(attached_at, &ProcMappings)
+        } else {
+            Vec::new()
+        };
+        let spools = rings.iter().map(|_| Spool::default()).collect();
         let set = Arc::new(Mutex::new(RingSet {
             parser: RecordParser::for_attr(&attr),
             rings,
@@ -182,8 +270,10 @@ impl RingSet {
             discarded: 0,
             root,
             slice_parser: slices.map(|s| RecordParser::for_attr(&s.switch)),
-            attached_at: crate::log::sink::now(),
+            attached_at,
             losses,
+            initial,
+            spools,
             plan,
         }));
         REGISTRY
@@ -198,17 +288,38 @@ impl RingSet {
         Ok(set)
     }
 
-    /// Converts every published record into pmclog records, in time order.
-    /// A `last` drain (stop, release, log flush or close) also reports the
-    /// losses no LOST record told yet.
-    pub(super) fn drain(&mut self, out: &mut Vec<(u64, LogRecord)>, last: bool) {
-        let mut events = Vec::new();
+    /// Empties the rings into the spools, each ring's records in one copy
+    /// (a spool past [`SPOOL_LIMIT`] is left to its ring, which then drops
+    /// samples and says so with a LOST record).
+    fn collect(&mut self) {
+        for (ring, spool) in self.rings.iter_mut().zip(&mut self.spools) {
+            spool.compact();
+            if spool.bytes.len() < SPOOL_LIMIT {
+                ring.take_all_into(&mut spool.bytes);
+            }
+        }
+    }
+
+    /// Whether records wait in the spools, not yet decoded.
+    fn has_backlog(&self) -> bool {
+        self.spools.iter().any(|s| s.peek().is_some())
+    }
+
+    /// Converts the published records into pmclog records, in time order:
+    /// every one for a `last` drain (stop, release, log flush or close),
+    /// which also reports the losses no LOST record told yet; a window of
+    /// [`DECODE_WINDOW_NS`] for the drainer's sweeps. Returns whether
+    /// records are left to decode.
+    pub(super) fn drain(&mut self, out: &mut Vec<(u64, LogRecord)>, last: bool) -> bool {
+        let mut events = std::mem::take(&mut self.initial);
         if crate::log::sink::is_configured() {
             // Stamped with the attach, before every record of the set.
-            events = self
-                .translator
-                .initial_mappings(self.attached_at, &ProcMappings);
+            events.extend(
+                self.translator
+                    .initial_mappings(self.attached_at, &ProcMappings),
+            );
         }
+        self.collect();
         let parser = self.parser;
         let slice_parser = self.slice_parser;
         let rules = self.translator.rules();
@@ -219,8 +330,32 @@ impl RingSet {
             .root
             .as_ref()
             .filter(|_| rules.flags.contains(Flags::LOG_PROCEXIT) && !rules.exit_slices);
-        for (index, ring) in self.rings.iter_mut().enumerate() {
-            while let Some(bytes) = ring.next_record() {
+        // A sweep decodes one window of sample time and leaves the rest
+        // for the next (which empties the rings again first); a last
+        // drain decodes everything.
+        let cutoff = if last {
+            u64::MAX
+        } else {
+            self.spools
+                .iter()
+                .filter_map(|spool| {
+                    let bytes = spool.peek()?;
+                    let record = parser.parse(bytes, 0).ok()?;
+                    record_time(&record)
+                })
+                .min()
+                .map_or(u64::MAX, |t| t.saturating_add(DECODE_WINDOW_NS))
+        };
+        for (index, spool) in self.spools.iter_mut().enumerate() {
+            while let Some(size) = spool.peek().map(<[u8]>::len) {
+                let bytes = &spool.bytes[spool.next..spool.next + size];
+                if cutoff != u64::MAX
+                    && let Ok(record) = parser.parse(bytes, 0)
+                    && record_time(&record).is_some_and(|t| t > cutoff)
+                {
+                    break;
+                }
+                spool.next += size;
                 let is_sample = bytes.get(..4) == Some(&kind::SAMPLE.to_ne_bytes()[..]);
                 if let (Some(p), true) = (&slice_parser, is_sample) {
                     if let Ok(Record::Sample(s)) = p.parse(bytes, 0)
@@ -251,7 +386,7 @@ impl RingSet {
                     events.push(event);
                 }
             }
-            ring.release();
+            spool.end_if_corrupt();
         }
         if last && let Some(losses) = &mut self.losses {
             // Read after the rings were emptied: every loss before now.
@@ -261,6 +396,7 @@ impl RingSet {
             }
         }
         self.translator.translate(events, out);
+        self.has_backlog()
     }
 }
 
@@ -609,17 +745,26 @@ fn kernel_text_start(kallsyms: &str) -> u64 {
 /// a log flush or close, with exact loss counts; returns how many sets
 /// there were.
 pub(crate) fn drain_all() -> usize {
-    drain_every_set(true)
+    drain_every_set(true).0
 }
 
 /// The drainer's periodic sweep: [`drain_all`] without reading the
 /// events' loss counts (a syscall per event every sweep; the LOST records
-/// carry the running figure and the final drains settle it).
+/// carry the running figure and the final drains settle it), a window at a
+/// time until no backlog is left. The drain lock is taken per window, so a
+/// stop, flush or close waits for one window at most.
 fn sweep_all() -> usize {
-    drain_every_set(false)
+    loop {
+        let (live, backlog) = drain_every_set(false);
+        if !backlog {
+            return live;
+        }
+    }
 }
 
-fn drain_every_set(last: bool) -> usize {
+/// Drains every live set; returns how many there were and whether records
+/// are left to decode.
+fn drain_every_set(last: bool) -> (usize, bool) {
     let _draining = crate::log::sink::draining();
     let sets: Vec<Arc<Mutex<RingSet>>> = {
         let mut reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
@@ -627,16 +772,17 @@ fn drain_every_set(last: bool) -> usize {
         reg.iter().filter_map(Weak::upgrade).collect()
     };
     let mut out = Vec::new();
+    let mut backlog = false;
     for set in &sets {
         let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
         let before = out.len();
-        s.drain(&mut out, last);
+        backlog |= s.drain(&mut out, last);
         if !crate::log::sink::is_configured() {
             s.discarded += (out.len() - before) as u64;
         }
     }
     crate::log::sink::write_batch(out);
-    sets.len()
+    (sets.len(), backlog)
 }
 
 /// Drains one set now (at stop and release, so nothing is lost).
