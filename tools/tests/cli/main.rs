@@ -9,6 +9,7 @@ mod harness;
 #[path = "../../../tests/live/workloads.rs"]
 mod workloads;
 
+mod lost_samples;
 mod pmcstat_options;
 mod profiles;
 mod tools;
@@ -23,5 +24,6 @@ fn main() {
     let mut tests = tools::tests();
     tests.extend(pmcstat_options::tests());
     tests.extend(profiles::tests());
+    tests.extend(lost_samples::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }
