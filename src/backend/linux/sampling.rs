@@ -4,8 +4,9 @@
 //! perf refuses to mmap an inherited per-task event, so a logging process
 //! target gets one event per (thread, CPU), inheriting, with one ring per
 //! CPU and the other events of that CPU routed into it (SET_OUTPUT). A
-//! drainer thread (`drainer.rs`) sweeps every live ring set every 10 ms
-//! while one exists, parked otherwise, and converts perf records to pmclog
+//! collector thread copies the rings into per-ring spools every 5 ms, and
+//! a drainer thread (`drainer.rs`) sweeps every live ring set every 10 ms
+//! while one exists (both parked otherwise) and converts perf records to pmclog
 //! records: samples to CALLCHAIN, MMAP2 to MAP_IN, exec COMMs to PROCEXEC,
 //! FORK to PROCFORK, process EXIT to SYSEXIT (and PROCEXIT with the value
 //! under LOG_PROCEXIT), LOST to DROPNOTIFY (made exact at the final
@@ -141,7 +142,8 @@ pub(super) fn default_ring_pages() -> usize {
 }
 
 /// The most a ring's spool holds before the ring is left to fill (and the
-/// kernel to drop samples): about 4 s of 127-frame samples on a busy CPU.
+/// kernel to drop samples): about 4 s of 127-frame samples on a busy CPU,
+/// for a drainer that falls that far behind.
 const SPOOL_LIMIT: usize = 64 << 20;
 
 /// The sample time a sweep decodes before it empties the rings again: a
@@ -212,6 +214,10 @@ static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
 
 /// Sweeps [`REGISTRY`] while it holds a live set.
 static DRAINER: Drainer = Drainer::new();
+
+/// Empties the rings of [`REGISTRY`]'s sets into their spools while one
+/// lives.
+static COLLECTOR: Drainer = Drainer::every(drainer::COLLECT_INTERVAL);
 
 impl RingSet {
     /// A set for `rings`, fed by `writers`; `attr` is the events' attr
@@ -285,6 +291,9 @@ impl RingSet {
         DRAINER
             .registered(drainer::spawn_thread, sweep_all)
             .map_err(|e| drainer::spawn_error(&e))?;
+        COLLECTOR
+            .registered(drainer::spawn_collector, collect_all)
+            .map_err(|e| drainer::collector_spawn_error(&e))?;
         Ok(set)
     }
 
@@ -760,6 +769,29 @@ fn sweep_all() -> usize {
             return live;
         }
     }
+}
+
+/// The collector's sweep: every live set's rings into its spools; returns
+/// how many sets there were. Without the drain lock: the records stay in
+/// their set (under its lock) until a drain decodes them, and the final
+/// drains (flush, close, stop) collect and decode everything.
+fn collect_all() -> usize {
+    let sets: Vec<Arc<Mutex<RingSet>>> = {
+        let reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+        reg.iter().filter_map(Weak::upgrade).collect()
+    };
+    for set in &sets {
+        // A set being decoded (a stop's drain of a long backlog) is
+        // collected next time: waiting for it would leave the other sets'
+        // rings to fill.
+        let mut s = match set.try_lock() {
+            Ok(s) => s,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => continue,
+        };
+        s.collect();
+    }
+    sets.len()
 }
 
 /// Drains every live set; returns how many there were and whether records
