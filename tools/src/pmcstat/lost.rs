@@ -107,6 +107,8 @@ mod tests {
         for r in &records {
             w.write(r, 1).expect("write");
         }
+        // Buffered until the close.
+        w.close().expect("close");
         drop(w);
         let mut reader = LogReader::from_memory();
         reader.feed(&bytes);
