@@ -4,7 +4,7 @@
 //! perf refuses to mmap an inherited per-task event, so a logging process
 //! target gets one event per (thread, CPU), inheriting, with one ring per
 //! CPU and the other events of that CPU routed into it (SET_OUTPUT). A
-//! collector thread copies the rings into per-ring spools every 5 ms, and
+//! collector thread copies the rings into their sets' intakes every 5 ms, and
 //! a drainer thread (`drainer.rs`) sweeps every live ring set every 10 ms
 //! while one exists (both parked otherwise) and converts perf records to pmclog
 //! records: samples to CALLCHAIN, MMAP2 to MAP_IN, exec COMMs to PROCEXEC,
@@ -106,7 +106,9 @@ pub(super) struct LogPlan {
 pub(super) struct RingSet {
     plan: LogPlan,
     parser: RecordParser,
-    rings: Vec<RingBuffer>,
+    /// The rings and what the collector took from them, under a lock of
+    /// their own: the collector never waits for a decode.
+    intake: Arc<Mutex<Intake>>,
     /// hwpmc's logging rules and their state for this PMC.
     translator: Translator,
     /// Records dropped because no log was configured (those dropped
@@ -125,9 +127,32 @@ pub(super) struct RingSet {
     /// The initial mappings read when the set was made, logged by the
     /// first drain.
     initial: Vec<(u64, BackendEvent)>,
-    /// Each ring's records taken out and not yet decoded.
+    /// Each ring's records moved from the intake, not yet decoded.
     spools: Vec<Spool>,
 }
+
+/// A set's rings and each one's records taken out by the collector.
+#[derive(Debug)]
+struct Intake {
+    rings: Vec<RingBuffer>,
+    taken: Vec<Vec<u8>>,
+}
+
+impl Intake {
+    /// Empties the rings, each ring's records in one copy (a ring whose
+    /// records wait past [`SPOOL_LIMIT`] is left to fill: the kernel then
+    /// drops samples and says so with a LOST record).
+    fn collect(&mut self) {
+        for (ring, taken) in self.rings.iter_mut().zip(&mut self.taken) {
+            if taken.len() < SPOOL_LIMIT {
+                ring.take_all_into(taken);
+            }
+        }
+    }
+}
+
+/// The intakes of the live sets, for the collector.
+static INTAKES: Mutex<Vec<Weak<Mutex<Intake>>>> = Mutex::new(Vec::new());
 
 /// The data pages of a ring when the user set none: 512 KiB (perf's
 /// default, within the default `perf_event_mlock_kb` on every CPU), four
@@ -269,9 +294,18 @@ impl RingSet {
             Vec::new()
         };
         let spools = rings.iter().map(|_| Spool::default()).collect();
+        let intake = Arc::new(Mutex::new(Intake {
+            taken: rings.iter().map(|_| Vec::new()).collect(),
+            rings,
+        }));
+        {
+            let mut intakes = INTAKES.lock().unwrap_or_else(|p| p.into_inner());
+            intakes.retain(|w| w.strong_count() > 0);
+            intakes.push(Arc::downgrade(&intake));
+        }
         let set = Arc::new(Mutex::new(RingSet {
             parser: RecordParser::for_attr(&attr),
-            rings,
+            intake,
             translator,
             discarded: 0,
             root,
@@ -297,14 +331,17 @@ impl RingSet {
         Ok(set)
     }
 
-    /// Empties the rings into the spools, each ring's records in one copy
-    /// (a spool past [`SPOOL_LIMIT`] is left to its ring, which then drops
-    /// samples and says so with a LOST record).
+    /// Empties the rings and moves what the collector took into the
+    /// spools (a spool past [`SPOOL_LIMIT`] leaves it in the intake).
     fn collect(&mut self) {
-        for (ring, spool) in self.rings.iter_mut().zip(&mut self.spools) {
+        let mut intake = self.intake.lock().unwrap_or_else(|p| p.into_inner());
+        intake.collect();
+        for (spool, taken) in self.spools.iter_mut().zip(&mut intake.taken) {
             spool.compact();
-            if spool.bytes.len() < SPOOL_LIMIT {
-                ring.take_all_into(&mut spool.bytes);
+            if spool.bytes.is_empty() {
+                std::mem::swap(&mut spool.bytes, taken);
+            } else if spool.bytes.len() < SPOOL_LIMIT {
+                spool.bytes.append(taken);
             }
         }
     }
@@ -771,27 +808,20 @@ fn sweep_all() -> usize {
     }
 }
 
-/// The collector's sweep: every live set's rings into its spools; returns
-/// how many sets there were. Without the drain lock: the records stay in
-/// their set (under its lock) until a drain decodes them, and the final
-/// drains (flush, close, stop) collect and decode everything.
+/// The collector's sweep: every live set's rings into its intake; returns
+/// how many there were. Without the drain lock, and never waiting for a
+/// decode (a set's lock): the records stay in their set's intake until a
+/// drain moves and decodes them, and the final drains (flush, close, stop)
+/// collect and decode everything.
 fn collect_all() -> usize {
-    let sets: Vec<Arc<Mutex<RingSet>>> = {
-        let reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+    let intakes: Vec<Arc<Mutex<Intake>>> = {
+        let reg = INTAKES.lock().unwrap_or_else(|p| p.into_inner());
         reg.iter().filter_map(Weak::upgrade).collect()
     };
-    for set in &sets {
-        // A set being decoded (a stop's drain of a long backlog) is
-        // collected next time: waiting for it would leave the other sets'
-        // rings to fill.
-        let mut s = match set.try_lock() {
-            Ok(s) => s,
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => continue,
-        };
-        s.collect();
+    for intake in &intakes {
+        intake.lock().unwrap_or_else(|p| p.into_inner()).collect();
     }
-    sets.len()
+    intakes.len()
 }
 
 /// Drains every live set; returns how many there were and whether records

@@ -48,9 +48,7 @@ pub(in crate::backend::linux) fn spawn_thread(body: Box<dyn FnOnce() + Send>) ->
 }
 
 /// Spawns the collector's OS thread.
-pub(in crate::backend::linux) fn spawn_collector(
-    body: Box<dyn FnOnce() + Send>,
-) -> io::Result<()> {
+pub(in crate::backend::linux) fn spawn_collector(body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
     spawn_named(COLLECTOR_NAME, body)
 }
 
