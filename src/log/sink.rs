@@ -221,9 +221,11 @@ pub fn now() -> u64 {
 }
 
 /// Data pages per CPU ring of logging PMCs allocated from now on (a power
-/// of two; default 32). Like hwpmc's `kern.hwpmc.logbuffersize`, a
-/// process-wide tunable: small buffers lose samples (DROPNOTIFY), large
-/// ones cost locked memory (`kernel.perf_event_mlock_kb`).
+/// of two; default [`DEFAULT_BUFFER_PAGES`]). Like hwpmc's
+/// `kern.hwpmc.logbuffersize`, a process-wide tunable: small buffers lose
+/// samples (DROPNOTIFY), large ones cost locked memory
+/// (`kernel.perf_event_mlock_kb`). A ring the mlock limit refuses is
+/// mapped with half the pages, down to one (see [`smallest_ring_kib`]).
 pub fn set_buffer_pages(pages: usize) -> Result<()> {
     if pages == 0 || !pages.is_power_of_two() {
         return Err(Error::InvalidArgument {
@@ -235,12 +237,65 @@ pub fn set_buffer_pages(pages: usize) -> Result<()> {
     Ok(())
 }
 
-/// The current ring size for new logging PMCs.
+/// The ring size for new logging PMCs: what [`set_buffer_pages`] set, or
+/// [`DEFAULT_BUFFER_PAGES`].
 pub fn buffer_pages() -> usize {
-    BUFFER_PAGES.load(std::sync::atomic::Ordering::Relaxed)
+    buffer_pages_setting().unwrap_or(DEFAULT_BUFFER_PAGES)
 }
 
-static BUFFER_PAGES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(32);
+/// What [`set_buffer_pages`] set, `None` before any call: a backend may
+/// then size the rings itself (larger where no mlock limit applies).
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn buffer_pages_setting() -> Option<usize> {
+    match BUFFER_PAGES.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        pages => Some(pages),
+    }
+}
+
+/// The default ring size: 512 KiB of 4 KiB pages, perf record's default,
+/// which the default `kernel.perf_event_mlock_kb` (516: 512 KiB and the
+/// metadata page) lets any user lock on every CPU. It holds about 35 ms
+/// of samples with 127-frame callchains at FreeBSD's default rate (a
+/// reload count of 65536 cpu-clock ns) on a busy CPU. On Linux, a process
+/// with CAP_IPC_LOCK (root), which no mlock limit binds, gets four times
+/// as much unless [`set_buffer_pages`] was called: a drainer thread
+/// preempted on a loaded machine then loses nothing for about 140 ms.
+pub const DEFAULT_BUFFER_PAGES: usize = 128;
+
+/// 0: not set (the default).
+static BUFFER_PAGES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The data size in KiB of the smallest ring the locked-memory limit cut
+/// below [`buffer_pages`] in this process, if any was cut: what a loss
+/// warning can name as its likely cause.
+pub fn smallest_ring_kib() -> Option<usize> {
+    match SMALLEST_RING_KIB.load(std::sync::atomic::Ordering::Relaxed) {
+        usize::MAX => None,
+        kib => Some(kib),
+    }
+}
+
+/// Notes a ring mapped smaller than asked (the mlock limit), of `kib` KiB.
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn ring_cut_to(kib: usize) {
+    SMALLEST_RING_KIB.fetch_min(kib, std::sync::atomic::Ordering::Relaxed);
+}
+
+static SMALLEST_RING_KIB: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(usize::MAX);
 
 /// An in-memory log: give a clone to [`configure_logfile`] and read the
 /// records back in the same process, without a file.
@@ -296,17 +351,21 @@ mod tests {
 
     /// The ring size is a power of two of pages (perf_event_open(2): the
     /// data area of an mmap is 2^n pages); anything else is EINVAL and
-    /// leaves the setting alone. Only the default (32) is set here, so
+    /// leaves the setting alone. Only the default is set here, so
     /// parallel tests never see another size.
     #[test]
     fn buffer_pages_are_a_power_of_two() {
         for bad in [0, 3, 24] {
             let e = set_buffer_pages(bad).expect_err("not a power of two");
             assert_eq!(e.errno(), libc::EINVAL, "{bad}: {e}");
-            assert_eq!(buffer_pages(), 32, "{bad} changed the setting");
+            assert_eq!(
+                buffer_pages(),
+                DEFAULT_BUFFER_PAGES,
+                "{bad} changed the setting"
+            );
         }
-        set_buffer_pages(32).expect("32 pages");
-        assert_eq!(buffer_pages(), 32);
+        set_buffer_pages(DEFAULT_BUFFER_PAGES).expect("the default");
+        assert_eq!(buffer_pages(), DEFAULT_BUFFER_PAGES);
     }
 
     /// Expectations from hwpmc_mod.c `pmc_syscall_handler` (FLUSHLOG,

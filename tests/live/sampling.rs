@@ -100,14 +100,14 @@ fn with_log(f: impl FnOnce() -> TestResult) -> Result<Vec<LogEvent>, libtest_mim
     Ok(log.events()?)
 }
 
-/// [`with_log`] with a one-page ring buffer (32 pages again afterwards):
+/// [`with_log`] with a one-page ring buffer (the default again afterwards):
 /// small enough for a burst of samples to overflow it between drains.
 fn with_one_page_ring(
     f: impl FnOnce() -> TestResult,
 ) -> Result<Vec<LogEvent>, libtest_mimic::Failed> {
     sink::set_buffer_pages(1).ctx("set_buffer_pages")?;
     let events = with_log(f);
-    sink::set_buffer_pages(32).ctx("restore buffer pages")?;
+    sink::set_buffer_pages(sink::DEFAULT_BUFFER_PAGES).ctx("restore buffer pages")?;
     events
 }
 

@@ -175,7 +175,12 @@ fn map_rings(
         let mut pages = plan.pages;
         let ring = loop {
             match RingBuffer::new(ev, pages) {
-                Ok(r) => break r,
+                Ok(r) => {
+                    if pages < plan.pages {
+                        crate::log::sink::ring_cut_to(r.data_size() / 1024);
+                    }
+                    break r;
+                }
                 Err(e) if pages > 1 && matches!(e.errno(), libc::EPERM | libc::ENOMEM) => {
                     pages /= 2
                 }

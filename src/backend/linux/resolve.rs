@@ -484,7 +484,8 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
         pmcid: request.pmcid,
         flags: request.flags,
         sampling,
-        pages: crate::log::sink::buffer_pages(),
+        pages: crate::log::sink::buffer_pages_setting()
+            .unwrap_or_else(super::sampling::default_ring_pages),
     });
     let mut attrs = Vec::with_capacity(planned.len());
     let mut cpus = Vec::with_capacity(planned.len());

@@ -4,8 +4,9 @@
 //! perf refuses to mmap an inherited per-task event, so a logging process
 //! target gets one event per (thread, CPU), inheriting, with one ring per
 //! CPU and the other events of that CPU routed into it (SET_OUTPUT). A
-//! drainer thread (`drainer.rs`) sweeps every live ring set every 10 ms
-//! while one exists, parked otherwise, and converts perf records to pmclog
+//! collector thread copies the rings into their sets' intakes every 5 ms, and
+//! a drainer thread (`drainer.rs`) sweeps every live ring set every 10 ms
+//! while one exists (both parked otherwise) and converts perf records to pmclog
 //! records: samples to CALLCHAIN, MMAP2 to MAP_IN, exec COMMs to PROCEXEC,
 //! FORK to PROCFORK, process EXIT to SYSEXIT (and PROCEXIT with the value
 //! under LOG_PROCEXIT), LOST to DROPNOTIFY (made exact at the final
@@ -105,7 +106,9 @@ pub(super) struct LogPlan {
 pub(super) struct RingSet {
     plan: LogPlan,
     parser: RecordParser,
-    rings: Vec<RingBuffer>,
+    /// The rings and what the collector took from them, under a lock of
+    /// their own: the collector never waits for a decode.
+    intake: Arc<Mutex<Intake>>,
     /// hwpmc's logging rules and their state for this PMC.
     translator: Translator,
     /// Records dropped because no log was configured (those dropped
@@ -121,6 +124,107 @@ pub(super) struct RingSet {
     /// Each ring's losses, reconciled with the events' `PERF_FORMAT_LOST`
     /// counts at the final drains (`None`: opened without it).
     losses: Option<RingLosses>,
+    /// The initial mappings read when the set was made, logged by the
+    /// first drain.
+    initial: Vec<(u64, BackendEvent)>,
+    /// Each ring's records moved from the intake, not yet decoded.
+    spools: Vec<Spool>,
+}
+
+/// A set's rings and each one's records taken out by the collector.
+#[derive(Debug)]
+struct Intake {
+    rings: Vec<RingBuffer>,
+    taken: Vec<Vec<u8>>,
+}
+
+impl Intake {
+    /// Empties the rings, each ring's records in one copy (a ring whose
+    /// records wait past [`SPOOL_LIMIT`] is left to fill: the kernel then
+    /// drops samples and says so with a LOST record).
+    fn collect(&mut self) {
+        for (ring, taken) in self.rings.iter_mut().zip(&mut self.taken) {
+            if taken.len() < SPOOL_LIMIT {
+                ring.take_all_into(taken);
+            }
+        }
+    }
+}
+
+/// The intakes of the live sets, for the collector.
+static INTAKES: Mutex<Vec<Weak<Mutex<Intake>>>> = Mutex::new(Vec::new());
+
+/// The data pages of a ring when the user set none: 512 KiB (perf's
+/// default, within the default `perf_event_mlock_kb` on every CPU), four
+/// times that where no mlock limit applies (CAP_IPC_LOCK).
+pub(super) fn default_ring_pages() -> usize {
+    use pmc_linux::system::{CAP_IPC_LOCK, has_capability};
+    if has_capability(CAP_IPC_LOCK) {
+        4 * crate::log::sink::DEFAULT_BUFFER_PAGES
+    } else {
+        crate::log::sink::DEFAULT_BUFFER_PAGES
+    }
+}
+
+/// The most a ring's spool holds before the ring is left to fill (and the
+/// kernel to drop samples): about 4 s of 127-frame samples on a busy CPU,
+/// for a drainer that falls that far behind.
+const SPOOL_LIMIT: usize = 64 << 20;
+
+/// The sample time a sweep decodes before it empties the rings again: a
+/// drainer short of CPU (a debug build on a loaded machine decodes at a
+/// fraction of the rate samples arrive) still empties the rings every few
+/// milliseconds, and its backlog waits in memory instead of being dropped
+/// by the kernel, as `perf record` copies the raw rings to its file.
+const DECODE_WINDOW_NS: u64 = 5_000_000;
+
+/// Records copied out of a ring, decoded from `next` on.
+#[derive(Debug, Default)]
+struct Spool {
+    bytes: Vec<u8>,
+    next: usize,
+}
+
+impl Spool {
+    /// The next whole record (header included), if any.
+    fn peek(&self) -> Option<&[u8]> {
+        let rest = self.bytes.get(self.next..)?;
+        let size = usize::from(u16::from_ne_bytes([*rest.get(6)?, *rest.get(7)?]));
+        if size < 8 {
+            return None;
+        }
+        rest.get(..size)
+    }
+
+    /// Drops what is left when no whole record is (a corrupt header; the
+    /// kernel publishes whole records only), rather than stall on it.
+    fn end_if_corrupt(&mut self) {
+        if self.peek().is_none() {
+            self.bytes.clear();
+            self.next = 0;
+        }
+    }
+
+    /// Forgets the decoded records.
+    fn compact(&mut self) {
+        self.bytes.drain(..self.next.min(self.bytes.len()));
+        self.next = 0;
+    }
+}
+
+/// A record's timestamp, where it carries one.
+fn record_time(record: &Record<'_>) -> Option<u64> {
+    match record {
+        Record::Sample(s) => s.time(),
+        Record::Fork { time, .. } | Record::Exit { time, .. } => Some(*time),
+        Record::Mmap { sample_id, .. }
+        | Record::Mmap2 { sample_id, .. }
+        | Record::Comm { sample_id, .. }
+        | Record::Read { sample_id, .. }
+        | Record::Lost { sample_id, .. }
+        | Record::LostSamples { sample_id, .. } => sample_id.time,
+        _ => None,
+    }
 }
 
 /// The events that write into a set's rings: `events[i]` into ring
@@ -135,6 +239,10 @@ static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
 
 /// Sweeps [`REGISTRY`] while it holds a live set.
 static DRAINER: Drainer = Drainer::new();
+
+/// Empties the rings of [`REGISTRY`]'s sets into their spools while one
+/// lives.
+static COLLECTOR: Drainer = Drainer::every(drainer::COLLECT_INTERVAL);
 
 impl RingSet {
     /// A set for `rings`, fed by `writers`; `attr` is the events' attr
@@ -175,15 +283,37 @@ impl RingSet {
                 );
             }
         }
+        let attached_at = crate::log::sink::now();
+        // Read now, before the events are enabled, as hwpmc logs them at
+        // attach and start: the kernel's and every process's mappings take
+        // a system PMC's first drain 100+ ms (all of /proc/kallsyms and
+        // /proc/*/maps), long enough for the rings to overflow.
+        let initial = if crate::log::sink::is_configured() {
+            translator.initial_mappings(attached_at, &ProcMappings)
+        } else {
+            Vec::new()
+        };
+        let spools = rings.iter().map(|_| Spool::default()).collect();
+        let intake = Arc::new(Mutex::new(Intake {
+            taken: rings.iter().map(|_| Vec::new()).collect(),
+            rings,
+        }));
+        {
+            let mut intakes = INTAKES.lock().unwrap_or_else(|p| p.into_inner());
+            intakes.retain(|w| w.strong_count() > 0);
+            intakes.push(Arc::downgrade(&intake));
+        }
         let set = Arc::new(Mutex::new(RingSet {
             parser: RecordParser::for_attr(&attr),
-            rings,
+            intake,
             translator,
             discarded: 0,
             root,
             slice_parser: slices.map(|s| RecordParser::for_attr(&s.switch)),
-            attached_at: crate::log::sink::now(),
+            attached_at,
             losses,
+            initial,
+            spools,
             plan,
         }));
         REGISTRY
@@ -195,20 +325,47 @@ impl RingSet {
         DRAINER
             .registered(drainer::spawn_thread, sweep_all)
             .map_err(|e| drainer::spawn_error(&e))?;
+        COLLECTOR
+            .registered(drainer::spawn_collector, collect_all)
+            .map_err(|e| drainer::collector_spawn_error(&e))?;
         Ok(set)
     }
 
-    /// Converts every published record into pmclog records, in time order.
-    /// A `last` drain (stop, release, log flush or close) also reports the
-    /// losses no LOST record told yet.
-    pub(super) fn drain(&mut self, out: &mut Vec<(u64, LogRecord)>, last: bool) {
-        let mut events = Vec::new();
+    /// Empties the rings and moves what the collector took into the
+    /// spools (a spool past [`SPOOL_LIMIT`] leaves it in the intake).
+    fn collect(&mut self) {
+        let mut intake = self.intake.lock().unwrap_or_else(|p| p.into_inner());
+        intake.collect();
+        for (spool, taken) in self.spools.iter_mut().zip(&mut intake.taken) {
+            spool.compact();
+            if spool.bytes.is_empty() {
+                std::mem::swap(&mut spool.bytes, taken);
+            } else if spool.bytes.len() < SPOOL_LIMIT {
+                spool.bytes.append(taken);
+            }
+        }
+    }
+
+    /// Whether records wait in the spools, not yet decoded.
+    fn has_backlog(&self) -> bool {
+        self.spools.iter().any(|s| s.peek().is_some())
+    }
+
+    /// Converts the published records into pmclog records, in time order:
+    /// every one for a `last` drain (stop, release, log flush or close),
+    /// which also reports the losses no LOST record told yet; a window of
+    /// [`DECODE_WINDOW_NS`] for the drainer's sweeps. Returns whether
+    /// records are left to decode.
+    pub(super) fn drain(&mut self, out: &mut Vec<(u64, LogRecord)>, last: bool) -> bool {
+        let mut events = std::mem::take(&mut self.initial);
         if crate::log::sink::is_configured() {
             // Stamped with the attach, before every record of the set.
-            events = self
-                .translator
-                .initial_mappings(self.attached_at, &ProcMappings);
+            events.extend(
+                self.translator
+                    .initial_mappings(self.attached_at, &ProcMappings),
+            );
         }
+        self.collect();
         let parser = self.parser;
         let slice_parser = self.slice_parser;
         let rules = self.translator.rules();
@@ -219,8 +376,32 @@ impl RingSet {
             .root
             .as_ref()
             .filter(|_| rules.flags.contains(Flags::LOG_PROCEXIT) && !rules.exit_slices);
-        for (index, ring) in self.rings.iter_mut().enumerate() {
-            while let Some(bytes) = ring.next_record() {
+        // A sweep decodes one window of sample time and leaves the rest
+        // for the next (which empties the rings again first); a last
+        // drain decodes everything.
+        let cutoff = if last {
+            u64::MAX
+        } else {
+            self.spools
+                .iter()
+                .filter_map(|spool| {
+                    let bytes = spool.peek()?;
+                    let record = parser.parse(bytes, 0).ok()?;
+                    record_time(&record)
+                })
+                .min()
+                .map_or(u64::MAX, |t| t.saturating_add(DECODE_WINDOW_NS))
+        };
+        for (index, spool) in self.spools.iter_mut().enumerate() {
+            while let Some(size) = spool.peek().map(<[u8]>::len) {
+                let bytes = &spool.bytes[spool.next..spool.next + size];
+                if cutoff != u64::MAX
+                    && let Ok(record) = parser.parse(bytes, 0)
+                    && record_time(&record).is_some_and(|t| t > cutoff)
+                {
+                    break;
+                }
+                spool.next += size;
                 let is_sample = bytes.get(..4) == Some(&kind::SAMPLE.to_ne_bytes()[..]);
                 if let (Some(p), true) = (&slice_parser, is_sample) {
                     if let Ok(Record::Sample(s)) = p.parse(bytes, 0)
@@ -251,7 +432,7 @@ impl RingSet {
                     events.push(event);
                 }
             }
-            ring.release();
+            spool.end_if_corrupt();
         }
         if last && let Some(losses) = &mut self.losses {
             // Read after the rings were emptied: every loss before now.
@@ -261,6 +442,7 @@ impl RingSet {
             }
         }
         self.translator.translate(events, out);
+        self.has_backlog()
     }
 }
 
@@ -609,17 +791,42 @@ fn kernel_text_start(kallsyms: &str) -> u64 {
 /// a log flush or close, with exact loss counts; returns how many sets
 /// there were.
 pub(crate) fn drain_all() -> usize {
-    drain_every_set(true)
+    drain_every_set(true).0
 }
 
 /// The drainer's periodic sweep: [`drain_all`] without reading the
 /// events' loss counts (a syscall per event every sweep; the LOST records
-/// carry the running figure and the final drains settle it).
+/// carry the running figure and the final drains settle it), a window at a
+/// time until no backlog is left. The drain lock is taken per window, so a
+/// stop, flush or close waits for one window at most.
 fn sweep_all() -> usize {
-    drain_every_set(false)
+    loop {
+        let (live, backlog) = drain_every_set(false);
+        if !backlog {
+            return live;
+        }
+    }
 }
 
-fn drain_every_set(last: bool) -> usize {
+/// The collector's sweep: every live set's rings into its intake; returns
+/// how many there were. Without the drain lock, and never waiting for a
+/// decode (a set's lock): the records stay in their set's intake until a
+/// drain moves and decodes them, and the final drains (flush, close, stop)
+/// collect and decode everything.
+fn collect_all() -> usize {
+    let intakes: Vec<Arc<Mutex<Intake>>> = {
+        let reg = INTAKES.lock().unwrap_or_else(|p| p.into_inner());
+        reg.iter().filter_map(Weak::upgrade).collect()
+    };
+    for intake in &intakes {
+        intake.lock().unwrap_or_else(|p| p.into_inner()).collect();
+    }
+    intakes.len()
+}
+
+/// Drains every live set; returns how many there were and whether records
+/// are left to decode.
+fn drain_every_set(last: bool) -> (usize, bool) {
     let _draining = crate::log::sink::draining();
     let sets: Vec<Arc<Mutex<RingSet>>> = {
         let mut reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
@@ -627,16 +834,17 @@ fn drain_every_set(last: bool) -> usize {
         reg.iter().filter_map(Weak::upgrade).collect()
     };
     let mut out = Vec::new();
+    let mut backlog = false;
     for set in &sets {
         let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
         let before = out.len();
-        s.drain(&mut out, last);
+        backlog |= s.drain(&mut out, last);
         if !crate::log::sink::is_configured() {
             s.discarded += (out.len() - before) as u64;
         }
     }
     crate::log::sink::write_batch(out);
-    sets.len()
+    (sets.len(), backlog)
 }
 
 /// Drains one set now (at stop and release, so nothing is lost).

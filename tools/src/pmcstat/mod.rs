@@ -419,6 +419,9 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
                 ExitCode::from(crate::sysexits::EX_SOFTWARE)
             })?,
         };
+        // Said at the end of recording, as FreeBSD warns that sampling was
+        // paused and perf that chunks were lost.
+        reports::warn_lost(&events);
         if print_log {
             // The log printed as -R prints it, to -o or standard error
             // (pmcstat.c's pa_printfile).

@@ -13,6 +13,11 @@ use crate::{fail, usage};
 use super::TOOL;
 use super::options::{Args, fs_root, streams_report, wants_report};
 
+// The lost-samples warning of -R here and of a live run (mod.rs).
+#[path = "lost.rs"]
+mod lost;
+pub(super) use lost::warn_lost;
+
 pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEvent>, ExitCode> {
     let file = std::fs::File::open(path).map_err(|e| {
         eprintln!("{TOOL}: cannot open {}: {e}", path.display());
@@ -223,6 +228,7 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
         ));
     }
     if streams_report(args) {
+        lost::warn_lost_in_file(path);
         // Streamed: -G, --folded and the profiles of a large log in little memory.
         args.profile
             .report_file(
@@ -238,6 +244,7 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
         return Ok(ExitCode::SUCCESS);
     }
     let events = read_events(path)?;
+    warn_lost(&events);
     if wants_report(args) || args.verbose > 0 {
         write_reports(args, &events, true, None)?;
         return Ok(ExitCode::SUCCESS);

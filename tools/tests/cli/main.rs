@@ -14,6 +14,7 @@ mod freebsd_counting;
 mod freebsd_pmccontrol;
 mod freebsd_reports;
 mod kernel_frames;
+mod lost_samples;
 mod pmcstat_options;
 mod profiles;
 mod readme;
@@ -37,5 +38,6 @@ fn main() {
     tests.extend(readme::tests());
     tests.extend(kernel_frames::tests());
     tests.extend(freebsd_counting::tests());
+    tests.extend(lost_samples::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }

@@ -159,6 +159,31 @@ fn a_record_across_the_end_of_the_data_area_is_reassembled() {
     }
 }
 
+/// `take_all_into` appends the published bytes in order (across the end
+/// of the data area too), gives them all back, and appends nothing more
+/// until more is published; a record the reader held is not copied again.
+#[test]
+fn take_all_copies_every_published_record_and_gives_the_space_back() {
+    let kernel = Kernel::new(1);
+    let size = kernel.size as u64;
+    kernel.start_at(2 * size - 16);
+    let mut ring = kernel.reader();
+    let (a, b, c) = (record(1, 24), record(2, 40), record(3, 16));
+    kernel.publish(&a);
+    kernel.publish(&b);
+    assert_eq!(ring.next_record(), Some(&a[..]));
+    let mut out = vec![0xee];
+    assert_eq!(ring.take_all_into(&mut out), 40);
+    assert_eq!(out[1..], b[..]);
+    assert_eq!(kernel.tail(), 2 * size + 48);
+    assert_eq!(ring.take_all_into(&mut out), 0);
+    kernel.publish(&c);
+    assert_eq!(ring.take_all_into(&mut out), 16);
+    assert_eq!(out[41..], c[..]);
+    assert_eq!((kernel.tail(), ring.available()), (2 * size + 64, 0));
+    assert!(ring.next_record().is_none());
+}
+
 #[test]
 fn a_corrupt_header_drops_what_was_published() {
     // A size below the 8-byte header, or beyond what the head published:

@@ -1,6 +1,10 @@
 //! The drainer thread: moves records from the rings to the log every
 //! [`SWEEP_INTERVAL`] while any ring set lives, and parks while none does,
-//! so a process that samples nothing is never woken by it.
+//! so a process that samples nothing is never woken by it. The same
+//! schedule runs the collector thread ([`COLLECT_INTERVAL`]), which only
+//! copies the rings into their sets' spools: it never waits for the log's
+//! writes or the decoding, so a drainer stalled on either (a loaded
+//! machine, a disk under writeback) does not let a ring overflow.
 //!
 //! The schedule is a small state machine over a generation count that every
 //! registration bumps: the drainer reads the generation, sweeps, and parks
@@ -27,14 +31,30 @@ pub(in crate::backend::linux) const SWEEP_INTERVAL: Duration = Duration::from_mi
 /// The drainer thread's name.
 pub(in crate::backend::linux) const THREAD_NAME: &str = "pmc-log-drain";
 
+/// How often the collector moves the rings' records into their sets'
+/// spools: well within the time a ring fills at the default rate.
+pub(in crate::backend::linux) const COLLECT_INTERVAL: Duration = Duration::from_millis(5);
+
+/// The collector thread's name.
+pub(in crate::backend::linux) const COLLECTOR_NAME: &str = "pmc-log-collect";
+
 /// Starts the drainer's thread with the given body (std's `Builder` in
 /// production, a failing one in tests).
 pub(in crate::backend::linux) type Spawner = fn(Box<dyn FnOnce() + Send>) -> io::Result<()>;
 
-/// Spawns a named OS thread.
+/// Spawns the drainer's OS thread.
 pub(in crate::backend::linux) fn spawn_thread(body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
+    spawn_named(THREAD_NAME, body)
+}
+
+/// Spawns the collector's OS thread.
+pub(in crate::backend::linux) fn spawn_collector(body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
+    spawn_named(COLLECTOR_NAME, body)
+}
+
+fn spawn_named(name: &str, body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
     std::thread::Builder::new()
-        .name(THREAD_NAME.into())
+        .name(name.into())
         .spawn(body)
         .map(drop)
 }
@@ -42,6 +62,7 @@ pub(in crate::backend::linux) fn spawn_thread(body: Box<dyn FnOnce() + Send>) ->
 /// The drainer's schedule and its thread's state.
 #[derive(Debug)]
 pub(in crate::backend::linux) struct Drainer {
+    interval: Duration,
     state: Mutex<State>,
     wake: Condvar,
     /// Sweeps made by the thread (not the drains of stop, flush or close):
@@ -62,7 +83,13 @@ struct State {
 impl Drainer {
     /// A drainer whose thread is not started.
     pub(in crate::backend::linux) const fn new() -> Drainer {
+        Drainer::every(SWEEP_INTERVAL)
+    }
+
+    /// A drainer sweeping every `interval` (the collector's schedule).
+    pub(in crate::backend::linux) const fn every(interval: Duration) -> Drainer {
         Drainer {
+            interval,
             state: Mutex::new(State {
                 started: false,
                 generation: 0,
@@ -109,7 +136,7 @@ impl Drainer {
     /// park until the next registration when none does.
     fn run(&self, sweep: impl Fn() -> usize) {
         loop {
-            std::thread::sleep(SWEEP_INTERVAL);
+            std::thread::sleep(self.interval);
             let seen = self.state().generation;
             let live = sweep();
             self.sweeps.fetch_add(1, Ordering::Relaxed);
@@ -151,10 +178,17 @@ impl Drainer {
 /// The error of a drainer thread that could not be started: it names the
 /// thread, the errno and the usual causes.
 pub(in crate::backend::linux) fn spawn_error(e: &io::Error) -> Error {
+    thread_error(THREAD_NAME, "moves samples from the rings to the log", e)
+}
+
+/// [`spawn_error`] for the collector.
+pub(in crate::backend::linux) fn collector_spawn_error(e: &io::Error) -> Error {
+    thread_error(COLLECTOR_NAME, "empties the rings before they overflow", e)
+}
+
+fn thread_error(name: &str, role: &str, e: &io::Error) -> Error {
     Error::Os {
-        op: format!(
-            "starting the {THREAD_NAME} thread, which moves samples from the rings to the log"
-        ),
+        op: format!("starting the {name} thread, which {role}"),
         os_errno: e.raw_os_error().unwrap_or(libc::EAGAIN),
         hint: Some(format!(
             "{e}: the process or its user is at a thread limit (ulimit -u / RLIMIT_NPROC, \

@@ -1,0 +1,155 @@
+//! The warning of samples lost: at the end of a live recording and by
+//! every `-R` report, as FreeBSD's pmcstat warns "sampling was paused at
+//! least N times" and `perf report` "lost N chunks". A loss must never
+//! pass silently: a profile with a fifth of its samples gone looks as
+//! plausible as a whole one.
+
+use pmc::log::{LogEvent, LogReader, LogRecord};
+
+use super::TOOL;
+
+/// Samples recorded and lost, as the log's records tell them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Losses {
+    pub(super) recorded: u64,
+    pub(super) lost: u64,
+    /// DROPNOTIFY records without a count (a log hwpmc wrote): each is
+    /// at least one sample.
+    pub(super) uncounted: bool,
+}
+
+impl Losses {
+    fn add(&mut self, record: &LogRecord) {
+        match record {
+            LogRecord::Callchain { .. } => self.recorded += 1,
+            LogRecord::Dropnotify { lost: Some(n) } => self.lost += u64::from(*n),
+            LogRecord::Dropnotify { lost: None } => {
+                self.lost += 1;
+                self.uncounted = true;
+            }
+            _ => {}
+        }
+    }
+
+    /// The losses in `events`.
+    pub(super) fn of(events: &[LogEvent]) -> Losses {
+        let mut losses = Losses::default();
+        for e in events {
+            losses.add(&e.record);
+        }
+        losses
+    }
+
+    /// The warning to print, `None` when nothing was lost. `ring_kib`:
+    /// the smallest ring the locked-memory limit cut, if any (live only).
+    pub(super) fn warning(&self, ring_kib: Option<usize>) -> Option<String> {
+        if self.lost == 0 {
+            return None;
+        }
+        let total = self.lost + self.recorded;
+        let percent = self.lost as f64 * 100.0 / total as f64;
+        let at_least = if self.uncounted { "at least " } else { "" };
+        let mut text = format!(
+            "{TOOL}: warning: {at_least}{} samples lost, {} recorded ({percent:.1} % lost): \
+             the kernel's sample buffers overflowed before pmcstat emptied them; sample less \
+             often with a larger reload count (-n) or on fewer CPUs (-c)",
+            self.lost, self.recorded
+        );
+        if let Some(kib) = ring_kib {
+            text.push_str(&format!(
+                ", or let pmcstat lock more memory: the locked-memory limit cut the buffers to \
+                 {kib} KiB per CPU (raise kernel.perf_event_mlock_kb or RLIMIT_MEMLOCK, or run \
+                 with CAP_IPC_LOCK)"
+            ));
+        }
+        Some(text)
+    }
+}
+
+/// The end of a live recording (after `close_logfile`): warns on standard
+/// error if `events`, the log just written, lost samples.
+pub(in crate::pmcstat) fn warn_lost(events: &[LogEvent]) {
+    if let Some(w) = Losses::of(events).warning(pmc::log::sink::smallest_ring_kib()) {
+        eprintln!("{w}");
+    }
+}
+
+/// `-R` of a report streamed from `path`: reads the log once more for its
+/// losses, if it is a regular file (a pipe is read once, by the report).
+/// A log that cannot be read is the report's error to give, not this.
+pub(super) fn warn_lost_in_file(path: &std::path::Path) {
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return;
+    }
+    let Ok(file) = std::fs::File::open(path) else {
+        return;
+    };
+    let mut losses = Losses::default();
+    let reader = LogReader::from_reader(std::io::BufReader::with_capacity(1 << 20, file));
+    for event in reader {
+        match event {
+            Ok(e) => losses.add(&e.record),
+            Err(_) => break,
+        }
+    }
+    if let Some(w) = losses.warning(None) {
+        eprintln!("{w}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events(records: Vec<LogRecord>) -> Vec<LogEvent> {
+        let mut bytes = Vec::new();
+        let mut w = pmc::log::LogWriter::new(&mut bytes).expect("writer");
+        for r in &records {
+            w.write(r, 1).expect("write");
+        }
+        // Buffered until the close.
+        w.close().expect("close");
+        drop(w);
+        let mut reader = LogReader::from_memory();
+        reader.feed(&bytes);
+        reader.collect::<Result<_, _>>().expect("decode")
+    }
+
+    fn sample() -> LogRecord {
+        LogRecord::Callchain {
+            pid: 1,
+            tid: 1,
+            pmcid: 1,
+            cpu: 0,
+            userspace: true,
+            pcs: vec![0x1000],
+        }
+    }
+
+    #[test]
+    fn no_loss_no_warning() {
+        let losses = Losses::of(&events(vec![sample(), sample()]));
+        assert_eq!(losses.recorded, 2);
+        assert_eq!(losses.warning(None), None);
+    }
+
+    #[test]
+    fn the_warning_gives_both_counts_and_what_to_do() {
+        let losses = Losses::of(&events(vec![
+            sample(),
+            LogRecord::Dropnotify { lost: Some(2) },
+            sample(),
+            LogRecord::Dropnotify { lost: Some(1) },
+            sample(),
+        ]));
+        let w = losses.warning(None).expect("a warning");
+        assert!(
+            w.contains("3 samples lost, 3 recorded (50.0 % lost)"),
+            "{w}"
+        );
+        assert!(w.contains("-n"), "{w}");
+        assert!(!w.contains("mlock"), "{w}");
+        let cut = losses.warning(Some(4)).expect("a warning");
+        assert!(cut.contains("perf_event_mlock_kb"), "{cut}");
+    }
+}
