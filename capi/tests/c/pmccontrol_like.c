@@ -1,9 +1,11 @@
 /*
  * Our own program making pmccontrol.c's calls, printing with its formats
  * (usr.sbin/pmccontrol/pmccontrol.c):
- *   -L  pmcc_do_list_events: on amd64/i386 pmc_pmu_print_counters(NULL);
- *       elsewhere "%s\n" per class of pmc_cpuinfo then "\t%s\n" per name of
- *       pmc_event_names_of_class, the array free()d.
+ *   -L  pmcc_do_list_events: "%s\n" per class of pmc_cpuinfo then "\t%s\n"
+ *       per name of pmc_event_names_of_class, the array free()d (its
+ *       listing for machines without pmu-events tables; on amd64 some
+ *       versions print pmc_pmu_print_counters(NULL) instead, which our
+ *       pmccontrol does not: that call is tested by pmu.c).
  *   -l  pmcc_do_list_state: "%d %s CPUs present, with %d PMCs per CPU\n",
  *       then per CPU "#CPU %d:\n", "#N  NAME             CLASS  STATE    "
  *       "ROW-DISP\n" and pmc_npmc(cpu) rows " %-2d %-16s %-6s %-8s %-10s",
@@ -25,9 +27,6 @@
 static int
 list_events(void)
 {
-#if defined(__i386__) || defined(__amd64__) || defined(__x86_64__)
-	pmc_pmu_print_counters(NULL);
-#else
 	const struct pmc_cpuinfo *ci;
 	const char **names;
 	int n;
@@ -45,7 +44,6 @@ list_events(void)
 			printf("\t%s\n", names[j]);
 		free(names);
 	}
-#endif
 	return 0;
 }
 

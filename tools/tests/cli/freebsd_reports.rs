@@ -86,7 +86,7 @@ fn r_dump_is_pmcstat_logs_for_every_record_type() -> TestResult {
         &log,
         &[
             LogRecord::Initialize {
-                version: 0x0903_0000,
+                version: pmc::log::PMC_VERSION,
                 arch: 0x99,
                 tsc_freq: 1_000_000_000,
                 time_sec: 1,
@@ -95,7 +95,7 @@ fn r_dump_is_pmcstat_logs_for_every_record_type() -> TestResult {
                 marked: true,
             },
             LogRecord::Initialize {
-                version: 0x0903_0000,
+                version: pmc::log::PMC_VERSION,
                 arch: 0x7777,
                 tsc_freq: 0,
                 time_sec: 0,
@@ -210,10 +210,10 @@ fn r_dump_is_pmcstat_logs_for_every_record_type() -> TestResult {
     let expected = [
         // "initlog" "0x%x \"%s\"": pl_version, pmc_name_of_cputype(pl_arch)
         // (libpmc: the __PMC_CPUS member, 0x99 INTEL_SKYLAKE_XEON).
-        entry("initlog", "0x9030000 \"INTEL_SKYLAKE_XEON\""),
+        entry("initlog", "0xa000000 \"INTEL_SKYLAKE_XEON\""),
         // An unknown cputype: pmc_name_of_cputype returns NULL, which
         // FreeBSD's printf writes as "(null)".
-        entry("initlog", "0x9030000 \"(null)\""),
+        entry("initlog", "0xa000000 \"(null)\""),
         // "allocate" "0x%x \"%s\" 0x%x": pl_pmcid, pl_evname, pl_flags
         // (our libpmc's pmclog names an event number event-0x…).
         entry("allocate", "0x1100 \"event-0x2000\" 0x40"),

@@ -164,21 +164,30 @@ enum KernelPcs {
 }
 
 impl KernelPcs {
+    /// The leading kernel pcs of kernel-mode callchains in a `-R` dump:
+    /// pmcstat_log.c prints `callchain PID PMCID CPU NPC u|s`, then one
+    /// `...` line per pc.
     fn from_dump(dump: &str) -> KernelPcs {
         let mut pcs = std::collections::HashSet::new();
-        for l in dump.lines().filter(|l| l.starts_with("callchain ")) {
+        let mut in_kernel_chain = false;
+        for l in dump.lines() {
             let f: Vec<&str> = l.split_whitespace().collect();
-            if f.get(5) != Some(&"s") {
-                continue;
-            }
-            for pc in f.iter().skip(7) {
-                match u64::from_str_radix(pc.trim_start_matches("0x"), 16) {
-                    Ok(pc) if pc >= 1 << 63 => {
-                        pcs.insert(pc);
-                        pcs.insert(pc - 1);
+            match f.first() {
+                Some(&"callchain") => in_kernel_chain = f.get(5) == Some(&"s"),
+                Some(&"...") if in_kernel_chain => {
+                    match f
+                        .get(1)
+                        .map(|pc| u64::from_str_radix(pc.trim_start_matches("0x"), 16))
+                    {
+                        Some(Ok(pc)) if pc >= 1 << 63 => {
+                            pcs.insert(pc);
+                            pcs.insert(pc - 1);
+                        }
+                        // The user stack appended after the kernel's.
+                        _ => in_kernel_chain = false,
                     }
-                    _ => break,
                 }
+                _ => in_kernel_chain = false,
             }
         }
         KernelPcs::Logged(pcs)
@@ -207,11 +216,16 @@ impl KernelPcs {
 }
 
 /// Frame names of a `-G` call graph (`  P%  name`, `  P%  <- name`).
+/// The function of each `-G` node: pmcpl_callgraph.c's
+/// `pmcstat_cgnode_print` line is the percentage, ` [count]` padded, the
+/// name and ` @ image` when the image changes.
 fn callgraph_names(g: &str) -> Vec<&str> {
     g.lines()
         .filter_map(|l| {
-            let (_, rest) = l.split_once("%  ")?;
-            Some(rest.strip_prefix("<- ").unwrap_or(rest))
+            let (_, rest) = l.split_once("% ")?;
+            let (_, rest) = rest.trim_start().strip_prefix('[')?.split_once(']')?;
+            let rest = rest.trim_start();
+            Some(rest.rsplit_once(" @ ").map_or(rest, |(name, _)| name))
         })
         .collect()
 }
