@@ -6,7 +6,7 @@
 //! The logs these cases read are written here with the library's own
 //! encoder, so most cases need no PMU at all.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use pmc::log::LogRecord;
@@ -14,6 +14,7 @@ use pmc::probe::Requirement as R;
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::temp::TempDir;
 
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
@@ -120,30 +121,6 @@ fn expect(args: &[&str], out: &Output, code: i32, needles: &[&str]) -> TestResul
     Ok(())
 }
 
-/// A temporary directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<TempDir, libtest_mimic::Failed> {
-        let out = Command::new("mktemp")
-            .args(["-d", "-t", "pmcstat-bad-input.XXXXXX"])
-            .output()
-            .ctx("mktemp")?;
-        ensure!(out.status.success(), "mktemp -d failed");
-        Ok(TempDir(PathBuf::from(text(&out.stdout).trim())))
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A pmclog as hwpmc starts one (INITIALIZE, the sampling PMC), with one
 /// sample per thread id of `tids` in process 100, written to `path`.
 fn write_log(path: &str, tids: &[u32]) -> TestResult {
@@ -213,7 +190,7 @@ fn report_options(dir: &TempDir) -> Vec<(Vec<String>, String)> {
 /// perf.data, an empty file) fails the same way whatever is asked of it,
 /// and no output is created.
 fn a_file_that_is_not_a_pmclog_fails_every_report_and_leaves_no_file() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("bad-input")?;
     let perf_data = dir.path("perf.data");
     // perf.data's header starts with its magic, PERFILE2.
     let mut bytes = b"PERFILE2".to_vec();
@@ -243,7 +220,7 @@ fn a_file_that_is_not_a_pmclog_fails_every_report_and_leaves_no_file() -> TestRe
 /// FreeBSD's pmcstat exits EX_OK after reading a log to its end whatever
 /// it held (pmcstat_analyze_log returns PMCSTAT_FINISHED at EOF).
 fn a_log_without_samples_says_so() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("bad-input")?;
     let log = dir.path("nosamples.pmclog");
     write_log(&log, &[])?;
     for (options, _) in report_options(&dir) {
@@ -267,7 +244,7 @@ fn a_log_without_samples_says_so() -> TestResult {
 /// directory is a bad argument (exit 2) named in the message, and nothing
 /// is written.
 fn a_missing_r_root_is_named() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("bad-input")?;
     let log = dir.path("log.pmclog");
     write_log(&log, &[5])?;
     let graph = dir.path("graph.txt");
@@ -286,7 +263,7 @@ fn a_missing_r_root_is_named() -> TestResult {
 /// `-i 1` (no such thread in the log) printed nothing, exit 0: it is an
 /// error naming the thread and, when they are few, the threads there.
 fn an_i_thread_not_in_the_log_lists_the_threads_there() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("bad-input")?;
     let log = dir.path("threads.pmclog");
     write_log(&log, &[11, 12, 12])?;
     let graph = dir.path("graph.txt");
@@ -308,7 +285,7 @@ fn an_i_thread_not_in_the_log_lists_the_threads_there() -> TestResult {
 /// may name a new directory (README: `-g -D gmon`) but its parent must
 /// exist, and a file is refused.
 fn d_refuses_a_directory_under_a_missing_parent() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("bad-input")?;
     let log = dir.path("log.pmclog");
     write_log(&log, &[5])?;
     let parent = dir.path("missing");
@@ -370,7 +347,7 @@ fn reload_counts_out_of_range_are_refused() -> TestResult {
 /// warning (hwpmc_mod.c: "passed sample rate … setting to 1000"): one line
 /// on standard error says so.
 fn a_reload_count_below_hwpmcs_minimum_is_raised_with_a_warning() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("bad-input")?;
     let log = dir.path("n1.pmclog");
     // -n sets the count of the sampling PMCs after it (pmcstat.c's
     // current_sampling_count).

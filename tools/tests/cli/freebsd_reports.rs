@@ -5,13 +5,13 @@
 //! FreeBSD's pmcstat dies of quietly (SIGPIPE).
 
 use std::io::BufRead as _;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use pmc::log::LogRecord;
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::temp::TempDir;
 
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
@@ -35,32 +35,6 @@ pub fn tests() -> Vec<LiveTest> {
     ]
 }
 
-/// A temporary directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<TempDir, libtest_mimic::Failed> {
-        let out = Command::new("mktemp")
-            .args(["-d", "-t", "pmcstat-freebsd-reports.XXXXXX"])
-            .output()
-            .ctx("mktemp")?;
-        ensure!(out.status.success(), "mktemp -d failed");
-        Ok(TempDir(PathBuf::from(
-            String::from_utf8_lossy(&out.stdout).trim(),
-        )))
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn write_log(path: &str, records: &[LogRecord]) -> TestResult {
     let mut bytes = Vec::new();
     for (ts, r) in records.iter().enumerate() {
@@ -80,7 +54,7 @@ fn entry(kind: &str, fields: &str) -> String {
 }
 
 fn r_dump_is_pmcstat_logs_for_every_record_type() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("freebsd-reports")?;
     let log = dir.path("all.pmclog");
     write_log(
         &log,
@@ -309,7 +283,7 @@ fn g_is_pmcpl_callgraphs_tree() -> TestResult {
     let leaf = cg_leaf as *const () as usize as u64;
     let caller = cg_caller as *const () as usize as u64;
     let _ = cg_caller();
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("freebsd-reports")?;
     let log = dir.path("cg.pmclog");
     let chain = |pcs: Vec<u64>| LogRecord::Callchain {
         pid: 10,
@@ -374,7 +348,7 @@ fn g_is_pmcpl_callgraphs_tree() -> TestResult {
 }
 
 fn r_dump_into_a_closed_pipe_stops_quietly() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("freebsd-reports")?;
     let log = dir.path("big.pmclog");
     // Far more text than a pipe holds (64 KiB on Linux), so pmcstat is
     // still writing when the reader goes away.

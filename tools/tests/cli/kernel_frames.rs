@@ -9,13 +9,13 @@
 //! one warning that says why. Either way a kernel pc never prints as a
 //! bare `0xffff…` address.
 
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use pmc::probe::Requirement as R;
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::temp::TempDir;
 
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
@@ -64,35 +64,6 @@ pub fn tests() -> Vec<LiveTest> {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// A temporary directory (readable by everyone: nobody reads a log in it),
-/// removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<TempDir, libtest_mimic::Failed> {
-        let out = Command::new("mktemp")
-            .args(["-d", "-t", "kernel-frames.XXXXXX"])
-            .output()
-            .ctx("mktemp")?;
-        ensure!(out.status.success(), "mktemp -d failed");
-        let dir = TempDir(PathBuf::from(text(&out.stdout).trim()));
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o755))
-            .ctx("chmod temp dir")?;
-        Ok(dir)
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Runs `program args`, which must succeed.
@@ -369,7 +340,7 @@ fn report(
 }
 
 fn system_profiles_name_kernel_frames_as_kallsyms_does() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("kernel-frames")?;
     let symbols = kallsyms_as(None)?;
     println!("kallsyms shows this user {} text symbols", symbols.len());
     // Written directly by the sampling run (no -O).
@@ -460,7 +431,7 @@ fn system_profiles_name_kernel_frames_as_kallsyms_does() -> TestResult {
 }
 
 fn a_reader_without_kallsyms_gets_one_kernel_frame_and_one_warning() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("kernel-frames")?;
     let log = dir.path("s.pmclog");
     let mut args = vec!["-S", "cpu-clock", "-O", &log, "--"];
     args.extend(DD);
@@ -498,7 +469,7 @@ fn perf_kernel_symbols(report: &str) -> Vec<(f64, String)> {
 }
 
 fn the_top_kernel_symbols_agree_with_perf_report() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("kernel-frames")?;
     let symbols = kallsyms_as(None)?;
     let kernel_names = name_set(&symbols);
     let data = dir.path("perf.data");

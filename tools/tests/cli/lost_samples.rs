@@ -10,6 +10,7 @@ use pmc::probe::Requirement as R;
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::temp::TempDir;
 
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
@@ -35,30 +36,6 @@ pub fn tests() -> Vec<LiveTest> {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// A temporary directory removed on drop.
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new() -> Result<TempDir, libtest_mimic::Failed> {
-        let out = Command::new("mktemp")
-            .args(["-d", "-t", "pmcstat-lost.XXXXXX"])
-            .output()
-            .ctx("mktemp")?;
-        ensure!(out.status.success(), "mktemp -d failed");
-        Ok(TempDir(text(&out.stdout).trim().into()))
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// pmcstat with `args` (the workload `workload` in the environment, "go"
@@ -109,7 +86,7 @@ fn recorded_and_lost(log: &str) -> Result<(u64, u64, String), libtest_mimic::Fai
 /// 65536 ns, ~15000 samples per CPU and second with callchains, kernel
 /// and user. The log must lose none, and nothing may warn of a loss.
 fn system_sampling_at_defaults_loses_nothing() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("lost")?;
     let log = dir.path("system.pmclog");
     let out = pmcstat(&["-S", "cpu-clock", "-O", &log, "-l", "2"], "")?;
     let (recorded, lost, r_stderr) = recorded_and_lost(&log)?;
@@ -135,7 +112,7 @@ fn system_sampling_at_defaults_loses_nothing() -> TestResult {
 /// `-P cpu-clock` of three threads spinning 1.5 s each on this machine's
 /// CPUs: every CPU busy with the command, at the full rate.
 fn process_sampling_of_busy_threads_at_defaults_loses_nothing() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("lost")?;
     let log = dir.path("process.pmclog");
     let exe = std::env::current_exe().ctx("current_exe")?;
     let exe = exe.to_string_lossy();
@@ -162,7 +139,7 @@ fn process_sampling_of_busy_threads_at_defaults_loses_nothing() -> TestResult {
 /// 5 and 4 lost samples. Every way of reading it warns once, with both
 /// figures and what to do; the same log without the drops warns of nothing.
 fn r_warns_of_a_log_that_lost_samples() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("lost")?;
     let write = |name: &str, drops: bool| -> Result<String, libtest_mimic::Failed> {
         let path = dir.path(name);
         let file = std::fs::File::create(&path).ctx("create log")?;

@@ -19,6 +19,7 @@ mod pmcstat_options;
 mod profiles;
 mod readme;
 mod real_use;
+mod temp;
 mod tools;
 
 fn main() {

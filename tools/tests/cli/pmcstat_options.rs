@@ -4,7 +4,7 @@
 //! source, the `-R` record dump, tmux's view of the terminal.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,7 @@ use pmc::probe::Requirement as R;
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::temp::TempDir;
 
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
@@ -94,30 +95,6 @@ fn exe() -> Result<String, libtest_mimic::Failed> {
         .ctx("current_exe")?
         .to_string_lossy()
         .into_owned())
-}
-
-/// A temporary directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<TempDir, libtest_mimic::Failed> {
-        let out = Command::new("mktemp")
-            .args(["-d", "-t", "pmcstat-options.XXXXXX"])
-            .output()
-            .ctx("mktemp")?;
-        ensure!(out.status.success(), "mktemp -d failed");
-        Ok(TempDir(PathBuf::from(text(&out.stdout).trim())))
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// pmcstat with `args`, the workload `name` in the environment, and
@@ -326,7 +303,7 @@ fn hot_symbol() -> Result<(String, u64, u64), libtest_mimic::Failed> {
 }
 
 fn pcs_of_m_fall_in_the_hot_functions_range() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("options")?;
     let log = sample_hot(&dir, "300")?;
     let m = dir.path("pcs.txt");
     pmcstat(&["-R", &log, "-m", &m], "", false)?;
@@ -362,7 +339,7 @@ fn pcs_of_m_fall_in_the_hot_functions_range() -> TestResult {
 }
 
 fn a_names_every_frame_with_its_source_line() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("options")?;
     let log = sample_hot(&dir, "300")?;
     let a = dir.path("annotated.txt");
     pmcstat(&["-R", &log, "-a", &a], "", false)?;
@@ -431,7 +408,7 @@ fn a_names_every_frame_with_its_source_line() -> TestResult {
 }
 
 fn z_limits_the_depth_and_v_counts_the_samples() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("options")?;
     let log = sample_hot(&dir, "200")?;
     let depth = |args: &[&str]| -> Result<Vec<usize>, libtest_mimic::Failed> {
         let f = dir.path("folded.txt");
@@ -484,7 +461,7 @@ fn z_limits_the_depth_and_v_counts_the_samples() -> TestResult {
 }
 
 fn i_keeps_one_threads_samples() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("options")?;
     let log = dir.path("threads.pmclog");
     pmcstat(
         &[
@@ -528,7 +505,7 @@ fn i_keeps_one_threads_samples() -> TestResult {
 }
 
 fn r_looks_executables_up_under_a_root() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("options")?;
     let log = sample_hot(&dir, "200")?;
     // A root holding a copy of this executable at its own path, and an
     // empty one.
@@ -567,7 +544,7 @@ fn r_looks_executables_up_under_a_root() -> TestResult {
 /// `-R /dev/stdin` fed by a pipe (`cat log | pmcstat -R /dev/stdin`) dumps
 /// what `-R log` does: the log is read once, as a pipe can be.
 fn r_dumps_a_log_read_from_a_pipe() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("options")?;
     let log = sample_hot(&dir, "100")?;
     let from_file = text(&pmcstat(&["-R", &log], "", false)?.stdout);
     let mut cat = Command::new("cat")

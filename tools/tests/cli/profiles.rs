@@ -4,13 +4,14 @@
 //! spinning in `hot_function_for_profiling` with `cpu-clock` (no PMU
 //! needed) and skips, with its reason, where its reader is not installed.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use pmc::probe::Requirement as R;
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::temp::TempDir;
 
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 const HOT: &str = "hot_function_for_profiling";
@@ -48,31 +49,6 @@ pub fn tests() -> Vec<LiveTest> {
             chromium_renders_the_flamegraph_with_the_hot_function_widest,
         ),
     ]
-}
-
-/// A fresh directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(what: &str) -> Result<TempDir, libtest_mimic::Failed> {
-        let out = Command::new("mktemp")
-            .args(["-d", &format!("/tmp/pmc-{what}-XXXXXX")])
-            .output()
-            .ctx("mktemp")?;
-        ensure!(out.status.success(), "mktemp failed");
-        Ok(TempDir(PathBuf::from(
-            String::from_utf8_lossy(&out.stdout).trim(),
-        )))
-    }
-    fn join(&self, p: &str) -> PathBuf {
-        self.0.join(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn s(p: &Path) -> String {
@@ -250,9 +226,9 @@ fn go_tool_pprof_tops_with_the_hot_function_and_the_logs_counts() -> TestResult 
             .args(args)
             .arg(&pb)
             // go wants a home and a cache; keep them out of the machine's.
-            .env("HOME", &dir.0)
+            .env("HOME", dir.dir())
             .env("GOCACHE", dir.join("gocache"))
-            .env("PPROF_TMPDIR", &dir.0)
+            .env("PPROF_TMPDIR", dir.dir())
             .output()
             .ctx("go tool pprof")
     };

@@ -2,7 +2,7 @@
 //! keeping, commands that cannot start, Ctrl-C, an unprivileged user, and
 //! counts compared with `perf stat` on the machine's own binaries.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -10,6 +10,7 @@ use pmc::probe::Requirement as R;
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::temp::TempDir;
 
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
@@ -57,41 +58,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// A temporary directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<TempDir, libtest_mimic::Failed> {
-        let out = Command::new("mktemp")
-            .args(["-d", "-t", "pmcstat-real-use.XXXXXX"])
-            .output()
-            .ctx("mktemp")?;
-        ensure!(out.status.success(), "mktemp -d failed");
-        Ok(TempDir(PathBuf::from(text(&out.stdout).trim())))
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    /// The names in the directory, sorted.
-    fn names(&self) -> Result<Vec<String>, libtest_mimic::Failed> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .ctx("read the temporary directory")?
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        Ok(names)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 fn run(args: &[&str], env: &[(&str, &str)]) -> Result<Output, libtest_mimic::Failed> {
     let mut c = Command::new(PMCSTAT);
     c.args(args).stdin(Stdio::null());
@@ -113,7 +79,7 @@ fn describe(out: &Output) -> String {
 /// A regular file without execute permission, in `dir`.
 fn not_executable(dir: &TempDir) -> Result<String, libtest_mimic::Failed> {
     use std::os::unix::fs::PermissionsExt;
-    let path = dir.path("not-a-program");
+    let path = dir.join("not-a-program");
     std::fs::write(&path, "echo should not run\n").ctx("write not-a-program")?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644))
         .ctx("chmod not-a-program")?;
@@ -121,9 +87,9 @@ fn not_executable(dir: &TempDir) -> Result<String, libtest_mimic::Failed> {
 }
 
 fn a_failed_run_leaves_an_existing_log_untouched() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("real-use")?;
     let plain = not_executable(&dir)?;
-    let log = dir.path("good.pmclog");
+    let log = dir.join("good.pmclog");
     let precious = b"an earlier recording that must survive a typo\n".repeat(1000);
     std::fs::write(&log, &precious).ctx("write the existing log")?;
     let log_arg = log.to_string_lossy().into_owned();
@@ -168,7 +134,7 @@ fn a_failed_run_leaves_an_existing_log_untouched() -> TestResult {
         );
     }
     // A log that did not exist is not created by a failed run either.
-    let fresh = dir.path("fresh.pmclog");
+    let fresh = dir.join("fresh.pmclog");
     let fresh_arg = fresh.to_string_lossy().into_owned();
     let out = run(
         &["-P", "cpu-clokc,usr", "-O", &fresh_arg, "--", "true"],
@@ -180,11 +146,11 @@ fn a_failed_run_leaves_an_existing_log_untouched() -> TestResult {
 }
 
 fn a_recording_replaces_the_log_only_once_it_runs() -> TestResult {
-    let dir = TempDir::new()?;
-    let log = dir.path("prof.pmclog");
+    let dir = TempDir::new("real-use")?;
+    let log = dir.join("prof.pmclog");
     std::fs::write(&log, b"old").ctx("write the old log")?;
     // What File::create gives a new file under this process's umask.
-    let reference = dir.path("reference");
+    let reference = dir.join("reference");
     std::fs::File::create(&reference).ctx("create a reference file")?;
     let log_arg = log.to_string_lossy().into_owned();
     let out = run(
@@ -231,9 +197,9 @@ fn a_recording_replaces_the_log_only_once_it_runs() -> TestResult {
 }
 
 fn a_command_that_cannot_start_prints_only_its_error() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("real-use")?;
     let plain = not_executable(&dir)?;
-    let log = dir.path("never.pmclog");
+    let log = dir.join("never.pmclog");
     let log_arg = log.to_string_lossy().into_owned();
     let cases: [(&[&str], i32, &str); 3] = [
         (
@@ -334,9 +300,9 @@ fn perf_counts(command: &[&str]) -> Result<(f64, f64), libtest_mimic::Failed> {
 }
 
 fn counts_of_a_command_are_its_own_as_perf_stat_counts_them() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("real-use")?;
     // gzip's input: 2 MB of varied text, made here.
-    let input = dir.path("input.txt");
+    let input = dir.join("input.txt");
     let mut data = String::with_capacity(2 << 20);
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     while data.len() < 2 << 20 {
@@ -540,8 +506,8 @@ fn without_kernel_counting_a_bare_event_counts_user_mode_and_says_why() -> TestR
 }
 
 fn the_portable_backend_is_refused_for_a_command_with_the_reason() -> TestResult {
-    let dir = TempDir::new()?;
-    let log = dir.path("p.pmclog");
+    let dir = TempDir::new("real-use")?;
+    let log = dir.join("p.pmclog");
     let log_arg = log.to_string_lossy().into_owned();
     for args in [
         &["-p", "task-clock", "--", "true"][..],
