@@ -121,6 +121,10 @@ main(void)
 	CHECK(pmc_name_of_cputype((enum pmc_cputype)0x7) == NULL && errno == EINVAL, "%s", "cpu");
 	errno = 0;
 	CHECK(pmc_name_of_disposition((enum pmc_disp)9) == NULL && errno == EINVAL, "%s", "disp");
+	errno = 0;
+	/* libpmc.c pmc_name_of_disposition: PMC_DISP_LAST is PMC_DISP_THREAD. */
+	CHECK(pmc_name_of_disposition(PMC_DISP_UNKNOWN) == NULL && errno == EINVAL, "%s",
+	    "PMC_DISP_UNKNOWN");
 	CHECK(strcmp(pmc_name_of_mode(PMC_MODE_TS), "TS") == 0, "%s", "TS");
 	CHECK(strcmp(pmc_name_of_capability(PMC_CAP_INTERRUPT), "INTERRUPT") == 0, "%s", "cap");
 	CHECK(strcmp(pmc_name_of_class(PMC_CLASS_SOFT), "SOFT") == 0, "%s", "SOFT");
