@@ -105,9 +105,6 @@ pub struct Pmc {
     /// a start with no targets left (all detached or exited) is ESRCH
     /// instead of attaching the owner (`pmc_start`, hwpmc_mod.c).
     attach_done: bool,
-    /// A `get_msr` succeeded: later attaches are EPERM
-    /// (`pmc_attach_process`, hwpmc_mod.c).
-    msr_granted: bool,
     /// The system-mode initial value (`pm_sc.pm_initial`): written to the
     /// counter at `start`, refreshed from it at `stop`, set by `set`.
     initial: u64,
@@ -255,7 +252,6 @@ impl Pmc {
             targets: Vec::new(),
             system,
             attach_done: false,
-            msr_granted: false,
             initial: if mode.is_counting() { count } else { 0 },
             owner,
             hot: None,
@@ -529,7 +525,6 @@ impl Pmc {
                 self.backend.name()
             )),
         })?;
-        self.msr_granted = true;
         self.publish();
         Ok(index)
     }

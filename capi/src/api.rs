@@ -376,11 +376,11 @@ pub fn admin(op: &str, cpu: i32, row: i32) -> CResult<()> {
 }
 
 /// `pmc_configure_logfile` with a checked, duplicated descriptor, or
-/// `None` for −1 (deconfigure).
+/// `None` for a negative fd (deconfigure).
 pub fn configure_logfile(out: Option<File>) -> CResult<()> {
     match out {
         Some(f) => Ok(pmc_core::log::sink::configure_logfile(f)?),
-        None => Ok(pmc_core::log::sink::close_logfile()?),
+        None => Ok(pmc_core::log::sink::deconfigure_logfile()?),
     }
 }
 

@@ -114,9 +114,10 @@ pub fn cputype(c: u32) -> CResult<&'static CStr> {
     })
 }
 
-/// `pmc_name_of_disposition`
+/// `pmc_name_of_disposition` (PMC_DISP_FIRST..=PMC_DISP_LAST: the UNKNOWN
+/// sentinel after THREAD is EINVAL, as in libpmc).
 pub fn disposition(d: u32) -> CResult<&'static CStr> {
-    const NAMES: [&CStr; 4] = [c"STANDALONE", c"FREE", c"THREAD", c"UNKNOWN"];
+    const NAMES: [&CStr; 3] = [c"STANDALONE", c"FREE", c"THREAD"];
     NAMES
         .get(d as usize)
         .copied()
@@ -275,6 +276,21 @@ mod tests {
     // dev/hwpmc/pmc_events.h __PMC_EVENTS(): TSC 0x1000, K7 0x2000,
     // K8 0x2080, IAF 0x10000, ARMV8 0x14100, each event one more than the
     // one before it in its class macro.
+    // libpmc.c pmc_name_of_disposition: a name only within
+    // PMC_DISP_FIRST..=PMC_DISP_LAST, EINVAL (NULL) otherwise; sys/pmc.h
+    // has PMC_DISP_LAST PMC_DISP_THREAD, so the UNKNOWN sentinel (3) after
+    // it has no name.
+    #[test]
+    fn name_of_disposition_stops_at_thread_and_unknown_is_einval() {
+        assert_eq!(disposition(0).unwrap(), c"STANDALONE");
+        assert_eq!(disposition(1).unwrap(), c"FREE");
+        assert_eq!(disposition(2).unwrap(), c"THREAD");
+        for unnamed in [3, 4, u32::MAX] {
+            let e = disposition(unnamed).unwrap_err();
+            assert_eq!(e.errno, libc::EINVAL, "disposition {unnamed}");
+        }
+    }
+
     #[test]
     fn freebsd_numbers_follow_the_blocks() {
         let num = |n: &str| {

@@ -9,7 +9,8 @@
 //!   logged as PROCCSW under `LOG_PROCCSW` and summed per process
 //!   (`pmc_process_csw_out`);
 //! - a process exit logs PROCEXIT under `LOG_PROCEXIT` with the process's
-//!   value (`pmc_process_exit`), then SYSEXIT for sampling PMCs; a thread
+//!   value for counting PMCs (`pmc_process_exit`), SYSEXIT for sampling
+//!   PMCs; a thread
 //!   exit logs THR_EXIT (`pmc_process_thread_delete`);
 //! - before a sampling PMC's first records in a log come the mappings that
 //!   already exist: the attached processes' (`pmc_log_process_mappings`),
@@ -301,7 +302,8 @@ impl Translator {
                 self.last_slice.retain(|(t, _), _| *t != pid);
                 let slices = self.process_value.remove(&pid);
                 let reported = self.exit_values.remove(&pid);
-                if flags.contains(Flags::LOG_PROCEXIT) {
+                // pmc_process_exit logs PROCEXIT for counting PMCs only.
+                if flags.contains(Flags::LOG_PROCEXIT) && !sampling {
                     let value = if self.rules.exit_slices {
                         slices.unwrap_or(0)
                     } else {

@@ -373,11 +373,12 @@ pub extern "C" fn pmc_disable(cpu: c_int, pmc: c_int) -> c_int {
     status(api::admin("pmc_disable", cpu, pmc))
 }
 
-/// pmc_configure_logfile(3): `fd` −1 deconfigures.
+/// pmc_configure_logfile(3): a negative `fd` deconfigures (hwpmc_mod.c
+/// CONFIGURELOG tests `pm_logfd >= 0`, so −2 is −1's case, not EBADF).
 #[unsafe(no_mangle)]
 pub extern "C" fn pmc_configure_logfile(fd: c_int) -> c_int {
     status((|| {
-        let out = if fd == -1 {
+        let out = if fd < 0 {
             None
         } else {
             Some(log_destination(fd)?)

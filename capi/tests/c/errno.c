@@ -7,6 +7,7 @@
  * EFAULT, is used.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -121,6 +122,10 @@ main(void)
 	CHECK(pmc_name_of_cputype((enum pmc_cputype)0x7) == NULL && errno == EINVAL, "%s", "cpu");
 	errno = 0;
 	CHECK(pmc_name_of_disposition((enum pmc_disp)9) == NULL && errno == EINVAL, "%s", "disp");
+	errno = 0;
+	/* libpmc.c pmc_name_of_disposition: PMC_DISP_LAST is PMC_DISP_THREAD. */
+	CHECK(pmc_name_of_disposition(PMC_DISP_UNKNOWN) == NULL && errno == EINVAL, "%s",
+	    "PMC_DISP_UNKNOWN");
 	CHECK(strcmp(pmc_name_of_mode(PMC_MODE_TS), "TS") == 0, "%s", "TS");
 	CHECK(strcmp(pmc_name_of_capability(PMC_CAP_INTERRUPT), "INTERRUPT") == 0, "%s", "cap");
 	CHECK(strcmp(pmc_name_of_class(PMC_CLASS_SOFT), "SOFT") == 0, "%s", "SOFT");
@@ -133,6 +138,15 @@ main(void)
 	FAILS_WITH(pmc_flush_logfile(), EINVAL);
 	FAILS_WITH(pmc_close_logfile(), EINVAL);
 	FAILS_WITH(pmc_configure_logfile(-1), EINVAL);
+	/* CONFIGURELOG tests pm_logfd >= 0: every negative fd is -1's case. */
+	FAILS_WITH(pmc_configure_logfile(-2), EINVAL);
+	FAILS_WITH(pmc_configure_logfile(INT_MIN), EINVAL);
+	/* CLOSELOG: an owner of PMCs has an owner descriptor, and
+	 * hwpmc_logging.c pmclog_close returns 0 with no log configured. */
+	OK(pmc_allocate("task-clock", PMC_MODE_TC, 0, PMC_CPU_ANY, &id, 0));
+	OK(pmc_close_logfile());
+	OK(pmc_release(id));
+	FAILS_WITH(pmc_close_logfile(), EINVAL);	/* no PMCs: no owner */
 	/* hwpmc_logging.c pmclog_configure_log: a log already configured: EBUSY. */
 	int null = open("/dev/null", O_WRONLY);
 	OK(pmc_configure_logfile(null));
@@ -156,6 +170,9 @@ main(void)
 	OK(pmc_configure_logfile(sv[0]));
 	OK(pmc_configure_logfile(-1));
 	FAILS_WITH(pmc_writelog(1), EINVAL);	/* no log any more */
+	OK(pmc_configure_logfile(sv[0]));
+	OK(pmc_configure_logfile(-7));	/* any negative fd deconfigures */
+	FAILS_WITH(pmc_writelog(1), EINVAL);
 	close(sv[0]);
 	close(sv[1]);
 

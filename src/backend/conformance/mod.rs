@@ -94,7 +94,7 @@ backend_suite!(
         attaching_overlapping_descendant_trees_is_eexist_and_changes_nothing,
         detach_is_esrch_for_unmonitored_and_einval_for_another_pmcs_process,
         get_msr_needs_a_process_pmc_attached_only_to_its_owner,
-        get_msr_returns_the_index_and_forbids_further_attaches,
+        get_msr_returns_the_index_and_leaves_attach_open,
         width_and_capabilities_are_the_class_row_of_cpuinfo,
         write_rw_set_need_a_stopped_pmc,
         tc_write_sets_the_value_but_set_and_the_allocate_count_do_not,
@@ -128,7 +128,7 @@ backend_suite!(
         attaching_overlapping_descendant_trees_is_eexist_and_changes_nothing,
         detach_is_esrch_for_unmonitored_and_einval_for_another_pmcs_process,
         get_msr_needs_a_process_pmc_attached_only_to_its_owner,
-        get_msr_returns_the_index_and_forbids_further_attaches,
+        get_msr_returns_the_index_and_leaves_attach_open,
         width_and_capabilities_are_the_class_row_of_cpuinfo,
         write_rw_set_need_a_stopped_pmc,
         tc_write_sets_the_value_but_set_and_the_allocate_count_do_not,
@@ -195,7 +195,7 @@ backend_suite!(
             "n/a: portable: it counts only the calling process",
         get_msr_needs_a_process_pmc_attached_only_to_its_owner =>
             "n/a: portable: it counts only the calling process",
-        get_msr_returns_the_index_and_forbids_further_attaches =>
+        get_msr_returns_the_index_and_leaves_attach_open =>
             "n/a: portable: it has no user-space counter read; it counts only the calling process",
         sc_counts_from_its_initial_value_and_a_write_lasts_until_start =>
             "n/a: portable: it has no system (per-CPU) modes; it counts process CPU time, which other tests add to",

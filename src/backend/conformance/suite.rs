@@ -313,9 +313,9 @@ pub static SCENARIOS: &[Scenario] = &[
         run: get_msr_needs_a_process_pmc_attached_only_to_its_owner,
     },
     Scenario {
-        name: "get_msr_returns_the_index_and_forbids_further_attaches",
+        name: "get_msr_returns_the_index_and_leaves_attach_open",
         needs: &[Cap::DirectRead, Cap::OtherProcesses],
-        run: get_msr_returns_the_index_and_forbids_further_attaches,
+        run: get_msr_returns_the_index_and_leaves_attach_open,
     },
     Scenario {
         name: "width_and_capabilities_are_the_class_row_of_cpuinfo",

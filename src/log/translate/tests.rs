@@ -222,7 +222,9 @@ fn procexit_without_slices_uses_the_reported_values() {
 /// hwpmc_mod.c: a process's end is SYSEXIT (`pmc_process_exit` →
 /// `pmclog_process_sysexit`), another thread's THR_EXIT
 /// (`pmc_process_thread_delete` → `pmclog_process_threadexit`), both for
-/// sampling PMCs; PROCEXIT comes first here, at the same time.
+/// sampling PMCs. No PROCEXIT for a sampling PMC, even under
+/// PMC_F_LOG_PROCEXIT: `pmc_process_exit` calls `pmclog_process_procexit`
+/// only when PMC_F_NEEDS_LOGFILE && PMC_IS_COUNTING_MODE.
 #[test]
 fn a_process_exit_is_sysexit_and_a_thread_exit_thr_exit() {
     let events = vec![
@@ -240,18 +242,51 @@ fn a_process_exit_is_sysexit_and_a_thread_exit_thr_exit() {
         got,
         vec![
             (2, LogRecord::ThrExit { tid: 12 }),
-            (
-                3,
-                LogRecord::ProcExit {
-                    pmcid: 0x0110_0003,
-                    pid: 10,
-                    value: 5
-                }
-            ),
             (3, LogRecord::SysExit { pid: 10 }),
         ]
     );
     assert!(run(rules(Flags::empty(), false, false), events).is_empty());
+}
+
+/// hwpmc_mod.c `pmc_process_exit`: at the exit of any target — the
+/// attached process or a descendant linked in by `pmc_process_fork` — a
+/// counting PMC under PMC_F_LOG_PROCEXIT logs PROCEXIT with that
+/// process's own `pp_pmcval` (hwpmc_logging.c `pmclog_process_procexit`
+/// emits `pp->pp_pmcs[ri].pp_pmcval`); a sampling one logs no PROCEXIT
+/// (the call is guarded by PMC_IS_COUNTING_MODE).
+#[test]
+fn a_descendants_exit_logs_procexit_only_for_a_counting_pmc() {
+    let flags = Flags::LOG_PROCEXIT | Flags::DESCENDANTS;
+    let events = vec![
+        (1, slice(10, 10, 0, 40)),
+        (2, slice(11, 11, 0, 25)),
+        (
+            3,
+            E::ProcessExit {
+                pid: 11,
+                value: None,
+            },
+        ),
+    ];
+    assert_eq!(
+        run(rules(flags, false, true), events.clone()),
+        vec![(
+            3,
+            LogRecord::ProcExit {
+                pmcid: 0x0110_0003,
+                pid: 11,
+                value: 25
+            }
+        )],
+        "counting: the descendant's own value"
+    );
+    let sampled = run(rules(flags, true, true), events);
+    assert!(
+        !sampled
+            .iter()
+            .any(|(_, r)| matches!(r, LogRecord::ProcExit { .. })),
+        "sampling: no PROCEXIT, got {sampled:?}"
+    );
 }
 
 /// A thread's slices end with it: a later thread of the same id starts

@@ -566,6 +566,9 @@ impl KernelDouble {
     }
 
     /// `pmc_attach_process`: with DESCENDANTS the whole tree, undone on error.
+    /// No EPERM after a GETMSR: hwpmc's test for it reads
+    /// PMC_PP_ENABLE_MSR_ACCESS from pm_flags (PMC_F_UNUSED1 there, refused
+    /// at allocate), while GETMSR sets it in the target's pp_flags.
     fn attach_process(&self, k: &mut Kernel, idx: usize, pid: i32) -> Result<(), Errno> {
         if k.pmcs[idx].flags & abi::PMC_F_DESCENDANTS == 0 {
             return self.attach_one(k, idx, pid);
