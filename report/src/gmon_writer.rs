@@ -1,7 +1,16 @@
 //! gprof's `gmon.out`, one per sampled object and event, as pmcstat `-g`
-//! writes them (`<dir>/<event>/<object basename>.gmon`, FreeBSD
-//! `usr.sbin/pmcstat` `pmcstat_gmon_create_name`).
+//! names them: `<dir>/<event>/<sample name>` (pmcpl_gprof.c
+//! `pmcstat_gmon_create_name`, `"%s/%s/%s"`), the sample name being the
+//! object's basename + `.gmon`, or, when another object already took that
+//! name, basename + `~NNN.gmon` with NNN from 001 (pmcpl_gprof.c
+//! `pmcpl_gmon_initimage`, `"%.*s~%3.3d.gmon"`). Names are given in the
+//! order objects first appear in the samples (FreeBSD's: the order images
+//! appear in the log, sampled or not). `/` and blanks in an event name
+//! become `_` (Linux event names such as `cpu/event=0x3c/` hold slashes;
+//! FreeBSD's hold none).
 //!
+//! The file format is binutils' gmon.out, not FreeBSD's `<sys/gmon.h>`
+//! one, because the gprof Linux has is binutils'.
 //! The layout is binutils' (`gprof/gmon_out.h`): a `gmon_hdr` (cookie
 //! "gmon", version 1, 12 spare bytes) and one `GMON_TAG_TIME_HIST` record
 //! (tag byte 0, `low_pc` and `high_pc` as pointers, `hist_size` and
@@ -55,6 +64,7 @@ pub fn gmon(profile: &Profile) -> Vec<GmonFile> {
             .or_insert_with(|| (range, BTreeMap::new()));
         *h.1.entry(addr).or_default() += s.count;
     }
+    let names = sample_names(profile);
     let mut out = Vec::new();
     for ((event, object), ((lo, hi), pcs)) in per {
         let low = lo & !(BIN_BYTES - 1);
@@ -90,13 +100,44 @@ pub fn gmon(profile: &Profile) -> Vec<GmonFile> {
         let event_dir = profile.events[event]
             .name
             .replace(|c: char| c == '/' || c.is_whitespace(), "_");
-        let base = object.rsplit('/').next().unwrap_or(object);
+        let name = names.get(object).cloned().unwrap_or_default();
         out.push(GmonFile {
-            relative_path: std::path::Path::new(&event_dir).join(format!("{base}.gmon")),
+            relative_path: std::path::Path::new(&event_dir).join(name),
             object: object.to_string(),
             samples,
             bytes,
         });
     }
     out
+}
+
+/// Each sampled object's gmon file name, unique across objects:
+/// `basename.gmon`, else `basename~001.gmon`, `~002`, … in the order the
+/// objects first appear in the samples (pmcpl_gprof.c
+/// `pmcpl_gmon_initimage`).
+fn sample_names(profile: &Profile) -> std::collections::HashMap<&str, String> {
+    let mut names = std::collections::HashMap::new();
+    let mut taken = std::collections::HashSet::new();
+    for s in &profile.samples {
+        let Some(&leaf) = s.stack.first() else {
+            continue;
+        };
+        let Some(m) = &profile.locations[leaf].resolved.mapping else {
+            continue;
+        };
+        let object = m.path.as_str();
+        if names.contains_key(object) {
+            continue;
+        }
+        let base = object.rsplit('/').next().unwrap_or(object);
+        let mut name = format!("{base}.gmon");
+        let mut n = 0;
+        while taken.contains(&name) {
+            n += 1;
+            name = format!("{base}~{n:03}.gmon");
+        }
+        taken.insert(name.clone());
+        names.insert(object, name);
+    }
+    names
 }

@@ -8,10 +8,13 @@
 //! (`pc name start end`), `pmcpl_annotate_cg.c` (`pc function file:line`
 //! per frame, `--` after each sample) and `pmcstat_log.c`
 //! (`pmcstat_shutdown_logging`: `CONVERSION STATISTICS:` and `#name value`
-//! lines). One difference: `-m` prints the function's start and end as
-//! addresses of the sampled process (FreeBSD prints the image's link-time
-//! addresses, the same thing for non-PIE executables), so the pc always
-//! falls in `[start, end)`.
+//! lines). As in pmcpl_annotate.c, `-m`'s start and end are the
+//! function's addresses in its object's symbol table (link-time: offsets
+//! into a shared library or a PIE executable, which its pc is not), and
+//! `-a` prints `pc <unknown> ??:0` for every pc it cannot name, kernel ones
+//! included. One difference: `-a` looks a caller's line up one byte before
+//! its return address, in the call instruction (FreeBSD's addr2line gets
+//! the return address itself, the line after the call when it differs).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -140,6 +143,9 @@ pub struct Place {
     pub object: String,
     /// The function's name and its run-time `[start, end)`.
     pub function: Option<(String, u64, u64)>,
+    /// The function's `[start, end)` in its object's symbol table (the
+    /// run-time one for kernel functions named through kallsyms).
+    pub symbol_range: Option<(u64, u64)>,
     /// Source file and line, when the object has line tables.
     pub line: Option<(String, u32)>,
 }
@@ -239,11 +245,13 @@ impl Resolver {
             Some(s) => Place {
                 object: s.object(),
                 function: Some((s.name.clone(), s.start, s.end)),
+                symbol_range: Some((s.start, s.end)),
                 line: None,
             },
             None => Place {
                 object: KERNEL_FRAME.into(),
                 function: None,
+                symbol_range: None,
                 line: None,
             },
         }
@@ -271,7 +279,9 @@ impl Resolver {
                 .map(|v| (pc - start).wrapping_add(v & !(PAGE - 1)))
                 .filter(|&v| info.holds_vaddr(v)),
         };
-        let function = vaddr.and_then(|v| info.function(v)).map(|f| {
+        let symbol = vaddr.and_then(|v| info.function(v));
+        let symbol_range = symbol.map(|f| (f.start, f.end));
+        let function = symbol.map(|f| {
             // Run-time address = link-time address + (pc - its vaddr).
             let bias = pc.wrapping_sub(vaddr.unwrap_or(0));
             (
@@ -291,6 +301,7 @@ impl Resolver {
         Some(Place {
             object: path,
             function,
+            symbol_range,
             line,
         })
     }
@@ -298,7 +309,10 @@ impl Resolver {
 
 /// `-m`: one line per sample, `pc function start end` for samples whose
 /// leaf pc lies in a known function (others are skipped, as pmcstat does),
-/// and why kernel pcs went unnamed, if they did.
+/// and why kernel pcs went unnamed, if they did. pmcpl_annotate.c
+/// `pmcpl_annotate_process`: `"%p %s 0x%jx 0x%jx\n"` of the pc, the
+/// symbol's name, and its start and end plus the image's `pi_vaddr` (the
+/// symbol table's values).
 pub fn sampled_pcs(events: &[LogEvent]) -> (String, Option<KernelNamesMissing>) {
     let mut r = Resolver::new(events);
     let mut out = String::new();
@@ -317,7 +331,8 @@ pub fn sampled_pcs(events: &[LogEvent]) -> (String, Option<KernelNamesMissing>) 
                 r.place(*pid, pc, false)
             };
             if let Some(Place {
-                function: Some((name, start, end)),
+                function: Some((name, ..)),
+                symbol_range: Some((start, end)),
                 ..
             }) = place
             {
@@ -329,9 +344,11 @@ pub fn sampled_pcs(events: &[LogEvent]) -> (String, Option<KernelNamesMissing>) 
 }
 
 /// `-a`: every frame of every sample as `pc function file:line` (or
-/// `pc <unknown> ??:0`; unnamed kernel pcs in a row are one
-/// `pc [kernel.kallsyms] ??:0` line), each sample ended by `--`; and why
-/// kernel pcs went unnamed, if they did.
+/// `pc <unknown> ??:0`), each sample ended by `--`; and why kernel pcs
+/// went unnamed, if they did. pmcpl_annotate_cg.c
+/// `pmcpl_annotate_cg_process`: `"%p %s %s:%d\n"` for a pc in a known
+/// function, `"%p <unknown> ??:0\n"` for any other, `"--\n"` after each
+/// sample.
 pub fn annotated_callchains(events: &[LogEvent]) -> (String, Option<KernelNamesMissing>) {
     let mut r = Resolver::new(events);
     let mut out = String::new();
@@ -344,7 +361,6 @@ pub fn annotated_callchains(events: &[LogEvent]) -> (String, Option<KernelNamesM
         } = &e.record
         {
             let in_kernel = pmc_report::kernel_frames(*userspace, pcs);
-            let mut after_unnamed_kernel = false;
             for (i, &pc) in pcs.iter().enumerate() {
                 // Return addresses point after the call instruction.
                 let probe = if i == 0 { pc } else { pc.saturating_sub(1) };
@@ -359,18 +375,10 @@ pub fn annotated_callchains(events: &[LogEvent]) -> (String, Option<KernelNamesM
                         line,
                         ..
                     }) => {
-                        after_unnamed_kernel = false;
                         let (file, n) = line.unwrap_or_else(|| ("??".into(), 0));
                         let _ = writeln!(out, "{pc:#x} {name} {file}:{n}");
                     }
-                    _ if i < in_kernel => {
-                        if !after_unnamed_kernel {
-                            let _ = writeln!(out, "{pc:#x} {KERNEL_FRAME} ??:0");
-                        }
-                        after_unnamed_kernel = true;
-                    }
                     _ => {
-                        after_unnamed_kernel = false;
                         let _ = writeln!(out, "{pc:#x} <unknown> ??:0");
                     }
                 }

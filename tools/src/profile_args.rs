@@ -16,7 +16,10 @@ pub struct ProfileArgs {
     #[arg(short = 'F', value_name = "FILE")]
     pub callgrind: Option<PathBuf>,
     /// Write gprof gmon.out files, one per sampled object and event, under
-    /// the -D directory (`DIR/EVENT/OBJECT.gmon`).
+    /// the -D directory, named as pmcstat names them (`DIR/EVENT/OBJECT.gmon`,
+    /// `OBJECT~001.gmon` for a second object of the same basename). The
+    /// files are GNU gmon.out (binutils' format, what Linux's gprof reads),
+    /// not FreeBSD's <sys/gmon.h> layout.
     #[arg(short = 'g')]
     pub gprof: bool,
     /// Directory for -g output.

@@ -10,6 +10,7 @@ mod harness;
 mod workloads;
 
 mod bad_input;
+mod freebsd_annotate;
 mod freebsd_counting;
 mod freebsd_pmccontrol;
 mod freebsd_reports;
@@ -36,6 +37,7 @@ fn main() {
     tests.extend(bad_input::tests());
     tests.extend(freebsd_pmccontrol::tests());
     tests.extend(freebsd_reports::tests());
+    tests.extend(freebsd_annotate::tests());
     tests.extend(readme::tests());
     tests.extend(kernel_frames::tests());
     tests.extend(freebsd_counting::tests());
