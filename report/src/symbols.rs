@@ -143,6 +143,12 @@ struct ObjectInfo {
     text_range: Option<(u64, u64)>,
     build_id: Option<String>,
     dwarf: Option<addr2line::Loader>,
+    /// `e_entry`.
+    entry: u64,
+    /// PT_INTERP: the run-time linker a dynamic program names.
+    interpreter: Option<String>,
+    /// `ET_DYN`: loaded wherever the kernel chooses.
+    position_independent: bool,
 }
 
 impl std::fmt::Debug for ObjectInfo {
@@ -160,10 +166,18 @@ impl ObjectInfo {
         let file = object::File::parse(&*data).ok()?;
         let mut text_segments = Vec::new();
         let mut segments = Vec::new();
+        let mut interpreter = None;
         if let object::File::Elf64(elf) = &file {
             use object::read::elf::ProgramHeader as _;
             let endian = elf.endian();
             for ph in elf.elf_program_headers() {
+                if ph.p_type(endian) == object::elf::PT_INTERP {
+                    interpreter = ph
+                        .data(endian, &*data)
+                        .ok()
+                        .and_then(|d| std::ffi::CStr::from_bytes_until_nul(d).ok())
+                        .map(|c| c.to_string_lossy().into_owned());
+                }
                 if ph.p_type(endian) != object::elf::PT_LOAD {
                     continue;
                 }
@@ -198,6 +212,8 @@ impl ObjectInfo {
             }
         }
         let functions = function_symbols(&file);
+        let entry = file.entry();
+        let position_independent = file.kind() == object::ObjectKind::Dynamic;
         let build_id = file
             .build_id()
             .ok()
@@ -218,7 +234,17 @@ impl ObjectInfo {
             text_range,
             build_id,
             dwarf,
+            entry,
+            interpreter,
+            position_independent,
         })
+    }
+
+    /// The MAP_IN `start` ([`MapStart::FirstExecutableMapping`]) of this
+    /// object loaded `bias` above its link addresses.
+    fn start_at_bias(&self, bias: u64) -> Option<u64> {
+        let (vaddr, _, _) = self.text_segments.first()?;
+        Some((vaddr & !(PAGE - 1)).wrapping_add(bias))
     }
 
     /// The object address of a pc, given the MAP_IN start.
@@ -448,6 +474,80 @@ pub struct Symbolizer {
     kernel_cache: HashMap<u64, Arc<Resolved>>,
 }
 
+/// Where an exec places the program and its run-time linker, as
+/// libpmcstat_process.c `pmcstat_process_elf_exec` does: `(MAP_IN start,
+/// path)` of each. hwpmc logs no MAP_IN for either (exec maps them, not
+/// mmap), so PROCEXEC is all a FreeBSD log says of them. FreeBSD 14 and
+/// later (`pl_base`, `pl_dyn`): the program at its link address plus
+/// `pl_dyn`, the run-time linker at `pl_base`. FreeBSD 12–13 (`pl_start`,
+/// the run-time linker's entry point): the program at its link address,
+/// the run-time linker at `pl_start` less its `e_entry`.
+fn exec_images(
+    objects: &mut HashMap<Arc<str>, Option<ObjectInfo>>,
+    version: u32,
+    path: &str,
+    base: u64,
+    dynaddr: u64,
+) -> Vec<(u64, Arc<str>)> {
+    let mut load = |path: &str| -> Option<ExecImage> {
+        let key: Arc<str> = Arc::from(path);
+        let o = objects
+            .entry(key.clone())
+            .or_insert_with(|| ObjectInfo::load(path))
+            .as_ref()?;
+        Some(ExecImage {
+            entry: o.entry,
+            interpreter: o.interpreter.clone(),
+            unrelocated_start: o.start_at_bias(0).unwrap_or(0),
+            // Linked at 0, a PIE is where the kernel put it, never at 0.
+            linked_where_loaded: !o.position_independent
+                || o.segments.iter().all(|(_, _, vaddr)| *vaddr != 0),
+            path: key,
+        })
+    };
+    let mut out = Vec::new();
+    let Some(program) = load(path) else {
+        return out;
+    };
+    let since_14 = version >> 24 >= pmc::log::PMC_VERSION >> 24;
+    let program_bias = if since_14 { dynaddr } else { 0 };
+    // A PIE linked at 0 and left there: the log did not know its address.
+    if program.linked_where_loaded || program_bias != 0 {
+        out.push((
+            program.unrelocated_start.wrapping_add(program_bias),
+            program.path.clone(),
+        ));
+    }
+    if let Some(interpreter) = program.interpreter
+        && base != 0
+    {
+        // The kernel logs the file it opened; name it as the kernel does.
+        let resolved = std::fs::canonicalize(&interpreter)
+            .map(|p| p.display().to_string())
+            .unwrap_or(interpreter);
+        if let Some(rtld) = load(&resolved) {
+            let bias = if since_14 {
+                base
+            } else {
+                base.wrapping_sub(rtld.entry)
+            };
+            out.push((rtld.unrelocated_start.wrapping_add(bias), rtld.path));
+        }
+    }
+    out
+}
+
+/// What placing an exec'd object needs of it.
+struct ExecImage {
+    path: Arc<str>,
+    entry: u64,
+    interpreter: Option<String>,
+    /// Its MAP_IN start at its link addresses.
+    unrelocated_start: u64,
+    /// Fixed-address, or position-independent but linked above 0.
+    linked_where_loaded: bool,
+}
+
 impl Symbolizer {
     /// Learns the mappings of a log, with the log's MAP_IN convention
     /// ([`MapStart::for_log`]).
@@ -458,9 +558,14 @@ impl Symbolizer {
     /// Learns the mappings of a log whose MAP_IN `start`s follow `convention`.
     pub fn with_convention(events: &[LogEvent], convention: MapStart) -> Symbolizer {
         let mut maps: HashMap<u32, Vec<(u64, Arc<str>)>> = HashMap::new();
+        let mut objects = HashMap::new();
+        // Images placed from PROCEXEC rather than logged by MAP_IN.
+        let mut placed: Vec<(u32, u64, Arc<str>)> = Vec::new();
+        let mut version = pmc::log::PMC_VERSION;
         let mut kernel = KernelNames::running();
         for e in events {
             match &e.record {
+                LogRecord::Initialize { version: v, .. } => version = *v,
                 LogRecord::MapIn { pid, start, path }
                     if *pid == u32::MAX && path == KERNEL_FRAME =>
                 {
@@ -476,20 +581,43 @@ impl Symbolizer {
                     let parent = maps.get(oldpid).cloned().unwrap_or_default();
                     maps.entry(*newpid).or_default().extend(parent);
                 }
-                LogRecord::ProcExec { pid, .. } => {
+                LogRecord::ProcExec {
+                    pid,
+                    entry,
+                    dynaddr,
+                    path,
+                    ..
+                } => {
                     maps.remove(pid);
+                    if convention == MapStart::FirstExecutableMapping {
+                        let images = exec_images(&mut objects, version, path, *entry, *dynaddr);
+                        for (start, image) in images {
+                            maps.entry(*pid).or_default().push((start, image.clone()));
+                            placed.push((*pid, start, image));
+                        }
+                    }
                 }
                 _ => {}
             }
         }
-        for m in maps.values_mut() {
+        for (pid, m) in maps.iter_mut() {
             m.sort();
             m.dedup();
+            // A MAP_IN at the same start says the same as a placement (and
+            // names the file as the kernel does); keep the MAP_IN.
+            let logged: Vec<u64> = m
+                .iter()
+                .filter(|(start, path)| !placed.contains(&(*pid, *start, path.clone())))
+                .map(|(start, _)| *start)
+                .collect();
+            m.retain(|(start, path)| {
+                !placed.contains(&(*pid, *start, path.clone())) || !logged.contains(start)
+            });
         }
         Symbolizer {
             convention,
             maps,
-            objects: HashMap::new(),
+            objects,
             mappings: HashMap::new(),
             cache: HashMap::new(),
             kernel,

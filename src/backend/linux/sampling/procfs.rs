@@ -319,7 +319,9 @@ mod tests {
             ET_DYN,
             &[(LOAD, 0x1000, 0x1000, 0x1000), (LOAD, 0, 0x10_0000, 0x800)],
         );
-        let cases: &[(&str, Vec<u8>, &[u8], u64, u64)] = &[
+        // (what, auxv, executable's headers, pl_base, pl_dyn)
+        type Case<'a> = (&'a str, Vec<u8>, &'a [u8], u64, u64);
+        let cases: &[Case<'_>] = &[
             (
                 "dynamic PIE",
                 auxv(&[(3, 0x5555_5555_4040), (7, ld_so), (0, 0)]),
