@@ -28,7 +28,12 @@ extern "C" {
 #define PMC_CLASS_MAX		8	/* struct pmc_cpuinfo pm_classes[] */
 #define PMC_CPUID_LEN		64
 
-/* sys/sys/pmc.h: API version [MMmmpppp] of FreeBSD 14 and 15 (12-13: 0x09030000). */
+/*
+ * sys/sys/pmc.h: the API version [MMmmpppp] of FreeBSD 14 and 15,
+ * 0x0A000000, which the log writer puts in INITIALIZE.  The log reader
+ * also takes FreeBSD 12-13's logs (0x09030000, another PROCEXEC layout:
+ * PMCLOG_PROCEXEC_ENTRYADDR in <pmclog.h>).
+ */
 #define PMC_VERSION_MAJOR	0x0A
 #define PMC_VERSION_MINOR	0x00
 #define PMC_VERSION_PATCH	0x0000

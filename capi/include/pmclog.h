@@ -168,9 +168,25 @@ struct pmclog_proccreate {
 } __attribute__((__packed__));
 
 /*
- * struct pmclog_procexec is left to the PROCEXEC layout of the version
- * this header settles on (see pmclog_ev_procexec below).
+ * FreeBSD 14 and 15 (PMC_VERSION 0x0A000000): pl_base is the run-time
+ * linker's load address (AT_BASE), pl_dyn a PIE's load base.  FreeBSD
+ * 12-13 (0x09030000) had one address, pl_start, and the path 8 bytes
+ * earlier: a program written for them defines PMCLOG_PROCEXEC_ENTRYADDR
+ * (as for pmclog_ev_procexec below) and gets that layout, the one the
+ * records of a 12-13 log have.
  */
+struct pmclog_procexec {
+	PMCLOG_ENTRY_HEADER
+	uint32_t	pl_pid;
+	uint32_t	pl_pmcid;
+#ifdef PMCLOG_PROCEXEC_ENTRYADDR
+	uintfptr_t	pl_start;
+#else
+	uintptr_t	pl_base;
+	uintptr_t	pl_dyn;
+#endif
+	char		pl_pathname[__PMCLOG_PATH_MAX];
+} __attribute__((__packed__));
 
 struct pmclog_procexit {
 	PMCLOG_ENTRY_HEADER

@@ -219,7 +219,14 @@ fn to_c(p: &mut Parser, ev: LogEvent) -> pmclog_ev {
             flags,
             rate,
         } => {
-            p.evname = CString::new(format!("event-{event:#x}")).unwrap_or_default();
+            // pmclog.c names the event with pmc_name_of_event (after the
+            // log's CPU's pmu-events table, whose numbering is FreeBSD's
+            // own); where we have no equivalent the record still reads,
+            // with the number in the name, instead of pmclog.c's error.
+            p.evname = match crate::names::event(event) {
+                Ok(name) => name.to_owned(),
+                Err(_) => CString::new(format!("event-{event:#x}")).unwrap_or_default(),
+            };
             out.pl_u.pl_a = pmclog_ev_pmcallocate {
                 pl_evname: p.evname.as_ptr(),
                 pl_rate: rate,

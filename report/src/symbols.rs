@@ -29,6 +29,9 @@ use pmc::log::{LogEvent, LogRecord};
 
 use crate::kallsyms::{KERNEL_FRAME, KernelNames, KernelNamesMissing, KernelSymbols};
 
+mod exec;
+use exec::exec_images;
+
 /// INITIALIZE version of logs written by pmc before it logged MAP_IN the
 /// way hwpmc does (those logs carry the address of file offset 0).
 pub const LEGACY_PMC_LOG_VERSION: u32 = 0x0500_0000;
@@ -143,6 +146,12 @@ struct ObjectInfo {
     text_range: Option<(u64, u64)>,
     build_id: Option<String>,
     dwarf: Option<addr2line::Loader>,
+    /// `e_entry`.
+    entry: u64,
+    /// PT_INTERP: the run-time linker a dynamic program names.
+    interpreter: Option<String>,
+    /// `ET_DYN`: loaded wherever the kernel chooses.
+    position_independent: bool,
 }
 
 impl std::fmt::Debug for ObjectInfo {
@@ -160,10 +169,18 @@ impl ObjectInfo {
         let file = object::File::parse(&*data).ok()?;
         let mut text_segments = Vec::new();
         let mut segments = Vec::new();
+        let mut interpreter = None;
         if let object::File::Elf64(elf) = &file {
             use object::read::elf::ProgramHeader as _;
             let endian = elf.endian();
             for ph in elf.elf_program_headers() {
+                if ph.p_type(endian) == object::elf::PT_INTERP {
+                    interpreter = ph
+                        .data(endian, &*data)
+                        .ok()
+                        .and_then(|d| std::ffi::CStr::from_bytes_until_nul(d).ok())
+                        .map(|c| c.to_string_lossy().into_owned());
+                }
                 if ph.p_type(endian) != object::elf::PT_LOAD {
                     continue;
                 }
@@ -198,6 +215,8 @@ impl ObjectInfo {
             }
         }
         let functions = function_symbols(&file);
+        let entry = file.entry();
+        let position_independent = file.kind() == object::ObjectKind::Dynamic;
         let build_id = file
             .build_id()
             .ok()
@@ -218,7 +237,17 @@ impl ObjectInfo {
             text_range,
             build_id,
             dwarf,
+            entry,
+            interpreter,
+            position_independent,
         })
+    }
+
+    /// The MAP_IN `start` ([`MapStart::FirstExecutableMapping`]) of this
+    /// object loaded `bias` above its link addresses.
+    fn start_at_bias(&self, bias: u64) -> Option<u64> {
+        let (vaddr, _, _) = self.text_segments.first()?;
+        Some((vaddr & !(PAGE - 1)).wrapping_add(bias))
     }
 
     /// The object address of a pc, given the MAP_IN start.
@@ -458,9 +487,14 @@ impl Symbolizer {
     /// Learns the mappings of a log whose MAP_IN `start`s follow `convention`.
     pub fn with_convention(events: &[LogEvent], convention: MapStart) -> Symbolizer {
         let mut maps: HashMap<u32, Vec<(u64, Arc<str>)>> = HashMap::new();
+        let mut objects = HashMap::new();
+        // Images placed from PROCEXEC rather than logged by MAP_IN.
+        let mut placed: Vec<(u32, u64, Arc<str>)> = Vec::new();
+        let mut version = pmc::log::PMC_VERSION;
         let mut kernel = KernelNames::running();
         for e in events {
             match &e.record {
+                LogRecord::Initialize { version: v, .. } => version = *v,
                 LogRecord::MapIn { pid, start, path }
                     if *pid == u32::MAX && path == KERNEL_FRAME =>
                 {
@@ -476,20 +510,43 @@ impl Symbolizer {
                     let parent = maps.get(oldpid).cloned().unwrap_or_default();
                     maps.entry(*newpid).or_default().extend(parent);
                 }
-                LogRecord::ProcExec { pid, .. } => {
+                LogRecord::ProcExec {
+                    pid,
+                    entry,
+                    dynaddr,
+                    path,
+                    ..
+                } => {
                     maps.remove(pid);
+                    if convention == MapStart::FirstExecutableMapping {
+                        let images = exec_images(&mut objects, version, path, *entry, *dynaddr);
+                        for (start, image) in images {
+                            maps.entry(*pid).or_default().push((start, image.clone()));
+                            placed.push((*pid, start, image));
+                        }
+                    }
                 }
                 _ => {}
             }
         }
-        for m in maps.values_mut() {
+        for (pid, m) in maps.iter_mut() {
             m.sort();
             m.dedup();
+            // A MAP_IN at the same start says the same as a placement (and
+            // names the file as the kernel does); keep the MAP_IN.
+            let logged: Vec<u64> = m
+                .iter()
+                .filter(|(start, path)| !placed.contains(&(*pid, *start, path.clone())))
+                .map(|(start, _)| *start)
+                .collect();
+            m.retain(|(start, path)| {
+                !placed.contains(&(*pid, *start, path.clone())) || !logged.contains(start)
+            });
         }
         Symbolizer {
             convention,
             maps,
-            objects: HashMap::new(),
+            objects,
             mappings: HashMap::new(),
             cache: HashMap::new(),
             kernel,

@@ -5,6 +5,8 @@ use pmc::log::{LogEvent, LogRecord};
 
 use crate::*;
 
+mod exec_placement;
+
 fn ev(record: LogRecord) -> LogEvent {
     LogEvent::from(record)
 }

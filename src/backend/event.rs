@@ -50,8 +50,11 @@ pub enum BackendEvent {
         pid: u32,
         /// The new executable.
         path: String,
-        /// Its entry address (the run-time linker's for a dynamic one).
-        entry: u64,
+        /// Where its run-time linker is loaded (AT_BASE; the program's
+        /// own load base when it has none): FreeBSD 14's `pl_base`.
+        base: u64,
+        /// Its load base when position-independent, else 0: `pl_dyn`.
+        dynaddr: u64,
     },
     /// A new process.
     Fork {

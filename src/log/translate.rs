@@ -238,13 +238,18 @@ impl Translator {
             BackendEvent::Mapping { pid, start, path } => {
                 out.push((t, LogRecord::MapIn { pid, start, path }));
             }
-            BackendEvent::Exec { pid, path, entry } => out.push((
+            BackendEvent::Exec {
+                pid,
+                path,
+                base,
+                dynaddr,
+            } => out.push((
                 t,
                 LogRecord::ProcExec {
                     pid,
                     pmcid,
-                    entry,
-                    dynaddr: 0,
+                    entry: base,
+                    dynaddr,
                     path,
                 },
             )),

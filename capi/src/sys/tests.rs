@@ -55,6 +55,15 @@ fn through_parser(records: &[LogRecord]) -> (Vec<pmclog_ev>, Vec<String>) {
     (out, names)
 }
 
+/// FreeBSD's number for `PMC_EV_<name>` (include/pmc_events.h).
+fn freebsd_event(name: &str) -> u32 {
+    crate::names::freebsd_events()
+        .iter()
+        .find(|(_, n)| *n == name)
+        .map(|(v, _)| *v)
+        .unwrap()
+}
+
 #[test]
 fn every_record_lands_in_its_union_member() {
     let records = vec![
@@ -115,9 +124,17 @@ fn every_record_lands_in_its_union_member() {
             userspace: true,
             pcs: vec![0x10, 0x20],
         },
+        LogRecord::PmcAllocate {
+            pmcid: 8,
+            event: freebsd_event("IAF_INSTR_RETIRED_ANY"),
+            flags: 0,
+            rate: 0,
+        },
     ];
     let (evs, names) = through_parser(&records);
-    assert_eq!(names, ["event-0x42"]);
+    // pmclog.c: pl_evname = pmc_name_of_event(pl_event); 0x42 is no
+    // FreeBSD event number.
+    assert_eq!(names, ["event-0x42", "instructions"]);
     assert_eq!(evs.len(), records.len() + 1);
     assert_eq!(u32::from(kind::INITIALIZE), evs[0].pl_type);
     // SAFETY: each read below is of the member that pl_type selects,

@@ -202,6 +202,12 @@ main(void)
 	O(pmclog_proccreate, pl_pid);
 	O(pmclog_proccreate, pl_flags);
 	O(pmclog_proccreate, pl_pcomm);
+	S(pmclog_procexec);
+	O(pmclog_procexec, pl_pid);
+	O(pmclog_procexec, pl_pmcid);
+	O(pmclog_procexec, pl_base);
+	O(pmclog_procexec, pl_dyn);
+	O(pmclog_procexec, pl_pathname);
 	S(pmclog_procexit);
 	O(pmclog_procexit, pl_pmcid);
 	O(pmclog_procexit, pl_pid);

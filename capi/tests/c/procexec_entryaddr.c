@@ -57,6 +57,14 @@ main(void)
 	CHECK(offsetof(struct pmclog_ev_procexec, pl_entryaddr) ==
 	    offsetof(struct pmclog_ev_procexec, pl_baseaddr), "%s",
 	    "one layout whatever the macro");
+	/* The raw record is 12-13's under the macro (sys/sys/pmclog.h). */
+	CHECK(offsetof(struct pmclog_procexec, pl_start) == 24 &&
+	    offsetof(struct pmclog_procexec, pl_pathname) == 32 &&
+	    sizeof(struct pmclog_procexec) == 32 + __PMCLOG_PATH_MAX,
+	    "raw 12-13 PROCEXEC: pl_start %zu, pl_pathname %zu, size %zu",
+	    offsetof(struct pmclog_procexec, pl_start),
+	    offsetof(struct pmclog_procexec, pl_pathname),
+	    sizeof(struct pmclog_procexec));
 	len += initialize(buf + len, 0x09030000);
 	len += procexec(buf + len, 0, 0x401000, 0);
 	len += initialize(buf + len, PMC_VERSION);

@@ -36,7 +36,7 @@ use crate::log::translate::{Rules, Translator};
 use crate::{Flags, Mode, Result};
 use drainer::Drainer;
 use lost::RingLosses;
-use procfs::{ProcMappings, exec_entry};
+use procfs::{ProcMappings, exec_addresses};
 
 /// The siblings that sample a counter's per-thread value, each reading the
 /// group (the counter leads it) when it fires:
@@ -518,12 +518,14 @@ fn neutral(
         } if pid == tid => {
             let path = super::executable_path(*pid)
                 .unwrap_or_else(|| String::from_utf8_lossy(comm).into_owned());
+            let addresses = exec_addresses(*pid);
             (
                 sample_id.time.unwrap_or(0),
                 BackendEvent::Exec {
                     pid: *pid,
                     path,
-                    entry: exec_entry(*pid),
+                    base: addresses.base,
+                    dynaddr: addresses.dynaddr,
                 },
             )
         }

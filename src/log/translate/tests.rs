@@ -334,7 +334,8 @@ fn events_map_field_by_field_in_time_order() {
                 E::Exec {
                     pid: 10,
                     path: "/bin/true".into(),
-                    entry: 0x7f00_1c80,
+                    base: 0x7f00_0000,
+                    dynaddr: 0x5555_4000,
                 },
             ),
             (
@@ -380,8 +381,8 @@ fn events_map_field_by_field_in_time_order() {
                 LogRecord::ProcExec {
                     pid: 10,
                     pmcid: 0x0110_0003,
-                    entry: 0x7f00_1c80,
-                    dynaddr: 0,
+                    entry: 0x7f00_0000,
+                    dynaddr: 0x5555_4000,
                     path: "/bin/true".into()
                 }
             ),

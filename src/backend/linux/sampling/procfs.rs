@@ -1,59 +1,118 @@
-//! What procfs tells the log of processes and the kernel: the exec entry
-//! PROCEXEC records, the existing mappings of MAP_IN, the kernel's text.
+//! What procfs tells the log of processes and the kernel: the exec
+//! addresses PROCEXEC records, the existing mappings of MAP_IN, the
+//! kernel's text.
+
+use std::os::unix::fs::FileExt;
 
 use crate::backend::event::BackendEvent;
 use crate::log::translate::MappingSource;
 
-/// PROCEXEC's `pl_start` for a process that just exec'd: hwpmc logs
-/// `imgp->entry_addr` (kern_exec.c `pm_entryaddr`), which is the run-time
-/// linker's entry point for a dynamic executable (imgact_elf.c) and the
-/// program's own for a static one; libpmcstat's `pmcstat_process_elf_exec`
-/// places the run-time linker at `entry - its e_entry`. 0 when the process
-/// is gone or unreadable.
-pub(super) fn exec_entry(pid: u32) -> u64 {
-    let Ok(auxv) = std::fs::read(format!("/proc/{pid}/auxv")) else {
-        return 0;
-    };
-    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
-    entry_from_auxv(&auxv, |base| {
-        let path = maps.lines().find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let lo = u64::from_str_radix(f.first()?.split('-').next()?, 16).ok()?;
-            (lo == base && f.get(2) == Some(&"00000000") && f.len() >= 6).then(|| f[5..].join(" "))
-        })?;
-        elf_entry(&std::fs::read(path).ok()?)
-    })
+/// The two addresses FreeBSD 14's PROCEXEC carries for a process that
+/// just exec'd (kern_exec.c hands hwpmc `imgp->reloc_base` and
+/// `imgp->et_dyn_addr`; libpmcstat_process.c `pmcstat_process_elf_exec`
+/// links the run-time linker at the first and the executable at its
+/// `pi_vaddr` plus the second).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ExecAddresses {
+    /// `pl_base`: where the run-time linker is loaded (AT_BASE); for a
+    /// program without one, its own load base (imgact_elf.c sets
+    /// `reloc_base` to `et_dyn_addr` then).
+    pub base: u64,
+    /// `pl_dyn`: the load base of a position-independent executable
+    /// (`et_dyn_addr`), 0 for one linked at a fixed address.
+    pub dynaddr: u64,
 }
 
-/// The entry address from an auxiliary vector: `AT_BASE + e_entry` of the
-/// interpreter (found by `interp_entry(AT_BASE)`) when there is one, else
-/// `AT_ENTRY`.
-fn entry_from_auxv(auxv: &[u8], interp_entry: impl Fn(u64) -> Option<u64>) -> u64 {
+/// PROCEXEC's addresses for `pid` from `/proc/PID/auxv` and the program
+/// headers of `/proc/PID/exe`; zeros for what is gone or unreadable.
+pub(super) fn exec_addresses(pid: u32) -> ExecAddresses {
+    let Ok(auxv) = std::fs::read(format!("/proc/{pid}/auxv")) else {
+        return ExecAddresses::default();
+    };
+    let headers = std::fs::File::open(format!("/proc/{pid}/exe"))
+        .ok()
+        .and_then(|f| elf_headers(&f))
+        .unwrap_or_default();
+    addresses_from_auxv(&auxv, &headers)
+}
+
+/// The ELF header and program headers at the start of `file` (a program's
+/// headers are read, not the whole file, which may be large).
+fn elf_headers(file: &std::fs::File) -> Option<Vec<u8>> {
+    let mut header = vec![0u8; 64];
+    file.read_exact_at(&mut header, 0).ok()?;
+    let phoff = u64::from_ne_bytes(header.get(32..40)?.try_into().ok()?);
+    let phentsize = u16::from_ne_bytes(header.get(54..56)?.try_into().ok()?);
+    let phnum = u16::from_ne_bytes(header.get(56..58)?.try_into().ok()?);
+    let end = phoff.checked_add(u64::from(phentsize) * u64::from(phnum))?;
+    // e_phnum is 16 bits: 64 KiB of headers at most, beyond any real table.
+    let end = usize::try_from(end).ok().filter(|e| *e <= 1 << 20)?;
+    let mut image = vec![0u8; end.max(64)];
+    file.read_exact_at(&mut image, 0).ok()?;
+    Some(image)
+}
+
+/// PROCEXEC's addresses from an auxiliary vector and the executable's ELF
+/// and program headers (`exe`, empty when unreadable). The PIE load base
+/// is AT_PHDR minus the address the program headers are linked at (the
+/// PT_PHDR entry, or the PT_LOAD holding `e_phoff`): 0 for a fixed-address
+/// executable, as `et_dyn_addr` is.
+fn addresses_from_auxv(auxv: &[u8], exe: &[u8]) -> ExecAddresses {
+    const AT_PHDR: u64 = 3;
     const AT_BASE: u64 = 7;
-    const AT_ENTRY: u64 = 9;
-    let (mut base, mut entry) = (0, 0);
+    let (mut phdr, mut base) = (0, 0);
     for pair in auxv.chunks_exact(16) {
         let key = u64::from_ne_bytes(pair[..8].try_into().unwrap_or_default());
         let value = u64::from_ne_bytes(pair[8..].try_into().unwrap_or_default());
         match key {
+            AT_PHDR => phdr = value,
             AT_BASE => base = value,
-            AT_ENTRY => entry = value,
             0 => break,
             _ => {}
         }
     }
-    if base != 0
-        && let Some(e) = interp_entry(base)
-    {
-        return base.wrapping_add(e);
+    let dynaddr = match (phdr, program_headers_vaddr(exe)) {
+        (0, _) | (_, None) => 0,
+        (phdr, Some(linked)) => phdr.wrapping_sub(linked),
+    };
+    ExecAddresses {
+        base: if base != 0 { base } else { dynaddr },
+        dynaddr,
     }
-    entry
 }
 
-/// `e_entry` of a 64-bit ELF image (offset 24 of `Elf64_Ehdr`).
-fn elf_entry(image: &[u8]) -> Option<u64> {
+/// The address a 64-bit ELF image links its program header table at.
+fn program_headers_vaddr(image: &[u8]) -> Option<u64> {
+    const PT_LOAD: u32 = 1;
+    const PT_PHDR: u32 = 6;
     (image.get(..5)? == b"\x7fELF\x02").then_some(())?;
-    Some(u64::from_ne_bytes(image.get(24..32)?.try_into().ok()?))
+    let u64_at = |at: usize| Some(u64::from_ne_bytes(image.get(at..at + 8)?.try_into().ok()?));
+    let u32_at = |at: usize| Some(u32::from_ne_bytes(image.get(at..at + 4)?.try_into().ok()?));
+    let phoff = u64_at(32)?;
+    let phentsize = usize::from(u16::from_ne_bytes(image.get(54..56)?.try_into().ok()?));
+    let phnum = usize::from(u16::from_ne_bytes(image.get(56..58)?.try_into().ok()?));
+    let table = usize::try_from(phoff).ok()?;
+    let entries = (0..phnum).map(|i| table + i * phentsize);
+    // Elf64_Phdr: p_type 0, p_offset 8, p_vaddr 16, p_filesz 32.
+    let mut from_load = None;
+    for at in entries {
+        let (kind, offset, vaddr, filesz) = (
+            u32_at(at)?,
+            u64_at(at + 8)?,
+            u64_at(at + 16)?,
+            u64_at(at + 32)?,
+        );
+        if kind == PT_PHDR {
+            return Some(vaddr);
+        }
+        if kind == PT_LOAD
+            && from_load.is_none()
+            && (offset..offset.saturating_add(filesz)).contains(&phoff)
+        {
+            from_load = Some(vaddr.wrapping_add(phoff - offset));
+        }
+    }
+    from_load
 }
 
 /// The mappings that exist now, from `/proc`.
@@ -208,32 +267,162 @@ mod tests {
         );
     }
 
-    /// kern_exec.c/imgact_elf.c: a dynamic program's entry address is its
-    /// interpreter's (AT_BASE + the interpreter's e_entry); a static one's
-    /// is AT_ENTRY.
+    /// An auxiliary vector image of `(key, value)` pairs.
+    fn auxv(pairs: &[(u64, u64)]) -> Vec<u8> {
+        pairs
+            .iter()
+            .flat_map(|(k, v)| [k.to_ne_bytes(), v.to_ne_bytes()].concat())
+            .collect()
+    }
+
+    /// A 64-bit ELF header and program header table image: `e_type`, then
+    /// `(p_type, p_offset, p_vaddr, p_filesz)` per entry, the table at 64.
+    fn elf(e_type: u16, phdrs: &[(u32, u64, u64, u64)]) -> Vec<u8> {
+        let mut image = vec![0u8; 64];
+        image[..5].copy_from_slice(b"\x7fELF\x02");
+        image[16..18].copy_from_slice(&e_type.to_ne_bytes());
+        image[32..40].copy_from_slice(&64u64.to_ne_bytes());
+        image[54..56].copy_from_slice(&56u16.to_ne_bytes());
+        image[56..58].copy_from_slice(&(phdrs.len() as u16).to_ne_bytes());
+        for &(kind, offset, vaddr, filesz) in phdrs {
+            let mut entry = [0u8; 56];
+            entry[..4].copy_from_slice(&kind.to_ne_bytes());
+            entry[8..16].copy_from_slice(&offset.to_ne_bytes());
+            entry[16..24].copy_from_slice(&vaddr.to_ne_bytes());
+            entry[32..40].copy_from_slice(&filesz.to_ne_bytes());
+            image.extend_from_slice(&entry);
+        }
+        image
+    }
+
+    /// imgact_elf.c: `reloc_base` is the interpreter's load address
+    /// (AT_BASE), or `et_dyn_addr` without an interpreter; `et_dyn_addr`
+    /// is a PIE's load base and 0 for ET_EXEC. FreeBSD 14's kern_exec.c
+    /// logs those two, and libpmcstat_process.c `pmcstat_process_elf_exec`
+    /// links rtld at the first and the program at `pi_vaddr` + the second.
     #[test]
-    fn the_exec_entry_is_the_run_time_linkers() {
-        let auxv = |pairs: &[(u64, u64)]| -> Vec<u8> {
-            pairs
-                .iter()
-                .flat_map(|(k, v)| [k.to_ne_bytes(), v.to_ne_bytes()].concat())
-                .collect()
+    fn exec_addresses_are_at_base_and_the_pie_load_base() {
+        const ET_EXEC: u16 = 2;
+        const ET_DYN: u16 = 3;
+        const LOAD: u32 = 1;
+        const PHDR: u32 = 6;
+        let ld_so = 0x7f00_0000_0000;
+        let pie = elf(ET_DYN, &[(PHDR, 64, 64, 0x2d8), (LOAD, 0, 0, 0x1000)]);
+        let fixed = elf(
+            ET_EXEC,
+            &[(PHDR, 64, 0x40_0040, 0x2d8), (LOAD, 0, 0x40_0000, 0x1000)],
+        );
+        let static_fixed = elf(ET_EXEC, &[(LOAD, 0, 0x40_0000, 0x1000)]);
+        let static_pie = elf(ET_DYN, &[(LOAD, 0, 0, 0x2000)]);
+        // The table sits in the second PT_LOAD (text first, -z separate-code).
+        let headers_later = elf(
+            ET_DYN,
+            &[(LOAD, 0x1000, 0x1000, 0x1000), (LOAD, 0, 0x10_0000, 0x800)],
+        );
+        // (what, auxv, executable's headers, pl_base, pl_dyn)
+        type Case<'a> = (&'a str, Vec<u8>, &'a [u8], u64, u64);
+        let cases: &[Case<'_>] = &[
+            (
+                "dynamic PIE",
+                auxv(&[(3, 0x5555_5555_4040), (7, ld_so), (0, 0)]),
+                &pie,
+                ld_so,
+                0x5555_5555_4000,
+            ),
+            (
+                "dynamic, fixed address",
+                auxv(&[(3, 0x40_0040), (7, ld_so), (0, 0)]),
+                &fixed,
+                ld_so,
+                0,
+            ),
+            (
+                "static, fixed address",
+                auxv(&[(3, 0x40_0040), (7, 0), (0, 0)]),
+                &static_fixed,
+                0,
+                0,
+            ),
+            (
+                "static PIE",
+                auxv(&[(3, 0x7ff0_0000_0040), (0, 0)]),
+                &static_pie,
+                0x7ff0_0000_0000,
+                0x7ff0_0000_0000,
+            ),
+            (
+                "headers in a later PT_LOAD",
+                auxv(&[(3, 0x5555_0010_0040), (7, ld_so), (0, 0)]),
+                &headers_later,
+                ld_so,
+                0x5555_0000_0000,
+            ),
+            (
+                "executable unreadable",
+                auxv(&[(3, 0x5555_5555_4040), (7, ld_so), (0, 0)]),
+                b"",
+                ld_so,
+                0,
+            ),
+            (
+                "not ELF",
+                auxv(&[(3, 0x5555_5555_4040), (7, ld_so), (0, 0)]),
+                b"#!/bin/sh\n",
+                ld_so,
+                0,
+            ),
+            (
+                "pairs after AT_NULL ignored",
+                auxv(&[(0, 0), (3, 0x5555_5555_4040), (7, ld_so)]),
+                &pie,
+                0,
+                0,
+            ),
+            ("no auxv", Vec::new(), &pie, 0, 0),
+        ];
+        for (what, auxv, exe, base, dynaddr) in cases {
+            assert_eq!(
+                addresses_from_auxv(auxv, exe),
+                ExecAddresses {
+                    base: *base,
+                    dynaddr: *dynaddr
+                },
+                "{what}"
+            );
+        }
+    }
+
+    /// The addresses of this test process, against its `/proc/self/maps`:
+    /// the PIE load base is where the executable's file offset 0 is
+    /// mapped, less the first PT_LOAD's vaddr (0 for a PIE); AT_BASE is
+    /// where the run-time linker's offset 0 is mapped.
+    #[test]
+    fn exec_addresses_of_this_process_match_its_mappings() {
+        let got = exec_addresses(std::process::id());
+        let exe = std::fs::read_link("/proc/self/exe").expect("/proc/self/exe");
+        let maps = std::fs::read_to_string("/proc/self/maps").expect("/proc/self/maps");
+        let mapped_at_offset_zero = |path: &str| {
+            maps.lines().find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.get(2) == Some(&"00000000") && f.get(5) == Some(&path))
+                    .then(|| u64::from_str_radix(f[0].split('-').next()?, 16).ok())?
+            })
         };
-        let dynamic = auxv(&[
-            (6, 4096),
-            (7, 0x7f00_0000_0000),
-            (9, 0x5555_0000_1040),
-            (0, 0),
-        ]);
-        let interp = |base| (base == 0x7f00_0000_0000).then_some(0x1c80);
-        assert_eq!(entry_from_auxv(&dynamic, interp), 0x7f00_0000_1c80);
-        let fixed = auxv(&[(7, 0), (9, 0x40_1000), (0, 0)]);
-        assert_eq!(entry_from_auxv(&fixed, interp), 0x40_1000);
-        let mut elf = vec![0u8; 64];
-        elf[..5].copy_from_slice(b"\x7fELF\x02");
-        elf[24..32].copy_from_slice(&0x1c80u64.to_ne_bytes());
-        assert_eq!(elf_entry(&elf), Some(0x1c80));
-        assert_eq!(elf_entry(b"#!/bin/sh"), None);
+        let mut header = [0u8; 18];
+        std::fs::File::open(&exe)
+            .and_then(|f| f.read_exact_at(&mut header, 0))
+            .expect("the test executable's ELF header");
+        let is_pie = u16::from_ne_bytes([header[16], header[17]]) == 3;
+        let lowest = mapped_at_offset_zero(exe.to_str().unwrap()).expect("executable mapped");
+        assert_eq!(got.dynaddr, if is_pie { lowest } else { 0 });
+        let interp = maps.lines().find_map(|l| {
+            let path = l.split_whitespace().nth(5)?;
+            path.contains("/ld-").then(|| path.to_string())
+        });
+        match interp {
+            Some(ld) => assert_eq!(Some(got.base), mapped_at_offset_zero(&ld)),
+            None => assert_eq!(got.base, got.dynaddr),
+        }
     }
 
     #[test]
