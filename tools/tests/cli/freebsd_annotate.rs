@@ -4,7 +4,6 @@
 //! written here with the library's encoder whose samples fall in this test
 //! binary's own functions, so the expected text is exact.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use object::{Object, ObjectSymbol};
@@ -13,6 +12,7 @@ use pmc::probe::Requirement as R;
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::temp::TempDir;
 
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
@@ -34,32 +34,6 @@ pub fn tests() -> Vec<LiveTest> {
             g_names_gmon_files_as_pmcpl_gprof,
         ),
     ]
-}
-
-/// A temporary directory removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> Result<TempDir, libtest_mimic::Failed> {
-        let out = Command::new("mktemp")
-            .args(["-d", "-t", "pmcstat-freebsd-annotate.XXXXXX"])
-            .output()
-            .ctx("mktemp")?;
-        ensure!(out.status.success(), "mktemp -d failed");
-        Ok(TempDir(PathBuf::from(
-            String::from_utf8_lossy(&out.stdout).trim(),
-        )))
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.0.join(name).to_string_lossy().into_owned()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn write_log(path: &str, records: &[LogRecord]) -> TestResult {
@@ -216,7 +190,7 @@ fn run(args: &[&str]) -> Result<String, libtest_mimic::Failed> {
 }
 
 fn m_is_pmcpl_annotates_pc_name_start_end() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("freebsd-annotate")?;
     let s = write_samples(&dir)?;
     let out = run(&["-R", &s.log, "-m", "-"])?;
     // pmcpl_annotate.c `pmcpl_annotate_process`: for the leaf pc cc[0],
@@ -264,7 +238,7 @@ fn addr2line(exe: &str, addr: u64) -> Result<(String, String, u32), libtest_mimi
 }
 
 fn a_is_pmcpl_annotate_cgs_frames() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("freebsd-annotate")?;
     let s = write_samples(&dir)?;
     let out = run(&["-R", &s.log, "-a", "-"])?;
     // Link-time address of a run-time pc of this binary.
@@ -306,7 +280,7 @@ fn a_is_pmcpl_annotate_cgs_frames() -> TestResult {
 }
 
 fn g_names_gmon_files_as_pmcpl_gprof() -> TestResult {
-    let dir = TempDir::new()?;
+    let dir = TempDir::new("freebsd-annotate")?;
     let s = write_samples(&dir)?;
     // A second object with the executable's basename: the same file seen
     // through a symbolic link in another directory, mapped by process 11.
