@@ -315,7 +315,8 @@ fn counts_of_a_command_are_its_own_as_perf_stat_counts_them() -> TestResult {
     let input = input.to_string_lossy().into_owned();
     // (command, fault tolerance). Task-clock may differ by 5 %, or by
     // 0.15 ms where that is more: /bin/true runs for half a millisecond,
-    // where a percent is a few microseconds of scheduling noise.
+    // where a percent is a few microseconds of scheduling noise; before
+    // pmcstat counted from the exec it read 1.3-2.6 ms there.
     let workloads: [(&[&str], f64); 3] = [
         (&["/bin/true"], 6.0),
         (&["ls", "-l", "/usr/bin"], 8.0),
@@ -323,30 +324,40 @@ fn counts_of_a_command_are_its_own_as_perf_stat_counts_them() -> TestResult {
     ];
     let mut report = Vec::new();
     for (command, fault_slack) in workloads {
-        // Alternate the tools so that both meet the same machine state.
-        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-        for _ in 0..5 {
-            ours.push(pmcstat_counts(command)?);
-            theirs.push(perf_counts(command)?);
+        // CPU time on a shared virtual machine has bursts of noise (steal,
+        // a neighbour's cache) that can stretch a few runs of one tool: a
+        // round whose task-clocks disagree is tried again, twice at most.
+        // A pmcstat that counts more than the command (its own start-up)
+        // disagrees in every round; faults must agree in each.
+        for round in 1..=3 {
+            // Alternate the tools so that both meet the same machine state.
+            let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+            for _ in 0..5 {
+                ours.push(pmcstat_counts(command)?);
+                theirs.push(perf_counts(command)?);
+            }
+            let faults = |v: &[(f64, f64)]| median(v.iter().map(|c| c.0).collect());
+            // The least disturbed run of each: other load only ever adds
+            // CPU time, never removes it.
+            let clock = |v: &[(f64, f64)]| v.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+            let (f_ours, f_perf) = (faults(&ours), faults(&theirs));
+            let (c_ours, c_perf) = (clock(&ours), clock(&theirs));
+            report.push(format!(
+                "{command:?} round {round}: faults {f_ours} vs perf {f_perf}, task-clock {c_ours:.3} ms vs {c_perf:.3} ms"
+            ));
+            ensure!(
+                (f_ours - f_perf).abs() <= fault_slack,
+                "page faults of {command:?}: pmcstat {f_ours} vs perf stat {f_perf} (medians of 5), more than {fault_slack} apart: pmcstat counts more than the command ({report:?})"
+            );
+            let clock_slack = (0.05 * c_perf).max(0.15);
+            if (c_ours - c_perf).abs() <= clock_slack {
+                break;
+            }
+            ensure!(
+                round < 3,
+                "task-clock of {command:?}: pmcstat and perf stat (fastest of 5 each) more than 5 % or 0.15 ms apart in 3 rounds: {report:#?}"
+            );
         }
-        let faults = |v: &[(f64, f64)]| median(v.iter().map(|c| c.0).collect());
-        // The least disturbed run of each: other load only ever adds CPU
-        // time (cache and scheduler effects), never removes it.
-        let clock = |v: &[(f64, f64)]| v.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
-        let (f_ours, f_perf) = (faults(&ours), faults(&theirs));
-        let (c_ours, c_perf) = (clock(&ours), clock(&theirs));
-        report.push(format!(
-            "{command:?}: faults {f_ours} vs perf {f_perf}, task-clock {c_ours:.3} ms vs {c_perf:.3} ms"
-        ));
-        ensure!(
-            (f_ours - f_perf).abs() <= fault_slack,
-            "page faults of {command:?}: pmcstat {f_ours} vs perf stat {f_perf} (medians of 5), more than {fault_slack} apart: pmcstat counts more than the command ({report:?})"
-        );
-        let clock_slack = (0.05 * c_perf).max(0.15);
-        ensure!(
-            (c_ours - c_perf).abs() <= clock_slack,
-            "task-clock of {command:?}: pmcstat {c_ours:.3} ms vs perf stat {c_perf:.3} ms (fastest of 5 each), more than {clock_slack:.3} ms apart ({report:?})"
-        );
     }
     eprintln!("{}", report.join("\n"));
     Ok(())
