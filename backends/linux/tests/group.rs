@@ -100,9 +100,14 @@ fn group_read_has_every_member_with_its_id_and_agrees_with_individual_reads() {
         (PAGES as u64..=PAGES as u64 + 64).contains(&faults),
         "{faults} page faults for {PAGES} fresh pages"
     );
-    // minor-faults, read alone above, equals the leader: every fault was
-    // minor.
-    assert_eq!(read[1].value, faults, "every fault was minor");
+    // minor-faults, read alone above: every fault that completed was minor
+    // (page-faults also counts an attempt the kernel retries, which a
+    // matrix run saw once: 257 faults, 256 minor).
+    assert!(
+        read[1].value <= faults && faults - read[1].value <= 4,
+        "{} minor faults of {faults}",
+        read[1].value
+    );
     assert_eq!(read[3].value, 0, "no major faults on anonymous memory");
     // task-clock counts this thread's time while the group was enabled.
     assert!(

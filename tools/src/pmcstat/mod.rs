@@ -530,7 +530,10 @@ fn allocate_process_pmc(
                         } => hint.clone(),
                         other => other.to_string(),
                     };
-                    eprintln!(
+                    // A closed standard error must not panic (the counts
+                    // still go where they were asked to).
+                    let _ = writeln!(
+                        std::io::stderr(),
                         "{TOOL}: warning: counting {spec} in user mode only ({user_only}): {}",
                         why.replace('\n', " ")
                     );

@@ -170,7 +170,14 @@ fn check_table(
 
 fn process_columns_are_pmcstat_c_s_and_exit_ex_ok() -> TestResult {
     // `false` exits 1; pmcstat.c ends main with exit(EX_OK) whatever it.
-    let out = pmcstat(&["-p", "task-clock,usr", "-p", "page-faults", "--", "false"])?;
+    let out = pmcstat(&[
+        "-p",
+        "task-clock,usr",
+        "-p",
+        "page-faults,usr",
+        "--",
+        "false",
+    ])?;
     let err = text(&out.stderr);
     ensure!(
         out.status.code() == Some(0),
@@ -204,7 +211,7 @@ fn system_counting_prints_one_column_per_cpu() -> TestResult {
 }
 
 fn w_prints_a_line_per_interval_and_one_header() -> TestResult {
-    let out = pmcstat(&["-w", "0.2", "-p", "page-faults", "--", "sleep", "1.5"])?;
+    let out = pmcstat(&["-w", "0.2", "-p", "page-faults,usr", "--", "sleep", "1.5"])?;
     let err = text(&out.stderr);
     ensure!(
         out.status.code() == Some(0),
@@ -221,7 +228,7 @@ fn w_prints_a_line_per_interval_and_one_header() -> TestResult {
 fn without_w_the_timer_prints_every_5_seconds() -> TestResult {
     // pmcstat.c arms EVFILT_TIMER with pa_interval = DEFAULT_WAIT_INTERVAL
     // (5.0) whatever -w: a 6 s command gets a line at 5 s and one at exit.
-    let out = pmcstat(&["-p", "page-faults", "--", "sleep", "6"])?;
+    let out = pmcstat(&["-p", "page-faults,usr", "--", "sleep", "6"])?;
     let err = text(&out.stderr);
     ensure!(
         out.status.code() == Some(0),
@@ -241,10 +248,10 @@ fn c_toggles_cumulative_for_the_specs_after_it() -> TestResult {
         "0.2",
         "-C",
         "-p",
-        "page-faults",
+        "page-faults,usr",
         "-C",
         "-p",
-        "page-faults",
+        "page-faults,usr",
         "--",
         "sh",
         "-c",
@@ -275,7 +282,7 @@ fn o_file_has_no_final_newline() -> TestResult {
     let dir = tempdir()?;
     let file = dir.join("counts");
     let path = file.to_str().ok_or("temp path not UTF-8")?;
-    let out = pmcstat(&["-o", path, "-p", "page-faults", "--", "true"])?;
+    let out = pmcstat(&["-o", path, "-p", "page-faults,usr", "--", "true"])?;
     ensure!(
         out.status.code() == Some(0),
         "status {:?}: {}",
@@ -305,7 +312,7 @@ fn t_takes_a_regular_expression_over_process_names() -> TestResult {
     // pmcstat_find_targets: not a number, so a regcomp(REG_EXTENDED) over
     // ki_comm of every process.
     let pattern = format!("^pmc[t]{}$", &name[4..]);
-    let out = pmcstat(&["-p", "context-switches", "-t", &pattern, "-l", "0.3"]);
+    let out = pmcstat(&["-p", "context-switches,usr", "-t", &pattern, "-l", "0.3"]);
     let _ = child.kill();
     let _ = child.wait();
     let out = out?;
@@ -343,7 +350,7 @@ fn p_without_o_prints_the_log() -> TestResult {
         "-n",
         "100000",
         "-P",
-        "cpu-clock",
+        "cpu-clock,usr",
         "--",
         "sh",
         "-c",
@@ -424,7 +431,7 @@ fn a_closed_pipe_or_a_full_file_does_not_panic() -> TestResult {
     let (reader, writer) = std::io::pipe().ctx("pipe")?;
     drop(reader);
     let out = Command::new(PMCSTAT)
-        .args(["-p", "task-clock", "--", "true"])
+        .args(["-p", "task-clock,usr", "--", "true"])
         .stdout(Stdio::null())
         .stderr(writer)
         .output()
@@ -437,7 +444,7 @@ fn a_closed_pipe_or_a_full_file_does_not_panic() -> TestResult {
     );
     // A write error other than EPIPE says so and exits EX_IOERR.
     if std::path::Path::new("/dev/full").exists() {
-        let out = pmcstat(&["-o", "/dev/full", "-p", "task-clock", "--", "true"])?;
+        let out = pmcstat(&["-o", "/dev/full", "-p", "task-clock,usr", "--", "true"])?;
         let err = text(&out.stderr);
         ensure!(
             out.status.code() == Some(EX_IOERR) && err.contains("No space left"),

@@ -473,6 +473,12 @@ fn the_top_kernel_symbols_agree_with_perf_report() -> TestResult {
     let dir = TempDir::new("kernel-frames")?;
     let symbols = kallsyms_as(None)?;
     let kernel_names = name_set(&symbols);
+    // pmcstat first: where the machine forbids system-wide sampling, its
+    // error names the errno and the sysctl (perf's own names neither).
+    let f = dir.path("f");
+    let mut args = vec!["-S", "cpu-clock", "--folded", &f, "--"];
+    args.extend(DD);
+    run(PMCSTAT, &args)?;
     let data = dir.path("perf.data");
     let mut args = vec![
         "record",
@@ -502,10 +508,6 @@ fn the_top_kernel_symbols_agree_with_perf_report() -> TestResult {
         ],
     )?;
     let perf = perf_kernel_symbols(&text(&out.stdout));
-    let f = dir.path("f");
-    let mut args = vec!["-S", "cpu-clock", "--folded", &f, "--"];
-    args.extend(DD);
-    run(PMCSTAT, &args)?;
     let folded = std::fs::read_to_string(&f).ctx("read --folded")?;
     // pmcstat's kernel leaves by self samples.
     let mut leaves: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();

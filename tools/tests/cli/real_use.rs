@@ -509,9 +509,12 @@ fn without_kernel_counting_a_bare_event_counts_user_mode_and_says_why() -> TestR
             && warning.contains("task-clock,usr"),
         "the warning does not say what is counted and why: {warning:?}"
     );
+    // pmcstat.c cuts a column's name at the first `,`: the warning is what
+    // says the count is user mode's.
     ensure!(
-        err.contains("# p/task-clock,usr"),
-        "the column does not say it counts user mode: {err:?}"
+        err.lines()
+            .any(|l| l.starts_with('#') && l.contains("p/task-clock")),
+        "no p/task-clock column: {err:?}"
     );
     Ok(())
 }
