@@ -108,7 +108,13 @@ fn group_read_has_every_member_with_its_id_and_agrees_with_individual_reads() {
         "{} minor faults of {faults}",
         read[1].value
     );
-    assert_eq!(read[3].value, 0, "no major faults on anonymous memory");
+    // Fresh anonymous pages need no I/O; a loaded guest still showed one
+    // major fault (matrix, twice in 16 cells), so a few are allowed.
+    assert!(
+        read[3].value <= 4,
+        "{} major faults on anonymous memory",
+        read[3].value
+    );
     // task-clock counts this thread's time while the group was enabled.
     assert!(
         read[2].value > 0 && read[2].value <= enabled,
