@@ -11,6 +11,7 @@ use pmc::log::LogRecord;
 use pmc::probe::Requirement as R;
 
 use crate::ensure;
+use crate::freebsd_reports::{own_text_start, rust_name, write_log};
 use crate::harness::{Context, LiveTest, TestResult, test};
 use crate::temp::TempDir;
 
@@ -36,14 +37,6 @@ pub fn tests() -> Vec<LiveTest> {
     ]
 }
 
-fn write_log(path: &str, records: &[LogRecord]) -> TestResult {
-    let mut bytes = Vec::new();
-    for (ts, r) in records.iter().enumerate() {
-        r.encode(ts as u64, &mut bytes);
-    }
-    std::fs::write(path, bytes).ctx("write the log")
-}
-
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -61,27 +54,6 @@ fn an_leaf() -> u64 {
 #[inline(never)]
 fn an_caller() -> u64 {
     std::hint::black_box(2) + an_leaf()
-}
-
-/// A name as the ELF symbol table gives it, demangled without its hash.
-fn rust_name<T>(_: T) -> &'static str {
-    std::any::type_name::<T>()
-}
-
-/// This test binary's first executable mapping's start: what hwpmc logs
-/// as MAP_IN's `pl_start` (hwpmc_mod.c `pmc_log_process_mappings`).
-fn own_text_start(exe: &str) -> Result<u64, libtest_mimic::Failed> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ctx("read /proc/self/maps")?;
-    maps.lines()
-        .filter(|l| l.ends_with(exe))
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let range = f.next()?;
-            f.next()?.contains('x').then_some(())?;
-            u64::from_str_radix(range.split('-').next()?, 16).ok()
-        })
-        .min()
-        .ok_or_else(|| format!("no executable mapping of {exe}").into())
 }
 
 /// A function's value and size in this binary's symbol table.

@@ -35,7 +35,7 @@ pub fn tests() -> Vec<LiveTest> {
     ]
 }
 
-fn write_log(path: &str, records: &[LogRecord]) -> TestResult {
+pub(crate) fn write_log(path: &str, records: &[LogRecord]) -> TestResult {
     let mut bytes = Vec::new();
     for (ts, r) in records.iter().enumerate() {
         r.encode(ts as u64, &mut bytes);
@@ -254,7 +254,7 @@ fn cg_caller() -> u64 {
 
 /// This test binary's first executable mapping's start: what hwpmc logs
 /// as MAP_IN's `pl_start` (hwpmc_mod.c `pmc_log_process_mappings`).
-fn own_text_start(exe: &str) -> Result<u64, libtest_mimic::Failed> {
+pub(crate) fn own_text_start(exe: &str) -> Result<u64, libtest_mimic::Failed> {
     let maps = std::fs::read_to_string("/proc/self/maps").ctx("read /proc/self/maps")?;
     maps.lines()
         .filter(|l| l.ends_with(exe))
@@ -270,7 +270,7 @@ fn own_text_start(exe: &str) -> Result<u64, libtest_mimic::Failed> {
 
 /// A name as the ELF symbol table gives it, demangled without its hash:
 /// Rust's own path of the function.
-fn rust_name<T>(_: T) -> &'static str {
+pub(crate) fn rust_name<T>(_: T) -> &'static str {
     std::any::type_name::<T>()
 }
 
