@@ -6,6 +6,7 @@ pub mod backend;
 pub mod error;
 pub mod log;
 pub mod machine;
+mod owner;
 mod pmc;
 pub mod probe;
 pub mod spec;
@@ -13,6 +14,7 @@ mod types;
 
 pub use error::{EDOOFUS, Error, Result};
 pub use machine::{cpuinfo, event_names_of_class, ncpu, npmc, pmcinfo, process_exists};
+pub use owner::{MemoryLog, Owner};
 pub use pmc::{DEFAULT_RELOAD_COUNT, MAX_RELOAD_COUNT, MIN_RELOAD_COUNT, PerCpu, Pmc};
 pub use types::*;
 

@@ -101,7 +101,8 @@ pub fn pmcinfo(cpu: u32) -> Result<Vec<PmcInfo>> {
             why: "it is offline; bring it online or ask about another CPU".into(),
         });
     }
-    Ok(crate::pmc::registry_snapshot()
+    Ok(crate::Owner::global()
+        .pmcinfo()
         .into_iter()
         .filter(|p| matches!(p.cpu, Cpu::Any) || p.cpu == Cpu::Id(cpu))
         .collect())

@@ -19,21 +19,18 @@
 mod attach;
 mod hot_path;
 mod percpu;
-mod registry;
 mod validate;
 
 use std::sync::Arc;
 
-use crate::backend::{
-    self, Backend, CounterValue, Counters, EventRequest, HotCounter, PreparedEvent,
-};
+use crate::backend::{Backend, CounterValue, Counters, EventRequest, HotCounter, PreparedEvent};
 use crate::machine::PmcInfo;
+use crate::owner::registry::SharedState;
+use crate::owner::{Owner, SourceHandle};
 use crate::spec::{self, EventSpec};
 use crate::{Capabilities, Class, Cpu, Error, Flags, Mode, PmcId, Reading, Result, State};
 
 pub use percpu::PerCpu;
-use registry::SharedState;
-pub(crate) use registry::{mark_stopped_by_log_close, registry_snapshot};
 use validate::validate_allocation;
 
 /// pmcstat's default reload count for sampling PMCs.
@@ -68,10 +65,12 @@ pub(super) struct Asked<'a> {
     owner: Option<u32>,
 }
 
-/// One process the PMC is attached to.
+/// One process the PMC is attached to. The source is dropped first: its
+/// last drain reads the counters before they close.
 #[derive(Debug)]
 struct Target {
     pid: u32,
+    source: Option<SourceHandle>,
     counters: Box<dyn Counters>,
 }
 
@@ -94,11 +93,16 @@ pub struct Pmc {
     mode: Mode,
     flags: Flags,
     cpu: Cpu,
+    /// Its owner: the pmcinfo registry it is in, the log it writes to,
+    /// the backend it was allocated on.
+    owner: Owner,
     backend: Arc<dyn Backend>,
     event: Box<dyn PreparedEvent>,
-    state: State,
     /// Process targets (TC/TS).
     targets: Vec<Target>,
+    /// What the CPU counter produces for the log (SS, and SC with log
+    /// flags), dropped before it.
+    system_source: Option<SourceHandle>,
     /// The CPU counter (SC/SS).
     system: Option<Box<dyn Counters>>,
     /// hwpmc's `PMC_F_ATTACH_DONE`: the PMC was attached at least once, so
@@ -110,7 +114,7 @@ pub struct Pmc {
     initial: u64,
     /// The allocating process (cached: a getpid between enable and disable
     /// would be counted by getpid tracepoints and probes).
-    owner: u32,
+    owner_pid: u32,
     /// One process target, no CPU counter, nothing detached (see
     /// `publish`): `read` asks the backend for the scaled value only.
     single_target: bool,
@@ -118,7 +122,8 @@ pub struct Pmc {
     /// nothing detached, no CPU counter and no log flags: `start`, `read`
     /// and `stop` call it directly (the bracket profilers put around code).
     hot: Option<HotCounter>,
-    /// This PMC's state as the pmcinfo registry sees it.
+    /// The PMC's state, shared with its pmcinfo row (a log close stops the
+    /// PMC from the owner's side).
     shared_state: SharedState,
     /// Added to the hardware count so that `read` returns what `write`/`set`
     /// asked for (wrapping arithmetic: the value is modulo 2^64 like a
@@ -137,7 +142,7 @@ pub struct Pmc {
 
 /// The count of an allocation that names none: the default reload count
 /// of a sampling PMC, no initial value for a counting one.
-fn default_count(mode: Mode) -> u64 {
+pub(crate) fn default_count(mode: Mode) -> u64 {
     if mode.is_sampling() {
         DEFAULT_RELOAD_COUNT
     } else {
@@ -146,15 +151,15 @@ fn default_count(mode: Mode) -> u64 {
 }
 
 impl Pmc {
-    /// Allocates a PMC (`pmc_allocate`) with no initial value / the default
-    /// reload count.
+    /// Allocates a PMC (`pmc_allocate`) of the process's owner
+    /// ([`Owner::global`]) with no initial value / the default reload
+    /// count.
     ///
     /// `spec` is an event specifier (see [`crate::spec`]); `cpu` must be
     /// [`Cpu::Any`] for the process modes (TC, TS) and a CPU for the system
     /// modes (SC, SS).
     pub fn allocate(spec: &str, mode: Mode, flags: Flags, cpu: Cpu) -> Result<Pmc> {
-        let count = default_count(mode);
-        Self::allocate_with_count(spec, mode, flags, cpu, count)
+        Owner::global().allocate(spec, mode, flags, cpu)
     }
 
     /// Allocates a PMC with FreeBSD 12's sixth argument: the reload count
@@ -169,26 +174,25 @@ impl Pmc {
         cpu: Cpu,
         count: u64,
     ) -> Result<Pmc> {
-        Self::allocate_on(backend::default_backend(), spec, mode, flags, cpu, count)
+        Owner::global().allocate_with_count(spec, mode, flags, cpu, count)
     }
 
-    /// Allocates on a specific backend (e.g. [`crate::backend::sim::SimBackend`]
-    /// in tests).
-    pub fn allocate_on(
-        backend: Arc<dyn Backend>,
-        spec_text: &str,
+    /// [`Owner::allocate_with_count`].
+    pub(crate) fn allocate_for(
+        owner: &Owner,
+        spec: &str,
         mode: Mode,
         flags: Flags,
         cpu: Cpu,
         count: u64,
     ) -> Result<Pmc> {
-        let asked = Asked::default();
-        Self::allocate_checked(backend, spec_text, mode, flags, cpu, count, asked)
+        Self::allocate_checked(owner, spec, mode, flags, cpu, count, Asked::default())
     }
 
-    /// [`Pmc::allocate`] on the default backend for [`PerCpu`], which has
-    /// asked the backend once what every CPU's allocation asks.
+    /// [`Pmc::allocate`] for [`PerCpu`], which has asked the backend once
+    /// what every CPU's allocation asks.
     pub(super) fn allocate_for_per_cpu(
+        owner: &Owner,
         spec: &str,
         mode: Mode,
         flags: Flags,
@@ -196,12 +200,11 @@ impl Pmc {
         asked: Asked<'_>,
     ) -> Result<Pmc> {
         let count = default_count(mode);
-        let backend = backend::default_backend();
-        Self::allocate_checked(backend, spec, mode, flags, Cpu::Id(cpu), count, asked)
+        Self::allocate_checked(owner, spec, mode, flags, Cpu::Id(cpu), count, asked)
     }
 
     fn allocate_checked(
-        backend: Arc<dyn Backend>,
+        owner: &Owner,
         spec_text: &str,
         mode: Mode,
         flags: Flags,
@@ -213,6 +216,7 @@ impl Pmc {
             spec: spec_text.to_string(),
             source,
         })?;
+        let backend = owner.backend().clone();
         validate_allocation(mode, flags, cpu, &*backend, asked.online)?;
         let reload_count = if mode.is_sampling() {
             let asked = spec.qualifiers.period.unwrap_or(count);
@@ -221,13 +225,14 @@ impl Pmc {
         } else {
             count
         };
-        let id = registry::next_id();
+        let id = owner.registry().next_id();
         let event = backend.prepare(&EventRequest {
             spec: &spec,
             mode,
             flags,
             sample_period: reload_count,
             pmcid: id.0,
+            buffer_pages: owner.buffer_pages_setting(),
         })?;
         // hwpmc allocates the hardware at allocate, so an event this
         // machine cannot count fails here: system PMCs open their CPU now,
@@ -239,21 +244,26 @@ impl Pmc {
                 None
             }
         };
-        let owner = asked.owner.unwrap_or_else(|| backend.caller_pid());
+        let system_source = match system.as_ref().and_then(|s| s.sample_source()) {
+            Some(source) => Some(owner.register_source(id.0, flags, mode.is_sampling(), source)?),
+            None => None,
+        };
+        let owner_pid = asked.owner.unwrap_or_else(|| backend.caller_pid());
         let mut pmc = Pmc {
             id,
             spec,
             mode,
             flags,
             cpu,
+            owner: owner.clone(),
             backend,
             event,
-            state: State::Allocated,
             targets: Vec::new(),
+            system_source,
             system,
             attach_done: false,
             initial: if mode.is_counting() { count } else { 0 },
-            owner,
+            owner_pid,
             hot: None,
             single_target: false,
             shared_state: SharedState::new(State::Allocated),
@@ -267,14 +277,12 @@ impl Pmc {
             sample_base: 0,
         };
         pmc.publish();
-        if crate::log::sink::is_configured() {
-            let _ = crate::log::sink::write(&crate::log::LogRecord::PmcAllocateDyn {
-                pmcid: id.0,
-                event: 0,
-                flags: flags.bits(),
-                name: pmc.spec.text.clone(),
-            });
-        }
+        owner.write_if_logging(&crate::log::LogRecord::PmcAllocateDyn {
+            pmcid: id.0,
+            event: 0,
+            flags: flags.bits(),
+            name: pmc.spec.text.clone(),
+        });
         Ok(pmc)
     }
 
@@ -291,16 +299,17 @@ impl Pmc {
         // Only a PMC on its owner: the owner cannot have exited while it
         // calls start, so the direct path needs no exit check.
         self.hot = match self.targets.first() {
-            Some(t) if lone_counter && t.pid == self.owner => t.counters.hot(),
+            Some(t) if lone_counter && t.pid == self.owner_pid => t.counters.hot(),
             _ => None,
         };
-        self.shared_state.store(self.state);
-        registry::publish(self.info(), &self.shared_state, self.backend_key());
+        self.owner
+            .registry()
+            .publish(self.info(), &self.shared_state);
     }
 
-    /// Identifies the backend in the registry.
-    fn backend_key(&self) -> usize {
-        Arc::as_ptr(&self.backend).cast::<()>() as usize
+    /// The owner it belongs to.
+    pub fn owner(&self) -> &Owner {
+        &self.owner
     }
 
     /// A description of this PMC (`pmc_pmcinfo` row).
@@ -312,8 +321,8 @@ impl Pmc {
             mode: self.mode,
             flags: self.flags,
             cpu: self.cpu,
-            state: self.state,
-            owner_pid: self.owner,
+            state: self.state(),
+            owner_pid: self.owner_pid,
             reload_count: self.reload_count,
             targets: self.targets(),
         }
@@ -340,7 +349,8 @@ impl Pmc {
     }
 
     /// The state. A PMC that wrote into a log that was then closed reads
-    /// Stopped, as hwpmc stops it (see [`crate::log::sink::close_logfile`]).
+    /// Stopped, as hwpmc stops it (see [`Owner::close_logfile`]).
+    #[inline]
     pub fn state(&self) -> State {
         self.shared_state.load()
     }
@@ -374,7 +384,7 @@ impl Pmc {
     /// the allocating process is the one calling (invariant 10), so it is
     /// alive, and an attach to it needs no system call to say so.
     fn owner_or_exists(&self, pid: u32) -> bool {
-        pid == self.owner || self.backend.process_exists(pid)
+        pid == self.owner_pid || self.backend.process_exists(pid)
     }
 
     /// The capabilities of the PMC's class as [`crate::machine::cpuinfo`]
@@ -407,8 +417,9 @@ impl Pmc {
         self.reload_count
     }
 
-    fn require_stopped(&self, op: &'static str) -> Result<()> {
-        if self.state == State::Running {
+    fn require_stopped(&mut self, op: &'static str) -> Result<()> {
+        self.settle()?;
+        if self.state() == State::Running {
             return Err(Error::Busy {
                 op,
                 why: "the PMC is running; stop it first".into(),
@@ -506,13 +517,13 @@ impl Pmc {
             ));
         }
         self.prune_exited()?;
-        if self.targets.len() != 1 || self.targets[0].pid != self.owner {
+        if self.targets.len() != 1 || self.targets[0].pid != self.owner_pid {
             return Err(Error::invalid(
                 "get_msr",
                 format!(
                     "rdpmc access needs the PMC attached to its owner ({}) and nothing else; \
                      it is attached to {:?}",
-                    self.owner,
+                    self.owner_pid,
                     self.targets()
                 ),
             ));
@@ -539,15 +550,29 @@ impl Pmc {
     }
 
     /// Releases the PMC (`pmc_release`); dropping it does the same.
-    pub fn release(self) -> Result<()> {
+    pub fn release(mut self) -> Result<()> {
+        // hwpmc_mod.c `pmc_release_pmc_descriptor` stops a running PMC
+        // first; its errors are the release's (the PMC goes anyway).
+        let stopped = self.settle().and_then(|()| match self.state() {
+            State::Running => self.stop_general(),
+            _ => Ok(()),
+        });
         drop(self);
-        Ok(())
+        stopped
+    }
+
+    /// The registered sources of its targets and CPU counter.
+    fn sources(&self) -> impl Iterator<Item = &SourceHandle> {
+        self.targets
+            .iter()
+            .filter_map(|t| t.source.as_ref())
+            .chain(self.system_source.as_ref())
     }
 }
 
 impl Drop for Pmc {
     fn drop(&mut self) {
-        registry::remove(self.id);
+        self.owner.registry().remove(self.id);
     }
 }
 
@@ -578,15 +603,9 @@ mod tests {
             (2, "this machine has CPUs 0-1"),
             (1, "this machine has CPU 0"),
         ] {
-            let e = Pmc::allocate_on(
-                sim(cpus),
-                "cpu-clock",
-                Mode::SC,
-                Flags::empty(),
-                Cpu::Id(5),
-                0,
-            )
-            .unwrap_err();
+            let e = crate::Owner::new(sim(cpus))
+                .allocate_with_count("cpu-clock", Mode::SC, Flags::empty(), Cpu::Id(5), 0)
+                .unwrap_err();
             assert_eq!(e.errno(), libc::EINVAL, "{e}");
             assert!(e.to_string().contains(range), "{e}");
         }
@@ -595,15 +614,9 @@ mod tests {
     #[test]
     fn a_reload_count_above_the_maximum_names_the_maximum() {
         // perf_event_open refused it with a bare EINVAL.
-        let e = Pmc::allocate_on(
-            sim(1),
-            "cpu-clock",
-            Mode::TS,
-            Flags::empty(),
-            Cpu::Any,
-            u64::MAX,
-        )
-        .unwrap_err();
+        let e = crate::Owner::new(sim(1))
+            .allocate_with_count("cpu-clock", Mode::TS, Flags::empty(), Cpu::Any, u64::MAX)
+            .unwrap_err();
         assert_eq!(e.errno(), libc::EINVAL, "{e}");
         let text = e.to_string();
         assert!(
@@ -614,28 +627,29 @@ mod tests {
     }
 
     #[test]
-    fn the_detach_rule_sees_only_the_pmcs_of_the_same_machine() {
+    fn the_detach_rule_sees_only_the_pmcs_of_the_same_owner() {
         // hwpmc_mod.c pmc_detach_one_process: a process no PMC of this
-        // kernel monitors is ESRCH, one that another PMC monitors EINVAL.
-        // Two simulated machines are two kernels: pid 4242 on the one is
-        // not the pid 4242 another PMC monitors on the other.
+        // owner monitors is ESRCH, one that another of its PMCs monitors
+        // EINVAL. Two owners (here on two simulated machines) are apart:
+        // pid 4242 on the one is not the pid 4242 another owner's PMC
+        // monitors.
         let (one, other) = (
             crate::backend::sim::SimBackend::new(2),
             crate::backend::sim::SimBackend::new(2),
         );
         one.spawn(4242);
         other.spawn(4242);
-        let tc = |b: &Arc<crate::backend::sim::SimBackend>| {
-            let b: Arc<dyn Backend> = b.clone();
-            Pmc::allocate_on(b, "task-clock", Mode::TC, Flags::empty(), Cpu::Any, 0)
+        let (owner, other_owner) = (Owner::new(one), Owner::new(other));
+        let tc = |o: &Owner| {
+            o.allocate("task-clock", Mode::TC, Flags::empty(), Cpu::Any)
                 .expect("allocate on the simulator")
         };
-        let mut watcher = tc(&other);
-        watcher.attach(4242).expect("attach on the other machine");
-        let mut p = tc(&one);
+        let mut watcher = tc(&other_owner);
+        watcher.attach(4242).expect("attach by the other owner");
+        let mut p = tc(&owner);
         assert_eq!(p.detach(4242).unwrap_err().errno(), libc::ESRCH);
-        let mut rival = tc(&one);
-        rival.attach(4242).expect("attach on this machine");
+        let mut rival = tc(&owner);
+        rival.attach(4242).expect("attach by this owner");
         assert_eq!(p.detach(4242).unwrap_err().errno(), libc::EINVAL);
     }
 }

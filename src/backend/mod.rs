@@ -8,9 +8,11 @@
 //! - [`PreparedEvent`]: a resolved event that can be opened on a process
 //!   or a CPU;
 //! - [`Counters`]: the open hardware/software counters of one target;
-//! - [`Platform`]: what the log and the hot path need of the platform
-//!   itself, statically (the clock, draining samples, the direct counter
-//!   handle [`HotCounter`]), implemented by [`Native`].
+//! - [`Platform`]: what the hot path needs of the platform itself,
+//!   statically (the direct counter handle [`HotCounter`]), implemented by
+//!   [`Native`];
+//! - [`source::SampleSource`]: what a logging target produces, pulled by
+//!   the PMC's [`Owner`](crate::Owner), which alone writes the log.
 //!
 //! Backends report what their PMCs observe as neutral
 //! [`event::BackendEvent`]s, which [`crate::log::translate`] turns into
@@ -30,10 +32,13 @@
 //! semantic suite of `Pmc` over every backend.
 
 use std::fmt;
+use std::sync::Arc;
 
+use crate::log::cpu::CpuIdentity;
 use crate::machine::{ClassInfo, CpuInfo};
 use crate::spec::EventSpec;
 use crate::{Capabilities, Class, Flags, Mode, Result};
+use source::SampleSource;
 
 pub mod portable;
 pub mod sim;
@@ -46,6 +51,9 @@ pub mod freebsd;
 mod conformance;
 
 pub mod event;
+pub mod source;
+
+pub(crate) mod drainer;
 
 pub mod select;
 pub use select::{BackendChoice, BackendKind, active, compiled_backends, default_backend, select};
@@ -67,33 +75,37 @@ cfg_if::cfg_if! {
     }
 }
 
+/// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds, the clock perf and
+/// hwpmc stamp records with (the time since the first call should the
+/// call ever fail).
+pub(crate) fn monotonic_clock_ns() -> u64 {
+    use nix::time::{ClockId, clock_gettime};
+    match clock_gettime(ClockId::CLOCK_MONOTONIC) {
+        Ok(t) => u64::try_from(t.tv_sec())
+            .unwrap_or(0)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(u64::try_from(t.tv_nsec()).unwrap_or(0)),
+        Err(_) => {
+            static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+            let since = START.get_or_init(std::time::Instant::now).elapsed();
+            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX)
+        }
+    }
+}
+
 /// The direct counter handle of this platform (see [`Counters::hot`]).
 pub type HotCounter = <Native as Platform>::Hot;
 
-/// What the portable layer needs of the platform itself rather than of a
-/// backend instance: the log's clock, moving samples into the log, and the
-/// hot-path counter handle. Static, so the log and `Pmc`'s hot path call
-/// them without dynamic dispatch; implemented by [`Native`].
+/// What `Pmc`'s hot path needs of the platform itself rather than of a
+/// backend instance: the direct counter handle, statically dispatched.
+/// Implemented by [`Native`]. Everything else — the clock, the samples,
+/// the CPU's identity — is asked of the backend a PMC was allocated on
+/// ([`Backend`], [`source::SampleSource`]), so the backend selected at run
+/// time is the one that drains and timestamps.
 pub trait Platform {
     /// A handle `Pmc` starts, reads and stops directly (statically
     /// dispatched: the hot path of a one-counter process PMC).
     type Hot: HotHandle;
-
-    /// The log's clock in nanoseconds (CLOCK_MONOTONIC where there is one:
-    /// the clock the platform stamps its sample records with).
-    fn monotonic_ns() -> u64;
-
-    /// Moves the records the PMCs produced into the log
-    /// ([`crate::log::sink`]), through [`crate::log::translate`].
-    fn drain_samples();
-
-    /// Stops the counters that write into the log (its deconfiguration);
-    /// the ids of their PMCs.
-    fn stop_logging_pmcs() -> Vec<u32>;
-
-    /// The CPU identity INITIALIZE records carry (`pl_cputype`,
-    /// `pl_cpuid`), as this platform can tell it.
-    fn cpu_identity() -> crate::log::cpu::CpuIdentity;
 }
 
 /// The operations of a direct counter handle. Each answers only "did it
@@ -123,6 +135,9 @@ pub struct EventRequest<'a> {
     pub sample_period: u64,
     /// The PMC's id (written in its log records).
     pub pmcid: u32,
+    /// The data pages of each ring a logging target maps, as its owner's
+    /// tunable sets them (`None`: the backend's default).
+    pub buffer_pages: Option<usize>,
 }
 
 /// One counter's value as a backend reads it.
@@ -206,6 +221,16 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn how_to_online(&self, cpu: u32) -> String {
         let _ = cpu;
         "bring it online".into()
+    }
+
+    /// The log's clock in nanoseconds: CLOCK_MONOTONIC where there is
+    /// one, the clock this backend stamps its sample records with.
+    fn monotonic_ns(&self) -> u64;
+
+    /// The CPU identity INITIALIZE records carry (`pl_cputype`,
+    /// `pl_cpuid`), as this backend can tell it.
+    fn cpu_identity(&self) -> CpuIdentity {
+        CpuIdentity::unknown()
     }
 
     /// The machine description (`pmc_cpuinfo`).
@@ -297,6 +322,13 @@ pub trait Counters: Send + fmt::Debug {
     /// The number of kernel objects (fds) this target holds.
     fn handles(&self) -> usize {
         1
+    }
+
+    /// What the target produces for the log (samples, mappings, process
+    /// events), for its PMC's owner to drain: `None` for a target that
+    /// only counts.
+    fn sample_source(&self) -> Option<Arc<dyn SampleSource>> {
+        None
     }
 
     /// A handle `Pmc` may start, read and stop directly, without dynamic

@@ -76,7 +76,7 @@ const LINUX_COMPILED: bool = cfg!(all(
 ));
 
 /// The backends this build can select ([`Backend::name`]s); the simulator
-/// ([`super::sim`]) is always there too, through [`crate::Pmc::allocate_on`].
+/// ([`super::sim`]) is always there too, through [`crate::Owner::new`].
 pub fn compiled_backends() -> Vec<&'static str> {
     BackendKind::ALL
         .iter()
@@ -392,6 +392,10 @@ impl Backend for InvalidSelection {
 
     fn online_cpus(&self) -> Vec<u32> {
         PortableBackend::default().online_cpus()
+    }
+
+    fn monotonic_ns(&self) -> u64 {
+        super::monotonic_clock_ns()
     }
 
     fn cpuinfo(&self) -> Result<CpuInfo> {

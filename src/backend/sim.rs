@@ -195,6 +195,12 @@ impl Backend for SimBackend {
         found
     }
 
+    /// The shared clock's ticks: the simulator's log is stamped with the
+    /// time it simulates.
+    fn monotonic_ns(&self) -> u64 {
+        self.clock.now().0
+    }
+
     fn cpuinfo(&self) -> Result<CpuInfo> {
         Ok(CpuInfo {
             cputype: "simulated".into(),

@@ -2,8 +2,6 @@
 //! [`Error::NoBackend`], so portable code builds everywhere and reports
 //! clearly at run time.
 
-use std::sync::OnceLock;
-
 use super::{Backend, EventRequest, HotHandle, Platform, PreparedEvent};
 use crate::machine::CpuInfo;
 use crate::{Class, Error, Result};
@@ -40,6 +38,10 @@ impl Backend for UnsupportedBackend {
         (0..n as u32).collect()
     }
 
+    fn monotonic_ns(&self) -> u64 {
+        super::monotonic_clock_ns()
+    }
+
     fn cpuinfo(&self) -> Result<CpuInfo> {
         Err(unsupported())
     }
@@ -67,46 +69,19 @@ impl HotHandle for NoHotCounter {
 
 impl Platform for UnsupportedBackend {
     type Hot = NoHotCounter;
-
-    /// Nanoseconds since the first call (no platform clock here).
-    fn monotonic_ns() -> u64 {
-        static START: OnceLock<std::time::Instant> = OnceLock::new();
-        START
-            .get_or_init(std::time::Instant::now)
-            .elapsed()
-            .as_nanos() as u64
-    }
-
-    /// No backend here produces samples.
-    fn drain_samples() {}
-
-    /// Nothing writes into the log here.
-    fn stop_logging_pmcs() -> Vec<u32> {
-        Vec::new()
-    }
-
-    fn cpu_identity() -> crate::log::cpu::CpuIdentity {
-        crate::log::cpu::CpuIdentity::unknown()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Cpu, Flags, Mode, Pmc};
+    use crate::{Cpu, Flags, Mode};
     use std::sync::Arc;
 
     #[test]
     fn allocation_fails_with_unsupported() {
-        let e = Pmc::allocate_on(
-            Arc::new(UnsupportedBackend),
-            "instructions",
-            Mode::TC,
-            Flags::empty(),
-            Cpu::Any,
-            0,
-        )
-        .unwrap_err();
+        let e = crate::Owner::new(Arc::new(UnsupportedBackend))
+            .allocate_with_count("instructions", Mode::TC, Flags::empty(), Cpu::Any, 0)
+            .unwrap_err();
         assert!(matches!(e, Error::NoBackend { .. }), "{e}");
         assert_eq!(e.errno(), libc::ENXIO);
         assert!(e.to_string().contains("not supported on this platform"));

@@ -82,12 +82,11 @@ pub fn hwpmc_cpuid_arm64(midr: u64) -> String {
     format!("0x{:016x}", midr & !(0xF << 20) & !0xF)
 }
 
-/// This machine's identity as the platform backend tells it
-/// ([`crate::backend::Platform::cpu_identity`]); [`PMC_CPU_GENERIC`] and
+/// This machine's identity as the selected backend tells it
+/// ([`crate::backend::Backend::cpu_identity`]); [`PMC_CPU_GENERIC`] and
 /// an empty cpuid when unknown.
 pub fn this_machine() -> CpuIdentity {
-    use crate::backend::Platform;
-    crate::backend::Native::cpu_identity()
+    crate::backend::default_backend().cpu_identity()
 }
 
 impl CpuIdentity {

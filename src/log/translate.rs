@@ -23,6 +23,7 @@ use std::collections::HashMap;
 use super::LogRecord;
 use crate::Flags;
 use crate::backend::event::{BackendEvent, Callchain};
+pub use crate::backend::source::MappingSource;
 
 /// What the rules depend on for one PMC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,16 +64,6 @@ pub struct Translator {
     log_closed: bool,
     /// Records dropped that way.
     discarded: u64,
-}
-
-/// Where a backend finds the mappings that exist when logging starts.
-pub trait MappingSource {
-    /// The kernel's mapping ([`BackendEvent::Mapping`] of pid `u32::MAX`).
-    fn kernel_mapping(&self) -> Option<BackendEvent>;
-    /// Every process now.
-    fn all_processes(&self) -> Vec<u32>;
-    /// A process's executable mappings now ([`BackendEvent::Mapping`]s).
-    fn process_mappings(&self, pid: u32) -> Vec<BackendEvent>;
 }
 
 impl Translator {
@@ -117,24 +108,10 @@ impl Translator {
     /// The mappings to log, stamped `at`, before the PMC's records go into
     /// the configured log (call only with a log configured): the attached
     /// processes' the first time, and the kernel's and every process's
-    /// when this PMC is the first of the log to need them.
-    pub fn initial_mappings(
-        &mut self,
-        at: u64,
-        source: &dyn MappingSource,
-    ) -> Vec<(u64, BackendEvent)> {
-        self.initial_mappings_claiming(
-            at,
-            source,
-            super::sink::claim_kernel_mappings,
-            super::sink::claim_all_process_mappings,
-        )
-    }
-
-    /// [`Translator::initial_mappings`] with the log's once-per-log claims
-    /// given (each asked only by a PMC that needs it, since asking takes
-    /// it).
-    fn initial_mappings_claiming(
+    /// when this PMC is the first of the log to need them — the log's
+    /// once-per-log claims are given (each asked only by a PMC that needs
+    /// it, since asking takes it).
+    pub fn initial_mappings_claiming(
         &mut self,
         at: u64,
         source: &dyn MappingSource,

@@ -1,11 +1,11 @@
 //! Targets: `attach`, `detach`, and the exited targets leaving the list.
 
-use super::{Pmc, Target, registry};
+use super::{Pmc, Target};
 use crate::{Error, Flags, Result, State};
 
 impl Pmc {
     fn resolve_pid(&self, pid: u32) -> u32 {
-        if pid == 0 { self.owner } else { pid }
+        if pid == 0 { self.owner_pid } else { pid }
     }
 
     /// Attaches a process PMC to a process (`pmc_attach`); pid 0 is the
@@ -40,7 +40,8 @@ impl Pmc {
                 ),
             ));
         }
-        if self.state == State::Running {
+        self.settle()?;
+        if self.state() == State::Running {
             return Err(Error::Busy {
                 op: "attach",
                 why: "the PMC is running; stop it before attaching".into(),
@@ -62,14 +63,28 @@ impl Pmc {
         } else {
             self.event.open_process(pid, descendants)?
         };
-        self.targets.push(Target { pid, counters });
-        if crate::log::sink::is_configured() {
+        let source = match counters.sample_source() {
+            Some(source) => Some(self.owner.register_source(
+                self.id.0,
+                self.flags,
+                self.mode.is_sampling(),
+                source,
+            )?),
+            None => None,
+        };
+        self.targets.push(Target {
+            pid,
+            source,
+            counters,
+        });
+        if self.owner.log_configured() {
             let path = self.backend.executable_path(pid).unwrap_or_default();
-            let _ = crate::log::sink::write(&crate::log::LogRecord::PmcAttach {
-                pmcid: self.id.0,
-                pid,
-                path,
-            });
+            self.owner
+                .write_if_logging(&crate::log::LogRecord::PmcAttach {
+                    pmcid: self.id.0,
+                    pid,
+                    path,
+                });
         }
         self.attach_done = true;
         self.publish();
@@ -130,6 +145,7 @@ impl Pmc {
         // hwpmc_mod.c pmc_do_op_pmcdetach has no mode check: a system PMC
         // has no targets, so the rules below make it ESRCH or EINVAL.
         let pid = self.resolve_pid(pid);
+        self.settle()?;
         self.prune_exited()?;
         let Some(i) = self.targets.iter().position(|t| t.pid == pid) else {
             // pmc_do_op_pmcdetach: a process that does not exist (or is
@@ -138,8 +154,7 @@ impl Pmc {
             if !self.backend.process_exists(pid) {
                 return Err(Error::NoSuchProcess { op: "detach", pid });
             }
-            let backend = self.backend_key();
-            let other = registry::other_monitor(backend, self.id, pid);
+            let other = self.owner.registry().other_monitor(self.id, pid);
             return Err(match other {
                 Some(other) => Error::invalid(
                     "detach",
@@ -152,17 +167,18 @@ impl Pmc {
             });
         };
         let mut target = self.targets.remove(i);
-        if self.state == State::Running {
+        if self.state() == State::Running {
             target.counters.disable()?;
         }
         let value = target.counters.read()?;
         self.detached.accumulate(value);
-        if crate::log::sink::is_configured() {
-            let _ = crate::log::sink::write(&crate::log::LogRecord::PmcDetach {
+        // Its last records reach the log before the PMCDETACH.
+        drop(target);
+        self.owner
+            .write_if_logging(&crate::log::LogRecord::PmcDetach {
                 pmcid: self.id.0,
                 pid,
             });
-        }
         // hwpmc_mod.c pmc_detach_process: detaching the last tree of a
         // DESCENDANTS PMC clears PMC_F_ATTACH_DONE, so its next start
         // attaches the owner again (a plain PMC's start is ESRCH then).

@@ -9,8 +9,18 @@ impl Pmc {
     /// A state change on the hot path (start/stop): no lock, no allocation.
     #[inline]
     pub(super) fn set_state(&mut self, state: State) {
-        self.state = state;
         self.shared_state.store(state);
+    }
+
+    /// Finishes the stop a log close made from the owner's side (hwpmc
+    /// stops the PMCs that write into a log as it is deconfigured): the
+    /// saved value and the sources' last drain, as `stop` makes them.
+    pub(super) fn settle(&mut self) -> Result<()> {
+        if self.shared_state.take_stopped_by_log() {
+            self.set_state(State::Running);
+            self.stop_general()?;
+        }
+        Ok(())
     }
 
     /// Starts the PMC (`pmc_start`). A process PMC that was never attached
@@ -21,7 +31,7 @@ impl Pmc {
     #[inline]
     pub fn start(&mut self) -> Result<()> {
         if let Some(hot) = &self.hot
-            && self.state != State::Running
+            && self.state() != State::Running
             && hot.enable()
         {
             self.set_state(State::Running);
@@ -32,12 +42,10 @@ impl Pmc {
 
     #[inline(never)]
     fn start_general(&mut self) -> Result<()> {
-        if self.state == State::Running {
-            if self.state() == State::Running {
-                return Ok(());
-            }
-            // Its log was closed under it: finish that stop, then start.
-            self.stop_general()?;
+        // A log closed under it: that stop is finished first.
+        self.settle()?;
+        if self.state() == State::Running {
+            return Ok(());
         }
         // pmc_start (hwpmc_mod.c): with no targets, a PMC never attached
         // attaches its owner; one whose targets were all detached or
@@ -86,7 +94,7 @@ impl Pmc {
     #[inline]
     pub fn stop(&mut self) -> Result<()> {
         if let Some(hot) = &self.hot
-            && self.state == State::Running
+            && self.state() == State::Running
             && let Some(value) = hot.disable_and_read_scaled()
         {
             self.set_state(State::Stopped);
@@ -97,8 +105,11 @@ impl Pmc {
     }
 
     #[inline(never)]
-    fn stop_general(&mut self) -> Result<()> {
-        match self.state {
+    pub(super) fn stop_general(&mut self) -> Result<()> {
+        if self.shared_state.take_stopped_by_log() {
+            self.set_state(State::Running);
+        }
+        match self.state() {
             State::Running => {}
             State::Stopped => return Ok(()),
             _ => {
@@ -111,6 +122,11 @@ impl Pmc {
         }
         if let Some(s) = &mut self.system {
             s.disable()?;
+        }
+        // What the stopped counters produced reaches the log now, and a
+        // later start writes into the log configured then.
+        for source in self.sources() {
+            source.drain_stopped();
         }
         self.set_state(State::Stopped);
         match self.mode {
@@ -166,8 +182,8 @@ impl Pmc {
     /// sample, for a running SS PMC and a running TS PMC attached to its
     /// owner; otherwise the saved value, which only `write` sets.
     fn read_sampling(&mut self) -> Result<u64> {
-        let hardware = self.state == State::Running
-            && (self.mode == Mode::SS || self.targets.iter().any(|t| t.pid == self.owner));
+        let hardware = self.state() == State::Running
+            && (self.mode == Mode::SS || self.targets.iter().any(|t| t.pid == self.owner_pid));
         if !hardware {
             return Ok(self.saved.value);
         }
@@ -217,7 +233,7 @@ impl Pmc {
         // counter reads it directly; anything else (or a failed read, to
         // report it in full) takes the general path.
         if let Some(hot) = &self.hot
-            && self.state == State::Running
+            && self.state() == State::Running
             && let Some(value) = hot.read_scaled()
         {
             return Ok(value.wrapping_add(self.offset));
@@ -227,12 +243,13 @@ impl Pmc {
 
     #[inline(never)]
     fn read_general(&mut self) -> Result<u64> {
+        self.settle()?;
         if self.mode.is_sampling() {
             return self.read_sampling();
         }
         // One running process target and nothing detached: the backend's
         // scaled-only read.
-        if self.state == State::Running
+        if self.state() == State::Running
             && self.single_target
             && let Some(target) = self.targets.first_mut()
         {
@@ -241,7 +258,7 @@ impl Pmc {
                 None => self.read_live().map(|r| r.value),
             };
         }
-        if self.state != State::Running {
+        if self.state() != State::Running {
             return Ok(self.saved.value);
         }
         Ok(self.read_live()?.value)
@@ -249,7 +266,8 @@ impl Pmc {
 
     /// Like [`Pmc::read`], with the raw count and the enabled/running times.
     pub fn read_detailed(&mut self) -> Result<Reading> {
-        match self.state {
+        self.settle()?;
+        match self.state() {
             // Stopped counters are disabled: reading them gives the counts
             // they held at stop, with the raw count and times; `value` is
             // what `read` returns.
@@ -261,7 +279,7 @@ impl Pmc {
                     },
                     other => other?,
                 };
-                if self.mode.is_sampling() || self.state == State::Stopped {
+                if self.mode.is_sampling() || self.state() == State::Stopped {
                     r.value = self.read()?;
                 }
                 Ok(r)
@@ -275,7 +293,7 @@ impl Pmc {
     fn require_log_if_needed(&self) -> Result<()> {
         let why = if self.mode == Mode::SS {
             Some("a system sampling PMC writes its samples to the log".to_string())
-        } else if self.mode == Mode::TS && self.targets.iter().any(|t| t.pid != self.owner) {
+        } else if self.mode == Mode::TS && self.targets.iter().any(|t| t.pid != self.owner_pid) {
             Some("a process sampling PMC attached to another process logs its samples".into())
         } else if self
             .flags
@@ -287,7 +305,7 @@ impl Pmc {
         };
         // Only PMCs that need a log look for one (a lock).
         match why {
-            Some(why) if !crate::log::sink::is_configured() => {
+            Some(why) if !self.owner.log_configured() => {
                 Err(Error::LogRequired { op: "start", why })
             }
             _ => Ok(()),

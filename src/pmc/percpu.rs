@@ -1,8 +1,7 @@
 //! [`PerCpu`]: a system PMC on every online CPU, as `pmcstat -s` clones it.
 
 use super::{Asked, Pmc};
-use crate::backend;
-use crate::{Error, Flags, Mode, Reading, Result};
+use crate::{Error, Flags, Mode, Owner, Reading, Result};
 
 /// A system PMC on every online CPU, as `pmcstat -s` clones them; reads sum
 /// the CPUs.
@@ -37,13 +36,17 @@ impl PerCpu {
                 format!("PerCpu needs a system mode (SC, SS), not {mode}"),
             ));
         }
+        let owner = Owner::global();
         let asked = Asked {
             online: Some(online),
-            owner: Some(backend::default_backend().caller_pid()),
+            owner: Some(owner.backend().caller_pid()),
         };
         let pmcs = cpus
             .iter()
-            .map(|&c| Ok((c, Pmc::allocate_for_per_cpu(spec, mode, flags, c, asked)?)))
+            .map(|&c| {
+                let pmc = Pmc::allocate_for_per_cpu(owner, spec, mode, flags, c, asked)?;
+                Ok((c, pmc))
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(PerCpu { pmcs })
     }

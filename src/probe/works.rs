@@ -167,6 +167,7 @@ fn open_enable_read(
         flags,
         sample_period: PERIOD,
         pmcid: 0,
+        buffer_pages: None,
     })?;
     let mut counters = if mode.is_system() {
         prepared.open_cpu(0)?
@@ -302,6 +303,10 @@ mod tests {
         fn online_cpus(&self) -> Vec<u32> {
             self.0.online_cpus()
         }
+        fn monotonic_ns(&self) -> u64 {
+            self.0.monotonic_ns()
+        }
+
         fn cpuinfo(&self) -> crate::Result<crate::machine::CpuInfo> {
             self.0.cpuinfo()
         }

@@ -14,9 +14,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use libtest_mimic::{Completion, Failed, Trial};
 use pmc::backend::Backend;
-use pmc::machine::PmcInfo;
 use pmc::probe::{Environment, Requirement};
-use pmc::{Cpu, Error, Flags, Mode, Pmc, State};
+use pmc::{Cpu, Error, Flags, Mode, Owner, Pmc, State};
 
 use crate::harness::{FORCE_ENV, Forced, Gate, gate};
 
@@ -25,17 +24,9 @@ mod suite;
 
 use suite::{Cap, Subject};
 
-/// The caller's PMCs as `pmc_pmcinfo` lists them (process PMCs are on
-/// every CPU's list).
-fn pmcinfo_rows() -> Vec<PmcInfo> {
-    pmc::pmcinfo(0).unwrap_or_else(|e| panic!("pmcinfo(0): {e}"))
-}
-
-fn linux_backend() -> Arc<dyn Backend> {
-    static BACKEND: OnceLock<Arc<dyn Backend>> = OnceLock::new();
-    BACKEND
-        .get_or_init(|| Arc::new(pmc::backend::linux::LinuxBackend::new()))
-        .clone()
+fn linux_owner() -> &'static Owner {
+    static OWNER: OnceLock<Owner> = OnceLock::new();
+    OWNER.get_or_init(|| Owner::new(Arc::new(pmc::backend::linux::LinuxBackend::new())))
 }
 
 /// perf_event on this machine.
@@ -62,8 +53,8 @@ impl Drop for LinuxSubject {
 }
 
 impl Subject for LinuxSubject {
-    fn backend(&self) -> Arc<dyn Backend> {
-        linux_backend()
+    fn owner(&self) -> &Owner {
+        linux_owner()
     }
 
     /// User-mode CPU time: `,usr` keeps it countable at paranoid 2.
@@ -304,15 +295,9 @@ fn a_tc_on_the_caller_and_a_busy_child_counts_both() {
     let child = BusyChild(child);
     let pid = child.0.id();
     let me = std::process::id();
-    let mut p = Pmc::allocate_on(
-        linux_backend(),
-        "task-clock,usr",
-        Mode::TC,
-        Flags::empty(),
-        Cpu::Any,
-        0,
-    )
-    .unwrap_or_else(|e| panic!("allocate: {e}"));
+    let mut p = linux_owner()
+        .allocate_with_count("task-clock,usr", Mode::TC, Flags::empty(), Cpu::Any, 0)
+        .unwrap_or_else(|e| panic!("allocate: {e}"));
     let fds_before = perf_event_fds();
     p.attach(0)
         .unwrap_or_else(|e| panic!("attach the caller: {e}"));
@@ -363,19 +348,15 @@ fn a_tc_on_the_caller_and_a_busy_child_counts_both() {
 fn running_sampling_pmcs_read_what_pmcrw_reads() {
     const PERIOD: u64 = 10_000_000;
     let log = pmc::log::sink::MemoryLog::new();
-    pmc::log::sink::configure_logfile(log).unwrap_or_else(|e| panic!("configure_logfile: {e}"));
+    linux_owner()
+        .configure_logfile(log)
+        .unwrap_or_else(|e| panic!("configure_logfile: {e}"));
     let subject = LinuxSubject::new();
     let other = subject.spawn();
     let sampling = |mode, cpu| {
-        Pmc::allocate_on(
-            linux_backend(),
-            "cpu-clock",
-            mode,
-            Flags::empty(),
-            cpu,
-            PERIOD,
-        )
-        .unwrap_or_else(|e| panic!("allocate {mode}: {e}"))
+        linux_owner()
+            .allocate_with_count("cpu-clock", mode, Flags::empty(), cpu, PERIOD)
+            .unwrap_or_else(|e| panic!("allocate {mode}: {e}"))
     };
     let mut ts = sampling(Mode::TS, Cpu::Any);
     ts.attach(other)
@@ -389,7 +370,9 @@ fn running_sampling_pmcs_read_what_pmcrw_reads() {
     std::thread::sleep(std::time::Duration::from_millis(2));
     let ss_read = ss.read().unwrap_or_else(|e| panic!("read SS: {e}"));
     ss.stop().unwrap_or_else(|e| panic!("stop SS: {e}"));
-    pmc::log::sink::close_logfile().unwrap_or_else(|e| panic!("close_logfile: {e}"));
+    linux_owner()
+        .close_logfile()
+        .unwrap_or_else(|e| panic!("close_logfile: {e}"));
     assert_eq!(
         ts_read, 5,
         "a running TS on another process reads pm_savedvalue"
@@ -405,18 +388,22 @@ fn running_sampling_pmcs_read_what_pmcrw_reads() {
 /// again.
 fn a_start_after_the_log_closed_runs_again() {
     let log = pmc::log::sink::MemoryLog::new();
-    pmc::log::sink::configure_logfile(log).unwrap_or_else(|e| panic!("configure_logfile: {e}"));
-    let mut p = Pmc::allocate_on(
-        linux_backend(),
-        "task-clock,usr",
-        Mode::TS,
-        Flags::empty(),
-        Cpu::Any,
-        1_000_000,
-    )
-    .unwrap_or_else(|e| panic!("allocate: {e}"));
+    linux_owner()
+        .configure_logfile(log)
+        .unwrap_or_else(|e| panic!("configure_logfile: {e}"));
+    let mut p = linux_owner()
+        .allocate_with_count(
+            "task-clock,usr",
+            Mode::TS,
+            Flags::empty(),
+            Cpu::Any,
+            1_000_000,
+        )
+        .unwrap_or_else(|e| panic!("allocate: {e}"));
     p.start().unwrap_or_else(|e| panic!("start: {e}"));
-    pmc::log::sink::close_logfile().unwrap_or_else(|e| panic!("close_logfile: {e}"));
+    linux_owner()
+        .close_logfile()
+        .unwrap_or_else(|e| panic!("close_logfile: {e}"));
     assert_eq!(p.state(), State::Stopped, "stopped with its log");
     p.start().unwrap_or_else(|e| panic!("restart: {e}"));
     assert_eq!(p.state(), State::Running, "started again");

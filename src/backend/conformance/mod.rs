@@ -18,16 +18,10 @@
 use std::sync::Arc;
 
 use crate::backend::Backend;
-use crate::machine::PmcInfo;
-use crate::{Cpu, Error, Flags, Mode, Pmc, State};
+use crate::{Cpu, Error, Flags, Mode, Owner, Pmc, State};
 
 mod subjects;
 mod suite;
-
-/// The caller's PMCs as `pmc_pmcinfo` lists them.
-fn pmcinfo_rows() -> Vec<PmcInfo> {
-    crate::pmc::registry_snapshot()
-}
 
 /// One module of tests per backend: each scenario it runs, each it cannot
 /// run (`#[ignore]` with the reason), and the check of that listing.

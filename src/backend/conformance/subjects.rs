@@ -7,7 +7,7 @@ use pmc_freebsd::double::{KernelDouble, Machine, Process};
 use pmc_freebsd::{Arch, Hwpmc, PmuEvent, PmuEvents, PmuVendor};
 
 use super::suite::{Cap, Subject};
-use crate::backend::Backend;
+use crate::Owner;
 use crate::backend::freebsd::FreeBsdBackend;
 use crate::backend::sim::SimBackend;
 
@@ -19,14 +19,17 @@ const ABSENT_PID: u32 = 77;
 #[derive(Debug)]
 pub struct SimSubject {
     sim: Arc<SimBackend>,
+    owner: Owner,
     next_pid: AtomicU32,
 }
 
 impl SimSubject {
     /// A 2-CPU simulated machine.
     pub fn new() -> SimSubject {
+        let sim = SimBackend::new(2);
         SimSubject {
-            sim: SimBackend::new(2),
+            owner: Owner::new(sim.clone()),
+            sim,
             next_pid: AtomicU32::new(FIRST_PID),
         }
     }
@@ -41,8 +44,8 @@ impl SimSubject {
 }
 
 impl Subject for SimSubject {
-    fn backend(&self) -> Arc<dyn Backend> {
-        self.sim.clone()
+    fn owner(&self) -> &Owner {
+        &self.owner
     }
 
     fn event(&self) -> &'static str {
@@ -105,7 +108,7 @@ impl Subject for SimSubject {
 #[derive(Debug)]
 pub struct FreeBsdDoubleSubject {
     kernel: Arc<KernelDouble>,
-    backend: Arc<dyn Backend>,
+    owner: Owner,
     next_pid: AtomicU32,
 }
 
@@ -127,7 +130,7 @@ impl FreeBsdDoubleSubject {
         // The double is an amd64 machine whatever the host.
         hwpmc.resolver_mut().arch = Arch::Amd64;
         FreeBsdDoubleSubject {
-            backend: Arc::new(FreeBsdBackend::from_hwpmc(hwpmc)),
+            owner: Owner::new(Arc::new(FreeBsdBackend::from_hwpmc(hwpmc))),
             kernel,
             next_pid: AtomicU32::new(FIRST_PID),
         }
@@ -151,8 +154,8 @@ impl FreeBsdDoubleSubject {
 }
 
 impl Subject for FreeBsdDoubleSubject {
-    fn backend(&self) -> Arc<dyn Backend> {
-        self.backend.clone()
+    fn owner(&self) -> &Owner {
+        &self.owner
     }
 
     fn event(&self) -> &'static str {
@@ -215,23 +218,23 @@ impl Subject for FreeBsdDoubleSubject {
 /// in this process meanwhile, so counts are at least the work.
 #[derive(Debug)]
 pub struct PortableSubject {
-    backend: Arc<dyn Backend>,
+    owner: Owner,
 }
 
 impl PortableSubject {
     /// A portable backend for the suite.
     pub fn new() -> PortableSubject {
         PortableSubject {
-            backend: Arc::new(crate::backend::portable::PortableBackend::new(
+            owner: Owner::new(Arc::new(crate::backend::portable::PortableBackend::new(
                 "conformance suite",
-            )),
+            ))),
         }
     }
 }
 
 impl Subject for PortableSubject {
-    fn backend(&self) -> Arc<dyn Backend> {
-        self.backend.clone()
+    fn owner(&self) -> &Owner {
+        &self.owner
     }
 
     fn event(&self) -> &'static str {

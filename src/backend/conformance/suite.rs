@@ -12,7 +12,7 @@
 //! machine, gated by its requirements). Its parent provides the names in
 //! `use super::*` below.
 
-use super::{Arc, Backend, Cpu, Error, Flags, Mode, Pmc, State, pmcinfo_rows};
+use super::{Arc, Backend, Cpu, Error, Flags, Mode, Owner, Pmc, State};
 
 /// What a scenario needs beyond counting events of the caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,8 +44,12 @@ pub enum Cap {
 
 /// A backend under test, and the means to make things happen on it.
 pub trait Subject {
+    /// The owner of this test's PMCs, on the backend's instance for it.
+    fn owner(&self) -> &Owner;
     /// The backend's instance for this test.
-    fn backend(&self) -> Arc<dyn Backend>;
+    fn backend(&self) -> Arc<dyn Backend> {
+        self.owner().backend().clone()
+    }
     /// A counting event every target of a scenario counts [`Subject::work`] in.
     fn event(&self) -> &'static str;
     /// How much of the event one unit of work is (1 event, 1000 ns of CPU).
@@ -175,7 +179,8 @@ impl<T> Shown<T> for R<T> {
 }
 
 fn pmc(s: &dyn Subject, mode: Mode, flags: Flags, cpu: Cpu) -> R<Pmc> {
-    Pmc::allocate_on(s.backend(), s.event(), mode, flags, cpu, 0)
+    s.owner()
+        .allocate_with_count(s.event(), mode, flags, cpu, 0)
 }
 
 fn tc(s: &dyn Subject) -> Pmc {
@@ -183,7 +188,9 @@ fn tc(s: &dyn Subject) -> Pmc {
 }
 
 fn with_count(s: &dyn Subject, mode: Mode, cpu: Cpu, count: u64) -> Pmc {
-    Pmc::allocate_on(s.backend(), s.event(), mode, Flags::empty(), cpu, count).shown()
+    s.owner()
+        .allocate_with_count(s.event(), mode, Flags::empty(), cpu, count)
+        .shown()
 }
 
 /// `after − before` (modulo 2^64) is the work of `units`: exactly, or at

@@ -212,6 +212,20 @@ impl<S: System> Backend for FreeBsdBackend<S> {
         format!("enable CPU {cpu} (hwpmc counts only on active CPUs)")
     }
 
+    /// CLOCK_MONOTONIC, which hwpmc's log timestamps follow.
+    fn monotonic_ns(&self) -> u64 {
+        crate::backend::monotonic_clock_ns()
+    }
+
+    /// hwpmc's own `pm_cputype`; the cpuid string (`kern.hwpmc.cpuid`) is
+    /// not read yet.
+    fn cpu_identity(&self) -> crate::log::cpu::CpuIdentity {
+        crate::log::cpu::CpuIdentity {
+            cputype: self.hwpmc.cpuinfo().pm_cputype,
+            cpuid: String::new(),
+        }
+    }
+
     fn cpuinfo(&self) -> Result<CpuInfo> {
         let info = self.hwpmc.cpuinfo();
         let n = (info.pm_nclass as usize).min(info.pm_classes.len());

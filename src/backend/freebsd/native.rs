@@ -44,31 +44,6 @@ impl System for SyscallTransport {
 impl Platform for NativeFreeBsd {
     /// No direct handle yet: every start/read/stop is a hwpmc call.
     type Hot = NoHotCounter;
-
-    fn monotonic_ns() -> u64 {
-        pmc_freebsd::sys::monotonic_ns()
-    }
-
-    /// Sampling is not connected to hwpmc's log yet (see the module
-    /// documentation): there is nothing to drain.
-    fn drain_samples() {}
-
-    /// No PMC of this backend writes into `pmc`'s log.
-    fn stop_logging_pmcs() -> Vec<u32> {
-        Vec::new()
-    }
-
-    /// hwpmc's own `pm_cputype`; the cpuid string (`kern.hwpmc.cpuid`) is
-    /// not read yet.
-    fn cpu_identity() -> CpuIdentity {
-        match SyscallTransport::open().ok().map(Hwpmc::open) {
-            Some(Ok(h)) => CpuIdentity {
-                cputype: h.cpuinfo().pm_cputype,
-                cpuid: String::new(),
-            },
-            _ => CpuIdentity::unknown(),
-        }
-    }
 }
 
 /// The default backend of a FreeBSD build: hwpmc when its module is
@@ -127,6 +102,10 @@ impl Backend for HwpmcUnavailable {
     fn online_cpus(&self) -> Vec<u32> {
         let n = std::thread::available_parallelism().map_or(1, |n| n.get());
         (0..n as u32).collect()
+    }
+
+    fn monotonic_ns(&self) -> u64 {
+        crate::backend::monotonic_clock_ns()
     }
 
     fn cpuinfo(&self) -> Result<CpuInfo> {

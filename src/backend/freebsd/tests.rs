@@ -8,7 +8,7 @@ use pmc_freebsd::abi;
 use pmc_freebsd::double::{KernelDouble, Machine, Process};
 
 use super::*;
-use crate::{Cpu, Flags, Pmc};
+use crate::{Cpu, Flags};
 
 fn kernel() -> Arc<KernelDouble> {
     Arc::new(KernelDouble::new(Machine::intel_2cpu(), 1000))
@@ -36,15 +36,9 @@ fn each_target_is_one_hwpmc_pmc_attached_by_pid_and_released_with_it() {
     let k = kernel();
     child(&k, 42);
     let b = backend(&k);
-    let mut p = Pmc::allocate_on(
-        b.clone(),
-        "SOFT-PAGE_FAULT.ALL",
-        Mode::TC,
-        Flags::empty(),
-        Cpu::Any,
-        0,
-    )
-    .unwrap();
+    let mut p = crate::Owner::new(b.clone())
+        .allocate_with_count("SOFT-PAGE_FAULT.ALL", Mode::TC, Flags::empty(), Cpu::Any, 0)
+        .unwrap();
     assert_eq!(k.live_pmcs(), 0, "allocate's trial PMC is released at once");
     p.attach(0).unwrap();
     p.attach(42).unwrap();
@@ -86,8 +80,9 @@ fn descendants_is_passed_to_hwpmc_per_target() {
         },
     );
     let b = backend(&k);
-    let mut p =
-        Pmc::allocate_on(b, "page-faults", Mode::TC, Flags::DESCENDANTS, Cpu::Any, 0).unwrap();
+    let mut p = crate::Owner::new(b)
+        .allocate_with_count("page-faults", Mode::TC, Flags::DESCENDANTS, Cpu::Any, 0)
+        .unwrap();
     p.attach(42).unwrap();
     p.start().unwrap();
     k.advance(43, 0, 3);
@@ -117,7 +112,9 @@ fn sampling_and_log_flags_are_refused_with_the_reason() {
         (Mode::TC, Flags::LOG_PROCEXIT, Cpu::Any),
         (Mode::TC, Flags::LOG_PROCCSW, Cpu::Any),
     ] {
-        let e = Pmc::allocate_on(b.clone(), "page-faults", mode, flags, cpu, 0).unwrap_err();
+        let e = crate::Owner::new(b.clone())
+            .allocate_with_count("page-faults", mode, flags, cpu, 0)
+            .unwrap_err();
         assert_eq!(e.errno(), libc::EOPNOTSUPP, "{mode} {flags:?}: {e}");
         assert!(e.to_string().contains("CONFIGURELOG"), "{e}");
     }
@@ -131,10 +128,14 @@ fn hwpmc_refusals_at_allocate_keep_their_errno() {
     // PRIV_PMC_SYSTEM (EPERM).
     let k = kernel();
     let b = backend(&k);
-    let e = Pmc::allocate_on(b.clone(), "tsc", Mode::TC, Flags::empty(), Cpu::Any, 0).unwrap_err();
+    let e = crate::Owner::new(b.clone())
+        .allocate_with_count("tsc", Mode::TC, Flags::empty(), Cpu::Any, 0)
+        .unwrap_err();
     assert_eq!(e.errno(), libc::EINVAL, "{e}");
     assert!(e.to_string().contains("PMCALLOCATE"), "{e}");
-    let mut tsc = Pmc::allocate_on(b, "tsc", Mode::SC, Flags::empty(), Cpu::Id(1), 0).unwrap();
+    let mut tsc = crate::Owner::new(b)
+        .allocate_with_count("tsc", Mode::SC, Flags::empty(), Cpu::Id(1), 0)
+        .unwrap();
     assert_eq!(tsc.class(), Class::Pmu("TSC".into()));
     tsc.start().unwrap();
     k.advance(1, 1, 9);
@@ -142,8 +143,9 @@ fn hwpmc_refusals_at_allocate_keep_their_errno() {
 
     let user = Arc::new(KernelDouble::new(Machine::intel_2cpu(), 1000).with_privilege(false));
     let b = backend(&user);
-    let e =
-        Pmc::allocate_on(b, "page-faults", Mode::SC, Flags::empty(), Cpu::Id(0), 0).unwrap_err();
+    let e = crate::Owner::new(b)
+        .allocate_with_count("page-faults", Mode::SC, Flags::empty(), Cpu::Id(0), 0)
+        .unwrap_err();
     assert_eq!(e.errno(), libc::EPERM, "{e}");
     assert!(e.to_string().contains("root"), "{e}");
 }
@@ -156,19 +158,15 @@ fn a_class_runs_out_of_rows_with_einval() {
     let b = backend(&k);
     let mut pmcs = Vec::new();
     for _ in 0..16 {
-        let mut p = Pmc::allocate_on(
-            b.clone(),
-            "page-faults",
-            Mode::TC,
-            Flags::empty(),
-            Cpu::Any,
-            0,
-        )
-        .unwrap();
+        let mut p = crate::Owner::new(b.clone())
+            .allocate_with_count("page-faults", Mode::TC, Flags::empty(), Cpu::Any, 0)
+            .unwrap();
         p.attach(0).unwrap();
         pmcs.push(p);
     }
-    let e = Pmc::allocate_on(b, "page-faults", Mode::TC, Flags::empty(), Cpu::Any, 0).unwrap_err();
+    let e = crate::Owner::new(b)
+        .allocate_with_count("page-faults", Mode::TC, Flags::empty(), Cpu::Any, 0)
+        .unwrap_err();
     assert_eq!(e.errno(), libc::EINVAL, "{e}");
     assert!(e.to_string().contains("no free row"), "{e}");
 }
@@ -211,7 +209,9 @@ fn a_refused_attach_releases_its_pmc_and_says_why() {
         },
     );
     let b = backend(&k);
-    let mut p = Pmc::allocate_on(b, "page-faults", Mode::TC, Flags::empty(), Cpu::Any, 0).unwrap();
+    let mut p = crate::Owner::new(b)
+        .allocate_with_count("page-faults", Mode::TC, Flags::empty(), Cpu::Any, 0)
+        .unwrap();
     let e = p.attach(42).unwrap_err();
     assert_eq!(e.errno(), libc::EPERM, "{e}");
     assert!(e.to_string().contains("may not be debugged"), "{e}");

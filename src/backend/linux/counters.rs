@@ -10,7 +10,7 @@ use pmc_linux::attr::Attr;
 use pmc_linux::event::{Event, OpenFlags, Target};
 use pmc_linux::system;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pmc_linux::ring::RingBuffer;
 
@@ -18,10 +18,11 @@ use super::from_linux;
 
 mod open;
 use super::resolve::LinuxEvent;
-use super::sampling::{self, RingSet};
+use super::sampling::{self, LinuxSource, RingSet, SetPlan};
+use crate::backend::source::SampleSource;
 use crate::backend::{CounterValue, Counters, HotHandle};
 use crate::{Error, Result};
-pub(super) use open::trial_open;
+pub(super) use open::{TrialCache, trial_open};
 use open::{open_one, open_with_fallback, sibling_error};
 
 /// Sums the events of a target. `chunks` splits `events` into the
@@ -91,7 +92,7 @@ pub(super) struct ProcessCounters {
     /// target exits (LOG_PROCEXIT).
     events: Arc<[Event]>,
     /// Logging targets: the per-CPU rings (drained at stop and drop).
-    rings: Option<Arc<Mutex<RingSet>>>,
+    rings: Option<Arc<LinuxSource>>,
     /// The slice siblings grouped under the counters (see
     /// `sampling::SliceSiblings`); kept open, never read directly.
     siblings: Vec<Event>,
@@ -157,10 +158,11 @@ fn map_rings(
     events: &Arc<[Event]>,
     siblings: &[(i32, Event)],
     root: Option<(u32, Arc<[Event]>)>,
-) -> Result<Option<Arc<Mutex<RingSet>>>> {
+) -> Result<Option<Arc<LinuxSource>>> {
     let Some(plan) = &event.log else {
         return Ok(None);
     };
+    let mut ring_cut_to_kib: Option<usize> = None;
     let mut rings = Vec::new();
     let mut owner_of_cpu: Vec<(i32, usize)> = Vec::new();
     let mut ring_of = Vec::with_capacity(events.len());
@@ -177,7 +179,8 @@ fn map_rings(
             match RingBuffer::new(ev, pages) {
                 Ok(r) => {
                     if pages < plan.pages {
-                        crate::log::sink::ring_cut_to(r.data_size() / 1024);
+                        let kib = r.data_size() / 1024;
+                        ring_cut_to_kib = Some(ring_cut_to_kib.map_or(kib, |k| k.min(kib)));
                     }
                     break r;
                 }
@@ -202,14 +205,15 @@ fn map_rings(
         events: events.clone(),
         ring_of,
     };
-    Ok(Some(RingSet::new(
-        plan.clone(),
-        &attr,
-        rings,
+    let set = SetPlan {
+        plan,
+        attr: &attr,
         writers,
         root,
-        event.slices.as_ref(),
-    )?))
+        slices: event.slices.as_ref(),
+        ring_cut_to_kib,
+    };
+    Ok(Some(RingSet::source(set, rings, &event.shared.collector)?))
 }
 
 impl ProcessCounters {
@@ -320,23 +324,6 @@ impl ProcessCounters {
     }
 }
 
-impl Drop for ProcessCounters {
-    fn drop(&mut self) {
-        // Whatever the rings still hold goes to the log before they unmap.
-        if let Some(r) = &self.rings {
-            sampling::drain_set(r);
-        }
-    }
-}
-
-impl Drop for CpuCounters {
-    fn drop(&mut self) {
-        if let Some(r) = &self.rings {
-            sampling::drain_set(r);
-        }
-    }
-}
-
 impl Counters for ProcessCounters {
     #[inline]
     fn enable(&mut self) -> Result<()> {
@@ -370,9 +357,6 @@ impl Counters for ProcessCounters {
             e.disable().map_err(from_linux)?;
         }
         self.enabled = false;
-        if let Some(r) = &self.rings {
-            sampling::drain_set(r);
-        }
         Ok(())
     }
 
@@ -405,6 +389,10 @@ impl Counters for ProcessCounters {
 
     fn handles(&self) -> usize {
         self.events.len() + self.siblings.len()
+    }
+
+    fn sample_source(&self) -> Option<Arc<dyn SampleSource>> {
+        self.rings.clone().map(|r| r as Arc<dyn SampleSource>)
     }
 
     fn hot(&self) -> Option<HotCounter> {
@@ -497,7 +485,7 @@ impl HotHandle for HotCounter {
 #[derive(Debug)]
 pub(super) struct CpuCounters {
     events: Arc<[Event]>,
-    rings: Option<Arc<Mutex<RingSet>>>,
+    rings: Option<Arc<LinuxSource>>,
 }
 
 impl CpuCounters {
@@ -532,9 +520,6 @@ impl Counters for CpuCounters {
 
     fn disable(&mut self) -> Result<()> {
         for_each(&self.events, Event::disable)?;
-        if let Some(r) = &self.rings {
-            sampling::drain_set(r);
-        }
         Ok(())
     }
 
@@ -551,6 +536,10 @@ impl Counters for CpuCounters {
 
     fn handles(&self) -> usize {
         self.events.len()
+    }
+
+    fn sample_source(&self) -> Option<Arc<dyn SampleSource>> {
+        self.rings.clone().map(|r| r as Arc<dyn SampleSource>)
     }
 }
 

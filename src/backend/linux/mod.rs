@@ -16,6 +16,8 @@ pub(crate) mod sampling;
 pub(crate) mod test_hooks;
 pub(crate) mod trial;
 
+use std::sync::Arc;
+
 use pmc_linux::system;
 
 use super::{Backend, EventRequest, Platform, PreparedEvent};
@@ -23,16 +25,26 @@ use crate::log::cpu::CpuIdentity;
 use crate::machine::CpuInfo;
 use crate::{Class, Error, Result};
 
-/// perf_event as a `pmc` backend.
+/// perf_event as a `pmc` backend. Each instance has its own collector
+/// thread and trial-open cache (what its PMCs share).
 #[derive(Debug, Default)]
 pub struct LinuxBackend {
-    _private: (),
+    shared: Arc<Shared>,
+}
+
+/// What an instance's prepared events share.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    /// Copies the rings of its logging targets into their intakes.
+    collector: Arc<sampling::Collector>,
+    /// The events whose trial open succeeded (`allocate` repeats none).
+    opened: counters::TrialCache,
 }
 
 impl LinuxBackend {
     /// The backend for the running kernel.
     pub fn new() -> LinuxBackend {
-        LinuxBackend { _private: () }
+        LinuxBackend::default()
     }
 }
 
@@ -42,7 +54,9 @@ impl Backend for LinuxBackend {
     }
 
     fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
-        Ok(Box::new(resolve::resolve(request)?))
+        let mut event = resolve::resolve(request)?;
+        event.shared = self.shared.clone();
+        Ok(Box::new(event))
     }
 
     fn caller_pid(&self) -> u32 {
@@ -88,6 +102,28 @@ impl Backend for LinuxBackend {
         format!("bring it online with `echo 1 > /sys/devices/system/cpu/cpu{cpu}/online`")
     }
 
+    #[inline]
+    fn monotonic_ns(&self) -> u64 {
+        system::monotonic_ns()
+    }
+
+    /// From `/proc/cpuinfo` (x86) or MIDR_EL1 (arm64).
+    fn cpu_identity(&self) -> CpuIdentity {
+        if cfg!(target_arch = "aarch64") {
+            return std::fs::read_to_string(
+                "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1",
+            )
+            .ok()
+            .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok())
+            .map_or_else(CpuIdentity::unknown, |midr| CpuIdentity {
+                cputype: crate::log::cpu::PMC_CPU_GENERIC,
+                cpuid: crate::log::cpu::hwpmc_cpuid_arm64(midr),
+            });
+        }
+        let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        crate::log::cpu::identity_from_cpuinfo(&text).unwrap_or_else(CpuIdentity::unknown)
+    }
+
     fn cpuinfo(&self) -> Result<CpuInfo> {
         Ok(machine::cpuinfo())
     }
@@ -106,36 +142,6 @@ fn executable_path(pid: u32) -> Option<String> {
 
 impl Platform for LinuxBackend {
     type Hot = HotCounter;
-
-    #[inline]
-    fn monotonic_ns() -> u64 {
-        system::monotonic_ns()
-    }
-
-    fn drain_samples() {
-        sampling::drain_all();
-    }
-
-    fn stop_logging_pmcs() -> Vec<u32> {
-        sampling::stop_all()
-    }
-
-    /// From `/proc/cpuinfo` (x86) or MIDR_EL1 (arm64).
-    fn cpu_identity() -> CpuIdentity {
-        if cfg!(target_arch = "aarch64") {
-            return std::fs::read_to_string(
-                "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1",
-            )
-            .ok()
-            .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok())
-            .map_or_else(CpuIdentity::unknown, |midr| CpuIdentity {
-                cputype: crate::log::cpu::PMC_CPU_GENERIC,
-                cpuid: crate::log::cpu::hwpmc_cpuid_arm64(midr),
-            });
-        }
-        let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-        crate::log::cpu::identity_from_cpuinfo(&text).unwrap_or_else(CpuIdentity::unknown)
-    }
 }
 
 /// Converts a binding error into the portable error, choosing the libpmc

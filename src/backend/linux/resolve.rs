@@ -39,6 +39,8 @@ pub(super) struct LinuxEvent {
     pub(super) caps: Capabilities,
     pub(super) description: String,
     pub(super) filter: Option<String>,
+    /// The backend's collector and trial-open cache.
+    pub(super) shared: Arc<super::Shared>,
 }
 
 impl PreparedEvent for LinuxEvent {
@@ -481,10 +483,10 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
             .flags
             .intersects(Flags::LOG_PROCEXIT | Flags::LOG_PROCCSW))
     .then(|| super::sampling::LogPlan {
-        pmcid: request.pmcid,
         flags: request.flags,
         sampling,
-        pages: crate::log::sink::buffer_pages_setting()
+        pages: request
+            .buffer_pages
             .unwrap_or_else(super::sampling::default_ring_pages),
     });
     let mut attrs = Vec::with_capacity(planned.len());
@@ -516,6 +518,8 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
         description,
         filter: q.filter.clone(),
         slices,
+        // Replaced by the backend's own (`LinuxBackend::prepare`).
+        shared: Arc::default(),
     })
 }
 

@@ -1,16 +1,15 @@
-//! Sampling PMCs and the `LOG_PROC*` flags: ring buffers per CPU, drained
-//! into the process-wide pmclog sink.
+//! Sampling PMCs and the `LOG_PROC*` flags: ring buffers per CPU, turned
+//! into neutral [`BackendEvent`]s that the PMC's owner drains
+//! ([`SampleSource`]) and logs by hwpmc's rules.
 //!
 //! perf refuses to mmap an inherited per-task event, so a logging process
 //! target gets one event per (thread, CPU), inheriting, with one ring per
-//! CPU and the other events of that CPU routed into it (SET_OUTPUT). A
-//! collector thread copies the rings into their sets' intakes every 5 ms, and
-//! a drainer thread (`drainer.rs`) sweeps every live ring set every 10 ms
-//! while one exists (both parked otherwise) and converts perf records to pmclog
-//! records: samples to CALLCHAIN, MMAP2 to MAP_IN, exec COMMs to PROCEXEC,
-//! FORK to PROCFORK, process EXIT to SYSEXIT (and PROCEXIT with the value
-//! under LOG_PROCEXIT), LOST to DROPNOTIFY (made exact at the final
-//! drains by the events' `PERF_FORMAT_LOST` counts, `lost.rs`).
+//! CPU and the other events of that CPU routed into it (SET_OUTPUT). The
+//! backend's collector thread copies the rings into their sets' intakes
+//! every 5 ms (parked while no set lives), and the owner's drains decode
+//! them: samples, MMAP2 mappings, exec COMMs, FORKs, EXITs, READ values and
+//! LOST counts (made exact at the final drains by the events'
+//! `PERF_FORMAT_LOST` counts, `lost.rs`).
 //!
 //! Per-thread values (LOG_PROCCSW, and LOG_PROCEXIT for descendants) come
 //! from sampling siblings grouped under each counter (`SliceSiblings`):
@@ -18,7 +17,6 @@
 //! or an exit, but a sibling that samples with `PERF_SAMPLE_READ` of the
 //! group reads the counter at exactly that moment.
 
-mod drainer;
 mod lost;
 mod procfs;
 
@@ -30,11 +28,10 @@ use pmc_linux::attr::{Attr, AttrBit, EventConfig, ReadFormat, SampleType, Softwa
 use pmc_linux::record::{Record, RecordParser, Sample, context, kind};
 use pmc_linux::ring::RingBuffer;
 
+use crate::backend::drainer::{self, Drainer};
 use crate::backend::event::{BackendEvent, Callchain};
-use crate::log::LogRecord;
-use crate::log::translate::{Rules, Translator};
+use crate::backend::source::{Drain, MappingSource, SampleSource, SourceInfo};
 use crate::{Flags, Mode, Result};
-use drainer::Drainer;
 use lost::RingLosses;
 use procfs::{ProcMappings, exec_addresses};
 
@@ -97,40 +94,67 @@ impl SliceSiblings {
 /// What a logging event needs beyond counting.
 #[derive(Clone, Debug)]
 pub(super) struct LogPlan {
-    pub(super) pmcid: u32,
     pub(super) flags: Flags,
     pub(super) sampling: bool,
     pub(super) pages: usize,
 }
 
-/// The rings of one target and how to turn their records into pmclog.
+/// The rings of one target and how to turn their records into neutral
+/// events: the target's [`SampleSource`].
 #[derive(Debug)]
 pub(super) struct RingSet {
-    plan: LogPlan,
+    /// What the owner's logging rules need to know of it.
+    info: SourceInfo,
+    /// Whether the PMC samples (a counting one logs no samples).
+    sampling: bool,
+    /// The PMC's flags (`LOG_PROCEXIT`).
+    flags: Flags,
     parser: RecordParser,
     /// The rings and what the collector took from them, under a lock of
     /// their own: the collector never waits for a decode.
     intake: Arc<Mutex<Intake>>,
-    /// hwpmc's logging rules and their state for this PMC.
-    translator: Translator,
-    /// Records dropped because no log was configured (those dropped
-    /// after a close are the translator's).
-    pub(super) discarded: u64,
     /// The attached process and its events, read when it exits.
     root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
     /// Parses the slice siblings' samples (their sample type adds READ).
     slice_parser: Option<RecordParser>,
-    /// When the set was made (the attach): the timestamp of the initial
-    /// MAP_INs, which precede every sample of the set.
-    attached_at: u64,
     /// Each ring's losses, reconciled with the events' `PERF_FORMAT_LOST`
     /// counts at the final drains (`None`: opened without it).
     losses: Option<RingLosses>,
-    /// The initial mappings read when the set was made, logged by the
-    /// first drain.
-    initial: Vec<(u64, BackendEvent)>,
     /// Each ring's records moved from the intake, not yet decoded.
     spools: Vec<Spool>,
+}
+
+/// A logging target's source: its ring set, decoded under its own lock.
+#[derive(Debug)]
+pub(super) struct LinuxSource(Mutex<RingSet>);
+
+impl SampleSource for LinuxSource {
+    fn info(&self) -> SourceInfo {
+        self.set().info.clone()
+    }
+
+    fn mappings(&self) -> &dyn MappingSource {
+        &ProcMappings
+    }
+
+    fn drain(&self, how: Drain, out: &mut Vec<(u64, BackendEvent)>) -> bool {
+        self.set().drain(out, how == Drain::Final)
+    }
+
+    /// Disables the events of a process target; a CPU's stop with the PMC.
+    fn stop_for_log_close(&self) {
+        if let Some((_, events)) = &self.set().root {
+            for e in events.iter() {
+                let _ = e.disable();
+            }
+        }
+    }
+}
+
+impl LinuxSource {
+    fn set(&self) -> std::sync::MutexGuard<'_, RingSet> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// A set's rings and each one's records taken out by the collector.
@@ -153,8 +177,62 @@ impl Intake {
     }
 }
 
-/// The intakes of the live sets, for the collector.
-static INTAKES: Mutex<Vec<Weak<Mutex<Intake>>>> = Mutex::new(Vec::new());
+/// The backend's collector: every 5 ms, while a ring set lives, it copies
+/// each set's rings into the set's intake (its thread parks otherwise).
+#[derive(Debug)]
+pub(crate) struct Collector {
+    intakes: Mutex<Vec<Weak<Mutex<Intake>>>>,
+    thread: Arc<Drainer>,
+}
+
+impl Default for Collector {
+    fn default() -> Collector {
+        Collector {
+            intakes: Mutex::new(Vec::new()),
+            thread: Arc::new(Drainer::every(drainer::COLLECT_INTERVAL)),
+        }
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.thread.shut_down();
+    }
+}
+
+impl Collector {
+    /// Adds a set's intake and makes sure the thread runs: a set whose
+    /// rings nobody empties would lose samples, so a thread that cannot
+    /// start is an error.
+    fn register(self: &Arc<Self>, intake: &Arc<Mutex<Intake>>) -> Result<()> {
+        {
+            let mut intakes = self.intakes.lock().unwrap_or_else(|p| p.into_inner());
+            intakes.retain(|w| w.strong_count() > 0);
+            intakes.push(Arc::downgrade(intake));
+        }
+        let weak = Arc::downgrade(self);
+        self.thread
+            .registered(drainer::spawn_collector, move || {
+                weak.upgrade().map_or(0, |c| c.collect_all())
+            })
+            .map_err(|e| drainer::collector_spawn_error(&e))
+    }
+
+    /// The thread's sweep: every live set's rings into its intake; returns
+    /// how many there were. Never waits for a decode (a set's lock): the
+    /// records stay in their set's intake until a drain moves and decodes
+    /// them, and the final drains collect and decode everything.
+    fn collect_all(&self) -> usize {
+        let intakes: Vec<Arc<Mutex<Intake>>> = {
+            let reg = self.intakes.lock().unwrap_or_else(|p| p.into_inner());
+            reg.iter().filter_map(Weak::upgrade).collect()
+        };
+        for intake in &intakes {
+            intake.lock().unwrap_or_else(|p| p.into_inner()).collect();
+        }
+        intakes.len()
+    }
+}
 
 /// The data pages of a ring when the user set none: 512 KiB (perf's
 /// default, within the default `perf_event_mlock_kb` on every CPU), four
@@ -162,9 +240,9 @@ static INTAKES: Mutex<Vec<Weak<Mutex<Intake>>>> = Mutex::new(Vec::new());
 pub(super) fn default_ring_pages() -> usize {
     use pmc_linux::system::{CAP_IPC_LOCK, has_capability};
     if has_capability(CAP_IPC_LOCK) {
-        4 * crate::log::sink::DEFAULT_BUFFER_PAGES
+        4 * crate::backend::source::DEFAULT_BUFFER_PAGES
     } else {
-        crate::log::sink::DEFAULT_BUFFER_PAGES
+        crate::backend::source::DEFAULT_BUFFER_PAGES
     }
 }
 
@@ -237,26 +315,36 @@ pub(super) struct RingEvents {
     pub(super) ring_of: Vec<usize>,
 }
 
-static REGISTRY: Mutex<Vec<Weak<Mutex<RingSet>>>> = Mutex::new(Vec::new());
-
-/// Sweeps [`REGISTRY`] while it holds a live set.
-static DRAINER: Drainer = Drainer::new();
-
-/// Empties the rings of [`REGISTRY`]'s sets into their spools while one
-/// lives.
-static COLLECTOR: Drainer = Drainer::every(drainer::COLLECT_INTERVAL);
+/// What [`RingSet::new`] is given beside the rings.
+#[derive(Debug)]
+pub(super) struct SetPlan<'a> {
+    pub(super) plan: &'a LogPlan,
+    /// The events' attr (their read_format as opened shapes the READ
+    /// payloads).
+    pub(super) attr: &'a Attr,
+    pub(super) writers: RingEvents,
+    /// The attached process and its events (`None`: a CPU's set).
+    pub(super) root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
+    pub(super) slices: Option<&'a SliceSiblings>,
+    /// The KiB of a ring the mlock limit cut below the size asked, if any.
+    pub(super) ring_cut_to_kib: Option<usize>,
+}
 
 impl RingSet {
-    /// A set for `rings`, fed by `writers`; `attr` is the events' attr
-    /// (their read_format as opened shapes the READ payloads).
-    pub(super) fn new(
-        plan: LogPlan,
-        attr: &Attr,
+    /// A source for `rings`, its intake registered with `collector`.
+    pub(super) fn source(
+        set: SetPlan<'_>,
         rings: Vec<RingBuffer>,
-        writers: RingEvents,
-        root: Option<(u32, Arc<[pmc_linux::event::Event]>)>,
-        slices: Option<&SliceSiblings>,
-    ) -> Result<Arc<Mutex<RingSet>>> {
+        collector: &Arc<Collector>,
+    ) -> Result<Arc<LinuxSource>> {
+        let SetPlan {
+            plan,
+            attr,
+            writers,
+            root,
+            slices,
+            ring_cut_to_kib,
+        } = set;
         // The parser follows the read_format the kernel took (without
         // PERF_FORMAT_LOST on kernels before 6.0).
         let attr = match writers.events.first() {
@@ -264,73 +352,42 @@ impl RingSet {
             None => *attr,
         };
         let losses = RingLosses::new(writers.events, writers.ring_of, rings.len());
-        let mut translator = Translator::new(Rules {
-            pmcid: plan.pmcid,
-            flags: plan.flags,
-            sampling: plan.sampling,
-            kernel_samples: !attr.is_set(AttrBit::EXCLUDE_KERNEL),
-            system: root.is_none(),
-            exit_slices: slices.is_some_and(|s| s.exit.is_some()),
-        });
-        if let Some((pid, _)) = &root
-            && plan.sampling
-        {
-            translator.attached(std::iter::once(*pid));
+        let mut attached = Vec::new();
+        if let Some((pid, _)) = &root {
+            attached.push(*pid);
             if plan.flags.contains(Flags::DESCENDANTS) {
                 let root = i32::try_from(*pid).unwrap_or(i32::MAX);
-                translator.attached(
+                attached.extend(
                     pmc_linux::system::descendants_of(root)
                         .into_iter()
                         .filter_map(|p| u32::try_from(p).ok()),
                 );
             }
         }
-        let attached_at = crate::log::sink::now();
-        // Read now, before the events are enabled, as hwpmc logs them at
-        // attach and start: the kernel's and every process's mappings take
-        // a system PMC's first drain 100+ ms (all of /proc/kallsyms and
-        // /proc/*/maps), long enough for the rings to overflow.
-        let initial = if crate::log::sink::is_configured() {
-            translator.initial_mappings(attached_at, &ProcMappings)
-        } else {
-            Vec::new()
+        let info = SourceInfo {
+            kernel_samples: !attr.is_set(AttrBit::EXCLUDE_KERNEL),
+            system: root.is_none(),
+            exit_slices: slices.is_some_and(|s| s.exit.is_some()),
+            attached,
+            ring_cut_to_kib,
         };
         let spools = rings.iter().map(|_| Spool::default()).collect();
         let intake = Arc::new(Mutex::new(Intake {
             taken: rings.iter().map(|_| Vec::new()).collect(),
             rings,
         }));
-        {
-            let mut intakes = INTAKES.lock().unwrap_or_else(|p| p.into_inner());
-            intakes.retain(|w| w.strong_count() > 0);
-            intakes.push(Arc::downgrade(&intake));
-        }
-        let set = Arc::new(Mutex::new(RingSet {
+        collector.register(&intake)?;
+        Ok(Arc::new(LinuxSource(Mutex::new(RingSet {
+            info,
+            sampling: plan.sampling,
+            flags: plan.flags,
             parser: RecordParser::for_attr(&attr),
             intake,
-            translator,
-            discarded: 0,
             root,
             slice_parser: slices.map(|s| RecordParser::for_attr(&s.switch)),
-            attached_at,
             losses,
-            initial,
             spools,
-            plan,
-        }));
-        REGISTRY
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(Arc::downgrade(&set));
-        // A set that cannot be drained would lose samples: an error (the
-        // set is dropped, and with it its rings).
-        DRAINER
-            .registered(drainer::spawn_thread, sweep_all)
-            .map_err(|e| drainer::spawn_error(&e))?;
-        COLLECTOR
-            .registered(drainer::spawn_collector, collect_all)
-            .map_err(|e| drainer::collector_spawn_error(&e))?;
-        Ok(set)
+        }))))
     }
 
     /// Empties the rings and moves what the collector took into the
@@ -353,31 +410,23 @@ impl RingSet {
         self.spools.iter().any(|s| s.peek().is_some())
     }
 
-    /// Converts the published records into pmclog records, in time order:
-    /// every one for a `last` drain (stop, release, log flush or close),
-    /// which also reports the losses no LOST record told yet; a window of
-    /// [`DECODE_WINDOW_NS`] for the drainer's sweeps. Returns whether
-    /// records are left to decode.
-    pub(super) fn drain(&mut self, out: &mut Vec<(u64, LogRecord)>, last: bool) -> bool {
-        let mut events = std::mem::take(&mut self.initial);
-        if crate::log::sink::is_configured() {
-            // Stamped with the attach, before every record of the set.
-            events.extend(
-                self.translator
-                    .initial_mappings(self.attached_at, &ProcMappings),
-            );
-        }
+    /// Appends the published records to `events` as neutral events: every one
+    /// for a `last` drain (stop, release, log flush or close), which also
+    /// reports the losses no LOST record told yet; a window of
+    /// [`DECODE_WINDOW_NS`] for a sweep. Returns whether records are left
+    /// to decode.
+    pub(super) fn drain(&mut self, events: &mut Vec<(u64, BackendEvent)>, last: bool) -> bool {
         self.collect();
         let parser = self.parser;
         let slice_parser = self.slice_parser;
-        let rules = self.translator.rules();
+        let sampling = self.sampling;
         // The attached process's value at its exit, where neither exit
         // slices nor a READ record give it: its events, final once it
         // has exited.
         let root = self
             .root
             .as_ref()
-            .filter(|_| rules.flags.contains(Flags::LOG_PROCEXIT) && !rules.exit_slices);
+            .filter(|_| self.flags.contains(Flags::LOG_PROCEXIT) && !self.info.exit_slices);
         // A sweep decodes one window of sample time and leaves the rest
         // for the next (which empties the rings again first); a last
         // drain decodes everything.
@@ -430,7 +479,7 @@ impl RingSet {
                     }
                     continue;
                 }
-                if let Some(event) = neutral(&record, rules.sampling, root) {
+                if let Some(event) = neutral(&record, sampling, root) {
                     events.push(event);
                 }
             }
@@ -440,10 +489,10 @@ impl RingSet {
             // Read after the rings were emptied: every loss before now.
             let count = losses.reconcile();
             if count > 0 {
-                events.push((crate::log::sink::now(), BackendEvent::Lost { count }));
+                let now = pmc_linux::system::monotonic_ns();
+                events.push((now, BackendEvent::Lost { count }));
             }
         }
-        self.translator.translate(events, out);
         self.has_backlog()
     }
 }
@@ -603,104 +652,6 @@ fn slice_event(s: &Sample<'_>) -> Option<(u64, BackendEvent)> {
             total,
         },
     ))
-}
-
-/// Stops every counter that writes into the log, as hwpmc stops the
-/// running `PMC_F_NEEDS_LOGFILE` PMCs when their log is deconfigured: the
-/// events of process targets are disabled, and whatever any set still
-/// produces is discarded until its PMC is stopped (`drain_set`), after
-/// which a start writes into the log configured then. The `Pmc` itself
-/// reads Running until its owner stops it.
-pub(crate) fn stop_all() -> Vec<u32> {
-    let mut stopped = Vec::new();
-    let sets: Vec<Arc<Mutex<RingSet>>> = {
-        let reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
-        reg.iter().filter_map(Weak::upgrade).collect()
-    };
-    for set in &sets {
-        let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
-        s.translator.log_closed();
-        stopped.push(s.plan.pmcid);
-        if let Some((_, events)) = &s.root {
-            for e in events.iter() {
-                let _ = e.disable();
-            }
-        }
-    }
-    stopped
-}
-
-/// Drains every live ring set into the log (or discards, without one) for
-/// a log flush or close, with exact loss counts; returns how many sets
-/// there were.
-pub(crate) fn drain_all() -> usize {
-    drain_every_set(true).0
-}
-
-/// The drainer's periodic sweep: [`drain_all`] without reading the
-/// events' loss counts (a syscall per event every sweep; the LOST records
-/// carry the running figure and the final drains settle it), a window at a
-/// time until no backlog is left. The drain lock is taken per window, so a
-/// stop, flush or close waits for one window at most.
-fn sweep_all() -> usize {
-    loop {
-        let (live, backlog) = drain_every_set(false);
-        if !backlog {
-            return live;
-        }
-    }
-}
-
-/// The collector's sweep: every live set's rings into its intake; returns
-/// how many there were. Without the drain lock, and never waiting for a
-/// decode (a set's lock): the records stay in their set's intake until a
-/// drain moves and decodes them, and the final drains (flush, close, stop)
-/// collect and decode everything.
-fn collect_all() -> usize {
-    let intakes: Vec<Arc<Mutex<Intake>>> = {
-        let reg = INTAKES.lock().unwrap_or_else(|p| p.into_inner());
-        reg.iter().filter_map(Weak::upgrade).collect()
-    };
-    for intake in &intakes {
-        intake.lock().unwrap_or_else(|p| p.into_inner()).collect();
-    }
-    intakes.len()
-}
-
-/// Drains every live set; returns how many there were and whether records
-/// are left to decode.
-fn drain_every_set(last: bool) -> (usize, bool) {
-    let _draining = crate::log::sink::draining();
-    let sets: Vec<Arc<Mutex<RingSet>>> = {
-        let mut reg = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
-        reg.retain(|w| w.strong_count() > 0);
-        reg.iter().filter_map(Weak::upgrade).collect()
-    };
-    let mut out = Vec::new();
-    let mut backlog = false;
-    for set in &sets {
-        let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
-        let before = out.len();
-        backlog |= s.drain(&mut out, last);
-        if !crate::log::sink::is_configured() {
-            s.discarded += (out.len() - before) as u64;
-        }
-    }
-    crate::log::sink::write_batch(out);
-    (sets.len(), backlog)
-}
-
-/// Drains one set now (at stop and release, so nothing is lost).
-pub(super) fn drain_set(set: &Arc<Mutex<RingSet>>) {
-    let _draining = crate::log::sink::draining();
-    let mut out = Vec::new();
-    {
-        let mut s = set.lock().unwrap_or_else(|p| p.into_inner());
-        s.drain(&mut out, true);
-        // Called as the PMC stops: a later start logs again.
-        s.translator.stopped();
-    }
-    crate::log::sink::write_batch(out);
 }
 
 /// The sampling/log bits of a logging attr: sample fields, side-band

@@ -113,6 +113,7 @@ fn resolve_spec(
             flags,
             sample_period: count,
             pmcid: 0,
+            buffer_pages: None,
         },
         sysfs,
     )

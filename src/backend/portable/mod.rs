@@ -23,7 +23,6 @@ pub mod source;
 #[cfg(test)]
 mod tests;
 
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::unsupported::NoHotCounter;
@@ -131,6 +130,12 @@ impl Backend for PortableBackend {
             .then(|| std::env::current_exe().ok())
             .flatten()
             .map(|p| p.to_string_lossy().into_owned())
+    }
+
+    /// `clock_gettime(CLOCK_MONOTONIC)`, the clock other processes' logs
+    /// are stamped with too.
+    fn monotonic_ns(&self) -> u64 {
+        super::monotonic_clock_ns()
     }
 
     fn cpuinfo(&self) -> Result<CpuInfo> {
@@ -337,40 +342,7 @@ impl Counters for PortableCounters {
     }
 }
 
-/// The platform services where the portable backend is the native one:
-/// a monotonic clock, and no samples, logging counters or hot handle.
+/// Where the portable backend is the native one: no hot handle.
 impl Platform for PortableBackend {
     type Hot = NoHotCounter;
-
-    /// `clock_gettime(CLOCK_MONOTONIC)`, the clock other processes' logs
-    /// are stamped with too (the time since the first call should the
-    /// call ever fail).
-    fn monotonic_ns() -> u64 {
-        use nix::time::{ClockId, clock_gettime};
-        match clock_gettime(ClockId::CLOCK_MONOTONIC) {
-            Ok(t) => source::timespec_ns(t.tv_sec(), t.tv_nsec(), 1),
-            Err(_) => {
-                static START: OnceLock<Instant> = OnceLock::new();
-                START
-                    .get_or_init(Instant::now)
-                    .elapsed()
-                    .as_nanos()
-                    .try_into()
-                    .unwrap_or(u64::MAX)
-            }
-        }
-    }
-
-    /// Nothing here samples.
-    fn drain_samples() {}
-
-    /// Nothing here writes into the log.
-    fn stop_logging_pmcs() -> Vec<u32> {
-        Vec::new()
-    }
-
-    /// Best effort: the architecture only (no portable CPUID).
-    fn cpu_identity() -> crate::log::cpu::CpuIdentity {
-        crate::log::cpu::CpuIdentity::unknown()
-    }
 }

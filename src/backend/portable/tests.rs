@@ -56,7 +56,7 @@ fn allocate(spec: &str, mode: Mode, flags: Flags) -> crate::Result<Pmc> {
     } else {
         Cpu::Any
     };
-    Pmc::allocate_on(backend(), spec, mode, flags, cpu, 0)
+    crate::Owner::new(backend()).allocate_with_count(spec, mode, flags, cpu, 0)
 }
 
 fn tc(spec: &str) -> Pmc {

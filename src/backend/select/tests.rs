@@ -5,7 +5,7 @@
 //! (`tests/live/portable.rs`).
 
 use super::*;
-use crate::{Cpu, Flags, Mode, Pmc};
+use crate::{Cpu, Flags, Mode};
 
 fn portable_by_default() -> Chosen {
     build(BackendKind::Portable, "automatic (test)".into())
@@ -131,15 +131,9 @@ fn pmc_backend_values() {
     // A typo is an error at every call, never a silent other backend.
     let bogus = from_env("protable").unwrap();
     assert_eq!(bogus.choice.name, "none");
-    let e = Pmc::allocate_on(
-        bogus.backend.clone(),
-        "task-clock",
-        Mode::TC,
-        Flags::empty(),
-        Cpu::Any,
-        0,
-    )
-    .unwrap_err();
+    let e = crate::Owner::new(bogus.backend.clone())
+        .allocate_with_count("task-clock", Mode::TC, Flags::empty(), Cpu::Any, 0)
+        .unwrap_err();
     assert_eq!(e.errno(), libc::EINVAL, "{e}");
     let text = e.to_string();
     assert!(

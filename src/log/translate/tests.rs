@@ -536,40 +536,6 @@ fn a_closed_log_drops_the_pmcs_records_until_it_stops() {
     );
 }
 
-/// `initial_mappings` asks the process-wide log for its once-per-log
-/// claims (hwpmc_mod.c `pmc_log_kernel_mappings`,
-/// `pmc_log_all_process_mappings`): with a fresh log a system sampling
-/// PMC that sees the kernel logs the kernel's and every process's
-/// mappings, then its attached ones; a second PMC of the same log only
-/// its attached ones.
-#[test]
-fn initial_mappings_take_the_logs_claims() {
-    let _log = super::super::sink::test_log_lock();
-    let system = Rules {
-        kernel_samples: true,
-        system: true,
-        ..rules(Flags::empty(), true, false)
-    };
-    let mut first = Translator::new(system);
-    first.attached([11]);
-    let mut second = Translator::new(system);
-    second.attached([12]);
-    super::super::sink::configure_logfile(super::super::sink::MemoryLog::new()).unwrap();
-    let got_first = first.initial_mappings(4, &FakeMachine);
-    let got_second = second.initial_mappings(5, &FakeMachine);
-    super::super::sink::close_logfile().unwrap();
-    assert_eq!(
-        got_first,
-        vec![
-            (4, mapping(u32::MAX, 0xffff_8000, "[kernel]")),
-            (4, mapping(1, 0x1000, "/bin/x")),
-            (4, mapping(10, 0xa000, "/bin/x")),
-            (4, mapping(11, 0xb000, "/bin/x")),
-        ]
-    );
-    assert_eq!(got_second, vec![(5, mapping(12, 0xc000, "/bin/x"))]);
-}
-
 /// hwpmc_mod.c `pmc_process_exit`: the process's threads end with it (its
 /// main thread has the pid's number here); other processes' threads keep
 /// their slice history.

@@ -230,15 +230,10 @@ pub(super) fn an_offline_cpu_is_enxio_before_the_flag_checks(s: &dyn Subject) {
 
 pub(super) fn an_unknown_event_name_is_einval(s: &dyn Subject) {
     // pmc_allocate(3): "[EINVAL] The event specification was not recognized."
-    let e = Pmc::allocate_on(
-        s.backend(),
-        "no-such-event",
-        Mode::TC,
-        Flags::empty(),
-        Cpu::Any,
-        0,
-    )
-    .unwrap_err();
+    let e = s
+        .owner()
+        .allocate("no-such-event", Mode::TC, Flags::empty(), Cpu::Any)
+        .unwrap_err();
     assert_eq!(e.errno(), libc::EINVAL, "{e}");
     assert!(e.to_string().contains("no-such-event"), "{e}");
 }
@@ -294,7 +289,7 @@ pub(super) fn exited_targets_leave_the_list_and_make_start_esrch(s: &dyn Subject
     s.exit(b);
     assert_eq!(errno(p.start()), libc::ESRCH, "every target exited");
     assert!(p.targets().is_empty());
-    let row = pmcinfo_rows().into_iter().find(|r| r.id == p.id());
+    let row = s.owner().pmcinfo().into_iter().find(|r| r.id == p.id());
     assert_eq!(
         row.map(|r| r.targets),
         Some(vec![]),
@@ -396,7 +391,10 @@ pub(super) fn get_msr_returns_the_index_and_leaves_attach_open(s: &dyn Subject) 
     // the PMC no longer qualifies for GETMSR (EINVAL).
     let other = s.spawn();
     let (event, index) = s.direct_read_event();
-    let mut p = Pmc::allocate_on(s.backend(), event, Mode::TC, Flags::empty(), Cpu::Any, 0).shown();
+    let mut p = s
+        .owner()
+        .allocate_with_count(event, Mode::TC, Flags::empty(), Cpu::Any, 0)
+        .shown();
     p.start().shown();
     assert_eq!(p.get_msr().shown(), index);
     p.stop().shown();
@@ -591,7 +589,7 @@ pub(super) fn pmcinfo_lists_own_pmcs_with_their_state(s: &dyn Subject) {
     // and targets; a released PMC is gone.
     let mut p = tc(s);
     let id = p.id();
-    let row = || pmcinfo_rows().into_iter().find(|r| r.id == id);
+    let row = || s.owner().pmcinfo().into_iter().find(|r| r.id == id);
     assert_eq!(row().expect("a pmcinfo row").state, State::Allocated);
     p.start().shown();
     let r = row().expect("a pmcinfo row");

@@ -33,14 +33,7 @@ pub(super) fn open_one(attr: &Attr, target: Target, event: &LinuxEvent) -> Resul
 /// and over: what opened once is not tried again (a later failure, e.g.
 /// after a paranoid change, still surfaces at attach).
 pub(in crate::backend::linux) fn trial_open(event: &LinuxEvent) -> Result<()> {
-    type Key = (
-        Vec<Attr>,
-        Vec<Attr>,
-        Option<std::ffi::CString>,
-        Option<String>,
-    );
-    static OPENED: Mutex<Option<std::collections::HashSet<Key>>> = Mutex::new(None);
-    let key: Key = (
+    let key: TrialKey = (
         event.attrs.clone(),
         event
             .slices
@@ -51,15 +44,12 @@ pub(in crate::backend::linux) fn trial_open(event: &LinuxEvent) -> Result<()> {
         event.string.clone(),
         event.filter.clone(),
     );
-    if OPENED
-        .lock()
-        .is_ok_and(|o| o.as_ref().is_some_and(|set| set.contains(&key)))
-    {
+    let cache = &event.shared.opened;
+    if cache.0.lock().is_ok_and(|set| set.contains(&key)) {
         return Ok(());
     }
     trial_open_uncached(event)?;
-    if let Ok(mut o) = OPENED.lock() {
-        let set = o.get_or_insert_with(Default::default);
+    if let Ok(mut set) = cache.0.lock() {
         // A bound for programs that allocate endless distinct events.
         if set.len() >= 4096 {
             set.clear();
@@ -68,6 +58,19 @@ pub(in crate::backend::linux) fn trial_open(event: &LinuxEvent) -> Result<()> {
     }
     Ok(())
 }
+
+/// What identifies a trial open: the attrs, the siblings', the probe
+/// string and the filter.
+type TrialKey = (
+    Vec<Attr>,
+    Vec<Attr>,
+    Option<std::ffi::CString>,
+    Option<String>,
+);
+
+/// The events of one backend whose trial open succeeded.
+#[derive(Debug, Default)]
+pub(crate) struct TrialCache(Mutex<std::collections::HashSet<TrialKey>>);
 
 fn trial_open_uncached(event: &LinuxEvent) -> Result<()> {
     let target = Target { pid: 0, cpu: -1 };

@@ -31,6 +31,7 @@ fn resolve(spec: &str, mode: Mode, sysfs: &Sysfs) -> super::LinuxEvent {
         flags: Flags::empty(),
         sample_period: 0,
         pmcid: 0,
+        buffer_pages: None,
     };
     resolve_in(&request, sysfs).unwrap_or_else(|e| panic!("{spec}: {e}"))
 }
@@ -165,6 +166,7 @@ fn the_description_is_reread_when_a_pmu_appears() {
         flags: Flags::empty(),
         sample_period: 0,
         pmcid: 0,
+        buffer_pages: None,
     };
     let resolved =
         super::pmu::pmu_event(&s, &before, &request, "late", &[]).expect("found after refresh");

@@ -20,35 +20,35 @@
 
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::Error;
 
 /// How often a drainer with live ring sets sweeps them.
-pub(in crate::backend::linux) const SWEEP_INTERVAL: Duration = Duration::from_millis(10);
+pub(crate) const SWEEP_INTERVAL: Duration = Duration::from_millis(10);
 
 /// The drainer thread's name.
-pub(in crate::backend::linux) const THREAD_NAME: &str = "pmc-log-drain";
+pub(crate) const THREAD_NAME: &str = "pmc-log-drain";
 
 /// How often the collector moves the rings' records into their sets'
 /// spools: well within the time a ring fills at the default rate.
-pub(in crate::backend::linux) const COLLECT_INTERVAL: Duration = Duration::from_millis(5);
+pub(crate) const COLLECT_INTERVAL: Duration = Duration::from_millis(5);
 
 /// The collector thread's name.
-pub(in crate::backend::linux) const COLLECTOR_NAME: &str = "pmc-log-collect";
+pub(crate) const COLLECTOR_NAME: &str = "pmc-log-collect";
 
 /// Starts the drainer's thread with the given body (std's `Builder` in
 /// production, a failing one in tests).
-pub(in crate::backend::linux) type Spawner = fn(Box<dyn FnOnce() + Send>) -> io::Result<()>;
+pub(crate) type Spawner = fn(Box<dyn FnOnce() + Send>) -> io::Result<()>;
 
 /// Spawns the drainer's OS thread.
-pub(in crate::backend::linux) fn spawn_thread(body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
+pub(crate) fn spawn_thread(body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
     spawn_named(THREAD_NAME, body)
 }
 
 /// Spawns the collector's OS thread.
-pub(in crate::backend::linux) fn spawn_collector(body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
+pub(crate) fn spawn_collector(body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
     spawn_named(COLLECTOR_NAME, body)
 }
 
@@ -61,7 +61,7 @@ fn spawn_named(name: &str, body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
 
 /// The drainer's schedule and its thread's state.
 #[derive(Debug)]
-pub(in crate::backend::linux) struct Drainer {
+pub(crate) struct Drainer {
     interval: Duration,
     state: Mutex<State>,
     wake: Condvar,
@@ -82,12 +82,12 @@ struct State {
 
 impl Drainer {
     /// A drainer whose thread is not started.
-    pub(in crate::backend::linux) const fn new() -> Drainer {
+    pub(crate) const fn new() -> Drainer {
         Drainer::every(SWEEP_INTERVAL)
     }
 
     /// A drainer sweeping every `interval` (the collector's schedule).
-    pub(in crate::backend::linux) const fn every(interval: Duration) -> Drainer {
+    pub(crate) const fn every(interval: Duration) -> Drainer {
         Drainer {
             interval,
             state: Mutex::new(State {
@@ -108,11 +108,7 @@ impl Drainer {
     /// Called after a ring set joined what `sweep` visits: starts the thread
     /// (through `spawn`) if it is not running, else wakes it if parked.
     /// `sweep` drains every live set and returns how many there were.
-    pub(in crate::backend::linux) fn registered<F>(
-        &'static self,
-        spawn: Spawner,
-        sweep: F,
-    ) -> io::Result<()>
+    pub(crate) fn registered<F>(self: &Arc<Self>, spawn: Spawner, sweep: F) -> io::Result<()>
     where
         F: Fn() -> usize + Send + 'static,
     {
@@ -125,7 +121,8 @@ impl Drainer {
         // Marked before the spawn so the new thread's first park check
         // cannot see a stale state; undone if the spawn fails.
         state.started = true;
-        if let Err(e) = spawn(Box::new(move || self.run(sweep))) {
+        let this = Arc::clone(self);
+        if let Err(e) = spawn(Box::new(move || this.run(sweep))) {
             state.started = false;
             return Err(e);
         }
@@ -157,19 +154,18 @@ impl Drainer {
 
     /// Sweeps made by the thread so far.
     #[cfg(test)]
-    pub(in crate::backend::linux) fn sweeps(&self) -> u64 {
+    pub(crate) fn sweeps(&self) -> u64 {
         self.sweeps.load(Ordering::Relaxed)
     }
 
     /// Whether the thread is parked (waiting for a registration).
     #[cfg(test)]
-    pub(in crate::backend::linux) fn is_parked(&self) -> bool {
+    pub(crate) fn is_parked(&self) -> bool {
         self.state().parked
     }
 
-    /// Ends the thread at its next wake-up.
-    #[cfg(test)]
-    pub(in crate::backend::linux) fn shut_down(&self) {
+    /// Ends the thread at its next wake-up (its owner is gone).
+    pub(crate) fn shut_down(&self) {
         self.state().shutdown = true;
         self.wake.notify_all();
     }
@@ -177,12 +173,12 @@ impl Drainer {
 
 /// The error of a drainer thread that could not be started: it names the
 /// thread, the errno and the usual causes.
-pub(in crate::backend::linux) fn spawn_error(e: &io::Error) -> Error {
+pub(crate) fn spawn_error(e: &io::Error) -> Error {
     thread_error(THREAD_NAME, "moves samples from the rings to the log", e)
 }
 
 /// [`spawn_error`] for the collector.
-pub(in crate::backend::linux) fn collector_spawn_error(e: &io::Error) -> Error {
+pub(crate) fn collector_spawn_error(e: &io::Error) -> Error {
     thread_error(COLLECTOR_NAME, "empties the rings before they overflow", e)
 }
 

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use super::*;
 
-/// A drainer for one test (its thread holds it for ever, so it is leaked).
-fn private_drainer() -> &'static Drainer {
-    Box::leak(Box::new(Drainer::new()))
+/// A drainer for one test.
+fn private_drainer() -> Arc<Drainer> {
+    Arc::new(Drainer::new())
 }
 
 /// Polls `what` for up to 10 s (a loaded machine schedules late).
@@ -68,8 +68,12 @@ fn a_registration_during_a_sweep_is_not_lost() {
     let calls = Arc::new(AtomicUsize::new(0));
     let sweep = {
         let calls = calls.clone();
+        // The sweep holds the drainer weakly, as an owner's does.
+        let weak = Arc::downgrade(&drainer);
         move || {
-            if calls.fetch_add(1, Ordering::SeqCst) == 1 {
+            if calls.fetch_add(1, Ordering::SeqCst) == 1
+                && let Some(drainer) = weak.upgrade()
+            {
                 // Mid-sweep: another thread registers a set (the thread
                 // runs, so this only bumps the generation and notifies).
                 drainer

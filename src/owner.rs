@@ -1,0 +1,299 @@
+//! [`Owner`]: hwpmc's `struct pmc_owner` as an object — the PMCs of one
+//! owner, its log, and the drain that moves what its PMCs produce into
+//! that log.
+//!
+//! FreeBSD has one owner per process: every PMC a process allocates
+//! belongs to it, and so does the one log `pmc_configure_logfile` sets.
+//! The libpmc-style entry points ([`Pmc::allocate`](crate::Pmc::allocate),
+//! [`crate::log::sink`], the C API) keep that rule through one lazily
+//! created owner, [`Owner::global`]. A program that embeds `pmc` — a
+//! profiler next to a library that counts on its own — makes owners of
+//! its own with [`Owner::new`]: each has its own PMCs, pmcids, log,
+//! statistics and drain thread, and its own backend, which is the one
+//! that timestamps and drains its samples.
+//!
+//! The record flow: a logging target's rings → its backend's
+//! [`SampleSource`] (neutral [`BackendEvent`]s) → the owner, which runs
+//! hwpmc's logging rules ([`Translator`]) → the [`LogWriter`]. Backends
+//! never see the log.
+
+mod drain;
+mod log;
+pub(crate) mod registry;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::backend::drainer::Drainer;
+use crate::backend::event::BackendEvent;
+use crate::backend::source::SampleSource;
+use crate::backend::{self, Backend};
+use crate::log::translate::Translator;
+use crate::machine::PmcInfo;
+use crate::{Cpu, Error, Flags, Mode, Pmc, Result};
+use log::LogState;
+pub use log::MemoryLog;
+use registry::Registry;
+
+/// The owner of a set of PMCs and of their log (hwpmc's `pmc_owner`).
+/// Cloning gives another handle on the same owner.
+///
+/// ```no_run
+/// use pmc::{Cpu, Flags, Mode, Owner};
+///
+/// // A profiler's own owner: its PMCs, its log, apart from the process's.
+/// let owner = Owner::new(pmc::backend::default_backend());
+/// let log = pmc::log::sink::MemoryLog::new();
+/// owner.configure_logfile(log.clone())?;
+/// let mut pmc = owner.allocate("cpu-clock", Mode::TS, Flags::CALLCHAIN, Cpu::Any)?;
+/// pmc.start()?;
+/// let work: u64 = (0..10_000_000u64).sum();
+/// pmc.stop()?;
+/// owner.close_logfile()?;
+/// println!("{work}: {} records", log.events().map_or(0, |e| e.len()));
+/// # Ok::<(), pmc::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Owner {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    backend: Arc<dyn Backend>,
+    registry: Registry,
+    /// The log, its sticky error and its per-log flags.
+    log: Mutex<Option<LogState>>,
+    /// The drain lock and what it guards: the registered sources and their
+    /// translators. Records are taken out of a source and written to the
+    /// log under it, so a flush or close (which drain first) never
+    /// overtakes records a concurrent drain holds.
+    sources: Mutex<drain::Sources>,
+    /// The thread that sweeps the sources while one is registered.
+    drainer: Arc<Drainer>,
+    /// CALLCHAIN records written to this owner's logs.
+    samples: AtomicU64,
+    /// Samples the DROPNOTIFY records written to its logs say were lost.
+    lost: AtomicU64,
+    /// Data pages per ring for logging targets opened from now on (0: the
+    /// backend's default).
+    buffer_pages: AtomicUsize,
+    /// The smallest ring the locked-memory limit cut (KiB), `usize::MAX`
+    /// when none was.
+    smallest_ring_kib: AtomicUsize,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.drainer.shut_down();
+    }
+}
+
+impl Owner {
+    /// A new owner on `backend`, with no PMCs and no log.
+    pub fn new(backend: Arc<dyn Backend>) -> Owner {
+        Owner {
+            inner: Arc::new(Inner {
+                backend,
+                registry: Registry::new(),
+                log: Mutex::new(None),
+                sources: Mutex::new(drain::Sources::default()),
+                drainer: Arc::new(Drainer::new()),
+                samples: AtomicU64::new(0),
+                lost: AtomicU64::new(0),
+                buffer_pages: AtomicUsize::new(0),
+                smallest_ring_kib: AtomicUsize::new(usize::MAX),
+            }),
+        }
+    }
+
+    /// The process's owner, as FreeBSD has one per process: what
+    /// [`Pmc::allocate`](crate::Pmc::allocate), [`crate::log::sink`] and
+    /// the C API use. Created at the first use, on
+    /// [`backend::default_backend`].
+    pub fn global() -> &'static Owner {
+        static GLOBAL: OnceLock<Owner> = OnceLock::new();
+        GLOBAL.get_or_init(|| Owner::new(backend::default_backend()))
+    }
+
+    /// The backend its PMCs are allocated on.
+    pub fn backend(&self) -> &Arc<dyn Backend> {
+        &self.inner.backend
+    }
+
+    /// Allocates a PMC of this owner (see [`Pmc::allocate`]).
+    pub fn allocate(&self, spec: &str, mode: Mode, flags: Flags, cpu: Cpu) -> Result<Pmc> {
+        Pmc::allocate_for(
+            self,
+            spec,
+            mode,
+            flags,
+            cpu,
+            crate::pmc::default_count(mode),
+        )
+    }
+
+    /// Allocates a PMC of this owner with a reload count or initial value
+    /// (see [`Pmc::allocate_with_count`]).
+    pub fn allocate_with_count(
+        &self,
+        spec: &str,
+        mode: Mode,
+        flags: Flags,
+        cpu: Cpu,
+        count: u64,
+    ) -> Result<Pmc> {
+        Pmc::allocate_for(self, spec, mode, flags, cpu, count)
+    }
+
+    /// Its PMCs as `pmc_pmcinfo` lists them, with their current states.
+    pub fn pmcinfo(&self) -> Vec<PmcInfo> {
+        self.inner.registry.snapshot()
+    }
+
+    /// The log's clock: its backend's CLOCK_MONOTONIC nanoseconds, the
+    /// clock its samples are stamped with.
+    pub fn now(&self) -> u64 {
+        self.inner.backend.monotonic_ns()
+    }
+
+    /// Samples (CALLCHAIN records) and lost samples (DROPNOTIFY counts)
+    /// written to this owner's logs so far: for progress displays.
+    pub fn stats(&self) -> (u64, u64) {
+        (
+            self.inner.samples.load(Ordering::Relaxed),
+            self.inner.lost.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Data pages per CPU ring of logging PMCs attached from now on (a
+    /// power of two; default [`crate::backend::source::DEFAULT_BUFFER_PAGES`]).
+    /// Like hwpmc's `kern.hwpmc.logbuffersize`: small buffers lose samples
+    /// (DROPNOTIFY), large ones cost locked memory
+    /// (`kernel.perf_event_mlock_kb`). A ring the mlock limit refuses is
+    /// mapped with half the pages, down to one (see
+    /// [`Owner::smallest_ring_kib`]).
+    pub fn set_buffer_pages(&self, pages: usize) -> Result<()> {
+        if pages == 0 || !pages.is_power_of_two() {
+            return Err(Error::InvalidArgument {
+                op: "set_buffer_pages",
+                why: format!("{pages} is not a power of two"),
+            });
+        }
+        self.inner.buffer_pages.store(pages, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The ring size for new logging PMCs: what
+    /// [`Owner::set_buffer_pages`] set, or the default.
+    pub fn buffer_pages(&self) -> usize {
+        self.buffer_pages_setting()
+            .unwrap_or(crate::backend::source::DEFAULT_BUFFER_PAGES)
+    }
+
+    /// What [`Owner::set_buffer_pages`] set, `None` before any call: the
+    /// backend then sizes the rings itself.
+    pub(crate) fn buffer_pages_setting(&self) -> Option<usize> {
+        match self.inner.buffer_pages.load(Ordering::Relaxed) {
+            0 => None,
+            pages => Some(pages),
+        }
+    }
+
+    /// The data size in KiB of the smallest ring the locked-memory limit
+    /// cut below the size asked for, if any was: what a loss warning can
+    /// name as its likely cause.
+    pub fn smallest_ring_kib(&self) -> Option<usize> {
+        match self.inner.smallest_ring_kib.load(Ordering::Relaxed) {
+            usize::MAX => None,
+            kib => Some(kib),
+        }
+    }
+
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.inner.registry
+    }
+
+    /// Whether `other` is this owner.
+    pub fn same_as(&self, other: &Owner) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Registers a logging target's source (called as it is opened, before
+    /// it is enabled): the owner translates and logs what it produces, and
+    /// its drain thread sweeps it. The returned handle drains it a last
+    /// time and removes it when dropped.
+    pub(crate) fn register_source(
+        &self,
+        pmcid: u32,
+        flags: Flags,
+        sampling: bool,
+        source: Arc<dyn SampleSource>,
+    ) -> Result<SourceHandle> {
+        let info = source.info();
+        if let Some(kib) = info.ring_cut_to_kib {
+            self.inner
+                .smallest_ring_kib
+                .fetch_min(kib, Ordering::Relaxed);
+        }
+        let key = drain::register(self, pmcid, flags, sampling, source, &info);
+        let handle = SourceHandle {
+            owner: Arc::downgrade(&self.inner),
+            key,
+        };
+        // A source nobody sweeps would lose samples between stops: an
+        // error (the handle unregisters it).
+        let weak = Arc::downgrade(&self.inner);
+        self.inner
+            .drainer
+            .registered(backend::drainer::spawn_thread, move || {
+                weak.upgrade().map_or(0, |inner| Owner { inner }.sweep())
+            })
+            .map_err(|e| backend::drainer::spawn_error(&e))?;
+        Ok(handle)
+    }
+}
+
+/// A registered source: drained a last time and removed when dropped (at
+/// detach, release, or an exited target's pruning), before its counters
+/// close.
+#[derive(Debug)]
+pub(crate) struct SourceHandle {
+    owner: std::sync::Weak<Inner>,
+    key: u64,
+}
+
+impl SourceHandle {
+    /// Drains the source completely (its PMC stopped): a later start
+    /// writes into the log configured then.
+    pub(crate) fn drain_stopped(&self) {
+        if let Some(inner) = self.owner.upgrade() {
+            Owner { inner }.drain_one(self.key, false);
+        }
+    }
+}
+
+impl Drop for SourceHandle {
+    fn drop(&mut self) {
+        if let Some(inner) = self.owner.upgrade() {
+            Owner { inner }.drain_one(self.key, true);
+        }
+    }
+}
+
+/// The translator of one registered source and what it still has to log.
+#[derive(Debug)]
+struct Registered {
+    key: u64,
+    pmcid: u32,
+    source: Arc<dyn SampleSource>,
+    translator: Translator,
+    /// When it was registered: the timestamp of its initial mappings,
+    /// which precede its every record.
+    attached_at: u64,
+    /// Initial mappings read at registration, logged by the first drain.
+    pending: Vec<(u64, BackendEvent)>,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,173 @@
+//! The owner's drain: its registered sources, their translators, and the
+//! sweeps that move their records into the log.
+
+use std::sync::{Arc, MutexGuard};
+
+use super::{Inner, Owner, Registered};
+use crate::Flags;
+use crate::backend::source::{Drain, SampleSource, SourceInfo};
+use crate::log::translate::{Rules, Translator};
+
+/// The registered sources (under the drain lock).
+#[derive(Debug, Default)]
+pub(super) struct Sources {
+    list: Vec<Registered>,
+    next_key: u64,
+}
+
+impl Sources {
+    /// The log was closed: every source stops writing into it (hwpmc stops
+    /// the PMCs that need a log as it is deconfigured) and its translator
+    /// drops what it still produces until its PMC is stopped. Returns
+    /// their pmcids.
+    pub(super) fn log_closed(&mut self) -> Vec<u32> {
+        self.list
+            .iter_mut()
+            .map(|r| {
+                r.translator.log_closed();
+                r.source.stop_for_log_close();
+                r.pmcid
+            })
+            .collect()
+    }
+}
+
+impl Inner {
+    pub(super) fn sources(&self) -> MutexGuard<'_, Sources> {
+        self.sources.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Adds a source; returns its key. Its initial mappings are read now,
+/// before its counters are enabled, as hwpmc logs them at attach and
+/// start (read later, all of `/proc/*/maps` takes long enough for a ring
+/// to overflow).
+pub(super) fn register(
+    owner: &Owner,
+    pmcid: u32,
+    flags: Flags,
+    sampling: bool,
+    source: Arc<dyn SampleSource>,
+    info: &SourceInfo,
+) -> u64 {
+    let mut translator = Translator::new(Rules {
+        pmcid,
+        flags,
+        sampling,
+        kernel_samples: info.kernel_samples,
+        system: info.system,
+        exit_slices: info.exit_slices,
+    });
+    translator.attached(info.attached.iter().copied());
+    let attached_at = owner.now();
+    let pending = if owner.log_configured() {
+        owner.initial_mappings(&mut translator, attached_at, source.as_ref())
+    } else {
+        Vec::new()
+    };
+    let mut sources = owner.inner.sources();
+    sources.next_key += 1;
+    let key = sources.next_key;
+    sources.list.push(Registered {
+        key,
+        pmcid,
+        source,
+        translator,
+        attached_at,
+        pending,
+    });
+    key
+}
+
+impl Owner {
+    /// The initial mappings `translator` logs now, with this owner's
+    /// once-per-log claims.
+    fn initial_mappings(
+        &self,
+        translator: &mut Translator,
+        at: u64,
+        source: &dyn SampleSource,
+    ) -> Vec<(u64, crate::backend::event::BackendEvent)> {
+        let claim = |kernel: bool| {
+            let mut log = self.inner.log();
+            let Some(log) = log.as_mut() else {
+                return false;
+            };
+            let flag = if kernel {
+                &mut log.kernel_mappings_logged
+            } else {
+                &mut log.all_process_mappings_logged
+            };
+            !std::mem::replace(flag, true)
+        };
+        translator.initial_mappings_claiming(at, source.mappings(), || claim(true), || claim(false))
+    }
+
+    /// The drain thread's sweep: a window of every source at a time until
+    /// none has records left; returns how many sources there are. The
+    /// drain lock is taken per window, so a stop, flush or close waits for
+    /// one window at most.
+    pub(super) fn sweep(&self) -> usize {
+        loop {
+            let mut sources = self.inner.sources();
+            let backlog = self.drain_locked(&mut sources, Drain::Sweep, None);
+            let live = sources.list.len();
+            if !backlog {
+                return live;
+            }
+        }
+    }
+
+    /// Every source completely (a log flush or close).
+    pub(super) fn drain_all(&self) {
+        let mut sources = self.inner.sources();
+        self.drain_locked(&mut sources, Drain::Final, None);
+    }
+
+    /// One source completely: as its PMC stops (a later start logs into
+    /// the log configured then), or, `remove`, as it closes.
+    pub(super) fn drain_one(&self, key: u64, remove: bool) {
+        let mut sources = self.inner.sources();
+        self.drain_locked(&mut sources, Drain::Final, Some(key));
+        if let Some(i) = sources.list.iter().position(|r| r.key == key) {
+            if remove {
+                sources.list.remove(i);
+            } else {
+                sources.list[i].translator.stopped();
+            }
+        }
+    }
+
+    /// Drains the sources (`only`: one of them) and writes their records,
+    /// under the drain lock the caller holds; returns whether records are
+    /// left for another sweep.
+    pub(super) fn drain_locked(
+        &self,
+        sources: &mut Sources,
+        how: Drain,
+        only: Option<u64>,
+    ) -> bool {
+        let configured = self.log_configured();
+        let mut out = Vec::new();
+        let mut backlog = false;
+        for reg in sources
+            .list
+            .iter_mut()
+            .filter(|r| only.is_none_or(|k| k == r.key))
+        {
+            let mut events = std::mem::take(&mut reg.pending);
+            if configured {
+                // A log configured after the attach: the mappings first,
+                // stamped with the attach, before every record.
+                let at = reg.attached_at;
+                events.extend(self.initial_mappings(&mut reg.translator, at, reg.source.as_ref()));
+            }
+            backlog |= reg.source.drain(how, &mut events);
+            reg.translator.translate(events, &mut out);
+        }
+        // Without a log the records are dropped here, as hwpmc drops
+        // samples of a PMC whose owner has no log.
+        self.write_batch(out);
+        backlog
+    }
+}

@@ -1,0 +1,196 @@
+//! An owner's pmcinfo registry: its PMCs as `pmc_pmcinfo` lists them.
+//!
+//! Each PMC's row is written when its targets or settings change
+//! (`Pmc::publish`), never on start/stop: the state lives in a
+//! [`SharedState`], an atomic the PMC and its row share, so the hot path
+//! takes no lock.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::machine::PmcInfo;
+use crate::{PmcId, State};
+
+/// One owner's PMCs: hwpmc's `po_pmcs` list and the pmcid counter.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    next_id: AtomicU32,
+    rows: Mutex<BTreeMap<u32, Row>>,
+}
+
+/// A pmcinfo row and the PMC's shared state.
+#[derive(Debug)]
+struct Row {
+    info: PmcInfo,
+    state: SharedState,
+}
+
+/// A PMC's state, the one copy of it, shared between the PMC and its
+/// registry row. `State` is `#[repr(u8)]`: one relaxed byte store per
+/// start/stop. A log close stops a running PMC from the owner's side and
+/// sets [`STOPPED_BY_LOG`] beside the state, so the PMC still finishes
+/// that stop (its saved value, its sources' final drain) when next used.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedState(Arc<AtomicU8>);
+
+/// The bit set beside `Stopped` by a log close.
+const STOPPED_BY_LOG: u8 = 0x80;
+
+impl SharedState {
+    pub(crate) fn new(state: State) -> SharedState {
+        SharedState(Arc::new(AtomicU8::new(state as u8)))
+    }
+
+    #[inline]
+    pub(crate) fn store(&self, state: State) {
+        self.0.store(state as u8, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub(crate) fn load(&self) -> State {
+        state_from_u8(self.0.load(Ordering::Relaxed) & !STOPPED_BY_LOG)
+    }
+
+    /// Running → Stopped, marked as done by a log close.
+    fn stop_for_log_close(&self) {
+        let _ = self.0.compare_exchange(
+            State::Running as u8,
+            State::Stopped as u8 | STOPPED_BY_LOG,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Whether a log close stopped the PMC since the last call: the PMC
+    /// then finishes the stop itself. Clears the mark.
+    pub(crate) fn take_stopped_by_log(&self) -> bool {
+        self.0
+            .compare_exchange(
+                State::Stopped as u8 | STOPPED_BY_LOG,
+                State::Stopped as u8,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+}
+
+fn state_from_u8(v: u8) -> State {
+    const STATES: [State; 6] = [
+        State::Disabled,
+        State::Free,
+        State::Allocated,
+        State::Stopped,
+        State::Running,
+        State::Deleted,
+    ];
+    STATES
+        .into_iter()
+        .find(|s| *s as u8 == v)
+        .unwrap_or(State::Deleted)
+}
+
+impl Registry {
+    pub(crate) fn new() -> Registry {
+        Registry {
+            next_id: AtomicU32::new(1),
+            rows: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn rows(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, Row>> {
+        self.rows.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A fresh pmcid: ids are never reused within an owner.
+    pub(crate) fn next_id(&self) -> PmcId {
+        PmcId(self.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Writes (or replaces) a PMC's row.
+    pub(crate) fn publish(&self, info: PmcInfo, state: &SharedState) {
+        self.rows().insert(
+            info.id.0,
+            Row {
+                info,
+                state: state.clone(),
+            },
+        );
+    }
+
+    /// Removes a released PMC's row.
+    pub(crate) fn remove(&self, id: PmcId) {
+        self.rows().remove(&id.0);
+    }
+
+    /// Another PMC of this owner than `id` that monitors `pid`.
+    pub(crate) fn other_monitor(&self, id: PmcId, pid: u32) -> Option<PmcId> {
+        self.rows()
+            .values()
+            .find(|row| row.info.id != id && row.info.targets.contains(&pid))
+            .map(|row| row.info.id)
+    }
+
+    /// Marks the running PMCs `ids` Stopped: their log was closed, and
+    /// hwpmc stops the PMCs that need the log when it is deconfigured (the
+    /// owner has already stopped their counters). Each PMC finishes that
+    /// stop at its next operation ([`SharedState::take_stopped_by_log`]).
+    pub(crate) fn mark_stopped_by_log_close(&self, ids: &[u32]) {
+        let rows = self.rows();
+        for row in ids.iter().filter_map(|id| rows.get(id)) {
+            row.state.stop_for_log_close();
+        }
+    }
+
+    /// Whether the owner has PMCs.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.rows().is_empty()
+    }
+
+    /// Every row, with the current states.
+    pub(crate) fn snapshot(&self) -> Vec<PmcInfo> {
+        self.rows()
+            .values()
+            .map(|row| PmcInfo {
+                state: row.state.load(),
+                ..row.info.clone()
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_state_survives_the_shared_byte() {
+        for s in [
+            State::Disabled,
+            State::Free,
+            State::Allocated,
+            State::Stopped,
+            State::Running,
+            State::Deleted,
+        ] {
+            let shared = SharedState::new(State::Free);
+            shared.store(s);
+            assert_eq!(shared.load(), s);
+        }
+    }
+
+    #[test]
+    fn a_log_close_stops_only_running_pmcs_and_says_so_once() {
+        let running = SharedState::new(State::Running);
+        let allocated = SharedState::new(State::Allocated);
+        running.stop_for_log_close();
+        allocated.stop_for_log_close();
+        assert_eq!(running.load(), State::Stopped);
+        assert_eq!(allocated.load(), State::Allocated);
+        assert!(running.take_stopped_by_log());
+        assert!(!running.take_stopped_by_log(), "the mark is taken once");
+        assert_eq!(running.load(), State::Stopped);
+        assert!(!allocated.take_stopped_by_log());
+    }
+}

@@ -1,0 +1,464 @@
+//! The owner's log and drain, on simulated machines and fake sources:
+//! each test has owners of its own, so nothing is shared between tests.
+
+use std::sync::{Arc, Mutex};
+
+use super::*;
+use crate::backend::event::BackendEvent;
+use crate::backend::sim::SimBackend;
+use crate::backend::source::{DEFAULT_BUFFER_PAGES, Drain, MappingSource, SourceInfo};
+use crate::log::LogRecord;
+use crate::{Cpu, Flags, Mode};
+
+fn sim_owner() -> Owner {
+    Owner::new(SimBackend::new(2))
+}
+
+/// hwpmc_mod.c PMC_OP_CLOSELOG (what libpmc.c pmc_close_logfile
+/// calls): EINVAL only when the process has no owner descriptor (no
+/// PMCs, no log); an owner of PMCs gets pmclog_close's 0 with no log
+/// configured. PMC_OP_CONFIGURELOG with a negative fd and no log is
+/// EINVAL whatever the process owns.
+#[test]
+fn close_without_a_log_is_ok_for_an_owner_of_pmcs_and_deconfigure_is_einval() {
+    let owner = sim_owner();
+    let e = owner.close_logfile().expect_err("no PMCs, no log");
+    assert_eq!(e.errno(), libc::EINVAL, "{e}");
+    let pmc = owner
+        .allocate("task-clock", Mode::TC, Flags::empty(), Cpu::Any)
+        .expect("allocate on the simulator");
+    assert!(!owner.log_configured());
+    owner
+        .close_logfile()
+        .expect("CLOSELOG by an owner of PMCs without a log");
+    let e = owner
+        .deconfigure_logfile()
+        .expect_err("CONFIGURELOG(-1) without a log");
+    assert_eq!(e.errno(), libc::EINVAL, "{e}");
+    drop(pmc);
+    let e = owner.close_logfile().expect_err("its PMCs are gone");
+    assert_eq!(e.errno(), libc::EINVAL, "{e}");
+}
+
+/// The ring size is a power of two of pages (perf_event_open(2): the
+/// data area of an mmap is 2^n pages); anything else is EINVAL and
+/// leaves the setting alone; the setting is the owner's.
+#[test]
+fn buffer_pages_are_a_power_of_two() {
+    let owner = sim_owner();
+    for bad in [0, 3, 24] {
+        let e = owner.set_buffer_pages(bad).expect_err("not a power of two");
+        assert_eq!(e.errno(), libc::EINVAL, "{bad}: {e}");
+        assert_eq!(
+            owner.buffer_pages(),
+            DEFAULT_BUFFER_PAGES,
+            "{bad} changed the setting"
+        );
+    }
+    owner.set_buffer_pages(8).expect("a power of two");
+    assert_eq!(owner.buffer_pages(), 8);
+    assert_eq!(
+        sim_owner().buffer_pages(),
+        DEFAULT_BUFFER_PAGES,
+        "per owner"
+    );
+}
+
+/// Expectations from hwpmc_mod.c `pmc_syscall_handler` (FLUSHLOG,
+/// WRITELOG, CONFIGURELOG(-1) without an owner/log: EINVAL; CLOSELOG
+/// depends on the PMCs parallel tests hold, so it has its own tests),
+/// hwpmc_logging.c `pmclog_configure_log` (EBUSY when a log is
+/// present) and `pmclog_flush` (returns the kthread's `po_error`).
+#[test]
+fn log_operations_follow_hwpmc() {
+    let owner = sim_owner();
+    // No log.
+    for (op, r) in [
+        ("flush", owner.flush_logfile()),
+        ("deconfigure", owner.deconfigure_logfile()),
+        ("writelog", owner.writelog(1)),
+    ] {
+        let e = r.expect_err(op);
+        assert_eq!(e.errno(), libc::EINVAL, "{op}: {e}");
+        assert!(e.to_string().contains("configure_logfile"), "{e}");
+    }
+
+    // A second configure is EBUSY and leaves the first log in place.
+    let first = MemoryLog::new();
+    owner.configure_logfile(first.clone()).unwrap();
+    let e = owner.configure_logfile(MemoryLog::new()).unwrap_err();
+    assert_eq!(e.errno(), libc::EBUSY, "{e}");
+    owner.writelog(7).unwrap();
+    owner.close_logfile().unwrap();
+    let kinds: Vec<u8> = first
+        .events()
+        .unwrap()
+        .iter()
+        .map(|e| e.record.kind())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            crate::log::kind::INITIALIZE,
+            crate::log::kind::USERDATA,
+            crate::log::kind::CLOSELOG
+        ]
+    );
+
+    // ENOSPC on the destination reaches flush, with its errno.
+    owner
+        .configure_logfile(
+            std::fs::File::options()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .unwrap();
+    owner.writelog(1).unwrap();
+    let e = owner.flush_logfile().unwrap_err();
+    assert_eq!(e.os_errno(), Some(libc::ENOSPC), "{e}");
+    assert_eq!(e.errno(), libc::ENOSPC);
+    // Closing still deconfigures, and reports the error too.
+    assert_eq!(
+        owner.close_logfile().unwrap_err().os_errno(),
+        Some(libc::ENOSPC)
+    );
+    assert!(!owner.log_configured());
+
+    // The log holds its own reference to the file: the caller's
+    // descriptor can go.
+    let dir = std::env::temp_dir().join(format!("pmc-log-fd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("log");
+    let file = std::fs::File::create(&path).unwrap();
+    owner.configure_logfile_fd(&file).unwrap();
+    drop(file);
+    owner.writelog(0xfeed).unwrap();
+    owner.close_logfile().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let mut reader = crate::log::LogReader::from_memory();
+    reader.feed(&bytes);
+    let records: Vec<LogRecord> = reader.map(|e| e.unwrap().record).collect();
+    assert!(
+        records.contains(&LogRecord::Userdata { value: 0xfeed }),
+        "{records:?}"
+    );
+    assert_eq!(records.last(), Some(&LogRecord::Closelog));
+}
+
+/// A drained batch goes in time order with its own timestamps, and
+/// counts its samples (CALLCHAIN records) and lost samples (DROPNOTIFY
+/// counts) in `stats`; without a log nothing is written nor counted.
+/// `write` stamps CLOCK_MONOTONIC now (clock_gettime(2)).
+#[test]
+fn batches_are_written_in_time_order_and_counted() {
+    let sim = SimBackend::new(1);
+    let owner = Owner::new(sim.clone());
+    let chain = |pid| LogRecord::Callchain {
+        pid,
+        tid: pid,
+        pmcid: 0x100,
+        cpu: 1,
+        userspace: true,
+        pcs: vec![0x1000],
+    };
+    let before = owner.stats();
+    owner.write_batch(vec![
+        (1, chain(1)),
+        (2, LogRecord::Dropnotify { lost: Some(9) }),
+    ]);
+    owner.write_if_logging(&chain(2));
+    assert_eq!(owner.stats(), before, "nothing is counted without a log");
+
+    let log = MemoryLog::new();
+    owner.configure_logfile(log.clone()).unwrap();
+    owner.write_batch(vec![
+        (30, LogRecord::Dropnotify { lost: Some(3) }),
+        (10, chain(1)),
+        (30, chain(2)),
+        (20, LogRecord::Dropnotify { lost: Some(4) }),
+    ]);
+    owner.write_batch(Vec::new());
+    // Stamped with the owner's backend's clock: the simulator's.
+    sim.advance(77_000);
+    let (t0, t1) = (owner.now(), owner.now());
+    assert_eq!(t0, 77_000);
+    owner.writelog(5).unwrap();
+    owner.close_logfile().unwrap();
+    let after = owner.stats();
+    assert_eq!((after.0 - before.0, after.1 - before.1), (2, 7));
+
+    let events = log.events().unwrap();
+    let got: Vec<(u64, LogRecord)> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.record,
+                LogRecord::Callchain { .. }
+                    | LogRecord::Dropnotify { .. }
+                    | LogRecord::Userdata { .. }
+            )
+        })
+        .map(|e| (e.timestamp, e.record.clone()))
+        .collect();
+    assert_eq!(
+        got[..4],
+        [
+            (10, chain(1)),
+            (20, LogRecord::Dropnotify { lost: Some(4) }),
+            (30, LogRecord::Dropnotify { lost: Some(3) }),
+            (30, chain(2)),
+        ]
+    );
+    assert_eq!(got.len(), 5, "{got:?}");
+    assert_eq!(got[4].1, LogRecord::Userdata { value: 5 });
+    assert!(t0 <= got[4].0 && got[4].0 <= t1);
+    // The raw bytes are the stream: INITIALIZE's header first
+    // (_PMCLOG_TO_HEADER(INITIALIZE = 3, 112)).
+    let bytes = log.bytes();
+    assert_eq!(bytes.len() as u64, events.last().unwrap().end_offset);
+    assert_eq!(
+        bytes[..4],
+        ((0xEEu32 << 24) | (3 << 16) | 112).to_ne_bytes()
+    );
+}
+
+/// A source whose events the test hands it.
+#[derive(Debug, Default)]
+struct FakeSource {
+    info: SourceInfo,
+    queued: Mutex<Vec<(u64, BackendEvent)>>,
+    drains: Mutex<Vec<Drain>>,
+    stopped_by_log: Mutex<bool>,
+}
+
+impl FakeSource {
+    fn new(info: SourceInfo) -> Arc<FakeSource> {
+        Arc::new(FakeSource {
+            info,
+            ..FakeSource::default()
+        })
+    }
+
+    fn push(&self, t: u64, event: BackendEvent) {
+        self.queued.lock().unwrap().push((t, event));
+    }
+}
+
+impl SampleSource for FakeSource {
+    fn info(&self) -> SourceInfo {
+        self.info.clone()
+    }
+    fn mappings(&self) -> &dyn MappingSource {
+        &FakeMachine
+    }
+    fn drain(&self, how: Drain, out: &mut Vec<(u64, BackendEvent)>) -> bool {
+        self.drains.lock().unwrap().push(how);
+        out.append(&mut self.queued.lock().unwrap());
+        false
+    }
+    fn stop_for_log_close(&self) {
+        *self.stopped_by_log.lock().unwrap() = true;
+    }
+}
+
+/// Processes 1 and 10–12, each with one mapping, and the kernel.
+struct FakeMachine;
+
+fn mapping(pid: u32, start: u64, path: &str) -> BackendEvent {
+    BackendEvent::Mapping {
+        pid,
+        start,
+        path: path.into(),
+    }
+}
+
+impl MappingSource for FakeMachine {
+    fn kernel_mapping(&self) -> Option<BackendEvent> {
+        Some(mapping(u32::MAX, 0xffff_8000, "[kernel]"))
+    }
+    fn all_processes(&self) -> Vec<u32> {
+        vec![1]
+    }
+    fn process_mappings(&self, pid: u32) -> Vec<BackendEvent> {
+        vec![mapping(pid, u64::from(pid) << 12, "/bin/x")]
+    }
+}
+
+fn sample(pid: u32) -> BackendEvent {
+    BackendEvent::Sample {
+        pid,
+        tid: pid,
+        cpu: 0,
+        user: true,
+        pc: 0x1000 + u64::from(pid),
+        callchain: None,
+    }
+}
+
+fn records(log: &MemoryLog) -> Vec<LogRecord> {
+    log.events()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.record)
+        .collect()
+}
+
+fn callchain_pids(log: &MemoryLog) -> Vec<u32> {
+    records(log)
+        .iter()
+        .filter_map(|r| match r {
+            LogRecord::Callchain { pid, .. } => Some(*pid),
+            _ => None,
+        })
+        .collect()
+}
+
+/// hwpmc keeps PMCs, log and statistics per owner (`struct pmc_owner`:
+/// `po_pmcs`, `po_file`, its own buffers): two owners in one process,
+/// sampling at once, each write only their own records into their own log.
+#[test]
+fn two_owners_keep_their_pmcs_logs_and_statistics_apart() {
+    let (a, b) = (sim_owner(), sim_owner());
+    let (log_a, log_b) = (MemoryLog::new(), MemoryLog::new());
+    a.configure_logfile(log_a.clone()).unwrap();
+    b.configure_logfile(log_b.clone()).unwrap();
+    let pmc_a = a
+        .allocate("task-clock", Mode::TC, Flags::empty(), Cpu::Any)
+        .unwrap();
+    let (src_a, src_b) = (
+        FakeSource::new(SourceInfo::default()),
+        FakeSource::new(SourceInfo::default()),
+    );
+    let h_a = a
+        .register_source(pmc_a.id().0, Flags::empty(), true, src_a.clone())
+        .unwrap();
+    let h_b = b
+        .register_source(7, Flags::empty(), true, src_b.clone())
+        .unwrap();
+    for t in 1..=3 {
+        src_a.push(t, sample(100));
+        src_b.push(t, sample(200));
+    }
+    src_b.push(4, sample(200));
+    h_a.drain_stopped();
+    h_b.drain_stopped();
+    a.flush_logfile().unwrap();
+    b.flush_logfile().unwrap();
+    assert_eq!(callchain_pids(&log_a), [100, 100, 100]);
+    assert_eq!(callchain_pids(&log_b), [200, 200, 200, 200]);
+    assert_eq!(a.stats(), (3, 0));
+    assert_eq!(b.stats(), (4, 0));
+    assert_eq!(a.pmcinfo().len(), 1);
+    assert!(b.pmcinfo().is_empty(), "b has no PMCs");
+    // One owner's close leaves the other's log and sources alone.
+    a.close_logfile().unwrap();
+    assert!(*src_a.stopped_by_log.lock().unwrap());
+    assert!(!*src_b.stopped_by_log.lock().unwrap());
+    assert!(b.log_configured());
+    drop((h_a, h_b, pmc_a));
+}
+
+/// The drain thread sweeps a registered source with no stop or flush
+/// (`Drain::Sweep`), and the source's last drain is final when its handle
+/// goes (release, detach), before its counters close.
+#[test]
+fn the_drain_thread_sweeps_and_a_dropped_source_is_drained_to_the_end() {
+    let owner = sim_owner();
+    let log = MemoryLog::new();
+    owner.configure_logfile(log.clone()).unwrap();
+    let src = FakeSource::new(SourceInfo::default());
+    let handle = owner
+        .register_source(1, Flags::empty(), true, src.clone())
+        .unwrap();
+    src.push(1, sample(5));
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while owner.stats().0 == 0 {
+        assert!(std::time::Instant::now() < end, "no sweep in 10 s");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    assert!(src.drains.lock().unwrap().contains(&Drain::Sweep));
+    src.push(2, sample(6));
+    drop(handle);
+    assert_eq!(src.drains.lock().unwrap().last(), Some(&Drain::Final));
+    owner.flush_logfile().unwrap();
+    assert_eq!(callchain_pids(&log), [5, 6]);
+    // Unregistered: nothing drains it any more.
+    let drains = src.drains.lock().unwrap().len();
+    src.push(3, sample(7));
+    owner.flush_logfile().unwrap();
+    assert_eq!(src.drains.lock().unwrap().len(), drains);
+}
+
+/// hwpmc_mod.c: a log's deconfiguration stops the PMCs that write into it
+/// and what they still produce is dropped (`pmclog_deconfigure_log`);
+/// once the PMC is stopped, a new log gets its records again.
+#[test]
+fn a_closed_log_drops_a_running_sources_records_until_its_pmc_stops() {
+    let owner = sim_owner();
+    owner.configure_logfile(MemoryLog::new()).unwrap();
+    let src = FakeSource::new(SourceInfo::default());
+    let handle = owner
+        .register_source(1, Flags::empty(), true, src.clone())
+        .unwrap();
+    owner.close_logfile().unwrap();
+    assert!(*src.stopped_by_log.lock().unwrap());
+    let log = MemoryLog::new();
+    owner.configure_logfile(log.clone()).unwrap();
+    src.push(10, sample(9));
+    owner.flush_logfile().unwrap();
+    assert!(callchain_pids(&log).is_empty(), "written after the close");
+    handle.drain_stopped();
+    src.push(20, sample(9));
+    owner.flush_logfile().unwrap();
+    assert_eq!(callchain_pids(&log), [9], "the stopped PMC logs again");
+}
+
+/// hwpmc_mod.c: the kernel's mappings are logged once per log owner
+/// (`PMC_PO_INITIAL_MAPPINGS_DONE`, `pmc_log_kernel_mappings`), every
+/// process's once per log for system sampling PMCs (`po_logprocmaps`,
+/// `pmc_log_all_process_mappings`), then each PMC's attached processes
+/// (`pmc_log_process_mappings`); a new log starts over.
+#[test]
+fn initial_mappings_are_claimed_once_per_log() {
+    let owner = sim_owner();
+    let system = |attached: Vec<u32>| SourceInfo {
+        kernel_samples: true,
+        system: true,
+        attached,
+        ..SourceInfo::default()
+    };
+    let mappings = |log: &MemoryLog| -> Vec<(u32, u64)> {
+        records(log)
+            .iter()
+            .filter_map(|r| match r {
+                LogRecord::MapIn { pid, start, .. } => Some((*pid, *start)),
+                _ => None,
+            })
+            .collect()
+    };
+    for round in 0..2 {
+        let log = MemoryLog::new();
+        owner.configure_logfile(log.clone()).unwrap();
+        let first = owner
+            .register_source(1, Flags::empty(), true, FakeSource::new(system(vec![11])))
+            .unwrap();
+        let second = owner
+            .register_source(2, Flags::empty(), true, FakeSource::new(system(vec![12])))
+            .unwrap();
+        owner.flush_logfile().unwrap();
+        assert_eq!(
+            mappings(&log),
+            [
+                (u32::MAX, 0xffff_8000),
+                (1, 0x1000),
+                (11, 0xb000),
+                (12, 0xc000)
+            ],
+            "round {round}"
+        );
+        drop((first, second));
+        owner.close_logfile().unwrap();
+    }
+}
