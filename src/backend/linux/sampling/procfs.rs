@@ -5,7 +5,7 @@
 use std::os::unix::fs::FileExt;
 
 use crate::backend::event::BackendEvent;
-use crate::log::translate::MappingSource;
+use crate::backend::source::MappingSource;
 
 /// The two addresses FreeBSD 14's PROCEXEC carries for a process that
 /// just exec'd (kern_exec.c hands hwpmc `imgp->reloc_base` and
