@@ -4,7 +4,7 @@ use object::{Object, ObjectSymbol};
 use pmc::log::sink::{self, MemoryLog};
 use pmc::log::{LogEvent, LogRecord};
 use pmc::probe::Requirement as R;
-use pmc::{Cpu, Flags, Mode, Pmc};
+use pmc::{Cpu, Flags, Mode, Owner, Pmc};
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, Workload, test};
@@ -81,6 +81,11 @@ pub fn tests() -> Vec<LiveTest> {
             "sampling::system_sampling_logs_every_processs_mappings_once",
             vec![R::Paranoid(0)],
             system_sampling_logs_every_processs_mappings_once,
+        ),
+        test(
+            "sampling::two_owners_sample_at_once_into_their_own_logs",
+            vec![R::Paranoid(2)],
+            two_owners_sample_at_once_into_their_own_logs,
         ),
         test(
             "sampling::write_tracepoint_samples_decode_count",
@@ -938,6 +943,86 @@ fn system_sampling_logs_every_processs_mappings_once() -> TestResult {
         ensure!(
             pids.contains(&1),
             "/proc/1/maps is readable but init's mappings were not logged"
+        );
+    }
+    Ok(())
+}
+
+/// hwpmc's `struct pmc_owner` holds its PMCs and its log: two owners in
+/// one process (a profiler and a library beside it) sample two children at
+/// the same time, each into its own log, which holds only its own PMC's
+/// records (samples of its own child, its own PMCALLOCATE and PMCATTACH),
+/// and each counts only its own samples.
+fn two_owners_sample_at_once_into_their_own_logs() -> TestResult {
+    let backend = pmc::backend::default_backend();
+    let owners = [Owner::new(backend.clone()), Owner::new(backend)];
+    let logs = [MemoryLog::new(), MemoryLog::new()];
+    let mut children = Vec::new();
+    let mut pmcs = Vec::new();
+    for (owner, log) in owners.iter().zip(&logs) {
+        owner.configure_logfile(log.clone()).ctx("configure_logfile")?;
+        // A second PMC on the second owner first: ids are per owner, so
+        // the two sampling PMCs get different ones.
+        if !pmcs.is_empty() {
+            pmcs.push(
+                owner
+                    .allocate("task-clock,usr", Mode::TC, Flags::empty(), Cpu::Any)
+                    .ctx("allocate")?,
+            );
+        }
+        let w = Workload::spawn("spin", &["300"])?;
+        let mut pmc = owner
+            .allocate_with_count("cpu-clock,usr", Mode::TS, Flags::empty(), Cpu::Any, 100_000)
+            .ctx("allocate")?;
+        pmc.attach(w.pid()).ctx("attach")?;
+        pmc.start().ctx("start")?;
+        children.push(w);
+        pmcs.push(pmc);
+    }
+    for w in &mut children {
+        w.go()?;
+    }
+    let pids: Vec<u32> = children.iter().map(Workload::pid).collect();
+    for w in children {
+        w.wait()?;
+    }
+    for p in pmcs.iter_mut().filter(|p| p.mode() == Mode::TS) {
+        p.stop().ctx("stop")?;
+    }
+    for owner in &owners {
+        owner.close_logfile().ctx("close_logfile")?;
+    }
+    let ids: Vec<u32> = pmcs
+        .iter()
+        .filter(|p| p.mode() == Mode::TS)
+        .map(|p| p.id().0)
+        .collect();
+    for (i, log) in logs.iter().enumerate() {
+        let events = log.events()?;
+        let mut samples = 0u64;
+        for e in &events {
+            match &e.record {
+                LogRecord::Callchain { pid, pmcid, .. } => {
+                    ensure!(
+                        *pid == pids[i] && *pmcid == ids[i],
+                        "owner {i}'s log holds a sample of pid {pid} by PMC {pmcid:#x}; \
+                         its own are pid {} by PMC {:#x}",
+                        pids[i],
+                        ids[i]
+                    );
+                    samples += 1;
+                }
+                LogRecord::PmcAttach { pid, .. } => {
+                    ensure!(*pid == pids[i], "owner {i}'s log attaches pid {pid}");
+                }
+                _ => {}
+            }
+        }
+        ensure!(samples > 0, "owner {i}'s log has no sample of its child");
+        let (counted, _) = owners[i].stats();
+        ensure!(
+            counted == samples,
+            "owner {i} counted {counted} samples, its log holds {samples}"
         );
     }
     Ok(())
