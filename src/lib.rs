@@ -15,7 +15,9 @@ mod types;
 pub use error::{EDOOFUS, Error, Result};
 pub use machine::{cpuinfo, event_names_of_class, ncpu, npmc, pmcinfo, process_exists};
 pub use owner::{MemoryLog, Owner};
-pub use pmc::{DEFAULT_RELOAD_COUNT, MAX_RELOAD_COUNT, MIN_RELOAD_COUNT, PerCpu, Pmc};
+pub use pmc::{
+    DEFAULT_RELOAD_COUNT, MAX_RELOAD_COUNT, MIN_RELOAD_COUNT, PerCpu, Pmc, ProcessPmc, SystemPmc,
+};
 pub use types::*;
 
 /// Not public API: hooks for this workspace's own tests and benchmarks

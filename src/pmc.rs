@@ -17,6 +17,7 @@
 //!   [`Pmc::set`]); write, rw and set need a stopped PMC.
 
 mod attach;
+mod builder;
 mod hot_path;
 mod percpu;
 mod validate;
@@ -30,6 +31,7 @@ use crate::owner::{Owner, SourceHandle};
 use crate::spec::{self, EventSpec};
 use crate::{Capabilities, Class, Cpu, Error, Flags, Mode, PmcId, Reading, Result, State};
 
+pub use builder::{ProcessPmc, SystemPmc};
 pub use percpu::PerCpu;
 use validate::validate_allocation;
 
@@ -538,6 +540,19 @@ impl Pmc {
         })?;
         self.publish();
         Ok(index)
+    }
+
+    /// The PMC's one kernel descriptor, where it has exactly one: a
+    /// process PMC attached to one single-threaded target, or a system
+    /// PMC (on Linux, a perf_event fd to `poll` or to read with `read(2)`
+    /// as perf_event_open(2) describes). `None` for a PMC spread over
+    /// several descriptors (threads, CPUs, hybrid PMUs) or not attached.
+    pub fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        match (&*self.targets, &self.system) {
+            ([one], None) => one.counters.fd(),
+            ([], Some(system)) => system.fd(),
+            _ => None,
+        }
     }
 
     /// The number of kernel handles (file descriptors) the PMC holds.

@@ -324,6 +324,13 @@ pub trait Counters: Send + fmt::Debug {
         1
     }
 
+    /// The target's one kernel descriptor, for a target that is one plain
+    /// counter (to poll it, or hand it to code that reads it itself);
+    /// `None` when it is several or the backend has none.
+    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        None
+    }
+
     /// What the target produces for the log (samples, mappings, process
     /// events), for its PMC's owner to drain: `None` for a target that
     /// only counts.

@@ -462,3 +462,25 @@ fn initial_mappings_are_claimed_once_per_log() {
         owner.close_logfile().unwrap();
     }
 }
+
+/// What a profiler moves between threads: a PMC to the thread that starts
+/// it, owners and errors anywhere.
+#[test]
+fn pmcs_owners_and_errors_cross_threads() {
+    fn send<T: Send>() {}
+    fn send_sync<T: Send + Sync>() {}
+    send::<crate::Pmc>();
+    send::<crate::PerCpu>();
+    send_sync::<Owner>();
+    send_sync::<MemoryLog>();
+    send_sync::<crate::Error>();
+    // An owner used from another thread is the same owner.
+    let owner = sim_owner();
+    let pmc = std::thread::scope(|s| {
+        s.spawn(|| owner.allocate("task-clock", Mode::TC, Flags::empty(), Cpu::Any))
+            .join()
+            .unwrap()
+    })
+    .unwrap();
+    assert_eq!(owner.pmcinfo()[0].id, pmc.id());
+}

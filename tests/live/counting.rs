@@ -11,6 +11,11 @@ use crate::workloads::{StealWindow, Usage, clock_agrees_with_cpu_time};
 pub fn tests() -> Vec<LiveTest> {
     vec![
         test(
+            "counting::a_pmc_on_one_thread_gives_its_perf_event_descriptor",
+            vec![R::Paranoid(2)],
+            a_pmc_on_one_thread_gives_its_perf_event_descriptor,
+        ),
+        test(
             "counting::tc_instructions_usr_agrees_with_perf_stat",
             vec![
                 R::HardwareCounting,
@@ -741,5 +746,36 @@ fn kernel_counting_refused_by_paranoid_names_the_sysctl() -> TestResult {
     for needle in ["perf_event_paranoid", "sysctl", "CAP_PERFMON", "usr"] {
         ensure!(msg.contains(needle), "message lacks {needle:?}: {msg}");
     }
+    Ok(())
+}
+
+/// `Pmc::fd` is the one perf_event descriptor of a PMC that has one (a
+/// single-threaded child), and none for a PMC that is not attached or is
+/// spread over several.
+fn a_pmc_on_one_thread_gives_its_perf_event_descriptor() -> TestResult {
+    let mut w = Workload::spawn("spin", &["20"])?;
+    let mut other = Workload::spawn("spin", &["1"])?;
+    let mut pmc = Pmc::process("task-clock,usr").allocate().ctx("allocate")?;
+    ensure!(pmc.fd().is_none(), "an unattached PMC has a descriptor");
+    pmc.attach(w.pid()).ctx("attach")?;
+    let fd = {
+        use std::os::fd::AsRawFd;
+        pmc.fd().ok_or("no descriptor for one thread")?.as_raw_fd()
+    };
+    let target = std::fs::read_link(format!("/proc/self/fd/{fd}")).ctx("readlink")?;
+    ensure!(
+        target.to_string_lossy() == "anon_inode:[perf_event]",
+        "fd {fd} is {}",
+        target.display()
+    );
+    // Attached to a second live process: two descriptors, none to give.
+    pmc.attach(other.pid()).ctx("attach a second")?;
+    ensure!(pmc.fd().is_none(), "a PMC on two processes gave one descriptor");
+    pmc.start().ctx("start")?;
+    w.go()?;
+    other.go()?;
+    w.wait()?;
+    other.wait()?;
+    pmc.stop().ctx("stop")?;
     Ok(())
 }

@@ -395,6 +395,14 @@ impl Counters for ProcessCounters {
         self.rings.clone().map(|r| r as Arc<dyn SampleSource>)
     }
 
+    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        match &*self.events {
+            [one] if self.siblings.is_empty() && self.user_read.is_none() => Some(one.as_fd()),
+            _ => None,
+        }
+    }
+
     fn hot(&self) -> Option<HotCounter> {
         // An armed counter's first enable is not an ioctl.
         (self.events.len() == 1
@@ -540,6 +548,14 @@ impl Counters for CpuCounters {
 
     fn sample_source(&self) -> Option<Arc<dyn SampleSource>> {
         self.rings.clone().map(|r| r as Arc<dyn SampleSource>)
+    }
+
+    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        match &*self.events {
+            [one] => Some(one.as_fd()),
+            _ => None,
+        }
     }
 }
 
