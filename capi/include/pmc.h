@@ -492,7 +492,11 @@ int	pmc_pmu_stat_mode(const char ***_counters);
 /*
  * Linux extension: the full message of the calling thread's last failure
  * (what failed, the errno, what to do), or "" if none. Valid until the
- * thread's next libpmc call.
+ * thread's next libpmc call. A panic inside the library (a bug) is stopped
+ * at the call: the function returns its error value (-1 or NULL; 0 from
+ * pmc_pmu_enabled, the default 65536 from pmc_pmu_sample_rate_get, EDOOFUS
+ * from the pmc_pmu_* functions that return an errno value) with errno
+ * EDOOFUS (EBADFD on Linux), and this message names the call and the panic.
  */
 const char	*pmc_last_error(void);
 
