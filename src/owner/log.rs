@@ -157,8 +157,8 @@ impl Owner {
     /// Appends a record stamped now, if a log is configured (the PMC's
     /// own records: allocate, attach, detach).
     pub(crate) fn write_if_logging(&self, record: &LogRecord) {
-        let now = self.now();
         if let Some(log) = self.inner.log().as_mut() {
+            let now = self.now();
             let _ = self.write_counted(log, record, now);
         }
     }

@@ -184,12 +184,29 @@ const CLASS_PREFIXES: &[&str] = &[
 
 /// Normalizes a FreeBSD name: lower case, every separator a `-`.
 pub(super) fn normalize(name: &str) -> String {
-    name.chars()
-        .map(|c| match c {
-            ' ' | '.' | '_' | '-' => '-',
-            c => c.to_ascii_lowercase(),
-        })
-        .collect()
+    name.chars().map(normalize_char).collect()
+}
+
+/// One character as [`normalize`] maps it.
+fn normalize_char(c: char) -> char {
+    match c {
+        ' ' | '.' | '_' | '-' => '-',
+        c => c.to_ascii_lowercase(),
+    }
+}
+
+/// What follows `name`'s normalized form in `normalized` (already
+/// [`normalize`]d), compared without building it: the parser asks this of
+/// every generic name for an unknown one.
+pub(super) fn strip_normalized_prefix<'a>(normalized: &'a str, name: &str) -> Option<&'a str> {
+    let mut rest = normalized.char_indices();
+    for c in name.chars() {
+        let (_, n) = rest.next()?;
+        if n != normalize_char(c) {
+            return None;
+        }
+    }
+    Some(rest.next().map_or("", |(at, _)| &normalized[at..]))
 }
 
 /// Looks up a perf generic name (hardware, software or cache), which perf
@@ -441,4 +458,32 @@ fn build_generic_names() -> Vec<(String, EventName)> {
         }
     }
     v
+}
+
+#[cfg(test)]
+mod normalized_prefix_tests {
+    use super::*;
+
+    /// The same answer as stripping the built normalized prefix.
+    #[test]
+    fn strip_normalized_prefix_is_strip_prefix_of_normalize() {
+        let names = [
+            "cycles",
+            "cpu-cycles",
+            "CPU_CYCLES",
+            "l1d.read",
+            "",
+            "cycles-t",
+        ];
+        for a in names {
+            let normalized = normalize(a);
+            for b in names {
+                assert_eq!(
+                    strip_normalized_prefix(&normalized, b),
+                    normalized.strip_prefix(normalize(b).as_str()),
+                    "{a:?} {b:?}"
+                );
+            }
+        }
+    }
 }

@@ -237,9 +237,7 @@ impl<'a> Parser<'a> {
         // sysfs `cpu_cycles` is not `cpu-cycles`), and a generic name with
         // a `-suffix` (Intel's sysfs `cycles-t`).
         let extends_generic = candidates.iter().any(|(n, _)| {
-            normalized
-                .strip_prefix(normalize(n).as_str())
-                .is_some_and(|r| r.starts_with('-'))
+            names::strip_normalized_prefix(&normalized, n).is_some_and(|r| r.starts_with('-'))
         });
         let typo = !name.s.contains('.')
             && !extends_generic

@@ -770,7 +770,10 @@ fn a_pmc_on_one_thread_gives_its_perf_event_descriptor() -> TestResult {
     );
     // Attached to a second live process: two descriptors, none to give.
     pmc.attach(other.pid()).ctx("attach a second")?;
-    ensure!(pmc.fd().is_none(), "a PMC on two processes gave one descriptor");
+    ensure!(
+        pmc.fd().is_none(),
+        "a PMC on two processes gave one descriptor"
+    );
     pmc.start().ctx("start")?;
     w.go()?;
     other.go()?;

@@ -54,9 +54,7 @@ impl Backend for LinuxBackend {
     }
 
     fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
-        let mut event = resolve::resolve(request)?;
-        event.shared = self.shared.clone();
-        Ok(Box::new(event))
+        Ok(Box::new(resolve::resolve(request, self.shared.clone())?))
     }
 
     fn caller_pid(&self) -> u32 {

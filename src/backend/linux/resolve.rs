@@ -339,8 +339,11 @@ fn probe_event(d: &MachineDescription, p: &spec::ProbeSpec) -> Result<Resolved> 
 }
 
 /// Resolves a request into attrs, class and capabilities.
-pub(super) fn resolve(request: &EventRequest<'_>) -> Result<LinuxEvent> {
-    resolve_in(request, &Sysfs::system())
+pub(super) fn resolve(
+    request: &EventRequest<'_>,
+    shared: Arc<super::Shared>,
+) -> Result<LinuxEvent> {
+    resolve_with(request, &Sysfs::system(), shared)
 }
 
 /// An event of one of the fixed classes: one attr on any CPU.
@@ -462,6 +465,16 @@ fn resolve_name(
 
 /// [`resolve`] against the given sysfs/tracefs roots.
 pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<LinuxEvent> {
+    resolve_with(request, sysfs, Arc::default())
+}
+
+/// [`resolve_in`] for a backend instance, whose collector and trial-open
+/// cache the event shares.
+fn resolve_with(
+    request: &EventRequest<'_>,
+    sysfs: &Sysfs,
+    shared: Arc<super::Shared>,
+) -> Result<LinuxEvent> {
     let d = sysfs.description();
     let q = &request.spec.qualifiers;
     let Resolved {
@@ -518,8 +531,7 @@ pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<Li
         description,
         filter: q.filter.clone(),
         slices,
-        // Replaced by the backend's own (`LinuxBackend::prepare`).
-        shared: Arc::default(),
+        shared,
     })
 }
 

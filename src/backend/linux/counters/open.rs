@@ -33,29 +33,15 @@ pub(super) fn open_one(attr: &Attr, target: Target, event: &LinuxEvent) -> Resul
 /// and over: what opened once is not tried again (a later failure, e.g.
 /// after a paranoid change, still surfaces at attach).
 pub(in crate::backend::linux) fn trial_open(event: &LinuxEvent) -> Result<()> {
-    let key: TrialKey = (
-        event.attrs.clone(),
-        event
-            .slices
-            .iter()
-            .flat_map(|s| s.attrs())
-            .copied()
-            .collect(),
-        event.string.clone(),
-        event.filter.clone(),
-    );
     let cache = &event.shared.opened;
-    if cache.0.lock().is_ok_and(|set| set.contains(&key)) {
+    // Looked up by hash and compared in place: the key is copied only
+    // when it is new.
+    let hash = TrialCache::hash(event);
+    if cache.contains(hash, event) {
         return Ok(());
     }
     trial_open_uncached(event)?;
-    if let Ok(mut set) = cache.0.lock() {
-        // A bound for programs that allocate endless distinct events.
-        if set.len() >= 4096 {
-            set.clear();
-        }
-        set.insert(key);
-    }
+    cache.insert(hash, event);
     Ok(())
 }
 
@@ -68,9 +54,60 @@ type TrialKey = (
     Option<String>,
 );
 
-/// The events of one backend whose trial open succeeded.
+/// The events of one backend whose trial open succeeded, by the hash of
+/// their key.
 #[derive(Debug, Default)]
-pub(crate) struct TrialCache(Mutex<std::collections::HashSet<TrialKey>>);
+pub(crate) struct TrialCache(Mutex<std::collections::HashMap<u64, Vec<TrialKey>>>);
+
+impl TrialCache {
+    fn hash(event: &LinuxEvent) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        event.attrs.hash(&mut h);
+        for sibling in event.slices.iter().flat_map(|s| s.attrs()) {
+            sibling.hash(&mut h);
+        }
+        event.string.hash(&mut h);
+        event.filter.hash(&mut h);
+        h.finish()
+    }
+
+    fn matches(key: &TrialKey, event: &LinuxEvent) -> bool {
+        key.0 == event.attrs
+            && key.1.iter().eq(event.slices.iter().flat_map(|s| s.attrs()))
+            && key.2 == event.string
+            && key.3 == event.filter
+    }
+
+    fn contains(&self, hash: u64, event: &LinuxEvent) -> bool {
+        self.0.lock().is_ok_and(|map| {
+            map.get(&hash)
+                .is_some_and(|keys| keys.iter().any(|k| Self::matches(k, event)))
+        })
+    }
+
+    fn insert(&self, hash: u64, event: &LinuxEvent) {
+        let Ok(mut map) = self.0.lock() else {
+            return;
+        };
+        // A bound for programs that allocate endless distinct events.
+        if map.len() >= 4096 {
+            map.clear();
+        }
+        let key = (
+            event.attrs.clone(),
+            event
+                .slices
+                .iter()
+                .flat_map(|s| s.attrs())
+                .copied()
+                .collect(),
+            event.string.clone(),
+            event.filter.clone(),
+        );
+        map.entry(hash).or_default().push(key);
+    }
+}
 
 fn trial_open_uncached(event: &LinuxEvent) -> Result<()> {
     let target = Target { pid: 0, cpu: -1 };
