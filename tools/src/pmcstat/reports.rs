@@ -19,16 +19,15 @@ mod lost;
 pub(super) use lost::warn_lost;
 
 pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEvent>, ExitCode> {
-    let file = std::fs::File::open(path).map_err(|e| {
-        eprintln!("{TOOL}: cannot open {}: {e}", path.display());
-        ExitCode::FAILURE
-    })?;
+    let fail = |(status, message): (u8, String)| {
+        eprintln!("{TOOL}: {message}");
+        ExitCode::from(status)
+    };
+    let file = std::fs::File::open(path)
+        .map_err(|e| fail(crate::profile_args::log_open_failed(path, &e)))?;
     let events = pmc::log::LogReader::from_reader(file)
         .collect::<Result<Vec<_>, String>>()
-        .map_err(|e| {
-            eprintln!("{TOOL}: {}: {e}", path.display());
-            ExitCode::FAILURE
-        })?;
+        .map_err(|e| fail(crate::profile_args::log_parse_failed(path, &e)))?;
     if events.is_empty() {
         eprintln!("{TOOL}: {}", crate::profile_args::empty_log(path));
         return Err(ExitCode::FAILURE);
@@ -269,9 +268,9 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
                 args.folded.as_deref(),
                 ProfileArgs::options(&[], None, args.show_address, None),
             )
-            .map_err(|e| {
+            .map_err(|(status, e)| {
                 eprintln!("{TOOL}: {e}");
-                ExitCode::FAILURE
+                ExitCode::from(status)
             })?;
         return Ok(ExitCode::SUCCESS);
     }

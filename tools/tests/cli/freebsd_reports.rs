@@ -34,6 +34,11 @@ pub fn tests() -> Vec<LiveTest> {
             live_g_dash_writes_to_stderr_or_the_o_file,
         ),
         test(
+            "freebsd_reports::r_of_an_unreadable_or_foreign_file_exits_as_pmcstat_does",
+            vec![],
+            r_of_an_unreadable_or_foreign_file_exits_as_pmcstat_does,
+        ),
+        test(
             "freebsd_reports::r_dump_into_a_closed_pipe_stops_quietly",
             vec![],
             r_dump_into_a_closed_pipe_stops_quietly,
@@ -490,5 +495,47 @@ fn r_dump_into_a_closed_pipe_stops_quietly() -> TestResult {
         out.status,
         128 + libc::SIGPIPE
     );
+    Ok(())
+}
+
+/// `-R` of a file that cannot be opened is pmcstat_open_log's
+/// `errx(EX_OSERR, "ERROR: Cannot open \"%s\" for %s: %s.")`; of one that
+/// is not a pmclog, pmcstat_print_log's (and pmcstat_analyze_log's)
+/// `errx(EX_DATAERR, "ERROR: event parsing failed ...")` — for the dump and
+/// for reports alike.
+fn r_of_an_unreadable_or_foreign_file_exits_as_pmcstat_does() -> TestResult {
+    let dir = TempDir::new("freebsd-reports")?;
+    let missing = dir.path("missing.pmclog");
+    let foreign = dir.path("foreign.pmclog");
+    std::fs::write(&foreign, b"not a pmclog at all\n").ctx("write a foreign file")?;
+    for report in [&[][..], &["-G", "-"][..]] {
+        for (path, status, message) in [
+            (
+                &missing,
+                71,
+                format!("pmcstat: ERROR: Cannot open \"{missing}\" for reading: "),
+            ),
+            (
+                &foreign,
+                65,
+                format!("pmcstat: ERROR: event parsing failed: {foreign}: "),
+            ),
+        ] {
+            let mut args = vec!["-R", path.as_str()];
+            args.extend(report);
+            let out = Command::new(PMCSTAT)
+                .args(&args)
+                .output()
+                .ctx("run pmcstat -R")?;
+            let err = text(&out.stderr);
+            ensure!(
+                out.status.code() == Some(status)
+                    && err.starts_with(&message)
+                    && out.stdout.is_empty(),
+                "pmcstat {args:?}: {:?}, stderr {err:?}, expected {status} and {message:?}",
+                out.status
+            );
+        }
+    }
     Ok(())
 }
