@@ -529,7 +529,15 @@ pub fn run(
                     draw(view).map_err(io)?;
                 }
             } else {
-                let mut frame = view.render(200, 60).join("\n");
+                // pmcstat.c sets the display size from the terminal only:
+                // elsewhere it stays pmcstat.h's file virtual size (render
+                // takes the window's, one more than pmcstat's).
+                let mut frame = view
+                    .render(
+                        crate::output::DEFAULT_DISPLAY_WIDTH + 1,
+                        crate::output::DEFAULT_DISPLAY_HEIGHT + 1,
+                    )
+                    .join("\n");
                 frame.push_str("\n\n");
                 std::io::stdout()
                     .write_all(frame.as_bytes())
