@@ -62,10 +62,10 @@ pub enum KeyOutcome {
 /// Which table the view shows (`n` switches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum View {
-    /// Self samples per function with its callers (pmcstat's callgraph).
-    Callers,
+    /// Self samples per function with its callers (pmcpl_callgraph.c).
+    CallGraph,
     /// pmcpl_calltree.c's paths from the outermost callers.
-    Inclusive,
+    CallTree,
 }
 
 /// The state of the top view: options, modes and the samples so far.
@@ -98,7 +98,7 @@ impl TopView {
             accumulate: false,
             paused: false,
             merge: true,
-            view: View::Callers,
+            view: View::CallGraph,
             skiplink,
             threshold,
             show_address,
@@ -263,15 +263,19 @@ impl TopView {
             }
             'n' => {
                 self.view = match self.view {
-                    View::Callers => View::Inclusive,
-                    View::Inclusive => View::Callers,
+                    View::CallGraph => View::CallTree,
+                    View::CallTree => View::CallGraph,
                 };
+                // The next plugin starts from nothing (pl_shutdown,
+                // pmcstat_stats_reset, pl_init).
+                self.total.clear();
+                self.delta.clear();
                 let _ = write!(
                     self.status,
                     "switching to plugin {}",
                     match self.view {
-                        View::Callers => "callgraph",
-                        View::Inclusive => "calltree",
+                        View::CallGraph => "callgraph",
+                        View::CallTree => "calltree",
                     }
                 );
             }
@@ -282,7 +286,7 @@ impl TopView {
                     let _ = write!(self.status, "switching to PMC {name}.{index}");
                 }
             }
-            'f' if self.view == View::Inclusive => {
+            'f' if self.view == View::CallTree => {
                 self.skiplink = !self.skiplink;
                 let _ = write!(
                     self.status,
@@ -358,7 +362,7 @@ impl TopView {
             }
         };
         match self.view {
-            View::Callers => {
+            View::CallGraph => {
                 // pmcpl_cg_topdisplay (pmcpl_callgraph.c): the header
                 // "%5.5s %-10.10s %-20.20s %s\n", then at most
                 // `pmcstat_displayheight - 2` nodes by count, down to the
@@ -385,7 +389,7 @@ impl TopView {
                     ));
                 }
             }
-            View::Inclusive => {
+            View::CallTree => {
                 // pmcpl_ct_topdisplay: "%5.5s %s\n" "%SAMP" "CALLTREE".
                 lines.push(format!("{:>5.5} {}", "%SAMP", "CALLTREE"));
                 lines.extend(agg.calltree.render(

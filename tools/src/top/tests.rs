@@ -86,6 +86,11 @@ fn threshold_hides_rows_and_n_shows_the_calltree() {
         v.render(100, 20)[1],
         "Key: n => switching to plugin calltree"
     );
+    // The next view starts from nothing, as pmcstat resets its statistics
+    // (pl_shutdown, pmcstat_stats_reset, pl_init).
+    assert_eq!(v.render(100, 20)[2..], ["%SAMP CALLTREE"]);
+    assert!(v.render(100, 20)[0].contains("Samples: 0 "));
+    v.update(&log[1..]);
     // pmcpl_ct_topdisplay: "%5.5s %s\n" of "%SAMP" "CALLTREE"; then per
     // path pmcpl_ct_node_printtop's "%5.5s " of the line's "%.1f" and per
     // node "%s%s%s " (name, "@image" on the first node, "(%.1f%%)" above
@@ -110,8 +115,8 @@ fn calltree_paths_are_pmcpl_calltrees() {
     let mut log = vec![alloc(1, "cpu-clock")];
     log.extend((0..3).map(|_| sample(1, vec![0x10, 0x21])));
     log.push(sample(1, vec![0x30, 0x21]));
-    v.update(&log);
     v.key('n');
+    v.update(&log);
     assert_eq!(
         v.render(100, 20)[2..],
         [
