@@ -563,8 +563,8 @@ fn line_diff(ours: &str, theirs: &str) -> Option<String> {
 }
 
 /// `-L` of our pmccontrol.c-like program (pmcc_do_list_events: on amd64
-/// pmc_pmu_print_counters(NULL), elsewhere the class listing) is
-/// `pmccontrol -L`, line for line.
+/// pmc_pmu_print_counters(NULL) where pmc_pmu_enabled(), elsewhere the
+/// class listing) is `pmccontrol -L`, line for line.
 fn pmccontrol_list_events() -> TestResult {
     let c = build_and_run("pmccontrol_like", Link::Shared, &["-L"])?;
     let tool = run_pmccontrol("-L")?;

@@ -112,6 +112,51 @@ pub fn libpmc_classes(
         .collect()
 }
 
+/// libpmc's pmu-events list, which `pmc_pmu_print_counters` walks
+/// (libpmc_pmu_util.c): each core PMU's sysfs events as `PMU/name/`, then
+/// the CPU model's table names, once each, where a core PMU exists to
+/// count them — the list of our libpmc's `pmc_pmu_*` functions
+/// (capi/src/pmu.rs `PmuList::from_parts`). Empty without a core PMU,
+/// where `pmc_pmu_enabled()` is false.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn pmu_counter_names(
+    root: &std::path::Path,
+    table: Option<&pmc_linux::pmu_events::EventTable>,
+) -> Vec<String> {
+    let core = pmc_linux::pmu::core_pmus(root);
+    let mut names: Vec<String> = core
+        .iter()
+        .flat_map(|p| {
+            p.events
+                .iter()
+                .map(move |e| format!("{}/{}/", p.name, e.name))
+        })
+        .collect();
+    if let Some(table) = table.filter(|_| !core.is_empty()) {
+        names.extend(table.names().map(str::to_string));
+    }
+    names
+}
+
+/// `pmccontrol -L` where pmccontrol.c's `pmcc_do_list_events` is
+/// `pmc_pmu_print_counters(NULL)`: on amd64 and i386 it prints `"\t%s\n"`
+/// per pmu-events name and nothing else. `None` where our pmccontrol
+/// prints the class listing instead: on other architectures (pmccontrol.c's
+/// `#else`, `"%s\n"` per class then `"\t%s\n"` per event), and where no
+/// core PMU exists (`pmc_pmu_enabled()` false), where FreeBSD's amd64
+/// pmccontrol would print nothing at all.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub fn pmu_listing(
+    root: &std::path::Path,
+    table: Option<&pmc_linux::pmu_events::EventTable>,
+) -> Option<String> {
+    if !cfg!(any(target_arch = "x86_64", target_arch = "x86")) {
+        return None;
+    }
+    let names = pmu_counter_names(root, table);
+    (!names.is_empty()).then(|| names.iter().map(|n| format!("\t{n}\n")).collect())
+}
+
 /// `-L`: a tab and the name, one event per line.
 pub fn list(classes: &[ClassEvents]) -> String {
     let mut out = String::new();
@@ -168,5 +213,48 @@ mod tests {
         );
         assert_eq!(describe(&classes, "tsc"), "msr/tsc/:\tMSR event\n");
         assert_eq!(describe(&classes, "nothing-like-this"), "");
+    }
+
+    /// pmccontrol's `-L` choice on fixture sysfs roots: a core PMU makes
+    /// it libpmc_pmu_util.c's `pmc_pmu_print_counters` list (`"\t%s\n"`
+    /// per name: sysfs events, then the table's names once each); none, as
+    /// on this project's CI machines, leaves the class listing.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn pmu_listing_needs_a_core_pmu() {
+        use pmc_linux::pmu_events::EventTable;
+        let dir = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("software/type", "1\n");
+        write("msr/type", "9\n");
+        write("msr/events/tsc", "event=0x00\n");
+        let table = EventTable::parse(
+            ">testmodel\tGenuineIntel-6-55\tv1\n\
+             inst_retired.any\tevent=0xc0\n\
+             mem_load.miss\tevent=0xd1,umask=0x20\tcpu_core\n\
+             mem_load.miss\tevent=0xd1,umask=0x20\tcpu_atom\n",
+            "GenuineIntel-6-55-4",
+        )
+        .unwrap()
+        .unwrap();
+        // No core PMU: pmc_pmu_enabled() is false; the msr PMU is not one.
+        assert!(pmu_counter_names(dir.path(), Some(&table)).is_empty());
+        assert_eq!(pmu_listing(dir.path(), Some(&table)), None);
+        write("cpu/type", "4\n");
+        write("cpu/format/event", "config:0-7\n");
+        write("cpu/events/cycles", "event=0x3c\n");
+        let listing = pmu_listing(dir.path(), Some(&table));
+        if cfg!(any(target_arch = "x86_64", target_arch = "x86")) {
+            assert_eq!(
+                listing.as_deref(),
+                Some("\tcpu/cycles/\n\tinst_retired.any\n\tmem_load.miss\n")
+            );
+        } else {
+            assert_eq!(listing, None, "pmccontrol.c's #else: the class listing");
+        }
     }
 }

@@ -26,6 +26,9 @@ const HEADER_PREFIX: &str = "# ";
 /// pmcstat.h `DEFAULT_DISPLAY_HEIGHT`: lines between headers when the
 /// output is not a terminal (on one, its height less one).
 pub const DEFAULT_DISPLAY_HEIGHT: usize = 256;
+/// pmcstat.h `DEFAULT_DISPLAY_WIDTH` ("file virtual width"): the width
+/// pmcstat lays its top view out in when the output is not a terminal.
+pub const DEFAULT_DISPLAY_WIDTH: usize = 1024;
 
 /// pmcstat.c's event name of a specifier: the specifier up to its first
 /// `,`, space or tab (`strcspn(optarg, ", \t")`).

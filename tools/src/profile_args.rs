@@ -71,15 +71,17 @@ impl ProfileArgs {
     /// `-R LOG` with reports: streams the log into one profile (memory in
     /// proportion to its distinct stacks, not its size), then writes the
     /// `-G` call graph, the `--folded` stacks and these outputs from it.
+    /// A failure is its exit status and message: pmcstat.c's `EX_OSERR` for
+    /// a log that cannot be opened, `EX_DATAERR` for one that is not a
+    /// pmclog ([`log_open_failed`], [`log_parse_failed`]), 1 otherwise.
     pub fn report_file(
         &self,
         log: &Path,
         callgraph: Option<&Path>,
         folded: Option<&Path>,
         options: ProfileOptions,
-    ) -> Result<(), String> {
-        let file =
-            std::fs::File::open(log).map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+    ) -> Result<(), (u8, String)> {
+        let file = std::fs::File::open(log).map_err(|e| log_open_failed(log, &e))?;
         let mut builder = ProfileBuilder::new(options);
         let reader =
             pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 20, file));
@@ -92,7 +94,7 @@ impl ProfileArgs {
                 }
                 // Damage at the first record: not a pmclog at all (a
                 // perf.data, say), which fails before any output is made.
-                Err(e) if records == 0 => return Err(format!("{}: {e}", log.display())),
+                Err(e) if records == 0 => return Err(log_parse_failed(log, &e)),
                 // A log cut short (the writer crashed, the disk filled)
                 // still holds every record before the damage: report them.
                 Err(e) => {
@@ -105,20 +107,21 @@ impl ProfileArgs {
             }
         }
         if records == 0 {
-            return Err(empty_log(log));
+            return Err((1, empty_log(log)));
         }
         let profile = builder.finish();
         if profile.samples.is_empty() {
             eprintln!("pmcstat: warning: {}", no_samples(log));
         }
         crate::report::warn_kernel_names_missing("pmcstat", profile.kernel_names_missing.as_ref());
+        let failed = |e: String| (1, e);
         if let Some(path) = callgraph {
-            write_bytes(path, pmc_report::callgraph(&profile).as_bytes())?;
+            write_bytes(path, pmc_report::callgraph(&profile).as_bytes()).map_err(failed)?;
         }
         if let Some(path) = folded {
-            write_bytes(path, pmc_report::folded(&profile).as_bytes())?;
+            write_bytes(path, pmc_report::folded(&profile).as_bytes()).map_err(failed)?;
         }
-        self.write_profile(&profile)
+        self.write_profile(&profile).map_err(failed)
     }
 
     /// Writes the outputs asked for from a built profile.
@@ -229,6 +232,25 @@ pub(crate) const CLOSED_PIPE_STATUS: u8 = 128 + 13;
 /// Whether a failed write to standard output means its reader is gone.
 pub(crate) fn is_closed_pipe(e: &std::io::Error) -> bool {
     e.kind() == std::io::ErrorKind::BrokenPipe
+}
+
+/// A log `-R` cannot open: pmcstat_open_log's `errx(EX_OSERR, "ERROR:
+/// Cannot open \"%s\" for %s: %s.")`, with the errno.
+pub fn log_open_failed(log: &Path, e: &std::io::Error) -> (u8, String) {
+    (
+        crate::sysexits::EX_OSERR,
+        format!("ERROR: Cannot open \"{}\" for reading: {e}.", log.display()),
+    )
+}
+
+/// A log that is not a pmclog, or is damaged: pmcstat_print_log's and
+/// pmcstat_analyze_log's `errx(EX_DATAERR, "ERROR: event parsing failed
+/// ...")`, with what the reader found.
+pub fn log_parse_failed(log: &Path, e: &dyn std::fmt::Display) -> (u8, String) {
+    (
+        crate::sysexits::EX_DATAERR,
+        format!("ERROR: event parsing failed: {}: {e}", log.display()),
+    )
 }
 
 fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {

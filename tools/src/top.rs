@@ -3,11 +3,13 @@
 //! Screen and keys follow FreeBSD's `usr.sbin/pmcstat/pmcstat_log.c`
 //! (`pmcstat_refresh_top`: `PMC: [name] Samples: n (p%) , u unresolved`;
 //! `pmcstat_keypress_log`: `c` then `a`/`d` accumulate or delta mode, `m`
-//! merge PMCs of the same name, `n` next view, `p` next PMC, space pause,
-//! `q` quit, `f` skip-link in the call-tree view) and `pmcpl_callgraph.c`
-//! (`pmcpl_cg_topdisplay`: `%SAMP IMAGE FUNCTION CALLERS` rows, callers as
-//! `name:pct` when there are several). `-f threshold=P` hides rows under P%
-//! and `-f skiplink=1` shows them as a dot, as pmcstat's plugin options do.
+//! merge PMCs of the same name, `n` next view (plugin), `p` next PMC, space
+//! pause, `q` quit, each with its `Key: %c => ` message), the default view
+//! `pmcpl_callgraph.c`'s (`pmcpl_cg_topdisplay`: `%SAMP IMAGE FUNCTION
+//! CALLERS` rows, callers as `name:pct` when there are several) and the
+//! other `pmcpl_calltree.c`'s (`top/calltree.rs`; `f` toggles skiplink
+//! there). `-f threshold=P` hides rows under P% and `-f skiplink=1` shows
+//! the call tree's nodes under it as a dot, as pmcstat's plugin options do.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -19,6 +21,9 @@ use pmc_report::KERNEL_FRAME;
 
 use crate::annotate::Resolver;
 
+mod calltree;
+use calltree::{CallTree, cut};
+
 /// Samples of one PMC, aggregated by function.
 #[derive(Debug, Default, Clone)]
 struct PmcAgg {
@@ -26,8 +31,8 @@ struct PmcAgg {
     unresolved: u64,
     /// (image, function) → (self samples, caller → samples).
     leaves: HashMap<(String, String), (u64, HashMap<String, u64>)>,
-    /// (image, function) → samples whose stack holds it anywhere.
-    inclusive: HashMap<(String, String), u64>,
+    /// The samples as pmcpl_calltree.c's graph (the `n` view).
+    calltree: CallTree,
 }
 
 impl PmcAgg {
@@ -41,9 +46,7 @@ impl PmcAgg {
                 *e.1.entry(c.clone()).or_default() += m;
             }
         }
-        for (k, n) in &other.inclusive {
-            *self.inclusive.entry(k.clone()).or_default() += n;
-        }
+        self.calltree.merge(&other.calltree);
     }
 }
 
@@ -59,10 +62,10 @@ pub enum KeyOutcome {
 /// Which table the view shows (`n` switches).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum View {
-    /// Self samples per function with its callers (pmcstat's callgraph).
-    Callers,
-    /// Samples with the function anywhere on the stack (call-tree cost).
-    Inclusive,
+    /// Self samples per function with its callers (pmcpl_callgraph.c).
+    CallGraph,
+    /// pmcpl_calltree.c's paths from the outermost callers.
+    CallTree,
 }
 
 /// The state of the top view: options, modes and the samples so far.
@@ -95,7 +98,7 @@ impl TopView {
             accumulate: false,
             paused: false,
             merge: true,
-            view: View::Callers,
+            view: View::CallGraph,
             skiplink,
             threshold,
             show_address,
@@ -160,12 +163,7 @@ impl TopView {
                     if let Some(caller) = frames.get(1) {
                         *entry.1.entry(caller.1.clone()).or_default() += 1;
                     }
-                    let mut on_stack: Vec<&(String, String)> = frames.iter().collect();
-                    on_stack.sort();
-                    on_stack.dedup();
-                    for f in on_stack {
-                        *agg.inclusive.entry(f.clone()).or_default() += 1;
-                    }
+                    agg.calltree.add(&frames);
                 }
                 _ => {}
             }
@@ -208,36 +206,45 @@ impl TopView {
         self.resolver.kernel_names_missing()
     }
 
-    /// The PMC choices `p` cycles through: names when merged, else pmcids.
-    fn choices(&self) -> Vec<(String, Vec<u32>)> {
-        let mut out: Vec<(String, Vec<u32>)> = Vec::new();
-        for (id, name) in &self.pmcs {
+    /// The PMC choices `p` cycles through: names when merged, else pmcids;
+    /// each with pmcstat's index of its PMC (`pmcstat_pmcinfilter`: the
+    /// order PMCs appear in the log; a merged name's first PMC).
+    fn choices(&self) -> Vec<(String, Vec<u32>, usize)> {
+        let mut out: Vec<(String, Vec<u32>, usize)> = Vec::new();
+        for (index, (id, name)) in self.pmcs.iter().enumerate() {
             if self.merge
                 && let Some(c) = out.iter_mut().find(|c| &c.0 == name)
             {
                 c.1.push(*id);
                 continue;
             }
-            out.push((name.clone(), vec![*id]));
+            out.push((name.clone(), vec![*id], index));
         }
         out
     }
 
-    /// Handles one key, as pmcstat's top mode does.
+    /// Handles one key, as pmcstat's top mode does. The status line is
+    /// `pmcstat_keypress_log`'s (pmcstat_log.c): `"Key: %c => "`, then what
+    /// the key did; keys it does not know go to the view's plugin
+    /// (`pmcpl_ct_topkeypress`: `f`), which says nothing for the others.
     pub fn key(&mut self, c: char) -> KeyOutcome {
         if self.awaiting_mode {
+            // The same line: "enter mode 'd' or 'a' => " then the answer.
             self.awaiting_mode = false;
             self.accumulate = c != 'd';
-            self.status = if self.accumulate {
-                "Key: c => switching to accumulation mode".into()
+            self.status.push_str(if self.accumulate {
+                "switching to accumulation mode"
             } else {
-                "Key: c => switching to delta mode".into()
-            };
+                "switching to delta mode"
+            });
             return KeyOutcome::Continue;
         }
         self.status = format!("Key: {c} => ");
         match c {
-            'q' => return KeyOutcome::Quit,
+            'q' => {
+                self.status.push_str("exiting...");
+                return KeyOutcome::Quit;
+            }
             'c' => {
                 self.awaiting_mode = true;
                 self.status.push_str("enter mode 'd' or 'a' => ");
@@ -256,28 +263,30 @@ impl TopView {
             }
             'n' => {
                 self.view = match self.view {
-                    View::Callers => View::Inclusive,
-                    View::Inclusive => View::Callers,
+                    View::CallGraph => View::CallTree,
+                    View::CallTree => View::CallGraph,
                 };
+                // The next plugin starts from nothing (pl_shutdown,
+                // pmcstat_stats_reset, pl_init).
+                self.total.clear();
+                self.delta.clear();
                 let _ = write!(
                     self.status,
-                    "{}",
+                    "switching to plugin {}",
                     match self.view {
-                        View::Callers => "callgraph view",
-                        View::Inclusive => "calltree view",
+                        View::CallGraph => "callgraph",
+                        View::CallTree => "calltree",
                     }
                 );
             }
             'p' => {
-                let n = self.choices().len().max(1);
-                self.selected = (self.selected + 1) % n;
-                let name = self
-                    .choices()
-                    .get(self.selected)
-                    .map_or(String::new(), |c| c.0.clone());
-                let _ = write!(self.status, "show next PMC => {name}");
+                let choices = self.choices();
+                self.selected = (self.selected + 1) % choices.len().max(1);
+                if let Some((name, _, index)) = choices.get(self.selected) {
+                    let _ = write!(self.status, "switching to PMC {name}.{index}");
+                }
             }
-            'f' if self.view == View::Inclusive => {
+            'f' if self.view == View::CallTree => {
                 self.skiplink = !self.skiplink;
                 let _ = write!(
                     self.status,
@@ -287,24 +296,31 @@ impl TopView {
             }
             ' ' => {
                 self.paused = !self.paused;
-                let _ = write!(
-                    self.status,
-                    "{}",
-                    if self.paused { "pause" } else { "resume" }
-                );
+                if self.paused {
+                    self.status
+                        .push_str("pause => press space again to continue");
+                }
             }
-            _ => self.status.push_str("unknown command"),
+            _ => {}
         }
         KeyOutcome::Continue
     }
 
-    /// The screen: `height` lines at most, each cut to `width`.
+    /// The screen of a `width` × `height` terminal: `height` lines at most,
+    /// each cut to `width`. pmcstat reads the window as
+    /// `pmcstat_displaywidth = ws_col - 1`, `pmcstat_displayheight =
+    /// ws_row - 1` (pmcstat.c); the header is `pmcstat_refresh_top`'s
+    /// (pmcstat_log.c): `"PMC: %s Samples: %u "`, `"(%.1f%%) "`, `", %u
+    /// unresolved\n\n"`, the name `"[%s]"` when PMCs are merged and
+    /// `"%s.%d"` (name, index) when not, in a `char[40]`.
     pub fn render(&self, width: usize, height: usize) -> Vec<String> {
+        let display_width = width.saturating_sub(1);
+        let display_height = height.saturating_sub(1);
         let choices = self.choices();
-        let (name, ids) = choices
+        let (name, ids, index) = choices
             .get(self.selected.min(choices.len().saturating_sub(1)))
             .cloned()
-            .unwrap_or_else(|| ("-".into(), Vec::new()));
+            .unwrap_or_else(|| ("-".into(), Vec::new(), 0));
         let source = if self.accumulate {
             &self.total
         } else {
@@ -323,13 +339,21 @@ impl TopView {
         } else {
             100.0 * agg.samples as f64 / all as f64
         };
+        let pmcname = if self.merge {
+            format!("[{name}]")
+        } else {
+            format!("{name}.{index}")
+        };
         let mut lines = vec![
             format!(
-                "PMC: [{name}] Samples: {} ({pct:.1}%) , {} unresolved",
-                agg.samples, agg.unresolved
+                "PMC: {} Samples: {} ({pct:.1}%) , {} unresolved",
+                cut(&pmcname, 39),
+                agg.samples,
+                agg.unresolved
             ),
             self.status.clone(),
         ];
+        // PMCPL_CG_COUNTP: a node's count over all the PMC's samples.
         let of = |n: u64| {
             if agg.samples == 0 {
                 0.0
@@ -338,74 +362,43 @@ impl TopView {
             }
         };
         match self.view {
-            View::Callers => {
-                // pmcstat's 20 columns, wider for long (Rust) names while
-                // they take less than 40% of the screen.
-                let fw = agg
-                    .leaves
-                    .keys()
-                    .map(|(_, f)| f.chars().count())
-                    .max()
-                    .unwrap_or(0)
-                    .clamp(20, (width * 2 / 5).max(20));
+            View::CallGraph => {
+                // pmcpl_cg_topdisplay (pmcpl_callgraph.c): the header
+                // "%5.5s %-10.10s %-20.20s %s\n", then at most
+                // `pmcstat_displayheight - 2` nodes by count, down to the
+                // threshold.
                 lines.push(format!(
-                    "{:>5.5} {:<10.10} {:<fw$.fw$} {}",
+                    "{:>5.5} {:<10.10} {:<20.20} {}",
                     "%SAMP", "IMAGE", "FUNCTION", "CALLERS"
                 ));
                 let mut rows: Vec<_> = agg.leaves.iter().collect();
                 rows.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.0.cmp(b.0)));
+                let rows = rows
+                    .into_iter()
+                    .take(display_height.saturating_sub(2))
+                    .take_while(|(_, (n, _))| of(*n) >= self.threshold);
                 for ((image, func), (n, callers)) in rows {
-                    if of(*n) < self.threshold {
-                        break;
-                    }
-                    let mut line = format!(
-                        "{:>5.5} {image:<10.10} {func:<fw$.fw$}",
-                        format!("{:.1}", of(*n))
-                    );
-                    let mut callers: Vec<_> = callers.iter().collect();
-                    callers.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-                    let callers: Vec<_> = callers
-                        .into_iter()
-                        .take_while(|(_, m)| of(**m) >= self.threshold)
-                        .collect();
-                    let mut room = width.saturating_sub(fw + 20);
-                    for (caller, m) in &callers {
-                        let item = if callers.len() > 1 {
-                            format!(" {caller}:{:.1}", of(**m))
-                        } else {
-                            format!(" {caller}")
-                        };
-                        if item.len() > room {
-                            line.push_str(" ...");
-                            break;
-                        }
-                        room -= item.len();
-                        line.push_str(&item);
-                    }
-                    lines.push(line);
-                }
-            }
-            View::Inclusive => {
-                lines.push(format!(
-                    "{:>5.5} {:<10.10} {}",
-                    "%INCL", "IMAGE", "FUNCTION"
-                ));
-                let mut rows: Vec<_> = agg.inclusive.iter().collect();
-                rows.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-                let mut dotted = false;
-                for ((image, func), n) in rows {
-                    if of(*n) < self.threshold {
-                        if self.skiplink && !dotted {
-                            lines.push(".".into());
-                            dotted = true;
-                        }
-                        continue;
-                    }
-                    lines.push(format!(
-                        "{:>5.5} {image:<10.10} {func}",
-                        format!("{:.1}", of(*n))
+                    lines.push(cg_topline(
+                        image,
+                        func,
+                        of(*n),
+                        callers,
+                        display_width,
+                        &of,
+                        self.threshold,
                     ));
                 }
+            }
+            View::CallTree => {
+                // pmcpl_ct_topdisplay: "%5.5s %s\n" "%SAMP" "CALLTREE".
+                lines.push(format!("{:>5.5} {}", "%SAMP", "CALLTREE"));
+                lines.extend(agg.calltree.render(
+                    agg.samples,
+                    self.threshold,
+                    self.skiplink,
+                    display_width,
+                    display_height.saturating_sub(2),
+                ));
             }
         }
         lines.truncate(height.max(1));
@@ -414,6 +407,51 @@ impl TopView {
             .map(|l| l.chars().take(width).collect())
             .collect()
     }
+}
+
+/// One node of pmcstat's callgraph top view (`pmcstat_cgnode_topprint`,
+/// pmcpl_callgraph.c): `"%5.5s"` of the `"%.1f"` share, `" %-10.10s
+/// %-20.20s"` image and name (the name from a `char ns[30]`), then the
+/// callers down to the threshold, each `" %s"` (cut at 29 too) with
+/// `":%.1f"` when there are several, as long as `pmcstat_displaywidth - 40`
+/// holds them: snprintf's uncut lengths plus one each; the first that does
+/// not fit is `" ..."` and ends the line.
+fn cg_topline(
+    image: &str,
+    func: &str,
+    share: f64,
+    callers: &HashMap<String, u64>,
+    display_width: usize,
+    of: &dyn Fn(u64) -> f64,
+    threshold: f64,
+) -> String {
+    let mut line = format!(
+        "{:>5.5} {image:<10.10} {:<20.20}",
+        format!("{share:.1}"),
+        cut(func, 29)
+    );
+    let mut callers: Vec<_> = callers.iter().collect();
+    callers.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+    let shown = callers
+        .iter()
+        .take_while(|(_, m)| of(**m) >= threshold)
+        .count();
+    let mut room = display_width as i64 - 40;
+    for (caller, m) in &callers[..shown] {
+        let vs = if shown > 1 {
+            format!(":{:.1}", of(**m))
+        } else {
+            String::new()
+        };
+        let len = (caller.len() + vs.len() + 1) as i64;
+        if room - len < 0 {
+            line.push_str(" ...");
+            break;
+        }
+        room -= len;
+        let _ = write!(line, " {}{vs}", cut(caller, 29));
+    }
+    line
 }
 
 /// Why the view ended.
@@ -495,7 +533,15 @@ pub fn run(
                     draw(view).map_err(io)?;
                 }
             } else {
-                let mut frame = view.render(200, 60).join("\n");
+                // pmcstat.c sets the display size from the terminal only:
+                // elsewhere it stays pmcstat.h's file virtual size (render
+                // takes the window's, one more than pmcstat's).
+                let mut frame = view
+                    .render(
+                        crate::output::DEFAULT_DISPLAY_WIDTH + 1,
+                        crate::output::DEFAULT_DISPLAY_HEIGHT + 1,
+                    )
+                    .join("\n");
                 frame.push_str("\n\n");
                 std::io::stdout()
                     .write_all(frame.as_bytes())
@@ -533,94 +579,4 @@ pub fn run(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ev(record: LogRecord) -> LogEvent {
-        LogEvent::from(record)
-    }
-
-    fn sample(pmcid: u32, pcs: Vec<u64>) -> LogEvent {
-        ev(LogRecord::Callchain {
-            pid: 7,
-            tid: 7,
-            pmcid,
-            cpu: 0,
-            userspace: true,
-            pcs,
-        })
-    }
-
-    fn alloc(pmcid: u32, name: &str) -> LogEvent {
-        ev(LogRecord::PmcAllocateDyn {
-            pmcid,
-            event: 0,
-            flags: 0,
-            name: name.into(),
-        })
-    }
-
-    #[test]
-    fn delta_and_accumulated_modes_and_keys() {
-        let mut v = TopView::new(0.0, false, false);
-        let mut log = vec![
-            alloc(1, "cpu-clock"),
-            alloc(2, "cpu-clock"),
-            alloc(3, "page-faults"),
-        ];
-        log.extend((0..3).map(|_| sample(1, vec![0x10, 0x21])));
-        log.push(sample(2, vec![0x30]));
-        log.push(sample(3, vec![0x40]));
-        v.update(&log);
-        let screen = v.render(100, 20);
-        // Merged: both cpu-clock PMCs, 4 of the 5 samples; unmapped pcs are
-        // shown as addresses and counted unresolved.
-        assert_eq!(
-            screen[0],
-            "PMC: [cpu-clock] Samples: 4 (80.0%) , 4 unresolved"
-        );
-        assert!(screen[2].starts_with("%SAMP IMAGE"), "{screen:?}");
-        assert!(screen[3].starts_with(" 75.0 ?          0x10"), "{screen:?}");
-        assert!(
-            screen[3].ends_with(" 0x20"),
-            "one caller, no share: {screen:?}"
-        );
-        // Delta mode: nothing new, nothing shown; accumulated: all of it.
-        v.update(&[]);
-        assert_eq!(
-            v.render(100, 20)[0],
-            "PMC: [cpu-clock] Samples: 0 (0.0%) , 0 unresolved"
-        );
-        assert_eq!(v.key('c'), KeyOutcome::Continue);
-        v.key('a');
-        assert!(v.render(100, 20)[1].contains("accumulation"));
-        assert!(v.render(100, 20)[0].contains("Samples: 4 "));
-        v.key('p');
-        assert!(v.render(100, 20)[0].starts_with("PMC: [page-faults] Samples: 1 (20.0%)"));
-        v.key('m');
-        v.key('c');
-        v.key('d');
-        assert!(v.render(100, 20)[1].contains("delta"));
-        assert_eq!(v.key(' '), KeyOutcome::Continue);
-        assert!(v.paused());
-        assert_eq!(v.key('q'), KeyOutcome::Quit);
-    }
-
-    #[test]
-    fn threshold_hides_rows_and_the_calltree_counts_stacks() {
-        let mut v = TopView::new(30.0, true, false);
-        let mut log = vec![alloc(1, "cpu-clock")];
-        log.extend((0..3).map(|_| sample(1, vec![0x10, 0x21])));
-        log.push(sample(1, vec![0x30, 0x21]));
-        v.update(&log);
-        let s = v.render(100, 20);
-        assert_eq!(s.len(), 4, "the 25% row is under the threshold: {s:?}");
-        v.key('n');
-        let s = v.render(100, 20);
-        assert!(s[2].starts_with("%INCL"), "{s:?}");
-        assert!(s[3].starts_with("100.0 ?          0x20"), "{s:?}");
-        assert_eq!(s.last().map(String::as_str), Some("."), "skiplink: {s:?}");
-        assert_eq!(v.render(10, 2).len(), 2);
-        assert!(v.render(10, 2).iter().all(|l| l.chars().count() <= 10));
-    }
-}
+mod tests;

@@ -1,11 +1,12 @@
 /*
  * Our own program making pmccontrol.c's calls, printing with its formats
  * (usr.sbin/pmccontrol/pmccontrol.c):
- *   -L  pmcc_do_list_events: "%s\n" per class of pmc_cpuinfo then "\t%s\n"
- *       per name of pmc_event_names_of_class, the array free()d (its
- *       listing for machines without pmu-events tables; on amd64 some
- *       versions print pmc_pmu_print_counters(NULL) instead, which our
- *       pmccontrol does not: that call is tested by pmu.c).
+ *   -L  pmcc_do_list_events: on amd64 and i386, pmc_pmu_print_counters(NULL);
+ *       elsewhere "%s\n" per class of pmc_cpuinfo then "\t%s\n" per name of
+ *       pmc_event_names_of_class, the array free()d. Like our pmccontrol,
+ *       this program prints the class listing on amd64 too when
+ *       pmc_pmu_enabled() is false (no core PMU), where FreeBSD's would
+ *       print nothing.
  *   -l  pmcc_do_list_state: "%d %s CPUs present, with %d PMCs per CPU\n",
  *       then per CPU "#CPU %d:\n", "#N  NAME             CLASS  STATE    "
  *       "ROW-DISP\n" and pmc_npmc(cpu) rows " %-2d %-16s %-6s %-8s %-10s",
@@ -31,6 +32,12 @@ list_events(void)
 	const char **names;
 	int n;
 
+#if defined(__i386__) || defined(__amd64__) || defined(__x86_64__)
+	if (pmc_pmu_enabled()) {
+		pmc_pmu_print_counters(NULL);
+		return 0;
+	}
+#endif
 	if (pmc_cpuinfo(&ci) != 0)
 		err(EX_OSERR, "Unable to determine CPU information");
 	for (unsigned i = 0; i < ci->pm_nclass; i++) {

@@ -15,12 +15,18 @@
 //! separate, parsing stopping at `--` or the first operand); output and
 //! exit statuses (sysexits) are its own:
 //!
-//! - `-L` prints each class of `pmc_cpuinfo` by libpmc's name
+//! - `-L` is pmccontrol.c's `pmcc_do_list_events`. On amd64 and i386 that
+//!   is `pmc_pmu_print_counters(NULL)`: a tab and each pmu-events name,
+//!   one per line — here the core PMU's sysfs events (`cpu/cycles/`) and
+//!   the CPU model's table names, the list our libpmc's `pmc_pmu_*`
+//!   functions use ([`pmc_tools::events::pmu_listing`]). Where there is no
+//!   core PMU (`pmc_pmu_enabled()` false; FreeBSD's amd64 pmccontrol then
+//!   prints nothing at all) and on other architectures, it is pmccontrol.c's
+//!   other listing: each class of `pmc_cpuinfo` by libpmc's name
 //!   (`pmc_name_of_class`: `SOFT`, `TSC`, `IAP`, `K8`, `ARMV8`, `UCP`),
-//!   then a tab and each of its event names, one per line — the listing of
-//!   FreeBSD 14's `pmcc_do_list_events` (later FreeBSD prints it where
-//!   `pmc_pmu_enabled()` is false). Linux's classes are reported as the
-//!   FreeBSD class libpmc gives them ([`pmc::Class::libpmc_class`]):
+//!   then a tab and each of its event names, one per line. Linux's classes
+//!   are reported as the FreeBSD class libpmc gives them
+//!   ([`pmc::Class::libpmc_class`]):
 //!   software events, tracepoints and probes are SOFT (only the kernel's
 //!   software events are listed: tracepoints and probes are named by the
 //!   user), the `msr` PMU is TSC, the core PMU is IAP/K8/ARMV8 (its generic
@@ -391,6 +397,16 @@ fn list_events(info: &pmc::machine::CpuInfo, json: bool, out: &mut Out<'_>) -> R
             .collect();
         let doc = serde_json::json!({ "cputype": info.cputype, "classes": v });
         writeln!(out, "{doc}")?;
+        return Ok(());
+    }
+    // amd64/i386: pmc_pmu_print_counters(NULL) where a core PMU gives
+    // libpmc a pmu-events list.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Some(text) = pmc_tools::events::pmu_listing(
+        std::path::Path::new(pmc_linux::pmu::SYSFS_ROOT),
+        pmc_linux::pmu_events::EventTable::host().as_deref(),
+    ) {
+        out.write_all(text.as_bytes())?;
         return Ok(());
     }
     for (class, names) in &classes {

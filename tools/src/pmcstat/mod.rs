@@ -432,7 +432,7 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
             }
             crate::output::write_out(TOOL, &mut out.sink, text.as_bytes(), "the log")?;
         } else if sampling {
-            write_reports(&args, &events, false, Some(reload))?;
+            write_reports(&args, &events, Some(&mut *out.sink), Some(reload))?;
         }
         // pmcstat(8): without -O, the logged counts are printed as text.
         if logging_counts && args.log_out.is_none() {

@@ -50,7 +50,8 @@ pub(super) struct Args {
     /// with -G / --folded.
     #[arg(short = 'R', value_name = "FILE")]
     pub(super) read_log: Option<std::path::PathBuf>,
-    /// Write a call graph with symbols to FILE (`-` for standard output).
+    /// Write a call graph with symbols to FILE (`-`: the -o file, else standard
+    /// output with -R and standard error live, as pmcstat prints).
     #[arg(short = 'G', value_name = "FILE")]
     pub(super) callgraph: Option<std::path::PathBuf>,
     /// Write folded stacks (flamegraph input) to FILE (`-` for standard output).

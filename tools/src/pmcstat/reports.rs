@@ -19,16 +19,15 @@ mod lost;
 pub(super) use lost::warn_lost;
 
 pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEvent>, ExitCode> {
-    let file = std::fs::File::open(path).map_err(|e| {
-        eprintln!("{TOOL}: cannot open {}: {e}", path.display());
-        ExitCode::FAILURE
-    })?;
+    let fail = |(status, message): (u8, String)| {
+        eprintln!("{TOOL}: {message}");
+        ExitCode::from(status)
+    };
+    let file = std::fs::File::open(path)
+        .map_err(|e| fail(crate::profile_args::log_open_failed(path, &e)))?;
     let events = pmc::log::LogReader::from_reader(file)
         .collect::<Result<Vec<_>, String>>()
-        .map_err(|e| {
-            eprintln!("{TOOL}: {}: {e}", path.display());
-            ExitCode::FAILURE
-        })?;
+        .map_err(|e| fail(crate::profile_args::log_parse_failed(path, &e)))?;
     if events.is_empty() {
         eprintln!("{TOOL}: {}", crate::profile_args::empty_log(path));
         return Err(ExitCode::FAILURE);
@@ -57,14 +56,46 @@ pub(super) fn write_to(path: &std::path::Path, text: &str) -> Result<(), ExitCod
     })
 }
 
+/// Where `-G -` writes: pmcstat.c's `pa_graphfile = pa_printfile` for a
+/// graph file of `-`, and `pa_printfile` is the `-o` file, else standard
+/// output after `-R` (its `case 'R'` swaps stderr for stdout) and standard
+/// error otherwise (`args.pa_printfile = stderr` at start). `printfile` is
+/// the live run's (its count sink); `None` after `-R`.
+fn write_graph(
+    args: &Args,
+    path: &std::path::Path,
+    printfile: Option<&mut dyn Write>,
+    text: &str,
+) -> Result<(), ExitCode> {
+    if path.as_os_str() != "-" {
+        return write_to(path, text);
+    }
+    match (printfile, &args.output) {
+        (Some(sink), _) => crate::output::write_out(TOOL, sink, text.as_bytes(), "the call graph"),
+        (None, Some(o)) => write_to(o, text),
+        (None, None) => write_to(path, text),
+    }
+}
+
+/// `-G -` after `-R`: the `-o` file when one is named (see [`write_graph`]).
+fn graph_file(args: &Args) -> Option<&std::path::Path> {
+    match (args.callgraph.as_deref(), args.output.as_deref()) {
+        (Some(g), Some(o)) if g.as_os_str() == "-" => Some(o),
+        (g, _) => g,
+    }
+}
+
 /// Writes the reports asked for, after -r/-i/-z; with -v, the conversion
 /// statistics (to -o, else standard output for -R and standard error live).
+/// `printfile`: a live run's pmcstat.c `pa_printfile` (`-o` or standard
+/// error), `None` when reading a log (`-R`).
 pub(super) fn write_reports(
     args: &Args,
     events: &[pmc::log::LogEvent],
-    from_log: bool,
+    printfile: Option<&mut dyn Write>,
     period: Option<u64>,
 ) -> Result<(), ExitCode> {
+    let from_log = printfile.is_none();
     let root = fs_root(args)?;
     if let Some(tid) = args.thread {
         check_thread_sampled(events, tid)?;
@@ -99,7 +130,7 @@ pub(super) fn write_reports(
         warn_kernel_names_missing(TOOL, profile.kernel_names_missing.as_ref());
     }
     if let (Some(path), Some(profile)) = (&args.callgraph, &profile) {
-        write_to(path, &pmc_report::callgraph(profile))?;
+        write_graph(args, path, printfile, &pmc_report::callgraph(profile))?;
     }
     if let (Some(path), Some(profile)) = (&args.folded, &profile) {
         write_to(path, &pmc_report::folded(profile))?;
@@ -233,20 +264,20 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
         args.profile
             .report_file(
                 path,
-                args.callgraph.as_deref(),
+                graph_file(args),
                 args.folded.as_deref(),
                 ProfileArgs::options(&[], None, args.show_address, None),
             )
-            .map_err(|e| {
+            .map_err(|(status, e)| {
                 eprintln!("{TOOL}: {e}");
-                ExitCode::FAILURE
+                ExitCode::from(status)
             })?;
         return Ok(ExitCode::SUCCESS);
     }
     let events = read_events(path)?;
     warn_lost(&events);
     if wants_report(args) || args.verbose > 0 {
-        write_reports(args, &events, true, None)?;
+        write_reports(args, &events, None, None)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut text = String::new();

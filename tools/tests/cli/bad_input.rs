@@ -20,9 +20,11 @@ const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
 /// pmcstat's status for bad options and names (pmcstat(8)'s EX_USAGE role).
 const USAGE: i32 = 64;
-/// pmcstat's status for everything else that fails, a bad input file among
-/// them (plain `-R perf.data` already exits 1).
+/// pmcstat's status for a failure that is ours to report, an empty log:
+/// pmcstat.c has no case for it.
 const FAILURE: i32 = 1;
+/// sysexits.h `EX_DATAERR`: pmcstat.c's status for a log it cannot parse.
+const DATAERR: i32 = 65;
 /// sysexits.h `EX_OSERR`: pmcstat.c's status when pmc_allocate refuses a
 /// specifier (err(EX_OSERR, "ERROR: Cannot allocate %s-mode pmc with
 /// specification \"%s\"")), whatever the reason.
@@ -199,14 +201,20 @@ fn a_file_that_is_not_a_pmclog_fails_every_report_and_leaves_no_file() -> TestRe
     std::fs::write(&perf_data, bytes).ctx("write perf.data")?;
     let empty = dir.path("empty.pmclog");
     std::fs::write(&empty, b"").ctx("write empty.pmclog")?;
-    for (input, why) in [(&perf_data, "not a pmclog"), (&empty, "empty")] {
+    // pmcstat.c: a log it cannot parse is errx(EX_DATAERR, "ERROR: event
+    // parsing failed ..."); an empty one is ours to refuse (FreeBSD's reads
+    // EOF and prints nothing), with 1.
+    for (input, why, status) in [
+        (&perf_data, "not a pmclog", DATAERR),
+        (&empty, "empty", FAILURE),
+    ] {
         let mut all = report_options(&dir);
         all.push((Vec::new(), String::new()));
         for (options, created) in all {
             let mut args = vec!["-R", input.as_str()];
             args.extend(options.iter().map(String::as_str));
             let out = pmcstat(&args)?;
-            expect(&args, &out, FAILURE, &[input.as_str(), why])?;
+            expect(&args, &out, status, &[input.as_str(), why])?;
             ensure!(
                 created.is_empty() || !Path::new(&created).exists(),
                 "pmcstat {args:?} failed but left {created} behind"

@@ -29,6 +29,11 @@ pub fn tests() -> Vec<LiveTest> {
             list_events_is_pmcc_do_list_events,
         ),
         test(
+            "pmccontrol::freebsd::list_events_with_a_core_pmu_is_pmc_pmu_print_counters",
+            vec![R::PerfEvent, R::Pmu("cpu".into())],
+            list_events_with_a_core_pmu_is_pmc_pmu_print_counters,
+        ),
+        test(
             "pmccontrol::freebsd::list_state_is_pmcc_do_list_state",
             vec![R::PerfEvent],
             list_state_is_pmcc_do_list_state,
@@ -103,7 +108,76 @@ fn names_of(freebsd: &str) -> Result<Vec<String>, libtest_mimic::Failed> {
     Ok(names)
 }
 
+/// Whether this machine has a core PMU, looked at directly in sysfs (the
+/// PMU directories libpmc's pmu-events list is read for).
+fn has_core_pmu() -> bool {
+    let root = std::path::Path::new("/sys/bus/event_source/devices");
+    root.join("cpu/type").exists()
+        || ["cpu_core", "cpu_atom"]
+            .iter()
+            .any(|p| root.join(p).join("cpus").exists())
+}
+
+/// pmccontrol.c `pmcc_do_list_events` on amd64 and i386 is
+/// `pmc_pmu_print_counters(NULL)` (libpmc_pmu_util.c: `printf("\t%s\n",
+/// pe->name)` per pmu-events entry): here the names the library lists for
+/// the core PMU's raw class (its sysfs events, then the CPU's table), less
+/// the `r<hex config>` form, which names no event. `None` where
+/// pmccontrol.c's other listing applies: another architecture, or no core
+/// PMU (`pmc_pmu_enabled()` false).
+fn pmu_print_counters() -> Result<Option<String>, libtest_mimic::Failed> {
+    if !cfg!(any(target_arch = "x86_64", target_arch = "x86")) || !has_core_pmu() {
+        return Ok(None);
+    }
+    let names = pmc::event_names_of_class(&Class::Raw).ctx("event names of the raw class")?;
+    Ok(Some(
+        names
+            .iter()
+            .filter(|n| !n.starts_with("r<"))
+            .map(|n| format!("\t{n}\n"))
+            .collect(),
+    ))
+}
+
+/// On a machine with a core PMU, `-L` is libpmc's pmu-events list, one
+/// `"\t%s\n"` per name and no class line (amd64's pmcc_do_list_events).
+fn list_events_with_a_core_pmu_is_pmc_pmu_print_counters() -> TestResult {
+    let out = run(&["-L"])?;
+    ensure!(
+        out.status.code() == Some(0),
+        "-L: {:?} {}",
+        out.status,
+        text(&out.stderr)
+    );
+    let got = text(&out.stdout);
+    match pmu_print_counters()? {
+        Some(expected) => {
+            ensure!(
+                !expected.is_empty() && got == expected,
+                "-L is not pmc_pmu_print_counters(NULL):\n--- got\n{got}--- expected\n{expected}"
+            );
+            ensure!(
+                got.lines().all(|l| l.starts_with('\t')),
+                "a class line: {got}"
+            );
+        }
+        // Not amd64: pmccontrol.c's class listing.
+        None => {
+            ensure!(got.starts_with("SOFT\n"), "{got}");
+        }
+    }
+    Ok(())
+}
+
 fn list_events_is_pmcc_do_list_events() -> TestResult {
+    if let Some(expected) = pmu_print_counters()? {
+        let got = text(&run(&["-L"])?.stdout);
+        ensure!(
+            got == expected,
+            "-L:\n--- got\n{got}--- expected\n{expected}"
+        );
+        return Ok(());
+    }
     let info = pmc::cpuinfo().ctx("pmc::cpuinfo")?;
     let mut seen: Vec<&str> = Vec::new();
     let mut expected = String::new();

@@ -8,6 +8,7 @@ use std::io::BufRead as _;
 use std::process::{Command, Stdio};
 
 use pmc::log::LogRecord;
+use pmc::probe::Requirement as R;
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, test};
@@ -26,6 +27,16 @@ pub fn tests() -> Vec<LiveTest> {
             "freebsd_reports::g_is_pmcpl_callgraphs_tree",
             vec![],
             g_is_pmcpl_callgraphs_tree,
+        ),
+        test(
+            "freebsd_reports::live_g_dash_writes_to_stderr_or_the_o_file",
+            vec![R::Paranoid(2)],
+            live_g_dash_writes_to_stderr_or_the_o_file,
+        ),
+        test(
+            "freebsd_reports::r_of_an_unreadable_or_foreign_file_exits_as_pmcstat_does",
+            vec![],
+            r_of_an_unreadable_or_foreign_file_exits_as_pmcstat_does,
         ),
         test(
             "freebsd_reports::r_dump_into_a_closed_pipe_stops_quietly",
@@ -344,6 +355,86 @@ fn g_is_pmcpl_callgraphs_tree() -> TestResult {
         graph == expected,
         "pmcstat -G:\n{graph}\npmcpl_callgraph.c's:\n{expected}"
     );
+    // pmcstat.c: `-G -` is `pa_graphfile = pa_printfile`, and `-o FILE`
+    // makes FILE the print file whether it comes before or after `-R`
+    // (`case 'R'` swaps only a still-default stderr for stdout). -r makes
+    // the report take the in-memory path, the other the streamed one.
+    for args in [
+        vec!["-R", &log, "-G", "-", "-o"],
+        vec!["-o", "OUT", "-R", &log, "-G", "-"],
+        vec!["-R", &log, "-r", "/", "-G", "-", "-o"],
+    ] {
+        let file = dir.path("printfile.txt");
+        let _ = std::fs::remove_file(&file);
+        let mut args: Vec<&str> = args
+            .into_iter()
+            .map(|a| if a == "OUT" { file.as_str() } else { a })
+            .collect();
+        if args.last() == Some(&"-o") {
+            args.push(&file);
+        }
+        let out = Command::new(PMCSTAT)
+            .args(&args)
+            .output()
+            .ctx("run pmcstat -G - -o")?;
+        ensure!(
+            out.status.success(),
+            "pmcstat {args:?}: {}",
+            text(&out.stderr)
+        );
+        let printed = std::fs::read_to_string(&file).unwrap_or_default();
+        ensure!(
+            printed == expected && out.stdout.is_empty(),
+            "pmcstat {args:?}: the -o file has\n{printed}\nstdout {:?}",
+            text(&out.stdout)
+        );
+    }
+    Ok(())
+}
+
+/// A live run's `-G -` goes to pmcstat.c's `pa_printfile`: standard error
+/// (`args.pa_printfile = stderr` in main's defaults; only `-R` and `-T`
+/// swap it for stdout), or the `-o` file.
+fn live_g_dash_writes_to_stderr_or_the_o_file() -> TestResult {
+    let dir = TempDir::new("freebsd-reports")?;
+    let run = |extra: &[&str]| {
+        let mut args = vec!["-P", "cpu-clock,usr", "-G", "-"];
+        args.extend(extra);
+        // A few hundred milliseconds of user time: samples to print.
+        args.extend([
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done",
+        ]);
+        Command::new(PMCSTAT)
+            .args(&args)
+            .output()
+            .ctx("run pmcstat -P -G -")
+    };
+    // pmcpl_callgraph.c's first line: "@ %s [%u samples]\n\n".
+    let head = "@ cpu-clock,usr [";
+    let out = run(&[])?;
+    let (o, e) = (text(&out.stdout), text(&out.stderr));
+    ensure!(out.status.success(), "pmcstat -P -G -: {e}");
+    ensure!(
+        o.is_empty() && e.lines().any(|l| l.starts_with(head)),
+        "-G - without -o: stdout {o:?}, stderr {e:?}"
+    );
+    let file = dir.path("graph.txt");
+    let out = run(&["-o", &file])?;
+    let printed = std::fs::read_to_string(&file).unwrap_or_default();
+    ensure!(
+        out.status.success(),
+        "pmcstat -P -G - -o: {}",
+        text(&out.stderr)
+    );
+    ensure!(
+        printed.starts_with(head) && out.stdout.is_empty() && !text(&out.stderr).contains(head),
+        "-G - -o FILE: file {printed:?}, stdout {:?}, stderr {:?}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     Ok(())
 }
 
@@ -404,5 +495,47 @@ fn r_dump_into_a_closed_pipe_stops_quietly() -> TestResult {
         out.status,
         128 + libc::SIGPIPE
     );
+    Ok(())
+}
+
+/// `-R` of a file that cannot be opened is pmcstat_open_log's
+/// `errx(EX_OSERR, "ERROR: Cannot open \"%s\" for %s: %s.")`; of one that
+/// is not a pmclog, pmcstat_print_log's (and pmcstat_analyze_log's)
+/// `errx(EX_DATAERR, "ERROR: event parsing failed ...")` — for the dump and
+/// for reports alike.
+fn r_of_an_unreadable_or_foreign_file_exits_as_pmcstat_does() -> TestResult {
+    let dir = TempDir::new("freebsd-reports")?;
+    let missing = dir.path("missing.pmclog");
+    let foreign = dir.path("foreign.pmclog");
+    std::fs::write(&foreign, b"not a pmclog at all\n").ctx("write a foreign file")?;
+    for report in [&[][..], &["-G", "-"][..]] {
+        for (path, status, message) in [
+            (
+                &missing,
+                71,
+                format!("pmcstat: ERROR: Cannot open \"{missing}\" for reading: "),
+            ),
+            (
+                &foreign,
+                65,
+                format!("pmcstat: ERROR: event parsing failed: {foreign}: "),
+            ),
+        ] {
+            let mut args = vec!["-R", path.as_str()];
+            args.extend(report);
+            let out = Command::new(PMCSTAT)
+                .args(&args)
+                .output()
+                .ctx("run pmcstat -R")?;
+            let err = text(&out.stderr);
+            ensure!(
+                out.status.code() == Some(status)
+                    && err.starts_with(&message)
+                    && out.stdout.is_empty(),
+                "pmcstat {args:?}: {:?}, stderr {err:?}, expected {status} and {message:?}",
+                out.status
+            );
+        }
+    }
     Ok(())
 }

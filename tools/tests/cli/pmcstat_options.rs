@@ -726,6 +726,26 @@ fn processes_with_env(mark: &str) -> Vec<u32> {
         .collect()
 }
 
+/// The hot function in the top view's FUNCTION column: its name cut and
+/// padded by pmcpl_callgraph.c's `" %-10.10s %-20.20s"`
+/// (pmcstat_cgnode_topprint), which starts after `"%5.5s"` and the image.
+fn hot_function_column() -> String {
+    let name = crate::freebsd_reports::rust_name(crate::workloads::hot_function_for_profiling);
+    format!("{name:<20.20}")
+}
+
+/// The hot function's caller in the CALLERS column: pmcstat_cgnode_topprint
+/// prints each caller from a `char ns[30]`, so cut at 29 characters.
+fn caller_column() -> String {
+    let name = crate::freebsd_reports::rust_name(crate::workloads::run_if_requested);
+    name.chars().take(29).collect()
+}
+
+/// Whether a top view row (not the header) shows the hot function.
+fn shows_hot_function(row: &str) -> bool {
+    row.chars().skip(17).take(20).collect::<String>() == hot_function_column()
+}
+
 /// The `Samples: N` of the top view's first line.
 fn samples_shown(screen: &str) -> Option<u64> {
     let l = screen.lines().next()?;
@@ -746,11 +766,7 @@ fn top_view_in_tmux_shows_the_hot_function_and_q_quits() -> TestResult {
         crate::workloads::ENV
     );
     tmux.run(&["new-session", "-d", "-x", "150", "-y", "30", &script])?;
-    let first = tmux.wait_for(30, |s| {
-        s.lines()
-            .nth(3)
-            .is_some_and(|l| l.contains("hot_function_for_profiling"))
-    })?;
+    let first = tmux.wait_for(30, |s| s.lines().nth(3).is_some_and(shows_hot_function))?;
     println!("{}", first.lines().take(4).collect::<Vec<_>>().join("\n"));
     ensure!(
         first.starts_with("PMC: [cpu-clock,usr] Samples: "),
@@ -760,7 +776,8 @@ fn top_view_in_tmux_shows_the_hot_function_and_q_quits() -> TestResult {
         first
             .lines()
             .nth(2)
-            .is_some_and(|l| l.starts_with("%SAMP IMAGE")),
+            // pmcpl_cg_topdisplay: "%5.5s %-10.10s %-20.20s %s\n".
+            .is_some_and(|l| l == "%SAMP IMAGE      FUNCTION             CALLERS"),
         "{first}"
     );
     ensure!(
@@ -852,7 +869,7 @@ fn top_view_without_a_terminal_prints_frames() -> TestResult {
     let frames = o.matches("PMC: [cpu-clock,usr] Samples: ").count();
     let hot = o
         .lines()
-        .filter(|l| l.contains("hot_function_for_profiling") && !l.contains("CALLERS"))
+        .filter(|l| shows_hot_function(l) && !l.contains("CALLERS"))
         .count();
     println!("{frames} frames, {hot} with the hot function");
     ensure!(
@@ -882,7 +899,7 @@ fn top_view_without_a_terminal_prints_frames() -> TestResult {
     let o = text(&out.stdout);
     let rows: Vec<&str> = o
         .lines()
-        .filter(|l| l.contains("run_if_requested") && !l.contains("CALLERS"))
+        .filter(|l| l.contains(&caller_column()) && !l.contains("CALLERS"))
         .collect();
     println!("-I rows: {:?}", rows.first());
     ensure!(!rows.is_empty(), "no rows with the caller:\n{o}");
