@@ -8,6 +8,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{CString, c_int, c_void};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use crate::abi::{self, Errno, Op};
 use crate::transport::{Request, Transport};
@@ -83,6 +84,31 @@ pub fn monotonic_ns() -> u64 {
     (ts.tv_sec as u64)
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_nsec as u64)
+}
+
+/// A pipe for hwpmc's log, both ends close-on-exec: `(read, write)`, the
+/// read end non-blocking (the write end stays blocking: hwpmc's logger
+/// thread treats a failed write, EAGAIN included, as the log's error).
+pub fn log_pipe() -> Result<(OwnedFd, OwnedFd), Errno> {
+    let mut fds: [c_int; 2] = [-1, -1];
+    // SAFETY: `fds` is a writable array of two ints, as pipe2(2) requires.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: pipe2 succeeded: both descriptors are open and owned by no
+    // one else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fcntl on an open descriptor with integer arguments only.
+    let flags = unsafe { libc::fcntl(read.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: as above; O_NONBLOCK on the read end only.
+    let set = unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) };
+    if set < 0 {
+        return Err(last_errno());
+    }
+    Ok((read, write))
 }
 
 fn ptr<T>(r: &mut T) -> *mut c_void {
