@@ -960,7 +960,9 @@ fn two_owners_sample_at_once_into_their_own_logs() -> TestResult {
     let mut children = Vec::new();
     let mut pmcs = Vec::new();
     for (owner, log) in owners.iter().zip(&logs) {
-        owner.configure_logfile(log.clone()).ctx("configure_logfile")?;
+        owner
+            .configure_logfile(log.clone())
+            .ctx("configure_logfile")?;
         // A second PMC on the second owner first: ids are per owner, so
         // the two sampling PMCs get different ones.
         if !pmcs.is_empty() {
