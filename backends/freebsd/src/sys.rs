@@ -16,6 +16,64 @@ use crate::transport::{Request, Transport};
 unsafe extern "C" {
     fn modfind(modname: *const libc::c_char) -> c_int;
     fn modstat(modid: c_int, stat: *mut abi::module_stat) -> c_int;
+    fn sysctl(
+        name: *const c_int,
+        namelen: libc::c_uint,
+        oldp: *mut c_void,
+        oldlenp: *mut usize,
+        newp: *const c_void,
+        newlen: usize,
+    ) -> c_int;
+}
+
+/// `sysctl {CTL_KERN, KERN_PROC, KERN_PROC_PROC, 0}`: every process as a
+/// `struct kinfo_proc` (read with [`crate::procs::parse_kinfo_procs`]),
+/// sized first and retried while processes appear (ENOMEM), as libutil's
+/// `kinfo_getallproc` does.
+pub fn kern_proc_proc() -> Result<Vec<u8>, Errno> {
+    use crate::procs::{CTL_KERN, KERN_PROC, KERN_PROC_PROC};
+    let mib = [CTL_KERN, KERN_PROC, KERN_PROC_PROC, 0];
+    for _ in 0..8 {
+        let mut len = 0usize;
+        // SAFETY: a null buffer asks only for the size, written to `len`.
+        let rc = unsafe {
+            sysctl(
+                mib.as_ptr(),
+                4,
+                std::ptr::null_mut(),
+                &mut len,
+                std::ptr::null(),
+                0,
+            )
+        };
+        if rc < 0 {
+            return Err(last_errno());
+        }
+        // Room for processes created meanwhile.
+        len += len / 8;
+        let mut buf = vec![0u8; len];
+        // SAFETY: `buf` has `len` writable bytes; the kernel writes at most
+        // `len` and stores how many it wrote in `len`.
+        let rc = unsafe {
+            sysctl(
+                mib.as_ptr(),
+                4,
+                buf.as_mut_ptr().cast(),
+                &mut len,
+                std::ptr::null(),
+                0,
+            )
+        };
+        if rc == 0 {
+            buf.truncate(len);
+            return Ok(buf);
+        }
+        let errno = last_errno();
+        if errno != Errno::ENOMEM {
+            return Err(errno);
+        }
+    }
+    Err(Errno::ENOMEM)
 }
 
 fn last_errno() -> Errno {

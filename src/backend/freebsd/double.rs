@@ -17,16 +17,8 @@ impl System for Arc<KernelDouble> {
         i32::try_from(pid).is_ok_and(|pid| KernelDouble::process_exists(self, pid))
     }
 
-    fn descendants(&self, pid: u32) -> Vec<u32> {
-        i32::try_from(pid).map_or_else(
-            |_| Vec::new(),
-            |pid| {
-                KernelDouble::descendants(self, pid)
-                    .into_iter()
-                    .map(|p| p as u32)
-                    .collect()
-            },
-        )
+    fn kern_proc(&self) -> std::result::Result<Vec<u8>, pmc_freebsd::Errno> {
+        Ok(self.kern_proc_proc())
     }
 
     fn online_cpus(&self, ncpu: u32) -> Vec<u32> {

@@ -68,8 +68,10 @@ pub trait System: Transport + Send + Sync + fmt::Debug + 'static {
     fn caller_pid(&self) -> u32;
     /// Whether a process exists (and is not exiting).
     fn process_exists(&self, pid: u32) -> bool;
-    /// The processes below `pid` now, for the DESCENDANTS overlap rule.
-    fn descendants(&self, pid: u32) -> Vec<u32>;
+    /// The process table as `sysctl kern.proc` (KERN_PROC_PROC) gives it:
+    /// `struct kinfo_proc` records (`pmc_freebsd::procs`), for the
+    /// DESCENDANTS overlap rule; the errno when it cannot be read.
+    fn kern_proc(&self) -> std::result::Result<Vec<u8>, pmc_freebsd::Errno>;
     /// The active CPUs among hwpmc's `0..ncpu`.
     fn online_cpus(&self, ncpu: u32) -> Vec<u32>;
     /// A pipe for hwpmc's log: its write end goes to
@@ -218,8 +220,23 @@ impl<S: System> Backend for FreeBsdBackend<S> {
         (0..self.hwpmc.ncpu()).collect()
     }
 
+    /// The processes below `pid` in the `kern.proc` table (none when it
+    /// cannot be read or `pid` is no pid).
     fn descendants(&self, pid: u32) -> Vec<u32> {
-        self.hwpmc.transport().descendants(pid)
+        let Ok(pid) = i32::try_from(pid) else {
+            return Vec::new();
+        };
+        let table = self
+            .hwpmc
+            .transport()
+            .kern_proc()
+            .ok()
+            .and_then(|bytes| pmc_freebsd::procs::parse_kinfo_procs(&bytes).ok())
+            .unwrap_or_default();
+        pmc_freebsd::procs::descendants(&table, pid)
+            .into_iter()
+            .map(|p| p as u32)
+            .collect()
     }
 
     fn how_to_online(&self, cpu: u32) -> String {
@@ -446,5 +463,8 @@ impl<S: System> Drop for HwpmcCounter<S> {
     }
 }
 
+#[cfg(test)]
+#[path = "gaps/tests.rs"]
+mod gaps_tests;
 #[cfg(test)]
 mod tests;

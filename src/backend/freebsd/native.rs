@@ -27,10 +27,8 @@ impl System for SyscallTransport {
         i32::try_from(pid).is_ok_and(pmc_freebsd::sys::process_exists)
     }
 
-    /// Not known here (it needs the `kern.proc` sysctl): the DESCENDANTS
-    /// overlap rule sees no trees on FreeBSD yet.
-    fn descendants(&self, _pid: u32) -> Vec<u32> {
-        Vec::new()
+    fn kern_proc(&self) -> std::result::Result<Vec<u8>, pmc_freebsd::Errno> {
+        pmc_freebsd::sys::kern_proc_proc()
     }
 
     /// Every CPU hwpmc knows; hwpmc itself answers ENXIO for an inactive

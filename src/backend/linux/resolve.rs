@@ -462,6 +462,13 @@ fn resolve_name(
 
 /// [`resolve`] against the given sysfs/tracefs roots.
 pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<LinuxEvent> {
+    // A FreeBSD SOFT event the parser leaves to hwpmc: Linux has none.
+    if let Some(source) = crate::spec::soft_without_linux(request.spec) {
+        return Err(Error::InvalidSpec {
+            spec: request.spec.text.clone(),
+            source,
+        });
+    }
     let d = sysfs.description();
     let q = &request.spec.qualifiers;
     let Resolved {

@@ -332,6 +332,22 @@ impl KernelDouble {
         found
     }
 
+    /// `sysctl {CTL_KERN, KERN_PROC, KERN_PROC_PROC, 0}`: a `struct
+    /// kinfo_proc` per process ([`crate::procs`]), exiting ones included
+    /// (the sysctl lists a process until it is reaped).
+    pub fn kern_proc_proc(&self) -> Vec<u8> {
+        let procs = self.procs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for (pid, p) in procs.iter() {
+            let entry = crate::procs::ProcEntry {
+                pid: *pid,
+                ppid: p.parent,
+            };
+            crate::procs::encode_kinfo_proc(entry, &mut out);
+        }
+        out
+    }
+
     /// A process exits: hwpmc_mod.c `pmc_process_exit` unlinks it from
     /// every PMC attached to it (the counts stay in their values) and its
     /// children are reparented to init.
