@@ -358,3 +358,73 @@ fn a_process_with_its_own_hwpmc_log_gets_ebusy_at_allocate() {
         .allocate("SOFT-PAGE_FAULT.ALL", Mode::TC, Flags::empty(), Cpu::Any)
         .unwrap();
 }
+
+#[test]
+fn the_drain_thread_sweeps_what_hwpmc_wrote_out_while_the_pmc_runs() {
+    // A full kernel buffer reaches the pipe without a flush; the owner's
+    // drain thread sweeps the source (Drain::Sweep, no FLUSHLOG) while the
+    // PMC runs.
+    let s = setup();
+    let mut p = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.start().unwrap();
+    let per = 16 + 16 + 8;
+    let n = (pmc_freebsd::double::LOG_BUFFER_BYTES / per + 1) as u64;
+    for i in 0..n {
+        s.kernel.sample(0, 1000, 1000, true, &[i]);
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while s.owner.stats().0 == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let swept = s.owner.stats().0;
+    assert!(swept > 0, "swept while running");
+    assert!(
+        s.kernel.log_pending() > 0 || swept == n,
+        "no flush was asked"
+    );
+    p.stop().unwrap();
+    assert_eq!(s.owner.stats().0, n, "the rest at the stop");
+}
+
+#[test]
+fn two_owners_on_one_backend_each_log_only_their_own_samples() {
+    // One hwpmc log per process, read by the backend and sorted by PMC:
+    // each owner's log holds its own PMC's records.
+    let s = setup();
+    let other = Owner::new(s.owner.backend().clone());
+    let other_log = MemoryLog::new();
+    other.configure_logfile(other_log.clone()).unwrap();
+    let mut a = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    let mut b = other
+        .allocate_with_count(
+            "SOFT-PAGE_FAULT.ALL",
+            Mode::SS,
+            Flags::CALLCHAIN,
+            Cpu::Id(1),
+            1000,
+        )
+        .unwrap();
+    a.start().unwrap();
+    b.start().unwrap();
+    s.kernel.sample(0, 1000, 1000, true, &[0xA]); // a's (its owner, CPU 0)
+    s.kernel.sample(1, 7, 7, true, &[0xB]); // b's (CPU 1)
+    a.stop().unwrap();
+    b.stop().unwrap();
+    other.close_logfile().unwrap();
+    let pcs = |log: Vec<(u64, LogRecord)>| -> Vec<u64> {
+        log.into_iter()
+            .filter_map(|(_, r)| match r {
+                LogRecord::Callchain { pcs, .. } => Some(pcs[0]),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(pcs(s.closed_log()), vec![0xA]);
+    let theirs = other_log
+        .events()
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.timestamp, e.record))
+        .collect();
+    assert_eq!(pcs(theirs), vec![0xB]);
+}
