@@ -238,6 +238,16 @@ impl<S: System> HwpmcLog<S> {
     }
 }
 
+impl<S: System> Drop for HwpmcLog<S> {
+    /// The last PMC that logs is gone: hwpmc lets go of the pipe
+    /// (CONFIGURELOG with -1: `pmclog_close`, then
+    /// `pmclog_deconfigure_log`), so a later backend of this process may
+    /// configure the log again.
+    fn drop(&mut self) {
+        let _ = self.hwpmc.configure_logfile(-1);
+    }
+}
+
 /// `record` with `pmcid` in place of hwpmc's id.
 fn with_pmcid(mut record: LogRecord, id: u32) -> LogRecord {
     use LogRecord::*;
