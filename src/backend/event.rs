@@ -113,4 +113,12 @@ pub enum BackendEvent {
         /// How many.
         count: u64,
     },
+    /// A record the platform's kernel already wrote by hwpmc's logging
+    /// rules: FreeBSD's hwpmc applies them itself (PROCCSW's slice value,
+    /// PROCEXIT's `pp_pmcval`, USERCALLCHAIN's merged chain, the mappings
+    /// at attach) and writes pmclog records, which the FreeBSD backend
+    /// reads from hwpmc's log. Logged as it is (with the PMC's id in place
+    /// of hwpmc's): re-deriving it would need what the record no longer
+    /// holds (a PROCCSW has no CPU, a merged chain no kernel/user split).
+    Logged(crate::log::LogRecord),
 }

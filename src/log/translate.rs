@@ -297,6 +297,8 @@ impl Translator {
                     out.push((t, LogRecord::SysExit { pid }));
                 }
             }
+            // hwpmc applied the rules already (see BackendEvent::Logged).
+            BackendEvent::Logged(record) => out.push((t, record)),
             BackendEvent::Lost { count } => out.push((
                 t,
                 LogRecord::Dropnotify {

@@ -32,7 +32,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use names::{SOFT_EVENTS, generic_names};
-pub use parse::parse;
+pub use parse::{parse, soft_without_linux};
 
 /// A parsed event specifier.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

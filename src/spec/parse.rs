@@ -268,19 +268,13 @@ impl<'a> Parser<'a> {
         }
         let (prefix, rest) = names::split_class_prefix(&normalized)?;
         match prefix {
-            "soft" => {
-                let (soft, linux) = match names::soft_event(rest) {
-                    Some(found) => found,
-                    None => return Some(StaticName::UnknownSoft(rest.to_string())),
-                };
-                Some(match linux {
-                    Some(l) => StaticName::Prefixed(
-                        prefix,
-                        names::perf_generic(l).expect("SOFT table maps to perf names"),
-                    ),
-                    None => StaticName::SoftWithoutLinux(soft),
-                })
-            }
+            "soft" => Some(match names::soft_event(rest) {
+                Some((_, Some(l))) => StaticName::Prefixed(
+                    prefix,
+                    names::perf_generic(l).expect("SOFT table maps to perf names"),
+                ),
+                _ => StaticName::SoftForHwpmc,
+            }),
             // The TSC class has one event, the time-stamp counter: `TSC-TSC`
             // in libpmc's old tables (`__PMC_EV(TSC, TSC, tsc)`), `TSC-cycles`
             // since pmc_events.h aliased it (`tsc_event_table`: "cycles");
@@ -514,8 +508,9 @@ impl<'a> Parser<'a> {
 enum StaticName {
     Plain(EventName),
     Prefixed(&'static str, EventName),
-    SoftWithoutLinux(&'static str),
-    UnknownSoft(String),
+    /// A `SOFT-*` name Linux has no software event for: left to the
+    /// backend (hwpmc counts it; Linux says why not).
+    SoftForHwpmc,
     UnknownTsc,
 }
 
@@ -537,34 +532,17 @@ impl TransposePrefix for Option<StaticName> {
             None => Ok(None),
             Some(StaticName::Plain(e)) => Ok(Some((None, e))),
             Some(StaticName::Prefixed(p, e)) => Ok(Some((Some(p), e))),
-            Some(StaticName::SoftWithoutLinux(soft)) => Err(parser.error(
-                name.at,
-                name.s,
-                format!(
-                    "FreeBSD's SOFT-{soft} has no Linux equivalent; {}",
-                    names::soft_event_advice(soft)
-                ),
-            )),
+            // hwpmc counts it (libpmc's soft class is the kernel's
+            // registered list, GETDYNEVENTINFO); Linux refuses it at
+            // resolution with `soft_without_linux`'s reason.
+            Some(StaticName::SoftForHwpmc) => {
+                Ok(Some((Some("soft"), EventName::Named(name.s.to_string()))))
+            }
             Some(StaticName::UnknownTsc) => Err(parser.error_with(
                 name.at,
                 name.s,
                 "FreeBSD's TSC class has one event, the time-stamp counter",
                 vec!["TSC-cycles".to_string(), "TSC-TSC".to_string()],
-            )),
-            Some(StaticName::UnknownSoft(rest)) => Err(parser.error_with(
-                name.at,
-                name.s,
-                "unknown SOFT event",
-                closest_or_all(
-                    &rest,
-                    &names::SOFT_EVENTS
-                        .iter()
-                        .map(|(n, _)| *n)
-                        .collect::<Vec<_>>(),
-                )
-                .into_iter()
-                .map(|n| format!("SOFT-{n}"))
-                .collect(),
             )),
         }
     }
@@ -577,6 +555,52 @@ fn tsc() -> EventName {
             name: "tsc".into(),
             value: TermValue::Flag,
         }],
+    }
+}
+
+/// Why Linux cannot count a `SOFT-*` event the parser let through for
+/// hwpmc: a FreeBSD soft event without a Linux software event (with what
+/// to use instead), or a name that is no FreeBSD soft event Linux knows
+/// (with the closest ones). `None` for anything else. The error is the one
+/// the parser gave before these events reached hwpmc.
+pub fn soft_without_linux(spec: &EventSpec) -> Option<SpecError> {
+    let EventName::Named(text) = &spec.event else {
+        return None;
+    };
+    if spec.class_prefix.as_deref() != Some("soft") {
+        return None;
+    }
+    let normalized = normalize(text);
+    let (_, rest) = names::split_class_prefix(&normalized)?;
+    let parser = Parser { text: &spec.text };
+    let at = spec.text.find(text.as_str()).unwrap_or(0);
+    match names::soft_event(rest) {
+        Some((_, Some(_))) => None,
+        Some((soft, None)) => Some(parser.error(
+            at,
+            text,
+            format!(
+                "FreeBSD's SOFT-{soft} has no Linux equivalent; {}",
+                names::soft_event_advice(soft)
+            ),
+        )),
+        None => Some(
+            parser.error_with(
+                at,
+                text,
+                "unknown SOFT event",
+                closest_or_all(
+                    rest,
+                    &names::SOFT_EVENTS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>(),
+                )
+                .into_iter()
+                .map(|n| format!("SOFT-{n}"))
+                .collect(),
+            ),
+        ),
     }
 }
 

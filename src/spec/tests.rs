@@ -6,6 +6,17 @@ fn ok(s: &str) -> EventSpec {
     parse(s).unwrap_or_else(|e| panic!("{s:?} should parse: {e}"))
 }
 
+/// A `SOFT-*` name the parser leaves to hwpmc, and why Linux refuses it.
+fn linux_err(s: &str) -> SpecError {
+    let spec = ok(s);
+    assert_eq!(
+        (spec.class_prefix.as_deref(), &spec.event),
+        (Some("soft"), &EventName::Named(s.to_string())),
+        "{s}: passed through as written"
+    );
+    super::soft_without_linux(&spec).unwrap_or_else(|| panic!("{s}: Linux should refuse it"))
+}
+
 fn err(s: &str) -> SpecError {
     match parse(s) {
         Ok(spec) => panic!("{s:?} should be rejected, got {spec:?}"),
@@ -295,18 +306,28 @@ fn soft_events_map_to_linux_or_say_why_not() {
         ok("SOFT-CLOCK.PROF").event,
         EventName::Software(SoftwareEvent::CpuClock)
     );
-    let e = err("SOFT-INTR.ALL");
+    let e = linux_err("SOFT-INTR.ALL");
     assert!(e.message.contains("no Linux equivalent"), "{e}");
     assert!(e.message.contains("irq:irq_handler_entry"), "{e}");
-    let e = err("SOFT-PAGE_FAULT.AL");
+    let e = linux_err("SOFT-PAGE_FAULT.AL");
     assert!(
         e.alternatives.contains(&"SOFT-PAGE_FAULT.ALL".to_string()),
         "{e}"
     );
+    // Every SOFT name parses (hwpmc counts them: they reach the backend);
+    // Linux refuses those it has no software event for.
     for (name, linux) in SOFT_EVENTS {
-        let r = parse(&format!("SOFT-{name}"));
-        assert_eq!(r.is_ok(), linux.is_some(), "SOFT-{name}: {r:?}");
+        let spec = ok(&format!("SOFT-{name}"));
+        let refused = super::soft_without_linux(&spec);
+        assert_eq!(
+            refused.is_none(),
+            linux.is_some(),
+            "SOFT-{name}: {refused:?}"
+        );
     }
+    // A mapped one is Linux's own event, never refused.
+    assert!(super::soft_without_linux(&ok("SOFT-PAGE_FAULT.ALL")).is_none());
+    assert!(super::soft_without_linux(&ok("page-faults")).is_none());
 }
 
 #[test]
@@ -531,7 +552,7 @@ fn soft_events_without_linux_say_what_to_use_instead() {
         ("SOFT-PAGE_FAULT.WRITE", "page-faults"),
         ("SOFT-LOCK.FAILED", "lock:contention_begin"),
     ] {
-        let e = err(name);
+        let e = linux_err(name);
         assert_eq!((e.column, e.token.as_str()), (1, name));
         assert!(e.message.contains("no Linux equivalent"), "{name}: {e}");
         assert!(e.message.contains(advice), "{name}: {e}");

@@ -13,6 +13,7 @@
 //!   `pmc_allocate` builds it (TSC, K8, SOFT tables, pmu-events path with
 //!   `PMC_F_EV_PMU` for Intel IAF/IAP/UCP, AMD K8 and arm64 ARMV8);
 //! - [`transport`]: the [`Transport`] trait, one typed request per op;
+//! - [`procs`]: the `kern.proc` sysctl's process table (pid, ppid);
 //! - [`double`]: a kernel double implementing hwpmc_mod.c's rules and
 //!   errnos, so [`Hwpmc`] runs end to end on Linux;
 //! - [`Hwpmc`]: the safe API (`open`, `allocate`, `attach`, `start`, …).
@@ -33,6 +34,7 @@
 pub mod abi;
 pub mod double;
 pub mod event;
+pub mod procs;
 pub mod transport;
 
 cfg_if::cfg_if! {

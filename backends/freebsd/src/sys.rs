@@ -8,6 +8,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::{CString, c_int, c_void};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use crate::abi::{self, Errno, Op};
 use crate::transport::{Request, Transport};
@@ -15,6 +16,64 @@ use crate::transport::{Request, Transport};
 unsafe extern "C" {
     fn modfind(modname: *const libc::c_char) -> c_int;
     fn modstat(modid: c_int, stat: *mut abi::module_stat) -> c_int;
+    fn sysctl(
+        name: *const c_int,
+        namelen: libc::c_uint,
+        oldp: *mut c_void,
+        oldlenp: *mut usize,
+        newp: *const c_void,
+        newlen: usize,
+    ) -> c_int;
+}
+
+/// `sysctl {CTL_KERN, KERN_PROC, KERN_PROC_PROC, 0}`: every process as a
+/// `struct kinfo_proc` (read with [`crate::procs::parse_kinfo_procs`]),
+/// sized first and retried while processes appear (ENOMEM), as libutil's
+/// `kinfo_getallproc` does.
+pub fn kern_proc_proc() -> Result<Vec<u8>, Errno> {
+    use crate::procs::{CTL_KERN, KERN_PROC, KERN_PROC_PROC};
+    let mib = [CTL_KERN, KERN_PROC, KERN_PROC_PROC, 0];
+    for _ in 0..8 {
+        let mut len = 0usize;
+        // SAFETY: a null buffer asks only for the size, written to `len`.
+        let rc = unsafe {
+            sysctl(
+                mib.as_ptr(),
+                4,
+                std::ptr::null_mut(),
+                &mut len,
+                std::ptr::null(),
+                0,
+            )
+        };
+        if rc < 0 {
+            return Err(last_errno());
+        }
+        // Room for processes created meanwhile.
+        len += len / 8;
+        let mut buf = vec![0u8; len];
+        // SAFETY: `buf` has `len` writable bytes; the kernel writes at most
+        // `len` and stores how many it wrote in `len`.
+        let rc = unsafe {
+            sysctl(
+                mib.as_ptr(),
+                4,
+                buf.as_mut_ptr().cast(),
+                &mut len,
+                std::ptr::null(),
+                0,
+            )
+        };
+        if rc == 0 {
+            buf.truncate(len);
+            return Ok(buf);
+        }
+        let errno = last_errno();
+        if errno != Errno::ENOMEM {
+            return Err(errno);
+        }
+    }
+    Err(Errno::ENOMEM)
 }
 
 fn last_errno() -> Errno {
@@ -83,6 +142,31 @@ pub fn monotonic_ns() -> u64 {
     (ts.tv_sec as u64)
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_nsec as u64)
+}
+
+/// A pipe for hwpmc's log, both ends close-on-exec: `(read, write)`, the
+/// read end non-blocking (the write end stays blocking: hwpmc's logger
+/// thread treats a failed write, EAGAIN included, as the log's error).
+pub fn log_pipe() -> Result<(OwnedFd, OwnedFd), Errno> {
+    let mut fds: [c_int; 2] = [-1, -1];
+    // SAFETY: `fds` is a writable array of two ints, as pipe2(2) requires.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: pipe2 succeeded: both descriptors are open and owned by no
+    // one else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fcntl on an open descriptor with integer arguments only.
+    let flags = unsafe { libc::fcntl(read.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        return Err(last_errno());
+    }
+    // SAFETY: as above; O_NONBLOCK on the read end only.
+    let set = unsafe { libc::fcntl(read.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) };
+    if set < 0 {
+        return Err(last_errno());
+    }
+    Ok((read, write))
 }
 
 fn ptr<T>(r: &mut T) -> *mut c_void {

@@ -155,7 +155,7 @@ fn errors_say_what_failed_the_errno_and_what_to_do() {
         msg.contains("PMCSTART") && msg.contains("EDOOFUS (88)") && msg.contains("configure"),
         "{msg}"
     );
-    h.configure_logfile(3).unwrap();
+    h.configure_logfile(k.pipe().0).unwrap();
     h.start(pmc).unwrap();
     h.writelog(0xABCD).unwrap();
     h.flush_logfile().unwrap();

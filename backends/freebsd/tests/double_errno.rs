@@ -357,7 +357,7 @@ fn start_rules() {
     )
     .unwrap();
     assert_eq!(start(&k, logged), Err(Errno::EDOOFUS));
-    configurelog(&k, 0, 7).unwrap();
+    configurelog(&k, 0, k.pipe().0).unwrap();
     start(&k, logged).unwrap();
     assert_eq!(start(&k, logged), Ok(()));
 
@@ -421,7 +421,7 @@ fn setcount_rules() {
         pm_pmcid: id,
     };
     assert_eq!(k.call(Request::PmcSetCount(&mut sc)), Err(Errno::EBUSY));
-    configurelog(&k, 0, 3).unwrap();
+    configurelog(&k, 0, k.pipe().0).unwrap();
     let ss = allocate(&k, alloc_req(Class::SOFT, 0x20000, Mode::SS, 1, 0)).unwrap();
     let mut sc = pmc_op_pmcsetcount {
         pm_count: 10,
@@ -523,8 +523,8 @@ fn log_rules() {
         k.call(Request::WriteLog(&mut pmc_op_writelog { pm_userdata: 1 })),
         Err(Errno::EINVAL)
     );
-    configurelog(&k, 0, 3).unwrap();
-    assert_eq!(configurelog(&k, 0, 4), Err(Errno::EBUSY));
+    configurelog(&k, 0, k.pipe().0).unwrap();
+    assert_eq!(configurelog(&k, 0, k.pipe().0), Err(Errno::EBUSY));
     k.call(Request::WriteLog(&mut pmc_op_writelog {
         pm_userdata: 0xC0FFEE,
     }))
@@ -541,7 +541,7 @@ fn log_rules() {
 #[test]
 fn deconfiguring_the_log_stops_logging_pmcs() {
     let k = kernel();
-    configurelog(&k, 0, 3).unwrap();
+    configurelog(&k, 0, k.pipe().0).unwrap();
     let id = allocate(
         &k,
         alloc_req(
@@ -647,6 +647,6 @@ fn sampling_on_another_process_needs_a_log() {
     .unwrap();
     attach(&k, other, OTHER).unwrap();
     assert_eq!(start(&k, other), Err(Errno::EDOOFUS));
-    configurelog(&k, 0, 5).unwrap();
+    configurelog(&k, 0, k.pipe().0).unwrap();
     start(&k, other).unwrap();
 }

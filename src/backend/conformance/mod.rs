@@ -128,18 +128,13 @@ backend_suite!(
         tc_write_sets_the_value_but_set_and_the_allocate_count_do_not,
         sc_counts_from_its_initial_value_and_a_write_lasts_until_start,
         pmcinfo_lists_own_pmcs_with_their_state,
+        allocate_accepts_the_sampling_flags_hwpmc_accepts,
+        allocate_accepts_the_log_flags_on_process_modes,
+        an_event_that_cannot_be_opened_fails_at_allocate_not_later,
+        ts_read_is_the_events_left_in_the_period_or_the_written_value,
+        ss_write_is_read_back_and_set_is_the_reload_count,
     ],
     not_applicable: [
-        allocate_accepts_the_sampling_flags_hwpmc_accepts =>
-            "n/a: freebsd-hwpmc: sampling is not connected to hwpmc's log yet (allocate says so)",
-        allocate_accepts_the_log_flags_on_process_modes =>
-            "n/a: freebsd-hwpmc: LOG_PROC* are not connected to hwpmc's log yet (allocate says so)",
-        an_event_that_cannot_be_opened_fails_at_allocate_not_later =>
-            "n/a: freebsd-hwpmc: the kernel double injects no open failures (its own refusals are in backend::freebsd::tests)",
-        ts_read_is_the_events_left_in_the_period_or_the_written_value =>
-            "n/a: freebsd-hwpmc: sampling is not connected to hwpmc's log yet (allocate says so)",
-        ss_write_is_read_back_and_set_is_the_reload_count =>
-            "n/a: freebsd-hwpmc: sampling is not connected to hwpmc's log yet (allocate says so)",
         a_counter_that_never_ran_is_an_error_not_zero =>
             "n/a: freebsd-hwpmc: hwpmc does not multiplex, a PMC owns its row while scheduled",
     ],

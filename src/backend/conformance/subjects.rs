@@ -171,10 +171,12 @@ impl Subject for FreeBsdDoubleSubject {
             | Cap::SystemMode
             | Cap::CpuHotplug
             | Cap::DirectRead => true,
-            // Refused at allocate (not connected to hwpmc's log yet).
-            Cap::Sampling | Cap::LogFlags => false,
-            // The double has no such knob; hwpmc never multiplexes.
-            Cap::InjectedOpenFailure | Cap::Starvation => false,
+            // Through hwpmc's own log (backend/freebsd/sampling.rs).
+            Cap::Sampling | Cap::LogFlags => true,
+            // The double refuses PMCALLOCATE on demand.
+            Cap::InjectedOpenFailure => true,
+            // hwpmc never multiplexes.
+            Cap::Starvation => false,
         }
     }
 
@@ -204,6 +206,13 @@ impl Subject for FreeBsdDoubleSubject {
 
     fn set_online(&self, cpu: u32, online: bool) {
         self.kernel.set_cpu_active(cpu, online);
+    }
+
+    /// PMCALLOCATE fails with `errno` (ENOENT, the suite's, has one
+    /// number on FreeBSD and Linux).
+    fn refuse_opens(&self, errno: Option<i32>) {
+        self.kernel
+            .refuse_allocations(errno.map(pmc_freebsd::Errno));
     }
 
     fn direct_read_event(&self) -> (&'static str, u32) {

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use pmc_freebsd::double::KernelDouble;
 
-use super::System;
+use super::{LogPipe, System};
+use crate::Result;
 
 impl System for Arc<KernelDouble> {
     fn caller_pid(&self) -> u32 {
@@ -16,19 +17,37 @@ impl System for Arc<KernelDouble> {
         i32::try_from(pid).is_ok_and(|pid| KernelDouble::process_exists(self, pid))
     }
 
-    fn descendants(&self, pid: u32) -> Vec<u32> {
-        i32::try_from(pid).map_or_else(
-            |_| Vec::new(),
-            |pid| {
-                KernelDouble::descendants(self, pid)
-                    .into_iter()
-                    .map(|p| p as u32)
-                    .collect()
-            },
-        )
+    fn kern_proc(&self) -> std::result::Result<Vec<u8>, pmc_freebsd::Errno> {
+        Ok(self.kern_proc_proc())
     }
 
     fn online_cpus(&self, ncpu: u32) -> Vec<u32> {
         (0..ncpu).filter(|&c| self.cpu_active(c)).collect()
+    }
+
+    fn log_pipe(&self) -> Result<Box<dyn LogPipe>> {
+        let (fd, pipe) = self.pipe();
+        Ok(Box::new(DoublePipe { fd, pipe }))
+    }
+}
+
+/// A pipe of the double: its write end is a number only the double knows,
+/// so there is nothing to let go of.
+#[derive(Debug)]
+struct DoublePipe {
+    fd: i32,
+    pipe: pmc_freebsd::double::LogPipe,
+}
+
+impl LogPipe for DoublePipe {
+    fn write_fd(&self) -> i32 {
+        self.fd
+    }
+
+    fn release_write_end(&mut self) {}
+
+    fn read_available(&mut self, out: &mut Vec<u8>) -> std::io::Result<()> {
+        out.extend(self.pipe.take());
+        Ok(())
     }
 }

@@ -22,10 +22,11 @@
 //! `Pmc` attaches to at most as many processes at once as its class has
 //! rows (`pm_num` of GETCPUINFO); hwpmc answers the next one with EINVAL.
 //!
-//! Sampling modes and the `LOG_PROC*` flags are refused at allocate
-//! ([`Error::NotSupported`]): hwpmc writes those records into its own log
-//! (`PMC_OP_CONFIGURELOG`), which `pmc`'s log (`crate::log::sink`) is not
-//! connected to yet.
+//! Sampling modes and the `LOG_PROC*` flags go through hwpmc's own log
+//! (`sampling.rs`): the first PMC that needs it configures it
+//! (`PMC_OP_CONFIGURELOG`) on a pipe the backend reads, and each of its
+//! targets hands its owner a [`SampleSource`](crate::backend::source::SampleSource)
+//! of the records hwpmc writes for it.
 //!
 //! The backend is generic over [`System`]: the FreeBSD system call
 //! (`native.rs`, compiled only on FreeBSD and type-checked elsewhere with
@@ -44,6 +45,7 @@ use crate::{Capabilities, Class, Error, Mode, Result};
 
 mod errors;
 mod events;
+mod sampling;
 
 #[cfg(test)]
 mod double;
@@ -57,6 +59,7 @@ cfg_if::cfg_if! {
 
 pub use errors::from_freebsd;
 pub use events::libpmc_spec;
+pub use sampling::{HwpmcLog, HwpmcSource, LogPipe};
 
 /// What the backend needs of the system besides hwpmc's operations: the
 /// caller, the process table and the CPUs.
@@ -65,16 +68,23 @@ pub trait System: Transport + Send + Sync + fmt::Debug + 'static {
     fn caller_pid(&self) -> u32;
     /// Whether a process exists (and is not exiting).
     fn process_exists(&self, pid: u32) -> bool;
-    /// The processes below `pid` now, for the DESCENDANTS overlap rule.
-    fn descendants(&self, pid: u32) -> Vec<u32>;
+    /// The process table as `sysctl kern.proc` (KERN_PROC_PROC) gives it:
+    /// `struct kinfo_proc` records (`pmc_freebsd::procs`), for the
+    /// DESCENDANTS overlap rule; the errno when it cannot be read.
+    fn kern_proc(&self) -> std::result::Result<Vec<u8>, pmc_freebsd::Errno>;
     /// The active CPUs among hwpmc's `0..ncpu`.
     fn online_cpus(&self, ncpu: u32) -> Vec<u32>;
+    /// A pipe for hwpmc's log: its write end goes to
+    /// `PMC_OP_CONFIGURELOG`, the backend reads the other.
+    fn log_pipe(&self) -> Result<Box<dyn LogPipe>>;
 }
 
 /// hwpmc behind a [`System`].
 #[derive(Debug)]
 pub struct FreeBsdBackend<S: System> {
     hwpmc: Arc<Hwpmc<S>>,
+    /// hwpmc's log, configured by the first PMC that needs it.
+    log: std::sync::Mutex<Option<Arc<HwpmcLog<S>>>>,
 }
 
 impl<S: System> FreeBsdBackend<S> {
@@ -89,7 +99,20 @@ impl<S: System> FreeBsdBackend<S> {
     pub fn from_hwpmc(hwpmc: Hwpmc<S>) -> FreeBsdBackend<S> {
         FreeBsdBackend {
             hwpmc: Arc::new(hwpmc),
+            log: std::sync::Mutex::new(None),
         }
+    }
+
+    /// hwpmc's log, configured now if it is not yet (a failure is
+    /// retried by the next PMC that needs it).
+    pub fn hwpmc_log(&self) -> Result<Arc<HwpmcLog<S>>> {
+        let mut log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(log) = log.as_ref() {
+            return Ok(log.clone());
+        }
+        let configured = Arc::new(HwpmcLog::configure(self.hwpmc.clone())?);
+        *log = Some(configured.clone());
+        Ok(configured)
     }
 
     /// The hwpmc handle.
@@ -143,24 +166,6 @@ impl<S: System> Backend for FreeBsdBackend<S> {
     }
 
     fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
-        if request.mode.is_sampling() {
-            return Err(Error::NotSupported {
-                what: format!("{} (sampling) through hwpmc", request.mode),
-                why: "hwpmc writes samples into its own log (PMC_OP_CONFIGURELOG), which \
-                      pmc's log is not connected to yet; count with TC or SC, or sample \
-                      with pmcstat(8)"
-                    .into(),
-            });
-        }
-        let log_flags = crate::Flags::LOG_PROCCSW | crate::Flags::LOG_PROCEXIT;
-        if request.flags.intersects(log_flags) {
-            return Err(Error::NotSupported {
-                what: format!("{:?} through hwpmc", request.flags & log_flags),
-                why: "hwpmc writes these records into its own log (PMC_OP_CONFIGURELOG), \
-                      which pmc's log is not connected to yet; allocate without them"
-                    .into(),
-            });
-        }
         let spec = libpmc_spec(request.spec)?;
         let cpu = if request.mode.is_system() {
             0
@@ -175,7 +180,18 @@ impl<S: System> Backend for FreeBsdBackend<S> {
             .allocate_request(&spec, hwpmc_mode(request.mode), flags, cpu, 0)
             .map_err(|e| from_freebsd(e.into(), "allocate"))?;
         let row = self.class_row(template.pm_class);
+        // Samples and LOG_PROC* records are written by hwpmc into its log,
+        // which must exist before the PMC attaches (PMCATTACH and MAP_IN
+        // are logged then) and starts (pmc_start: EDOOFUS without it).
+        let log_flags = crate::Flags::LOG_PROCCSW | crate::Flags::LOG_PROCEXIT;
+        let log = if request.mode.is_sampling() || request.flags.intersects(log_flags) {
+            Some(self.hwpmc_log()?)
+        } else {
+            None
+        };
         Ok(Box::new(HwpmcEvent {
+            log,
+            pmcid: request.pmcid,
             hwpmc: self.hwpmc.clone(),
             template,
             class: class_of(template.pm_class),
@@ -204,8 +220,23 @@ impl<S: System> Backend for FreeBsdBackend<S> {
         (0..self.hwpmc.ncpu()).collect()
     }
 
+    /// The processes below `pid` in the `kern.proc` table (none when it
+    /// cannot be read or `pid` is no pid).
     fn descendants(&self, pid: u32) -> Vec<u32> {
-        self.hwpmc.transport().descendants(pid)
+        let Ok(pid) = i32::try_from(pid) else {
+            return Vec::new();
+        };
+        let table = self
+            .hwpmc
+            .transport()
+            .kern_proc()
+            .ok()
+            .and_then(|bytes| pmc_freebsd::procs::parse_kinfo_procs(&bytes).ok())
+            .unwrap_or_default();
+        pmc_freebsd::procs::descendants(&table, pid)
+            .into_iter()
+            .map(|p| p as u32)
+            .collect()
     }
 
     fn how_to_online(&self, cpu: u32) -> String {
@@ -261,6 +292,10 @@ impl<S: System> Backend for FreeBsdBackend<S> {
 #[derive(Debug)]
 struct HwpmcEvent<S: System> {
     hwpmc: Arc<Hwpmc<S>>,
+    /// hwpmc's log, for a PMC whose records go there.
+    log: Option<Arc<HwpmcLog<S>>>,
+    /// The `Pmc`'s id, written in its records.
+    pmcid: u32,
     template: pmc_op_pmcallocate,
     class: Class,
     width: u32,
@@ -280,9 +315,16 @@ impl<S: System> HwpmcEvent<S> {
             .hwpmc
             .allocate_raw(&mut pa)
             .map_err(|e| from_freebsd(e, &format!("allocate {} on {target}", self.class)))?;
+        if let Some(log) = &self.log {
+            log.register(id, self.pmcid);
+        }
         Ok(HwpmcCounter {
             hwpmc: self.hwpmc.clone(),
+            log: self.log.clone(),
             id,
+            sampling: pmc_freebsd::Mode::from_raw(self.template.pm_mode)
+                .is_some_and(|m| m.is_sampling()),
+            period: 0,
             target,
         })
     }
@@ -329,7 +371,13 @@ impl<S: System> PreparedEvent for HwpmcEvent<S> {
 #[derive(Debug)]
 struct HwpmcCounter<S: System> {
     hwpmc: Arc<Hwpmc<S>>,
+    /// hwpmc's log, when its records go there.
+    log: Option<Arc<HwpmcLog<S>>>,
     id: HwpmcId,
+    /// A sampling PMC: PMCRW gives the events left in its period.
+    sampling: bool,
+    /// Its reload count, as last set.
+    period: u64,
     /// What it counts, for messages.
     target: String,
 }
@@ -354,10 +402,18 @@ impl<S: System> Counters for HwpmcCounter<S> {
     }
 
     fn read(&mut self) -> Result<CounterValue> {
-        let value = self
+        let mut value = self
             .hwpmc
             .read(self.id)
             .map_err(|e| from_freebsd(e, &self.op("read")))?;
+        if self.sampling {
+            // pcd_read_pmc of a sampling PMC: the events left before the
+            // overflow. `Pmc` wants the events into the period.
+            value = match value {
+                left @ 1.. if left <= self.period => self.period - left,
+                _ => 0,
+            };
+        }
         // hwpmc does not multiplex: the count is the whole value, and it
         // keeps no enabled/running times.
         Ok(CounterValue {
@@ -366,6 +422,16 @@ impl<S: System> Counters for HwpmcCounter<S> {
             time_running: 0,
             scaled: Some(value),
         })
+    }
+
+    /// `PMC_OP_PMCSETCOUNT` (the PMC is not running: `Pmc` sets the
+    /// period before each start).
+    fn set_period(&mut self, period: u64) -> Result<()> {
+        self.hwpmc
+            .set(self.id, period)
+            .map_err(|e| from_freebsd(e, &self.op("set the reload count of")))?;
+        self.period = period;
+        Ok(())
     }
 
     fn rdpmc_index(&mut self) -> Result<Option<u32>> {
@@ -380,14 +446,25 @@ impl<S: System> Counters for HwpmcCounter<S> {
             Err(e) => Err(from_freebsd(e, &self.op("get_msr of"))),
         }
     }
+
+    fn sample_source(&self) -> Option<Arc<dyn crate::backend::source::SampleSource>> {
+        let log = self.log.clone()?;
+        Some(Arc::new(HwpmcSource::new(log, self.id)))
+    }
 }
 
 impl<S: System> Drop for HwpmcCounter<S> {
     fn drop(&mut self) {
         // PMCRELEASE detaches every target; nothing to report from a drop.
         let _ = self.hwpmc.release(self.id);
+        if let Some(log) = &self.log {
+            log.unregister(self.id);
+        }
     }
 }
 
+#[cfg(test)]
+#[path = "gaps/tests.rs"]
+mod gaps_tests;
 #[cfg(test)]
 mod tests;

@@ -7,12 +7,11 @@
 
 use std::sync::Arc;
 
-use pmc_freebsd::{Hwpmc, SyscallTransport};
+use pmc_freebsd::SyscallTransport;
 
-use super::{FreeBsdBackend, System};
+use super::{FreeBsdBackend, LogPipe, System};
 use crate::backend::unsupported::NoHotCounter;
 use crate::backend::{Backend, EventRequest, Platform, PreparedEvent};
-use crate::log::cpu::CpuIdentity;
 use crate::machine::CpuInfo;
 use crate::{Class, Error, Result};
 
@@ -28,16 +27,58 @@ impl System for SyscallTransport {
         i32::try_from(pid).is_ok_and(pmc_freebsd::sys::process_exists)
     }
 
-    /// Not known here (it needs the `kern.proc` sysctl): the DESCENDANTS
-    /// overlap rule sees no trees on FreeBSD yet.
-    fn descendants(&self, _pid: u32) -> Vec<u32> {
-        Vec::new()
+    fn kern_proc(&self) -> std::result::Result<Vec<u8>, pmc_freebsd::Errno> {
+        pmc_freebsd::sys::kern_proc_proc()
     }
 
     /// Every CPU hwpmc knows; hwpmc itself answers ENXIO for an inactive
     /// one at PMCALLOCATE.
     fn online_cpus(&self, ncpu: u32) -> Vec<u32> {
         (0..ncpu).collect()
+    }
+
+    fn log_pipe(&self) -> Result<Box<dyn LogPipe>> {
+        let (read, write) = pmc_freebsd::sys::log_pipe().map_err(|errno| Error::Os {
+            op: "pipe for hwpmc's log".into(),
+            os_errno: errno.0,
+            hint: Some("raise RLIMIT_NOFILE".into()),
+        })?;
+        Ok(Box::new(Pipe {
+            read: std::fs::File::from(read),
+            write: Some(write),
+        }))
+    }
+}
+
+/// A pipe(2) hwpmc's log is written into.
+#[derive(Debug)]
+struct Pipe {
+    read: std::fs::File,
+    write: Option<std::os::fd::OwnedFd>,
+}
+
+impl LogPipe for Pipe {
+    fn write_fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.write.as_ref().map_or(-1, |w| w.as_raw_fd())
+    }
+
+    fn release_write_end(&mut self) {
+        self.write = None;
+    }
+
+    fn read_available(&mut self, out: &mut Vec<u8>) -> std::io::Result<()> {
+        use std::io::Read;
+        let mut chunk = [0u8; 64 * 1024];
+        loop {
+            match self.read.read(&mut chunk) {
+                Ok(0) => return Ok(()),
+                Ok(n) => out.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
 

@@ -103,25 +103,6 @@ fn descendants_is_passed_to_hwpmc_per_target() {
 }
 
 #[test]
-fn sampling_and_log_flags_are_refused_with_the_reason() {
-    let k = kernel();
-    let b = backend(&k);
-    for (mode, flags, cpu) in [
-        (Mode::TS, Flags::empty(), Cpu::Any),
-        (Mode::SS, Flags::empty(), Cpu::Id(0)),
-        (Mode::TC, Flags::LOG_PROCEXIT, Cpu::Any),
-        (Mode::TC, Flags::LOG_PROCCSW, Cpu::Any),
-    ] {
-        let e = crate::Owner::new(b.clone())
-            .allocate_with_count("page-faults", mode, flags, cpu, 0)
-            .unwrap_err();
-        assert_eq!(e.errno(), libc::EOPNOTSUPP, "{mode} {flags:?}: {e}");
-        assert!(e.to_string().contains("CONFIGURELOG"), "{e}");
-    }
-    assert_eq!(k.live_pmcs(), 0);
-}
-
-#[test]
 fn hwpmc_refusals_at_allocate_keep_their_errno() {
     // hwpmc_tsc.c tsc_allocate_pmc: the TSC counts only in SC mode (EINVAL
     // otherwise); hwpmc_mod.c pmc_do_op_pmcallocate: system PMCs need

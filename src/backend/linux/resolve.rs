@@ -475,6 +475,13 @@ fn resolve_with(
     sysfs: &Sysfs,
     shared: Arc<super::Shared>,
 ) -> Result<LinuxEvent> {
+    // A FreeBSD SOFT event the parser leaves to hwpmc: Linux has none.
+    if let Some(source) = crate::spec::soft_without_linux(request.spec) {
+        return Err(Error::InvalidSpec {
+            spec: request.spec.text.clone(),
+            source,
+        });
+    }
     let d = sysfs.description();
     let q = &request.spec.qualifiers;
     let Resolved {

@@ -588,3 +588,34 @@ fn a_closed_log_drops_only_the_new_records() {
     assert_eq!(out, vec![kept.clone(), kept]);
     assert_eq!(t.discarded(), 2);
 }
+
+/// A record hwpmc already wrote by its rules passes unchanged, in time
+/// order with the rest, and is dropped like any other after a log close.
+#[test]
+fn a_record_the_kernel_logged_passes_through_unchanged() {
+    let mut t = Translator::new(rules(Flags::LOG_PROCCSW, false, false));
+    let csw = LogRecord::ProcCsw {
+        pmcid: 7,
+        value: 1234,
+        pid: 10,
+        tid: 11,
+    };
+    let mut out = Vec::new();
+    t.translate(
+        vec![
+            (5, E::Logged(csw.clone())),
+            (2, E::Logged(LogRecord::SysExit { pid: 3 })),
+        ],
+        &mut out,
+    );
+    // No slice arithmetic: the value is hwpmc's, not a difference.
+    assert_eq!(
+        out,
+        vec![(2, LogRecord::SysExit { pid: 3 }), (5, csw.clone())]
+    );
+    t.log_closed();
+    let mut out = Vec::new();
+    t.translate(vec![(6, E::Logged(csw))], &mut out);
+    assert!(out.is_empty());
+    assert_eq!(t.discarded(), 1);
+}

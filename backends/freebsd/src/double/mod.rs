@@ -18,7 +18,10 @@ use std::sync::Mutex;
 use crate::abi::{self, Class, CpuType, Errno, Mode, State};
 use crate::transport::{Request, Transport};
 
+mod log;
 mod ops;
+
+pub use log::{Image, KERNEL_PATH, KERNEL_START, LOG_BUFFER_BYTES, LogPipe};
 
 /// One class of counters the simulated machine has.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -177,6 +180,8 @@ struct Pmc {
     value: u64,
     /// `pm_reloadcount` (sampling) or `pm_initial` (counting).
     count: u64,
+    /// A sampling PMC's events since it started (its hardware counter).
+    hw: u64,
 }
 
 #[derive(Debug, Default)]
@@ -193,6 +198,10 @@ struct Kernel {
     disabled: BTreeSet<(u32, u32)>,
     syscalls: u32,
     syscall_errors: u32,
+    /// hwpmc's log as hwpmc_logging.c keeps it (`log.rs`).
+    pmclog: log::Pmclog,
+    /// PMCALLOCATE fails with this ([`KernelDouble::refuse_allocations`]).
+    refuse_allocate: Option<Errno>,
 }
 
 /// The kernel double. See the module documentation.
@@ -270,14 +279,21 @@ impl KernelDouble {
     /// `cpu` counts them.
     pub fn advance(&self, pid: i32, cpu: u32, events: u64) {
         let mut k = self.lock();
+        let k = &mut *k;
         for pm in k.pmcs.iter_mut().filter(|p| p.state == State::RUNNING) {
             let hit = if pm.mode.is_virtual() {
                 pm.targets.contains(&pid)
             } else {
                 pm.cpu == cpu
             };
-            if hit {
+            if hit && pm.mode.is_sampling() {
+                pm.hw = pm.hw.wrapping_add(events);
+            } else if hit {
                 pm.value = pm.value.wrapping_add(events);
+                if pm.mode.is_virtual() {
+                    let id = pm.id;
+                    Self::add_process_value(&mut k.pmclog, id, pid, events);
+                }
             }
         }
     }
@@ -288,7 +304,11 @@ impl KernelDouble {
     pub fn advance_all(&self, events: u64) {
         let mut k = self.lock();
         for pm in k.pmcs.iter_mut().filter(|p| p.state == State::RUNNING) {
-            pm.value = pm.value.wrapping_add(events);
+            if pm.mode.is_sampling() {
+                pm.hw = pm.hw.wrapping_add(events);
+            } else {
+                pm.value = pm.value.wrapping_add(events);
+            }
         }
     }
 
@@ -312,6 +332,22 @@ impl KernelDouble {
         found
     }
 
+    /// `sysctl {CTL_KERN, KERN_PROC, KERN_PROC_PROC, 0}`: a `struct
+    /// kinfo_proc` per process ([`crate::procs`]), exiting ones included
+    /// (the sysctl lists a process until it is reaped).
+    pub fn kern_proc_proc(&self) -> Vec<u8> {
+        let procs = self.procs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut out = Vec::new();
+        for (pid, p) in procs.iter() {
+            let entry = crate::procs::ProcEntry {
+                pid: *pid,
+                ppid: p.parent,
+            };
+            crate::procs::encode_kinfo_proc(entry, &mut out);
+        }
+        out
+    }
+
     /// A process exits: hwpmc_mod.c `pmc_process_exit` unlinks it from
     /// every PMC attached to it (the counts stay in their values) and its
     /// children are reparented to init.
@@ -324,6 +360,7 @@ impl KernelDouble {
             }
         }
         let mut k = self.lock();
+        Self::log_exit(&mut k, pid);
         for pm in k.pmcs.iter_mut() {
             if pm.targets.remove(&pid) && pid == self.pid {
                 pm.flags &= !abi::PMC_F_ATTACHED_TO_OWNER;
@@ -419,6 +456,9 @@ impl KernelDouble {
     }
 
     fn allocate(&self, k: &mut Kernel, pa: &mut abi::pmc_op_pmcallocate) -> Result<(), Errno> {
+        if let Some(errno) = k.refuse_allocate {
+            return Err(errno);
+        }
         let Some(mode) = Mode::from_raw(pa.pm_mode) else {
             return Err(Errno::EINVAL);
         };
@@ -535,6 +575,7 @@ impl KernelDouble {
                 0
             },
             count,
+            hw: 0,
         });
         k.owner_exists = true;
         pa.pm_pmcid = id;
@@ -562,6 +603,7 @@ impl KernelDouble {
             pm.flags |= abi::PMC_F_NEEDS_LOGFILE;
         }
         pm.flags |= abi::PMC_F_ATTACH_DONE;
+        self.log_attach(k, idx, pid);
         Ok(())
     }
 

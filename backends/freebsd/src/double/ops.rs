@@ -14,14 +14,13 @@ impl KernelDouble {
                 }
                 k.owner_exists = true;
                 if cl.pm_logfd >= 0 {
-                    // hwpmc_logging.c pmclog_configure_log: one log per owner.
-                    if k.owns_logfile {
-                        return Err(Errno::EBUSY);
-                    }
-                    k.owns_logfile = true;
-                    k.logfd = cl.pm_logfd;
-                    Ok(())
+                    // hwpmc_logging.c pmclog_configure_log: one log per
+                    // owner, on a descriptor open for writing (log.rs).
+                    self.configure_log(k, cl.pm_logfd)
                 } else if k.owns_logfile {
+                    // pmclog_close, then the running PMCs that need the
+                    // log stop, then pmclog_deconfigure_log.
+                    Self::close_log(k);
                     for pm in k.pmcs.iter_mut() {
                         if pm.flags & abi::PMC_F_NEEDS_LOGFILE != 0 && pm.state == State::RUNNING {
                             pm.state = State::STOPPED;
@@ -40,9 +39,7 @@ impl KernelDouble {
                     return Err(Errno::EINVAL);
                 }
                 // hwpmc_logging.c pmclog_flush: EINVAL without a log file.
-                if !k.owns_logfile {
-                    return Err(Errno::EINVAL);
-                }
+                Self::flush_log(k)?;
                 k.flushes += 1;
                 Ok(())
             }
@@ -53,6 +50,7 @@ impl KernelDouble {
                 // hwpmc_logging.c pmclog_close always succeeds; the logger
                 // writes what is queued and lets the file go.
                 if k.owns_logfile {
+                    Self::close_log(k);
                     k.flushes += 1;
                     k.owns_logfile = false;
                     k.logfd = -1;
@@ -248,7 +246,15 @@ impl KernelDouble {
                 if !pm.mode.is_virtual() && !self.cpu_active(pm.cpu) {
                     return Err(Errno::ENXIO);
                 }
-                let old = pm.value;
+                // pcd_read_pmc: a system PMC, or a process PMC running on
+                // its owner, reads the hardware (log.rs).
+                let hardware =
+                    !pm.mode.is_virtual() || pm.flags & abi::PMC_F_ATTACHED_TO_OWNER != 0;
+                let old = if pm.state == State::RUNNING && pm.mode.is_sampling() && hardware {
+                    super::log::events_to_overflow(pm.count, pm.hw)
+                } else {
+                    pm.value
+                };
                 if prw.pm_flags & abi::PMC_F_NEWVALUE != 0 {
                     pm.value = prw.pm_value;
                 }
@@ -297,6 +303,8 @@ impl KernelDouble {
                     pm.value = pm.count;
                 }
                 k.pmcs[idx].state = State::RUNNING;
+                k.pmcs[idx].hw = 0;
+                Self::log_start(k, idx);
                 Ok(())
             }
             Request::PmcStop(sp) => {
@@ -306,7 +314,10 @@ impl KernelDouble {
                     State::STOPPED => Ok(()),
                     State::RUNNING => {
                         pm.state = State::STOPPED;
-                        if pm.mode.is_system() {
+                        if pm.mode.is_system() && pm.mode.is_sampling() {
+                            // The stopped hardware holds the events left.
+                            pm.value = super::log::events_to_overflow(pm.count, pm.hw);
+                        } else if pm.mode.is_system() {
                             // pmc_stop reads the hardware into pm_initial.
                             pm.count = pm.value;
                         }
@@ -320,6 +331,7 @@ impl KernelDouble {
                     return Err(Errno::EINVAL);
                 }
                 k.log.push(wl.pm_userdata);
+                Self::log_userdata(k, wl.pm_userdata);
                 Ok(())
             }
         }

@@ -181,3 +181,29 @@ fn the_system_description_is_shared() {
     assert!(Sysfs::system().is_system());
     assert!(!sysfs("sysfs-amd").is_system());
 }
+
+/// A FreeBSD SOFT event the parser leaves to hwpmc is refused here with
+/// the parser's old reason and errno (EINVAL): Linux has no such count.
+#[test]
+fn soft_events_linux_lacks_are_refused_at_resolution_with_advice() {
+    for (spec, says) in [
+        ("SOFT-CLOCK.HARD", "cpu-clock"),
+        ("SOFT-INTR.ALL", "irq:irq_handler_entry"),
+        ("SOFT-PAGE_FAULT.AL", "unknown SOFT event"),
+    ] {
+        let parsed = crate::spec::parse(spec).expect("left to the backend");
+        let request = EventRequest {
+            spec: &parsed,
+            mode: Mode::TC,
+            flags: Flags::empty(),
+            sample_period: 0,
+            pmcid: 0,
+            buffer_pages: None,
+        };
+        let e = resolve_in(&request, &sysfs("sysfs-intel-icx")).unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL, "{spec}: {e}");
+        assert!(e.to_string().contains(says), "{spec}: {e}");
+    }
+    // The mapped ones are Linux's own events.
+    resolve("SOFT-PAGE_FAULT.ALL", Mode::TC, &sysfs("sysfs-intel-icx"));
+}

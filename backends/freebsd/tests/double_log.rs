@@ -1,0 +1,310 @@
+//! The kernel double's hwpmc log: what sys/dev/hwpmc/hwpmc_logging.c
+//! writes (`pmclog_configure_log`'s INITIALIZE, `pmclog_process_*`'s
+//! records in sys/sys/pmclog.h's layouts, CLOSELOG at `pmclog_close`), when
+//! it reaches the file (a full buffer, `pmclog_flush`, `pmclog_close`), and
+//! the errnos of PMC_OP_CONFIGURELOG/FLUSHLOG (`fget_write` → EBADF). The
+//! pmc crate reads the same bytes back with its pmclog reader
+//! (src/backend/freebsd/sampling/tests.rs); here they are taken apart by
+//! hand, field by field.
+
+use pmc_freebsd::abi::*;
+use pmc_freebsd::double::{Image, KernelDouble, LOG_BUFFER_BYTES, LogPipe, Machine, Process};
+use pmc_freebsd::transport::{Request, Transport};
+
+const ME: i32 = 100;
+const CHILD: i32 = 200;
+
+fn kernel() -> KernelDouble {
+    let k = KernelDouble::new(Machine::intel_2cpu(), ME);
+    k.add_process(
+        CHILD,
+        Process {
+            parent: ME,
+            exiting: false,
+            debuggable: true,
+        },
+    );
+    k
+}
+
+fn configure(k: &KernelDouble, fd: i32) -> Result<(), Errno> {
+    k.call(Request::ConfigureLog(&mut pmc_op_configurelog {
+        pm_flags: 0,
+        pm_logfd: fd,
+    }))
+}
+
+fn logged(k: &KernelDouble) -> LogPipe {
+    let (fd, pipe) = k.pipe();
+    configure(k, fd).unwrap();
+    pipe
+}
+
+/// One record: its type, its timestamp and its bytes after the header.
+#[derive(Debug)]
+struct Rec {
+    kind: u32,
+    tsc: u64,
+    body: Vec<u8>,
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_ne_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_ne_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Splits pmclog bytes into records by their headers.
+fn records(bytes: &[u8]) -> Vec<Rec> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let header = u32_at(bytes, at);
+        assert_eq!(header >> 24, 0xEE, "PMCLOG_HEADER_MAGIC at {at}");
+        let len = (header & 0xFFFF) as usize;
+        assert_eq!(len % 4, 0, "_PMCLOG_RESERVE rounds to 4 bytes");
+        out.push(Rec {
+            kind: (header >> 16) & 0xFF,
+            tsc: u64_at(bytes, at + 8),
+            body: bytes[at + 16..at + len].to_vec(),
+        });
+        at += len;
+    }
+    assert_eq!(at, bytes.len(), "whole records only");
+    out
+}
+
+fn allocate(k: &KernelDouble, mode: Mode, cpu: u32, flags: u32) -> u32 {
+    let mut pa = pmc_op_pmcallocate {
+        pm_caps: PMC_CAP_READ | PMC_CAP_WRITE,
+        pm_cpu: cpu,
+        pm_class: Class::SOFT as u32,
+        pm_ev: PMC_EV_SOFT_FIRST,
+        pm_flags: flags,
+        pm_mode: mode as u32,
+        pm_count: 1000,
+        ..Default::default()
+    };
+    k.call(Request::PmcAllocate(&mut pa)).unwrap();
+    pa.pm_pmcid
+}
+
+fn start(k: &KernelDouble, id: u32) {
+    k.call(Request::PmcStart(&mut pmc_op_simple { pm_pmcid: id }))
+        .unwrap();
+}
+
+fn attach(k: &KernelDouble, id: u32, pid: i32) {
+    k.call(Request::PmcAttach(&mut pmc_op_pmcattach {
+        pm_pmc: id,
+        pm_pid: pid,
+    }))
+    .unwrap();
+}
+
+#[test]
+fn configurelog_needs_a_writable_descriptor_and_writes_initialize() {
+    let k = kernel();
+    // pmclog_configure_log: fget_write fails on a descriptor that is no
+    // open file.
+    assert_eq!(configure(&k, 7), Err(Errno::EBADF));
+    let (fd, pipe) = k.pipe();
+    configure(&k, fd).unwrap();
+    let recs = records(&pipe.take());
+    assert_eq!(recs.len(), 1, "INITIALIZE, written at once (DESPATCH_SYNC)");
+    let init = &recs[0];
+    assert_eq!(init.kind, 3);
+    assert_eq!(
+        init.body.len() + 16,
+        112,
+        "sizeof(struct pmclog_initialize)"
+    );
+    assert_eq!(u32_at(&init.body, 0), PMC_VERSION);
+    assert_eq!(u32_at(&init.body, 4), CpuType::INTEL_SKYLAKE as u32);
+    assert_eq!(u64_at(&init.body, 8), 1_000_000_000, "pl_tsc_freq");
+    assert!(u64_at(&init.body, 16) > 1_600_000_000, "pl_ts: nanotime");
+    assert!(init.body[32..].iter().all(|b| *b == 0), "pmc_cpuid empty");
+    // pmclog_configure_log: one log per owner.
+    assert_eq!(configure(&k, k.pipe().0), Err(Errno::EBUSY));
+}
+
+#[test]
+fn records_wait_in_the_kernels_buffer_until_a_flush_or_a_full_buffer() {
+    let k = kernel();
+    let pipe = logged(&k);
+    pipe.take();
+    let id = allocate(&k, Mode::TS, PMC_CPU_ANY, PMC_F_CALLCHAIN);
+    start(&k, id);
+    k.sample(0, ME, ME, true, &[1, 2, 3]);
+    assert!(pipe.take().is_empty(), "buffered (po_curbuf)");
+    k.call(Request::FlushLog).unwrap();
+    let recs = records(&pipe.take());
+    // pmc_start attached the owner (PMCATTACH) and logged the kernel's
+    // mapping (MAP_IN) before the sample's CALLCHAIN.
+    assert_eq!(
+        recs.iter().map(|r| r.kind).collect::<Vec<_>>(),
+        vec![6, 14, 16]
+    );
+    // Enough samples to fill the buffer are written without a flush.
+    let per = 16 + 16 + 3 * 8;
+    for _ in 0..LOG_BUFFER_BYTES / per + 1 {
+        k.sample(0, ME, ME, true, &[1, 2, 3]);
+    }
+    assert!(!pipe.take().is_empty(), "a full buffer goes out");
+}
+
+#[test]
+fn callchain_has_pmclog_h_layout() {
+    // pmclog_process_callchain: pid, tid, pmcid, PMC_CALLCHAIN_TO_CPUFLAGS,
+    // then the pcs.
+    let k = kernel();
+    let pipe = logged(&k);
+    let id = allocate(&k, Mode::SS, 1, PMC_F_CALLCHAIN);
+    start(&k, id);
+    k.sample(1, CHILD, 4242, false, &[0xAAAA, 0xBBBB]);
+    k.sample(0, CHILD, 4242, false, &[0xCCCC]); // another CPU
+    k.call(Request::FlushLog).unwrap();
+    let recs = records(&pipe.take());
+    let chains: Vec<&Rec> = recs.iter().filter(|r| r.kind == 16).collect();
+    assert_eq!(chains.len(), 1);
+    let b = &chains[0].body;
+    assert_eq!(b.len() + 16, 32 + 2 * 8);
+    assert_eq!(
+        (u32_at(b, 0), u32_at(b, 4), u32_at(b, 8)),
+        (CHILD as u32, 4242, id)
+    );
+    assert_eq!(u32_at(b, 12), 1 << 16, "CPU 1, kernel chain");
+    assert_eq!((u64_at(b, 16), u64_at(b, 24)), (0xAAAA, 0xBBBB));
+    // The kernel's MAP_IN came first, at start (pmc_log_kernel_mappings).
+    assert_eq!(recs.iter().position(|r| r.kind == 14), Some(1));
+    let tscs: Vec<u64> = recs.iter().map(|r| r.tsc).collect();
+    assert!(tscs.windows(2).all(|w| w[0] < w[1]), "{tscs:?}");
+}
+
+#[test]
+fn a_sampling_pmc_logs_pmcattach_and_the_mappings_at_attach() {
+    // pmc_attach_one_process: PMCATTACH with the executable's path, then
+    // pmc_log_process_mappings' MAP_IN per executable mapping.
+    let k = kernel();
+    k.set_image(
+        CHILD,
+        Image {
+            path: "/bin/sh".into(),
+            mappings: vec![(0x1000, "/bin/sh".into())],
+        },
+    );
+    let pipe = logged(&k);
+    pipe.take();
+    let counting = allocate(&k, Mode::TC, PMC_CPU_ANY, 0);
+    attach(&k, counting, CHILD);
+    let sampling = allocate(&k, Mode::TS, PMC_CPU_ANY, 0);
+    attach(&k, sampling, CHILD);
+    k.call(Request::FlushLog).unwrap();
+    let recs = records(&pipe.take());
+    let kinds: Vec<u32> = recs.iter().map(|r| r.kind).collect();
+    assert_eq!(
+        kinds,
+        vec![6, 6, 14],
+        "PMCATTACH ×2, MAP_IN for the sampling one"
+    );
+    assert_eq!(u32_at(&recs[1].body, 0), sampling);
+    assert_eq!(&recs[1].body[8..16], b"/bin/sh\0");
+    let map = &recs[2].body;
+    assert_eq!((u32_at(map, 0), u64_at(map, 8)), (CHILD as u32, 0x1000));
+    assert_eq!(&map[16..24], b"/bin/sh\0");
+}
+
+#[test]
+fn proccsw_and_procexit_carry_the_slice_and_the_process_value() {
+    let k = kernel();
+    let pipe = logged(&k);
+    pipe.take();
+    let id = allocate(
+        &k,
+        Mode::TC,
+        PMC_CPU_ANY,
+        PMC_F_LOG_PROCCSW | PMC_F_LOG_PROCEXIT,
+    );
+    attach(&k, id, CHILD);
+    start(&k, id);
+    k.run_slice(CHILD, 300, 11);
+    k.advance(CHILD, 0, 4); // counted, in no slice of its own
+    k.run_slice(CHILD, 301, 22);
+    assert_eq!(k.process_value(id, CHILD), 37);
+    k.exit_process(CHILD);
+    k.call(Request::FlushLog).unwrap();
+    let recs: Vec<Rec> = records(&pipe.take())
+        .into_iter()
+        .filter(|r| r.kind != 6)
+        .collect();
+    let csw: Vec<(u64, u32, u32, u32)> = recs
+        .iter()
+        .filter(|r| r.kind == 8)
+        .map(|r| {
+            assert_eq!(r.body.len() + 16, 40, "sizeof(struct pmclog_proccsw)");
+            (
+                u64_at(&r.body, 0),
+                u32_at(&r.body, 8),
+                u32_at(&r.body, 12),
+                u32_at(&r.body, 16),
+            )
+        })
+        .collect();
+    assert_eq!(
+        csw,
+        vec![(11, id, CHILD as u32, 300), (22, id, CHILD as u32, 301)]
+    );
+    let exit = recs.iter().find(|r| r.kind == 10).expect("PROCEXIT");
+    assert_eq!(exit.body.len() + 16, 32, "sizeof(struct pmclog_procexit)");
+    assert_eq!(
+        (
+            u32_at(&exit.body, 0),
+            u32_at(&exit.body, 4),
+            u64_at(&exit.body, 8)
+        ),
+        (id, CHILD as u32, 37)
+    );
+}
+
+#[test]
+fn no_log_no_records_and_close_writes_closelog() {
+    let k = kernel();
+    let id = allocate(&k, Mode::TS, PMC_CPU_ANY, 0);
+    start(&k, id);
+    k.sample(0, ME, ME, true, &[1]); // no log: dropped
+    assert_eq!(k.log_pending(), 0);
+    let pipe = logged(&k);
+    k.call(Request::WriteLog(&mut pmc_op_writelog {
+        pm_userdata: 0x55,
+    }))
+    .unwrap();
+    k.call(Request::CloseLog).unwrap();
+    let recs = records(&pipe.take());
+    let kinds: Vec<u32> = recs.iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, vec![3, 13, 1], "INITIALIZE, USERDATA, CLOSELOG");
+    assert_eq!(u32_at(&recs[1].body, 0), 0x55);
+    assert!(pipe.writer_closed(), "the kernel let the file go");
+    // CONFIGURELOG(-1) closes the same way (pmclog_close first).
+    let pipe = logged(&k);
+    configure(&k, -1).unwrap();
+    let kinds: Vec<u32> = records(&pipe.take()).iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, vec![3, 1]);
+}
+
+#[test]
+fn allocations_can_be_refused_on_demand() {
+    let k = kernel();
+    k.refuse_allocations(Some(Errno::ENOENT));
+    let mut pa = pmc_op_pmcallocate {
+        pm_cpu: PMC_CPU_ANY,
+        pm_class: Class::SOFT as u32,
+        pm_ev: PMC_EV_SOFT_FIRST,
+        pm_mode: Mode::TC as u32,
+        ..Default::default()
+    };
+    assert_eq!(k.call(Request::PmcAllocate(&mut pa)), Err(Errno::ENOENT));
+    k.refuse_allocations(None);
+    assert_eq!(k.call(Request::PmcAllocate(&mut pa)), Ok(()));
+}
