@@ -488,7 +488,7 @@ pub fn run(
             return Ok(Ended::TargetDone);
         }
         if Instant::now() >= next {
-            next += interval;
+            next = next_refresh(next, interval, Instant::now());
             view.update(&fetch()?);
             if interactive {
                 if !view.paused() {
@@ -532,9 +532,37 @@ pub fn run(
     }
 }
 
+/// The refresh after the one due at `due`, on the grid of `interval`s
+/// from the first: the first grid point after `now`. A refresh that took
+/// longer than an interval (the first symbol lookup of a large program)
+/// skips the refreshes it overran, as the periodic kqueue timer of
+/// FreeBSD's pmcstat coalesces expirations into one event, instead of
+/// printing a burst of empty frames to catch up.
+fn next_refresh(due: Instant, interval: Duration, now: Instant) -> Instant {
+    let mut next = due + interval;
+    if next <= now && !interval.is_zero() {
+        let behind = now.duration_since(next).as_nanos() / interval.as_nanos();
+        next += interval * u32::try_from(behind + 1).unwrap_or(u32::MAX);
+    }
+    next
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slow_refresh_skips_the_refreshes_it_overran() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        // On time: the next grid point.
+        assert_eq!(next_refresh(t0, ms(200), t0 + ms(10)), t0 + ms(200));
+        // 2.7 s late: the next grid point after now, not 13 at once.
+        assert_eq!(next_refresh(t0, ms(200), t0 + ms(2700)), t0 + ms(2800));
+        // Exactly on a grid point: the one after it.
+        assert_eq!(next_refresh(t0, ms(200), t0 + ms(400)), t0 + ms(600));
+        assert!(next_refresh(t0, Duration::ZERO, t0 + ms(5)) == t0);
+    }
 
     fn ev(record: LogRecord) -> LogEvent {
         LogEvent::from(record)
