@@ -722,7 +722,7 @@ fn fd_count_unchanged_after_10000_allocations() -> TestResult {
 }
 
 fn hardware_events_work_or_explain_the_missing_pmu() -> TestResult {
-    let env = pmc::probe::Environment::detect();
+    let env = crate::machine::environment();
     // Without a PMU the event fails at allocate, as hwpmc's allocate fails
     // for a class the machine lacks, not later at attach or start.
     match Pmc::allocate("instructions,usr", Mode::TC, Flags::empty(), Cpu::Any) {
