@@ -454,14 +454,62 @@ fn detach_is_esrch_unmonitored_einval_for_another_pmc() -> TestResult {
 }
 
 fn width_and_caps_are_the_cpuinfo_class_rows() -> TestResult {
-    // libpmc.c pmc_width / pmc_capabilities: the class row of cpuinfo.
+    // libpmc.c pmc_width / pmc_capabilities, and cpuinfo's class rows,
+    // against what hwpmc and sysfs say, not pmc's own class table:
+    // hwpmc_soft.c's SOFT_CAPS (READ | WRITE | INTERRUPT | USER | SYSTEM),
+    // for software events and for a PMU without a cpumask (per task, like
+    // `msr`, whose only format field `event` sets no encoding qualifier);
+    // generic hardware events add PRECISE when every core PMU's
+    // caps/max_precise is above 0. Every value is 64 bits wide (perf's
+    // counts). A class whose PMU sysfs does not list must be refused.
+    use pmc::Capabilities as C;
+    let soft = C::READ | C::WRITE | C::INTERRUPT | C::USER | C::SYSTEM;
+    let env = crate::machine::environment();
+    let pmus = std::path::Path::new("/sys/bus/event_source/devices");
+    let core: Vec<&String> = env
+        .pmus
+        .iter()
+        .filter(|p| pmc::probe::is_core_pmu(p))
+        .collect();
+    let precise = !core.is_empty()
+        && core.iter().all(|p| {
+            std::fs::read_to_string(pmus.join(p).join("caps/max_precise"))
+                .ok()
+                .and_then(|v| v.trim().parse::<u32>().ok())
+                .is_some_and(|v| v > 0)
+        });
+    let msr_per_task = !pmus.join("msr/cpumask").exists() && !pmus.join("msr/cpus").exists();
+    let cases = [
+        ("task-clock,usr", true, Some(soft)),
+        (
+            "instructions,usr",
+            !core.is_empty(),
+            Some(if precise { soft | C::PRECISE } else { soft }),
+        ),
+        // An msr PMU with a cpumask would be system-wide: not this case.
+        // It takes no exclude_* bits (PERF_PMU_CAP_NO_EXCLUDE), so it
+        // counts kernel mode too: paranoid <= 1 or CAP_PERFMON.
+        (
+            "msr/tsc/",
+            env.has_pmu("msr") && env.effective_paranoid().is_some_and(|p| p <= 1),
+            msr_per_task.then_some(soft),
+        ),
+    ];
     let info = pmc::machine::cpuinfo().ctx("cpuinfo")?;
-    for spec in ["task-clock,usr", "instructions,usr", "msr/tsc/"] {
-        let pmc = match Pmc::allocate(spec, Mode::TC, Flags::empty(), Cpu::Any) {
-            Ok(p) => p,
-            // Not on this machine (no PMU, no msr PMU): nothing to compare.
-            Err(e) if e.is_environmental() => continue,
-            Err(e) => return Err(format!("{spec}: {e}").into()),
+    for (spec, present, caps) in cases {
+        let pmc = match (
+            Pmc::allocate(spec, Mode::TC, Flags::empty(), Cpu::Any),
+            present,
+        ) {
+            (Ok(p), true) => p,
+            (Err(e), false) => {
+                println!("{spec}: refused, as sysfs and paranoid say: {e}");
+                continue;
+            }
+            (Ok(_), false) => {
+                return Err(format!("{spec} allocated; sysfs lists no PMU for it").into());
+            }
+            (Err(e), true) => return Err(format!("{spec}: {e}").into()),
         };
         let row = info
             .classes
@@ -469,22 +517,29 @@ fn width_and_caps_are_the_cpuinfo_class_rows() -> TestResult {
             .find(|c| c.class == pmc.class())
             .ok_or_else(|| format!("{spec}: class {} not in cpuinfo", pmc.class()))?;
         ensure!(
-            pmc.width() == row.width,
-            "{spec}: {} vs {}",
+            pmc.width() == 64 && row.width == 64,
+            "{spec}: width {} and its class row's {}, not 64",
             pmc.width(),
             row.width
         );
-        ensure!(pmc.capabilities() == row.caps, "{spec}: caps differ");
+        if let Some(caps) = caps {
+            ensure!(
+                pmc.capabilities() == caps && row.caps == caps,
+                "{spec}: caps {:?}, its class row's {:?}, hwpmc's {caps:?}",
+                pmc.capabilities(),
+                row.caps
+            );
+        }
     }
     // PMC_CAP_SYSWIDE means one counter for the whole machine (pmc-stat
     // then uses CPU 0 only): per-CPU software counters lack it.
-    let soft = info
+    let soft_row = info
         .classes
         .iter()
         .find(|c| c.class == pmc::Class::Software)
         .ok_or("no software class")?;
     ensure!(
-        !soft.caps.contains(pmc::Capabilities::SYSWIDE),
+        !soft_row.caps.contains(C::SYSWIDE),
         "software counters are per CPU, not SYSWIDE"
     );
     Ok(())
