@@ -574,7 +574,32 @@ fn get_msr_gives_the_rdpmc_index_then_attach_goes_on() -> TestResult {
     let r = pmc.get_msr();
     pmc.stop().ctx("stop")?;
     match r {
-        Ok(_index) => {
+        Ok(index) => {
+            // The index is the counter the kernel gave the PMC's event, its
+            // metadata page's `index - 1` (linux/perf_event.h). Stopped,
+            // the PMC gave that counter back; the same event opened now
+            // through the binding on this thread takes the same one (Intel:
+            // fixed counter 0 for instructions; elsewhere the first free
+            // one again), and its own page says which, while it runs.
+            use pmc_linux::attr::{Attr, EventConfig, Hardware};
+            use pmc_linux::event::{Event, OpenFlags, Target};
+            let attr = Attr::new(EventConfig::Hardware {
+                event: Hardware::Instructions,
+                pmu: None,
+            })
+            .exclude_kernel(true)
+            .exclude_hv(true);
+            let ev = Event::open(&attr, Target::CALLER, None, OpenFlags::empty())
+                .ctx("open instructions:u")?;
+            let page = pmc_linux::selfmon::UserPage::map(&ev).ctx("map its page")?;
+            ev.enable().ctx("enable")?;
+            spin_ms(1);
+            let on_page = page.caps().index;
+            ev.disable().ctx("disable")?;
+            ensure!(
+                on_page != 0 && index == on_page - 1,
+                "get_msr gave {index:#x}; the same event's page says index {on_page:#x} (rdpmc index + 1)"
+            );
             let mut w = Workload::spawn("spin", &["1"])?;
             // hwpmc_mod.c pmc_attach_process: its EPERM after a GETMSR
             // tests PMC_PP_ENABLE_MSR_ACCESS in pm_flags, where GETMSR
