@@ -58,6 +58,35 @@ macro_rules! require_all {
     };
 }
 
+/// The gate's own look at the machine, with plain reads rather than the
+/// binding under test (`system::paranoid`, `system::has_capability`):
+/// `kernel.perf_event_paranoid`, `None` without perf_event.
+fn paranoid() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Whether capability `bit` is in this process's effective set (`CapEff:`
+/// of /proc/self/status).
+fn has_capability(bit: u32) -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let hex = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(hex.trim(), 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << bit) != 0)
+}
+
+/// CAP_PERFMON (38) or CAP_SYS_ADMIN (21), which the kernel lets override
+/// perf_event_paranoid.
+fn perfmon_capable() -> bool {
+    has_capability(38) || has_capability(21)
+}
+
 /// Whether `PMC_LIVE_FORCE` names `token` (or is `1`/`all`).
 fn forced(token: &str) -> bool {
     std::env::var("PMC_LIVE_FORCE").is_ok_and(|v| {
@@ -74,9 +103,9 @@ macro_rules! open_self_event {
     ($attr:expr) => {{
         require!(
             "paranoid:2",
-            system::paranoid().is_some_and(|p| p <= 2) || system::perfmon_capable(),
+            paranoid().is_some_and(|p| p <= 2) || perfmon_capable(),
             "user-space self-monitoring needs perf_event_paranoid <= 2 (or CAP_PERFMON); it is {:?}",
-            system::paranoid()
+            paranoid()
         );
         self_event($attr).map_err(|e| fail("open a user-space self-monitoring event", e))?
     }};
@@ -345,7 +374,7 @@ fn child_with_ring(
 fn ring_wait_blocks_without_timeout_and_prefers_records_to_hang_up() -> Outcome {
     require!(
         "paranoid:2",
-        system::paranoid().is_some_and(|p| p <= 2) || system::perfmon_capable(),
+        paranoid().is_some_and(|p| p <= 2) || perfmon_capable(),
         "sampling a child needs perf_event_paranoid <= 2 (or CAP_PERFMON)"
     );
     // A sleeping child: no samples at a 1 s period; only its exit wakes us.
@@ -447,12 +476,12 @@ fn ring_beyond_the_mlock_limit_names_the_sysctl() -> Outcome {
     require_all!(
         (
             "not-ipc-lock",
-            !system::has_capability(IPC_LOCK),
+            !has_capability(IPC_LOCK),
             "CAP_IPC_LOCK lifts perf_event_mlock_kb for this caller"
         ),
         (
             "restricted:0",
-            system::paranoid().is_some_and(|p| p > -1),
+            paranoid().is_some_and(|p| p > -1),
             "at perf_event_paranoid -1 the kernel applies no perf mlock limit"
         ),
         (
@@ -601,7 +630,7 @@ fn this_machine_lists_its_pmus() -> Outcome {
     // perf_event exists (the binding is in use): an empty list is a broken
     // sysfs, not a machine without PMUs.
     ensure!(
-        !all.is_empty() || system::paranoid().is_none(),
+        !all.is_empty() || paranoid().is_none(),
         "no PMUs in /sys/bus/event_source/devices although perf_event is present"
     );
     let software = all
@@ -675,7 +704,7 @@ fn uprobes_count_exactly_the_calls() -> Outcome {
     };
     require!(
         "perfmon",
-        system::perfmon_capable(),
+        perfmon_capable(),
         "uprobes need CAP_PERFMON or CAP_SYS_ADMIN"
     );
     for (n, counted) in count_calls(&probe, |i| {
@@ -727,7 +756,7 @@ fn kprobes_count_kernel_function_calls() -> Outcome {
         ),
         (
             "perfmon",
-            system::perfmon_capable(),
+            perfmon_capable(),
             "kprobes need CAP_PERFMON or CAP_SYS_ADMIN"
         ),
     );
