@@ -11,7 +11,12 @@ use std::process::{Command, Output};
 use pmc as _;
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
-use pmc_core::probe::{Environment, Requirement, Verdict};
+use pmc_core::probe::{Environment, Requirement, Tracefs, Verdict};
+
+/// The gate's own look at the machine (plain std reads, no project code).
+#[allow(dead_code)]
+#[path = "../../tests/live/machine.rs"]
+mod machine;
 
 type TestResult = Result<(), Failed>;
 
@@ -745,7 +750,7 @@ struct CTest {
 
 fn main() {
     let args = Arguments::from_args();
-    let env = Environment::detect();
+    let env = machine::environment();
     let cc = compiler();
     // `cargo xtask test --matrix` forces skipped tests, one requirement token
     // at a time, to prove they need what they declare (as

@@ -234,7 +234,31 @@ pub fn tests() -> Vec<LiveTest> {
             vec![],
             force_env_forces_only_the_named_requirements,
         ),
+        test(
+            "harness::the_gate_reads_procfs_sysfs_capabilities_and_mounts_itself",
+            vec![],
+            || crate::machine::self_test().map_err(Failed::from),
+        ),
+        test(
+            "harness::the_gates_reading_agrees_with_the_probes",
+            vec![],
+            the_gates_reading_agrees_with_the_probes,
+        ),
     ]
+}
+
+/// Two independent readings of one machine: the gate's plain reads
+/// (`machine.rs`) and the probe's (`pmc::probe::Environment::detect`,
+/// through pmc-linux) must agree, field by field.
+fn the_gates_reading_agrees_with_the_probes() -> TestResult {
+    let gate = crate::machine::environment();
+    let mut probe = Environment::detect();
+    probe.pmus.sort();
+    ensure!(
+        gate == probe,
+        "the gate read {gate:#?}\nthe probe read {probe:#?}"
+    );
+    Ok(())
 }
 
 /// A user at paranoid 2 on a machine without a core PMU or tracefs.

@@ -319,6 +319,24 @@ pub fn run_if_requested() {
         "hot" => {
             std::hint::black_box(hot_function_for_profiling(arg(1, 300)));
         }
+        // A profile target until its standard input closes, at most `ms`
+        // of CPU: `hot_function_for_profiling` in 50 ms slices, for a view
+        // whose test stops it once it has seen enough (a view's first
+        // symbol lookup can take seconds on a loaded machine).
+        "hot-until-eof" => {
+            use std::sync::atomic::{AtomicBool, Ordering};
+            static EOF: AtomicBool = AtomicBool::new(false);
+            std::thread::spawn(|| {
+                let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+                EOF.store(true, Ordering::SeqCst);
+            });
+            for _ in 0..arg(1, 60_000).div_ceil(50) {
+                if EOF.load(Ordering::SeqCst) {
+                    break;
+                }
+                std::hint::black_box(hot_function_for_profiling(50));
+            }
+        }
         // Spins `ms` at once (no handshake).
         "spin-now" => {
             std::hint::black_box(spin_ms(arg(1, 200)));

@@ -526,7 +526,7 @@ pub fn run(
             return Ok(Ended::TargetDone);
         }
         if Instant::now() >= next {
-            next += interval;
+            next = next_refresh(next, interval, Instant::now());
             view.update(&fetch()?);
             if interactive {
                 if !view.paused() {
@@ -576,6 +576,21 @@ pub fn run(
             _ => {}
         }
     }
+}
+
+/// The refresh after the one due at `due`, on the grid of `interval`s
+/// from the first: the first grid point after `now`. A refresh that took
+/// longer than an interval (the first symbol lookup of a large program)
+/// skips the refreshes it overran, as the periodic kqueue timer of
+/// FreeBSD's pmcstat coalesces expirations into one event, instead of
+/// printing a burst of empty frames to catch up.
+fn next_refresh(due: Instant, interval: Duration, now: Instant) -> Instant {
+    let mut next = due + interval;
+    if next <= now && !interval.is_zero() {
+        let behind = now.duration_since(next).as_nanos() / interval.as_nanos();
+        next += interval * u32::try_from(behind + 1).unwrap_or(u32::MAX);
+    }
+    next
 }
 
 #[cfg(test)]

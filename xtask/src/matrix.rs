@@ -24,6 +24,8 @@ use std::sync::Mutex;
 
 use crate::test::Tally;
 
+mod path;
+
 const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
 const LEVELS: [i32; 4] = [-1, 0, 1, 2];
 /// The live harness's switch that ignores requirements.
@@ -62,7 +64,7 @@ impl User {
                     .arg("--clear-groups")
                     .arg("--")
                     .arg(program);
-                c.env("HOME", "/tmp");
+                c.env("HOME", "/tmp").env("PATH", path::for_user(uid, gid));
                 c
             }
         }

@@ -1,16 +1,16 @@
-//! Linux's answers for [`crate::probe`]: the [`Environment`] the test gate
-//! decides on, and the rest of the capability report.
+//! Linux's answers for [`crate::probe`]: [`Environment::detect`] and the
+//! rest of the capability report (`cargo xtask probe`).
 //!
-//! The gate must look at the machine independently of the code under test
-//! (issue 10 §1: a regression must fail its tests, not turn them into
-//! skips). So the environment comes only from plain reads through
-//! pmc-linux's file helpers — the sysctls and capabilities (`system`), the
-//! PMU directory's names (`pmu::pmu_names`), the tracefs mount points
+//! The environment comes only from plain reads through pmc-linux's file
+//! helpers — the sysctls and capabilities (`system`), the PMU directory's
+//! names (`pmu::pmu_names`), the tracefs mount points
 //! (`tracefs::mount_state`) — and from `perf stat` as the outside reference
 //! for hardware counting; never from resolving or opening an event
-//! (`resolve`, `counters`, `pmc_linux::event`). The report's other facts
-//! (PMU details, the read path) are not used by the gate and may open
-//! events.
+//! (`resolve`, `counters`, `pmc_linux::event`). The test gate does not use
+//! it: it reads the same facts itself with plain std
+//! (`tests/live/machine.rs`, issue 21), and a harness test checks that the
+//! two readings agree. The report's other facts (PMU details, the read
+//! path) may open events.
 
 use std::path::Path;
 

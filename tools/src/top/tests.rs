@@ -220,3 +220,17 @@ fn header_and_keys_are_pmcstat_logs() {
     assert_eq!(v.render(80, 24)[1], "Key: x => ");
     assert_eq!(v.key('q'), KeyOutcome::Quit);
 }
+
+#[test]
+fn a_slow_refresh_skips_the_refreshes_it_overran() {
+    use std::time::{Duration, Instant};
+    let t0 = Instant::now();
+    let ms = Duration::from_millis;
+    // On time: the next grid point.
+    assert_eq!(next_refresh(t0, ms(200), t0 + ms(10)), t0 + ms(200));
+    // 2.7 s late: the next grid point after now, not 13 at once.
+    assert_eq!(next_refresh(t0, ms(200), t0 + ms(2700)), t0 + ms(2800));
+    // Exactly on a grid point: the one after it.
+    assert_eq!(next_refresh(t0, ms(200), t0 + ms(400)), t0 + ms(600));
+    assert!(next_refresh(t0, Duration::ZERO, t0 + ms(5)) == t0);
+}

@@ -5,9 +5,14 @@
 #[allow(dead_code)]
 #[path = "../../../tests/live/harness.rs"]
 mod harness;
+#[path = "../../../tests/live/machine.rs"]
+mod machine;
 #[allow(dead_code)]
 #[path = "../../../tests/live/workloads.rs"]
 mod workloads;
+
+// The probe types `machine` fills (the requirement checker's input).
+use pmc::probe::{Environment, Tracefs};
 
 mod bad_input;
 mod freebsd_annotate;
@@ -29,7 +34,8 @@ fn main() {
     if args.test_threads.is_none() {
         args.test_threads = Some(1);
     }
-    let env = pmc::probe::Environment::detect();
+    // The gate reads the machine itself (`machine.rs`), not through pmc.
+    let env = machine::environment();
     let mut tests = tools::tests();
     tests.extend(pmcstat_options::tests());
     tests.extend(profiles::tests());

@@ -847,39 +847,78 @@ fn top_view_in_tmux_shows_the_hot_function_and_q_quits() -> TestResult {
     Ok(())
 }
 
+/// `pmcstat -T … -- <this binary>` running the `hot-until-eof` workload,
+/// piped: its output so far is given to `enough` after each frame, and
+/// once it says so the workload's standard input closes, the workload
+/// ends and so does the view. The view's first frame with samples
+/// resolves this (large, debug) binary's symbols, which takes seconds on
+/// a loaded machine: a workload of fixed length could end before the view
+/// has shown it twice.
+fn top_until(
+    args: &[&str],
+    enough: impl Fn(&str) -> bool,
+) -> Result<String, libtest_mimic::Failed> {
+    use std::io::BufRead;
+    let exe = exe()?;
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--", &exe, "60000"]);
+    let mut child = Command::new(PMCSTAT)
+        .args(&all)
+        .env(crate::workloads::ENV, "hot-until-eof")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ctx("spawn pmcstat")?;
+    let stdin = child.stdin.take().ok_or("no stdin")?;
+    let mut stdout = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    let mut o = String::new();
+    let mut line = String::new();
+    while stdout.read_line(&mut line).ctx("read the view")? > 0 {
+        o.push_str(&line);
+        line.clear();
+        if o.ends_with("\n\n") && enough(&o) {
+            break;
+        }
+    }
+    drop(stdin);
+    std::io::Read::read_to_string(&mut stdout, &mut o).ctx("read the view")?;
+    let out = child.wait_with_output().ctx("wait pmcstat")?;
+    ensure!(
+        out.status.success(),
+        "pmcstat {all:?}: {:?}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    Ok(o)
+}
+
 fn top_view_without_a_terminal_prints_frames() -> TestResult {
     // Piped, the view prints a frame per interval and ends with the command.
-    let out = pmcstat(
-        &[
-            "-T",
-            "-n",
-            "1000000",
-            "-P",
-            "cpu-clock,usr",
-            "-w",
-            "0.2",
-            "--",
-            &exe()?,
-            "1500",
-        ],
-        "hot",
-        false,
+    let frames = |o: &str| o.matches("PMC: [cpu-clock,usr] Samples: ").count();
+    let hot = |o: &str| {
+        o.lines()
+            .filter(|l| shows_hot_function(l) && !l.contains("CALLERS"))
+            .count()
+    };
+    let o = top_until(
+        &["-T", "-n", "1000000", "-P", "cpu-clock,usr", "-w", "0.2"],
+        |o| frames(o) >= 3 && hot(o) >= 2,
     )?;
-    let o = text(&out.stdout);
-    let frames = o.matches("PMC: [cpu-clock,usr] Samples: ").count();
-    let hot = o
-        .lines()
-        .filter(|l| shows_hot_function(l) && !l.contains("CALLERS"))
-        .count();
-    println!("{frames} frames, {hot} with the hot function");
+    println!("{} frames, {} with the hot function", frames(&o), hot(&o));
     ensure!(
-        frames >= 3,
-        "1.5 s at 0.2 s intervals, {frames} frames:\n{o}"
+        frames(&o) >= 3 && hot(&o) >= 2,
+        "the command ended before 3 frames, 2 with the hot function:\n{o}"
     );
-    ensure!(hot >= 2, "the hot function in {hot} frames:\n{o}");
     ensure!(!o.contains('\u{1b}'), "escape sequences in piped output");
     // -I: the leaf as its address, its caller still named.
-    let out = pmcstat(
+    let caller_rows = |o: &str| {
+        o.lines()
+            .filter(|l| l.contains(&caller_column()) && !l.contains("CALLERS"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let o = top_until(
         &[
             "-T",
             "-I",
@@ -889,18 +928,10 @@ fn top_view_without_a_terminal_prints_frames() -> TestResult {
             "cpu-clock,usr",
             "-w",
             "0.2",
-            "--",
-            &exe()?,
-            "600",
         ],
-        "hot",
-        false,
+        |o| !caller_rows(o).is_empty(),
     )?;
-    let o = text(&out.stdout);
-    let rows: Vec<&str> = o
-        .lines()
-        .filter(|l| l.contains(&caller_column()) && !l.contains("CALLERS"))
-        .collect();
+    let rows = caller_rows(&o);
     println!("-I rows: {:?}", rows.first());
     ensure!(!rows.is_empty(), "no rows with the caller:\n{o}");
     ensure!(
