@@ -12,6 +12,67 @@ use crate::spec::SpecError;
 /// in bad state") stands in for it.
 pub const EDOOFUS: i32 = libc_errno::EBADFD;
 
+/// An errno value, typed: what [`Error::errno`] returns. It compares
+/// with the platform's raw numbers (`e.errno() == libc::EINVAL`), prints
+/// as its symbolic name, and converts to the raw number for C
+/// (`i32::from(errno)`, [`Errno::raw`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Errno(i32);
+
+impl Errno {
+    /// The errno of this raw number.
+    pub const fn from_raw(raw: i32) -> Errno {
+        Errno(raw)
+    }
+
+    /// The raw number, as C's `errno` holds it.
+    pub const fn raw(self) -> i32 {
+        self.0
+    }
+
+    /// The symbolic name (`EINVAL`), or `errno` for a number without one
+    /// here.
+    pub fn name(self) -> &'static str {
+        errno_name(self.0)
+    }
+}
+
+impl std::fmt::Debug for Errno {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}({})", self.name(), self.0)
+    }
+}
+
+impl std::fmt::Display for Errno {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (errno {})", self.name(), self.0)
+    }
+}
+
+impl PartialEq<i32> for Errno {
+    fn eq(&self, other: &i32) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<Errno> for i32 {
+    fn eq(&self, other: &Errno) -> bool {
+        *self == other.0
+    }
+}
+
+impl From<Errno> for i32 {
+    fn from(e: Errno) -> i32 {
+        e.0
+    }
+}
+
+impl From<Errno> for std::io::Error {
+    fn from(e: Errno) -> std::io::Error {
+        std::io::Error::from_raw_os_error(e.0)
+    }
+}
+
 /// The result type of `pmc`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -195,7 +256,11 @@ pub enum Error {
 
 impl Error {
     /// The errno libpmc would have set for this failure.
-    pub fn errno(&self) -> i32 {
+    pub fn errno(&self) -> Errno {
+        Errno(self.raw_errno())
+    }
+
+    fn raw_errno(&self) -> i32 {
         use libc_errno::*;
         match self {
             Error::InvalidSpec { .. }
@@ -214,6 +279,12 @@ impl Error {
             Error::Os { os_errno, .. } => *os_errno,
             Error::Log { os_errno, .. } => os_errno.unwrap_or(EINVAL),
         }
+    }
+
+    /// The operating system's own error behind this one, when there was
+    /// one (the errno [`Error::os_errno`] gives, as an `io::Error`).
+    pub fn os_error(&self) -> Option<std::io::Error> {
+        self.os_errno().map(std::io::Error::from_raw_os_error)
     }
 
     /// The errno the operating system actually returned, when there was one.
@@ -304,4 +375,38 @@ mod libc_errno {
     )))]
     pub use libc::EINVAL as EBADFD;
     pub use libc::{EBUSY, EEXIST, EINVAL, ENXIO, EOPNOTSUPP, EPERM, ESRCH};
+}
+
+#[cfg(test)]
+mod errno_tests {
+    use super::*;
+
+    /// The typed errno is libpmc's number for the failure, compares with
+    /// the raw constants either way round, names itself, and converts back
+    /// for C; the OS's own error is an `io::Error` with the OS errno.
+    #[test]
+    fn errno_is_typed_comparable_and_named() {
+        let e = Error::invalid("allocate", "bad");
+        let errno = e.errno();
+        assert_eq!(errno, libc::EINVAL);
+        assert!(libc::EINVAL == errno);
+        assert_eq!(i32::from(errno), libc::EINVAL);
+        assert_eq!(errno.raw(), Errno::from_raw(libc::EINVAL).raw());
+        assert_eq!(errno.name(), "EINVAL");
+        assert_eq!(format!("{errno:?}"), format!("EINVAL({})", libc::EINVAL));
+        assert!(e.os_error().is_none(), "no OS error behind a rule");
+
+        let os = Error::PermissionDenied {
+            op: "perf_event_open".into(),
+            os_errno: libc::EACCES,
+            hint: None,
+        };
+        assert_eq!(os.errno(), libc::EPERM, "libpmc's errno");
+        let io = os.os_error().expect("the OS refused");
+        assert_eq!(io.raw_os_error(), Some(libc::EACCES));
+        assert_eq!(
+            std::io::Error::from(Errno::from_raw(libc::ENOSPC)).raw_os_error(),
+            Some(libc::ENOSPC)
+        );
+    }
 }

@@ -42,7 +42,7 @@ impl Failure {
 impl From<pmc_core::Error> for Failure {
     fn from(e: pmc_core::Error) -> Failure {
         Failure {
-            errno: e.errno(),
+            errno: e.errno().raw(),
             message: e.to_string(),
         }
     }

@@ -106,7 +106,7 @@ fn libc_path() -> String {
 /// (`EACCES`), else libpmc's (`ENXIO`, `EINVAL`), `unsupported` for
 /// EOPNOTSUPP.
 fn kind(e: &Error) -> String {
-    match e.os_errno().unwrap_or_else(|| e.errno()) {
+    match e.os_errno().unwrap_or_else(|| e.errno().raw()) {
         libc::EOPNOTSUPP => "unsupported".into(),
         n => errno_name(n).into(),
     }

@@ -209,7 +209,7 @@ fn assert_grew(s: &dyn Subject, before: u64, after: u64, units: u64, what: &str)
 }
 
 fn errno<T: std::fmt::Debug>(r: R<T>) -> i32 {
-    r.unwrap_err().errno()
+    r.unwrap_err().errno().raw()
 }
 
 // Explicit, so the live suite's `#[path]` inclusion finds it too.

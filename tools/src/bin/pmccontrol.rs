@@ -160,7 +160,7 @@ fn errx(code: u8, message: &str) -> Stop {
 /// err(3): `pmccontrol: message: strerror(errno)`, then a line with the
 /// library's own account of what failed and what to do.
 fn err(code: u8, message: &str, e: &pmc::Error) -> Stop {
-    eprintln!("{TOOL}: {message}: {}", strerror(e.errno()));
+    eprintln!("{TOOL}: {message}: {}", strerror(e.errno().raw()));
     eprintln!("{TOOL}: {}", e.to_string().replace('\n', " "));
     Stop::Status(code)
 }
