@@ -33,9 +33,25 @@ pub(crate) const THREAD_NAME: &str = "pmc-log-drain";
 
 /// How often the collector moves the rings' records into their sets'
 /// spools: well within the time a ring fills at the default rate.
+// Linux's collector only.
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
 pub(crate) const COLLECT_INTERVAL: Duration = Duration::from_millis(5);
 
 /// The collector thread's name.
+// Linux's collector only.
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
 pub(crate) const COLLECTOR_NAME: &str = "pmc-log-collect";
 
 /// Starts the drainer's thread with the given body (std's `Builder` in
@@ -48,6 +64,14 @@ pub(crate) fn spawn_thread(body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
 }
 
 /// Spawns the collector's OS thread.
+// Linux's collector only.
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
 pub(crate) fn spawn_collector(body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
     spawn_named(COLLECTOR_NAME, body)
 }
@@ -178,6 +202,14 @@ pub(crate) fn spawn_error(e: &io::Error) -> Error {
 }
 
 /// [`spawn_error`] for the collector.
+// Linux's collector only.
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
 pub(crate) fn collector_spawn_error(e: &io::Error) -> Error {
     thread_error(COLLECTOR_NAME, "empties the rings before they overflow", e)
 }
