@@ -339,13 +339,16 @@ fn a_tc_on_the_caller_and_a_busy_child_counts_both() {
         own2 - own1
     );
     let counted = p.read().unwrap_or_else(|e| panic!("read: {e}"));
-    // At least what both ran within start..stop (less 3% for where each
-    // clock is read), at most what they ran around it plus what the
-    // hypervisor stole meanwhile (task-clock runs on through steal, the
-    // CPU clocks do not: see StealWindow).
+    // At least what both ran within start..stop less their kernel-mode
+    // time (the event is `task-clock,usr`; the CPU clocks count both, and
+    // the caller reads two clocks every millisecond: the matrix saw 8 % of
+    // kernel time, so a fifth is allowed — a PMC that left out either
+    // process would miss about half), at most what they ran around it
+    // plus what the hypervisor stole meanwhile (task-clock runs on through
+    // steal, the CPU clocks do not: see StealWindow).
     let stolen = window.stolen_ns();
     assert!(
-        counted >= inner - inner * 3 / 100 && counted <= outer + outer * 3 / 100 + stolen,
+        counted >= inner - inner / 5 && counted <= outer + outer * 3 / 100 + stolen,
         "counted {counted} ns; the child and the caller ran {inner} ns within start..stop \
          (child {} ns, caller {} ns), {outer} ns around it, at most {stolen} ns stolen",
         child2 - child1,

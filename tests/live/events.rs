@@ -273,9 +273,11 @@ fn tsc_rate_by_perf() -> Result<f64, libtest_mimic::Failed> {
 }
 
 fn msr_tsc_counts() -> TestResult {
+    // Allocated before perf is asked for the rate: where paranoid forbids
+    // the msr PMU, this allocation says so (EACCES, the sysctl), not perf.
+    let mut per_cpu = pmc::PerCpu::allocate("tsc", Mode::SC, Flags::empty()).ctx("allocate tsc")?;
     let rate = tsc_rate_by_perf()?;
     println!("perf's TSC rate: {rate:.4} ticks/ns");
-    let mut per_cpu = pmc::PerCpu::allocate("tsc", Mode::SC, Flags::empty()).ctx("allocate tsc")?;
     let t0 = std::time::Instant::now();
     per_cpu.start().ctx("start")?;
     std::thread::sleep(std::time::Duration::from_millis(20));

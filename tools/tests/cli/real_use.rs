@@ -313,10 +313,13 @@ fn counts_of_a_command_are_its_own_as_perf_stat_counts_them() -> TestResult {
     }
     std::fs::write(&input, data).ctx("write gzip's input")?;
     let input = input.to_string_lossy().into_owned();
-    // (command, fault tolerance). Task-clock may differ by 5 %, or by
-    // 0.15 ms where that is more: /bin/true runs for half a millisecond,
+    // (command, fault tolerance). Task-clock may differ by 15 %, or by
+    // 0.4 ms where that is more: /bin/true runs for half a millisecond,
     // where a percent is a few microseconds of scheduling noise; before
-    // pmcstat counted from the exec it read 1.3-2.6 ms there.
+    // pmcstat counted from the exec it read 1.3-2.6 ms there (0.7 ms and
+    // more above perf). Under the privilege matrix's load, `ls` as nobody
+    // read 9.1-10.8 ms against perf's 9.5-11.8 ms, both ways round, in 3
+    // rounds: 5 % was tighter than the machine.
     let workloads: [(&[&str], f64); 3] = [
         (&["/bin/true"], 6.0),
         (&["ls", "-l", "/usr/bin"], 8.0),
@@ -349,13 +352,13 @@ fn counts_of_a_command_are_its_own_as_perf_stat_counts_them() -> TestResult {
                 (f_ours - f_perf).abs() <= fault_slack,
                 "page faults of {command:?}: pmcstat {f_ours} vs perf stat {f_perf} (medians of 5), more than {fault_slack} apart: pmcstat counts more than the command ({report:?})"
             );
-            let clock_slack = (0.05 * c_perf).max(0.15);
+            let clock_slack = (0.15 * c_perf).max(0.4);
             if (c_ours - c_perf).abs() <= clock_slack {
                 break;
             }
             ensure!(
                 round < 3,
-                "task-clock of {command:?}: pmcstat and perf stat (fastest of 5 each) more than 5 % or 0.15 ms apart in 3 rounds: {report:#?}"
+                "task-clock of {command:?}: pmcstat and perf stat (fastest of 5 each) more than 15 % or 0.4 ms apart in 3 rounds: {report:#?}"
             );
         }
     }
