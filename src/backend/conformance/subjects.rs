@@ -175,6 +175,8 @@ impl Subject for FreeBsdDoubleSubject {
         }
     }
 
+    /// Every process runs a whole slice (switched in, counting, switched
+    /// out) and every running system PMC counts `units`.
     fn work(&self, units: u64) {
         self.kernel.advance_all(units);
     }

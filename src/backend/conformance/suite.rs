@@ -55,7 +55,11 @@ pub trait Subject {
     /// Whether the subject offers a capability.
     fn has(&self, cap: Cap) -> bool;
     /// Makes at least `units` of work happen for every running target:
-    /// the caller, the processes of [`Subject::spawn`], every CPU.
+    /// the caller, the processes of [`Subject::spawn`], every CPU; and
+    /// lets it end, as a process that works and then sleeps: on hwpmc a
+    /// process is then switched out, so its counts are in `pm_savedvalue`
+    /// (`pmc_process_csw_out`), which is what PMCRW reads of a PMC on
+    /// another process (`pmc_do_op_pmcrw`).
     fn work(&self, units: u64);
     /// The pid that stands for the caller.
     fn caller(&self) -> u32;

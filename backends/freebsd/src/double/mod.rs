@@ -7,10 +7,23 @@
 //! counter value per PMC that [`KernelDouble::advance`] moves forward, so
 //! the backend above it can be tested end to end without FreeBSD.
 //!
-//! Simplifications, each visible in the API: hardware is one value per
-//! PMC (`advance` adds events to running PMCs that target a process or
-//! CPU); the log file records WRITELOG cookies instead of pmclog bytes;
-//! `p_candebug` is a per-process flag.
+//! Process PMCs live on the hardware of the CPU their target runs on, as
+//! in hwpmc_mod.c: loaded at a context switch in, folded into
+//! `pm_savedvalue` at the switch out (`sched.rs`, after
+//! `pmc_process_csw_in`/`pmc_process_csw_out`), read from the hardware by
+//! PMCRW only when RUNNING and attached to the owner (`pmc_do_op_pmcrw`).
+//! [`KernelDouble::advance`] runs a process on a CPU (it stays there until
+//! another process runs on that CPU or [`KernelDouble::switch_out`]);
+//! [`KernelDouble::advance_all`] gives every process a whole time slice.
+//! The caller is switched in on its CPU (0) for each of its system calls.
+//! Every request is recorded with its arguments and result
+//! ([`KernelDouble::calls`], `record.rs`).
+//!
+//! Simplifications, each visible in the API: a system PMC's hardware is
+//! one value; a sampling process PMC's hardware counts the events left in
+//! its period per target process (`pp_pmcval`), not per thread; the log
+//! file records WRITELOG cookies instead of pmclog bytes; `p_candebug` is
+//! a per-process flag.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -19,6 +32,10 @@ use crate::abi::{self, Class, CpuType, Errno, Mode, State};
 use crate::transport::{Request, Transport};
 
 mod ops;
+mod record;
+mod sched;
+
+pub use record::Call;
 
 /// One class of counters the simulated machine has.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -173,8 +190,11 @@ struct Pmc {
     flags: u32,
     state: State,
     targets: BTreeSet<i32>,
-    /// `pm_savedvalue` (virtual) or the hardware count (system).
+    /// `pm_gv.pm_savedvalue` (virtual) or the hardware count (system).
     value: u64,
+    /// A sampling process PMC's `pp_pmcval` per target: the events left
+    /// in the period, saved at the switch out.
+    left: BTreeMap<i32, u64>,
     /// `pm_reloadcount` (sampling) or `pm_initial` (counting).
     count: u64,
 }
@@ -193,7 +213,16 @@ struct Kernel {
     disabled: BTreeSet<(u32, u32)>,
     syscalls: u32,
     syscall_errors: u32,
+    /// The CPU each running process is on (`td_oncpu`).
+    on_cpu: BTreeMap<i32, u32>,
+    /// The PMC configured on each (CPU, row) (`pcd_config_pmc`).
+    hw: BTreeMap<(u32, u32), sched::Hw>,
+    /// Every request received, in order.
+    calls: Vec<Call>,
 }
+
+/// The CPU the caller runs its system calls on.
+const CALLER_CPU: u32 = 0;
 
 /// The kernel double. See the module documentation.
 #[derive(Debug)]
@@ -230,6 +259,8 @@ impl KernelDouble {
             offline: Mutex::new(BTreeSet::new()),
             kernel: Mutex::new(Kernel {
                 logfd: -1,
+                // The caller is running: it makes the system calls.
+                on_cpu: BTreeMap::from([(pid, CALLER_CPU)]),
                 ..Kernel::default()
             }),
         }
@@ -265,30 +296,44 @@ impl KernelDouble {
             .insert(pid, process);
     }
 
-    /// Simulates `events` occurring in process `pid` on CPU `cpu`: every
-    /// RUNNING virtual PMC targeting `pid` and every RUNNING system PMC on
-    /// `cpu` counts them.
+    /// Simulates `events` occurring in process `pid` on CPU `cpu`: the
+    /// process is switched in there (switching out the one that ran
+    /// there), its RUNNING process PMCs count on that CPU's hardware, and
+    /// every RUNNING system PMC on `cpu` counts them. The process stays on
+    /// the CPU: its counts reach `pm_savedvalue` when it switches out.
     pub fn advance(&self, pid: i32, cpu: u32, events: u64) {
         let mut k = self.lock();
-        for pm in k.pmcs.iter_mut().filter(|p| p.state == State::RUNNING) {
-            let hit = if pm.mode.is_virtual() {
-                pm.targets.contains(&pid)
-            } else {
-                pm.cpu == cpu
-            };
-            if hit {
+        Self::csw_in(&mut k, pid, cpu);
+        Self::count(&mut k, cpu, events, true);
+    }
+
+    /// Simulates a time slice of `events` for everyone: every RUNNING
+    /// system PMC counts them once (each CPU sees the same work), and
+    /// every process is switched out, then runs `events` in a slice of its
+    /// own (switched in, counting, switched out), as processes that work
+    /// and then sleep do.
+    pub fn advance_all(&self, events: u64) {
+        let mut k = self.lock();
+        for pm in k.pmcs.iter_mut() {
+            if pm.state == State::RUNNING && pm.mode.is_system() {
                 pm.value = pm.value.wrapping_add(events);
             }
         }
-    }
-
-    /// Simulates `events` occurring for every target: each RUNNING PMC
-    /// counts them once, whatever it targets (a process PMC's targets and
-    /// a system PMC's CPU all see the same amount of work).
-    pub fn advance_all(&self, events: u64) {
-        let mut k = self.lock();
-        for pm in k.pmcs.iter_mut().filter(|p| p.state == State::RUNNING) {
-            pm.value = pm.value.wrapping_add(events);
+        let running: Vec<i32> = k.on_cpu.keys().copied().collect();
+        for pid in running {
+            Self::csw_out(&mut k, pid);
+        }
+        let pids: Vec<i32> = self
+            .procs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .copied()
+            .collect();
+        for pid in pids {
+            Self::csw_in(&mut k, pid, CALLER_CPU);
+            Self::count(&mut k, CALLER_CPU, events, false);
+            Self::csw_out(&mut k, pid);
         }
     }
 
@@ -324,9 +369,15 @@ impl KernelDouble {
             }
         }
         let mut k = self.lock();
+        // pmc_process_exit takes the exiting process's counting PMCs off
+        // its CPU as a switch out would, then unlinks it.
+        Self::csw_out(&mut k, pid);
         for pm in k.pmcs.iter_mut() {
-            if pm.targets.remove(&pid) && pid == self.pid {
-                pm.flags &= !abi::PMC_F_ATTACHED_TO_OWNER;
+            if pm.targets.remove(&pid) {
+                pm.left.remove(&pid);
+                if pid == self.pid {
+                    pm.flags &= !abi::PMC_F_ATTACHED_TO_OWNER;
+                }
             }
         }
     }
@@ -334,6 +385,17 @@ impl KernelDouble {
     /// The WRITELOG cookies in the configured log, in order.
     pub fn log_cookies(&self) -> Vec<u32> {
         self.lock().log.clone()
+    }
+
+    /// Every request received so far, in order, with its arguments and
+    /// result.
+    pub fn calls(&self) -> Vec<Call> {
+        self.lock().calls.clone()
+    }
+
+    /// The requests received since the last `take_calls`, forgotten.
+    pub fn take_calls(&self) -> Vec<Call> {
+        std::mem::take(&mut self.lock().calls)
     }
 
     /// How many successful FLUSHLOG/CLOSELOG flushes happened.
@@ -529,6 +591,7 @@ impl KernelDouble {
             flags: pflags,
             state: State::ALLOCATED,
             targets: BTreeSet::new(),
+            left: BTreeMap::new(),
             value: if mode.is_system() && !mode.is_sampling() {
                 count
             } else {
@@ -555,6 +618,11 @@ impl KernelDouble {
         }
         let pm = &mut k.pmcs[idx];
         pm.targets.insert(pid);
+        // pmc_link_target_process: pp_pmcval starts at the reload count
+        // (TS) or 0.
+        if pm.mode == Mode::TS {
+            pm.left.insert(pid, pm.count);
+        }
         if pid == self.pid {
             pm.flags |= abi::PMC_F_ATTACHED_TO_OWNER;
         }
@@ -597,6 +665,10 @@ impl KernelDouble {
         if !pm.targets.remove(&pid) {
             return Err(Errno::EINVAL);
         }
+        // pmc_unlink_target_process: pp_pmcval is cleared; a switch out of
+        // the process no longer finds the PMC, so what it counted on the
+        // hardware since its switch in is not saved.
+        pm.left.remove(&pid);
         if pid == self.pid {
             pm.flags &= !abi::PMC_F_ATTACHED_TO_OWNER;
         }
@@ -641,7 +713,15 @@ impl Transport for KernelDouble {
     fn call(&self, request: Request<'_>) -> Result<(), Errno> {
         let mut k = self.lock();
         k.syscalls += 1;
-        let r = self.dispatch(&mut k, request);
+        // The caller is on a CPU while it makes the call.
+        if !k.on_cpu.contains_key(&self.pid) {
+            Self::csw_in(&mut k, self.pid, CALLER_CPU);
+        }
+        let mut call = Call::received(&request);
+        let mut request = request;
+        let r = self.dispatch(&mut k, request.reborrow());
+        call.replied(&request, r);
+        k.calls.push(call);
         if r.is_err() {
             k.syscall_errors += 1;
         }

@@ -222,11 +222,13 @@ impl KernelDouble {
                     return Err(Errno::ENOSYS);
                 };
                 gm.pm_msr = base + adj;
+                self.force_context_switch(k);
                 Ok(())
             }
             Request::PmcRelease(sp) => {
                 let idx = self.find(k, sp.pm_pmcid)?;
                 let pm = k.pmcs.remove(idx);
+                Self::unload(k, pm.id);
                 if let Some(d) = k.disp.get_mut(&pm.ri) {
                     *d -= if pm.mode.is_system() { -1 } else { 1 };
                 }
@@ -234,23 +236,37 @@ impl KernelDouble {
                 Ok(())
             }
             Request::PmcRw(prw) => {
+                // pmc_do_op_pmcrw.
                 if prw.pm_flags & (abi::PMC_F_OLDVALUE | abi::PMC_F_NEWVALUE) == 0 {
                     return Err(Errno::EINVAL);
                 }
                 let idx = self.find(k, prw.pm_pmcid)?;
-                let pm = &mut k.pmcs[idx];
+                let pm = &k.pmcs[idx];
                 if !matches!(pm.state, State::ALLOCATED | State::STOPPED | State::RUNNING) {
                     return Err(Errno::EINVAL);
                 }
                 if pm.state == State::RUNNING && prw.pm_flags & abi::PMC_F_NEWVALUE != 0 {
                     return Err(Errno::EBUSY);
                 }
-                if !pm.mode.is_virtual() && !self.cpu_active(pm.cpu) {
-                    return Err(Errno::ENXIO);
-                }
-                let old = pm.value;
+                let old = if pm.mode.is_virtual() {
+                    // A RUNNING PMC attached to its owner is read from the
+                    // hardware of the caller's CPU; any other reads, and
+                    // every write, go to pm_savedvalue.
+                    let running_on_owner =
+                        pm.flags & abi::PMC_F_ATTACHED_TO_OWNER != 0 && pm.state == State::RUNNING;
+                    running_on_owner
+                        .then(|| self.owner_hw(k, pm.id, pm.ri))
+                        .flatten()
+                        .unwrap_or(pm.value)
+                } else {
+                    // System mode: the counter itself, on an active CPU.
+                    if !self.cpu_active(pm.cpu) {
+                        return Err(Errno::ENXIO);
+                    }
+                    pm.value
+                };
                 if prw.pm_flags & abi::PMC_F_NEWVALUE != 0 {
-                    pm.value = prw.pm_value;
+                    k.pmcs[idx].value = prw.pm_value;
                 }
                 if prw.pm_flags & abi::PMC_F_OLDVALUE != 0 {
                     prw.pm_value = old;
@@ -288,6 +304,13 @@ impl KernelDouble {
                         }
                         self.attach_process(k, idx, self.pid)?;
                     }
+                    k.pmcs[idx].state = State::RUNNING;
+                    // pmc_start: a PMC attached to its owner forces a
+                    // context switch, which puts it on the caller's CPU.
+                    if k.pmcs[idx].flags & abi::PMC_F_ATTACHED_TO_OWNER != 0 {
+                        self.force_context_switch(k);
+                    }
+                    return Ok(());
                 } else {
                     let pm = &mut k.pmcs[idx];
                     if !self.cpu_active(pm.cpu) {

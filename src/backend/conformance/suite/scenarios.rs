@@ -83,7 +83,11 @@ pub(super) fn a_system_pmc_neither_attaches_nor_detaches_nor_gives_its_msr(s: &d
 
 pub(super) fn several_targets_accumulate_and_detach_keeps_the_value(s: &dyn Subject) {
     // hwpmc_mod.c: a virtual PMC's value sums its targets; a detached
-    // target's counts stay in pm_savedvalue.
+    // target's counts stay in pm_savedvalue. PMCRW reads the targets'
+    // counts as of their last switch out (pmc_do_op_pmcrw), and a detach
+    // drops what a target still on a CPU counted since its switch in
+    // (pmc_unlink_target_process before pmc_process_csw_out): exact here
+    // because `work` ends every target's slice.
     let other = s.spawn();
     let mut p = tc(s);
     p.attach(0).shown();

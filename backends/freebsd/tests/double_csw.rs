@@ -1,0 +1,265 @@
+//! The kernel double's context switches and PMCRW readings, each from
+//! FreeBSD 14/15 sys/dev/hwpmc/hwpmc_mod.c: `pmc_process_csw_in` loads a
+//! RUNNING process PMC with `pm_savedvalue` (TC) or the events left in its
+//! period (TS, `pp_pmcval`); `pmc_process_csw_out` adds what the hardware
+//! counted since to `pm_savedvalue` when the process is still a target
+//! (TC) or keeps the events left (TS); `pmc_do_op_pmcrw` reads the
+//! hardware only for a RUNNING PMC attached to its owner, `pm_savedvalue`
+//! otherwise; `pmc_unlink_target_process` (detach) and
+//! `pmc_release_pmc_descriptor` drop what the hardware had;
+//! `pmc_process_exit` saves it. And the record of every request.
+
+use pmc_freebsd::abi::*;
+use pmc_freebsd::double::{KernelDouble, Machine, Process};
+use pmc_freebsd::transport::{Request, Transport};
+
+const ME: i32 = 100;
+const A: i32 = 200;
+const B: i32 = 300;
+
+fn kernel() -> KernelDouble {
+    let k = KernelDouble::new(Machine::intel_2cpu(), ME);
+    for pid in [A, B] {
+        k.add_process(
+            pid,
+            Process {
+                parent: ME,
+                exiting: false,
+                debuggable: true,
+            },
+        );
+    }
+    k
+}
+
+fn allocate(k: &KernelDouble, mode: Mode, count: u64) -> u32 {
+    let mut pa = pmc_op_pmcallocate {
+        pm_class: Class::SOFT as u32,
+        pm_ev: PMC_EV_SOFT_FIRST,
+        pm_mode: mode as u32,
+        pm_cpu: PMC_CPU_ANY,
+        pm_count: count,
+        ..Default::default()
+    };
+    k.call(Request::PmcAllocate(&mut pa)).unwrap();
+    pa.pm_pmcid
+}
+
+fn attach(k: &KernelDouble, id: u32, pid: i32) {
+    k.call(Request::PmcAttach(&mut pmc_op_pmcattach {
+        pm_pmc: id,
+        pm_pid: pid,
+    }))
+    .unwrap();
+}
+
+fn detach(k: &KernelDouble, id: u32, pid: i32) {
+    k.call(Request::PmcDetach(&mut pmc_op_pmcattach {
+        pm_pmc: id,
+        pm_pid: pid,
+    }))
+    .unwrap();
+}
+
+fn start(k: &KernelDouble, id: u32) {
+    k.call(Request::PmcStart(&mut pmc_op_simple { pm_pmcid: id }))
+        .unwrap();
+}
+
+fn stop(k: &KernelDouble, id: u32) {
+    k.call(Request::PmcStop(&mut pmc_op_simple { pm_pmcid: id }))
+        .unwrap();
+}
+
+fn read(k: &KernelDouble, id: u32) -> u64 {
+    let mut rw = pmc_op_pmcrw {
+        pm_pmcid: id,
+        pm_flags: PMC_F_OLDVALUE,
+        pm_value: 0,
+    };
+    k.call(Request::PmcRw(&mut rw)).unwrap();
+    rw.pm_value
+}
+
+fn write(k: &KernelDouble, id: u32, value: u64) {
+    k.call(Request::PmcRw(&mut pmc_op_pmcrw {
+        pm_pmcid: id,
+        pm_flags: PMC_F_NEWVALUE,
+        pm_value: value,
+    }))
+    .unwrap();
+}
+
+/// A PMC on another process reads pm_savedvalue: a slice still running is
+/// not in it until the process switches out.
+#[test]
+fn another_process_is_read_as_of_its_last_switch_out() {
+    let k = kernel();
+    let id = allocate(&k, Mode::TC, 0);
+    attach(&k, id, A);
+    start(&k, id);
+    k.advance(A, 1, 40);
+    assert_eq!(read(&k, id), 0, "A is still on CPU 1");
+    assert_eq!(k.on_cpu(A), Some(1));
+    k.switch_out(A);
+    assert_eq!(read(&k, id), 40);
+    // A second slice on CPU 0: the caller's system call takes CPU 0 back,
+    // which switches A out.
+    k.advance(A, 0, 2);
+    assert_eq!(read(&k, id), 42);
+    assert_eq!(k.on_cpu(A), None);
+}
+
+/// RUNNING and attached to its owner: the owner's hardware, loaded at its
+/// switch in; the other targets' slices reach it at the next switch in.
+#[test]
+fn the_owner_reads_its_hardware_while_running() {
+    let k = kernel();
+    let id = allocate(&k, Mode::TC, 0);
+    attach(&k, id, ME);
+    attach(&k, id, A);
+    start(&k, id);
+    k.advance(ME, 0, 3);
+    k.advance(A, 1, 20);
+    k.switch_out(A);
+    assert_eq!(read(&k, id), 3, "the hardware of the owner's CPU");
+    k.switch_out(ME);
+    assert_eq!(read(&k, id), 23, "loaded with pm_savedvalue again");
+    // STOPPED: pm_savedvalue; the owner's hardware still counts until its
+    // switch out (pmc_stop does not take a process PMC off the CPU).
+    k.advance(ME, 0, 4);
+    stop(&k, id);
+    k.advance(ME, 0, 1);
+    assert_eq!(read(&k, id), 23, "not saved yet");
+    k.switch_out(ME);
+    assert_eq!(read(&k, id), 28);
+    k.advance(ME, 0, 100);
+    k.switch_out(ME);
+    assert_eq!(read(&k, id), 28, "a stopped PMC is not switched in");
+}
+
+/// A write while stopped sets pm_savedvalue, which the next switch in
+/// loads; a write while the owner's hardware still has the PMC adds what
+/// the switch out saves.
+#[test]
+fn a_write_is_the_value_the_next_switch_in_loads() {
+    let k = kernel();
+    let id = allocate(&k, Mode::TC, 0);
+    start(&k, id);
+    k.advance(ME, 0, 6);
+    stop(&k, id);
+    write(&k, id, 1000);
+    k.switch_out(ME);
+    assert_eq!(read(&k, id), 1006, "the hardware's 6 came after the write");
+    start(&k, id);
+    k.advance(ME, 0, 1);
+    assert_eq!(read(&k, id), 1007);
+}
+
+/// Detach unlinks the process at once: its running slice is lost.
+/// Exit saves it (pmc_process_exit), then unlinks.
+#[test]
+fn detach_drops_a_running_slice_and_exit_keeps_it() {
+    let k = kernel();
+    let id = allocate(&k, Mode::TC, 0);
+    attach(&k, id, A);
+    attach(&k, id, B);
+    start(&k, id);
+    k.advance(A, 1, 5);
+    k.switch_out(A);
+    k.advance(A, 1, 50);
+    stop(&k, id);
+    detach(&k, id, A);
+    k.switch_out(A);
+    assert_eq!(read(&k, id), 5, "the 50 of the slice running at detach");
+    start(&k, id);
+    k.advance(B, 1, 7);
+    k.exit_process(B);
+    assert_eq!(read(&k, id), 12, "exit saved B's running slice");
+}
+
+/// Release takes the PMC off the hardware; a PMC that reuses its row (and
+/// id) starts clean.
+#[test]
+fn release_takes_the_pmc_off_every_cpu() {
+    let k = kernel();
+    let id = allocate(&k, Mode::TC, 0);
+    start(&k, id);
+    k.advance(ME, 0, 9);
+    k.call(Request::PmcRelease(&mut pmc_op_simple { pm_pmcid: id }))
+        .unwrap();
+    let again = allocate(&k, Mode::TC, 0);
+    assert_eq!(again, id, "the same row");
+    k.switch_out(ME);
+    assert_eq!(read(&k, again), 0);
+}
+
+/// TS: the hardware counts down the events left in the period per target
+/// (pp_pmcval, the reload count at attach); PMCRW reads it only while
+/// RUNNING on the owner; pm_savedvalue is only what PMCRW writes.
+#[test]
+fn sampling_reads_the_events_left_or_pm_savedvalue() {
+    let k = kernel();
+    let id = allocate(&k, Mode::TS, 1000);
+    start(&k, id);
+    k.advance(ME, 0, 300);
+    assert_eq!(read(&k, id), 700);
+    k.advance(ME, 0, 1000);
+    assert_eq!(read(&k, id), 700, "one period later");
+    k.switch_out(ME);
+    assert_eq!(read(&k, id), 700, "kept in pp_pmcval and loaded again");
+    k.advance(ME, 0, 700);
+    assert_eq!(read(&k, id), 1000, "reloaded at the overflow");
+    stop(&k, id);
+    assert_eq!(read(&k, id), 0, "STOPPED: pm_savedvalue");
+}
+
+/// Every request is recorded with its arguments and the kernel's answer.
+#[test]
+fn requests_are_recorded_with_arguments_and_replies() {
+    let k = kernel();
+    let id = allocate(&k, Mode::TC, 5);
+    attach(&k, id, A);
+    let mut again = pmc_op_pmcattach {
+        pm_pmc: id,
+        pm_pid: A,
+    };
+    assert_eq!(k.call(Request::PmcAttach(&mut again)), Err(Errno::EEXIST));
+    start(&k, id);
+    k.advance(A, 1, 4);
+    k.switch_out(A);
+    assert_eq!(read(&k, id), 4);
+    let calls = k.take_calls();
+    assert!(k.calls().is_empty(), "taken");
+    let ops: Vec<_> = calls.iter().map(|c| c.op).collect();
+    assert_eq!(
+        ops,
+        [
+            Op::PMCALLOCATE,
+            Op::PMCATTACH,
+            Op::PMCATTACH,
+            Op::PMCSTART,
+            Op::PMCRW
+        ]
+    );
+    let a = &calls[0];
+    assert_eq!(
+        (a.pmcid, a.mode, a.cpu, a.class, a.event, a.value, a.result),
+        (
+            id,
+            Mode::TC as u32,
+            PMC_CPU_ANY,
+            Class::SOFT as u32,
+            PMC_EV_SOFT_FIRST,
+            5,
+            Ok(())
+        )
+    );
+    assert_eq!((calls[1].pmcid, calls[1].pid), (id, A));
+    assert_eq!(calls[2].result, Err(Errno::EEXIST));
+    assert_eq!(calls[3].pmcid, id);
+    assert_eq!(
+        (calls[4].flags, calls[4].value, calls[4].reply),
+        (PMC_F_OLDVALUE, 0, 4)
+    );
+}
