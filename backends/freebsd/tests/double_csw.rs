@@ -263,3 +263,46 @@ fn requests_are_recorded_with_arguments_and_replies() {
         (PMC_F_OLDVALUE, 0, 4)
     );
 }
+
+/// GETPMCINFO (pcd_describe) shows the PMC configured on each row of the
+/// CPU: the caller moves there (pmc_select_cpu), so its RUNNING process
+/// PMCs are switched in and show with it as owner; a stopped one or one
+/// on another process shows only the row's THREAD disposition.
+#[test]
+fn pmcinfo_shows_the_callers_running_process_pmcs_on_the_cpu_asked() {
+    let k = kernel();
+    let mine = allocate(&k, Mode::TC, 0);
+    let theirs = allocate(&k, Mode::TC, 0);
+    attach(&k, theirs, A);
+    start(&k, mine);
+    start(&k, theirs);
+    let rows = |cpu: i32| {
+        let mut rows = vec![pmc_info::default(); 24];
+        k.call(Request::GetPmcInfo {
+            cpu,
+            pmcs: &mut rows,
+        })
+        .unwrap();
+        rows
+    };
+    for cpu in [0, 1] {
+        let r = rows(cpu);
+        let mine_row = &r[pmc_id_to_rowindex(mine) as usize];
+        assert_eq!(
+            (mine_row.pm_ownerpid, mine_row.pm_mode, mine_row.pm_rowdisp),
+            (ME, Mode::TC as u32, Disp::THREAD as u32),
+            "cpu {cpu}"
+        );
+        assert_ne!(mine_row.pm_flags & PMC_F_ATTACHED_TO_OWNER, 0);
+        let theirs_row = &r[pmc_id_to_rowindex(theirs) as usize];
+        assert_eq!(
+            (theirs_row.pm_ownerpid, theirs_row.pm_rowdisp),
+            (-1, Disp::THREAD as u32),
+            "cpu {cpu}: A is not running"
+        );
+    }
+    assert_eq!(k.on_cpu(ME), Some(0), "back on its CPU");
+    stop(&k, mine);
+    k.switch_out(ME);
+    assert_eq!(rows(1)[pmc_id_to_rowindex(mine) as usize].pm_ownerpid, -1);
+}

@@ -103,6 +103,7 @@ backend_suite!(
         ss_write_is_read_back_and_set_is_the_reload_count,
         a_counter_that_never_ran_is_an_error_not_zero,
         pmcinfo_lists_own_pmcs_with_their_state,
+        pmcinfo_shows_a_system_pmc_on_its_cpu,
     ],
     not_applicable: [],
 );
@@ -134,6 +135,7 @@ backend_suite!(
         tc_write_sets_the_value_but_set_and_the_allocate_count_do_not,
         sc_counts_from_its_initial_value_and_a_write_lasts_until_start,
         pmcinfo_lists_own_pmcs_with_their_state,
+        pmcinfo_shows_a_system_pmc_on_its_cpu,
     ],
     not_applicable: [
         allocate_accepts_the_sampling_flags_hwpmc_accepts =>
@@ -205,5 +207,7 @@ backend_suite!(
             "n/a: portable: it has no sampling modes; it has no system (per-CPU) modes",
         a_counter_that_never_ran_is_an_error_not_zero =>
             "n/a: portable: it is never multiplexed",
+        pmcinfo_shows_a_system_pmc_on_its_cpu =>
+            "n/a: portable: it has no system (per-CPU) modes",
     ],
 );

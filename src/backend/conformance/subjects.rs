@@ -1,12 +1,15 @@
 //! The backends the unit-test instances of the suite run on.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
-use pmc_freebsd::double::{KernelDouble, Machine, Process};
-use pmc_freebsd::{Arch, Hwpmc, PmuEvent, PmuEvents, PmuVendor};
+use pmc_freebsd::abi;
+use pmc_freebsd::double::{Call, KernelDouble, Machine, Process};
+use pmc_freebsd::{Arch, Hwpmc, Op, PmuEvent, PmuEvents, PmuVendor, Request, Transport};
 
-use super::suite::{Cap, Subject};
+use super::suite::{Cap, KernelRow, Subject};
+use crate::Mode;
 use crate::backend::Backend;
 use crate::backend::freebsd::FreeBsdBackend;
 use crate::backend::sim::SimBackend;
@@ -107,6 +110,11 @@ pub struct FreeBsdDoubleSubject {
     kernel: Arc<KernelDouble>,
     backend: Arc<dyn Backend>,
     next_pid: AtomicU32,
+    /// `#n` of each hwpmc PMC id (its latest allocation), and the next n.
+    numbers: Mutex<(HashMap<u32, usize>, usize)>,
+    /// Requests taken from the kernel before a query of the subject's own
+    /// (`kernel_rows`), still to be reported.
+    pending: Mutex<Vec<Call>>,
 }
 
 impl FreeBsdDoubleSubject {
@@ -126,10 +134,80 @@ impl FreeBsdDoubleSubject {
         let mut hwpmc = Hwpmc::open_with_pmu(kernel.clone(), Some(pmu)).expect("double opens");
         // The double is an amd64 machine whatever the host.
         hwpmc.resolver_mut().arch = Arch::Amd64;
+        // What opening asked (version, CPU information, soft events) is
+        // not a scenario's.
+        kernel.take_calls();
         FreeBsdDoubleSubject {
             backend: Arc::new(FreeBsdBackend::from_hwpmc(hwpmc)),
             kernel,
             next_pid: AtomicU32::new(FIRST_PID),
+            numbers: Mutex::new((HashMap::new(), 0)),
+            pending: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// One recorded request as a line of [`Subject::take_requests`].
+    fn render(&self, c: &Call) -> String {
+        let mut numbers = self.numbers.lock().unwrap_or_else(|e| e.into_inner());
+        let (ids, next) = &mut *numbers;
+        let number = |id: u32| {
+            ids.get(&id)
+                .map_or_else(|| format!("#?{id:#x}"), |n| format!("#{n}"))
+        };
+        let line = match c.op {
+            Op::PMCALLOCATE => {
+                let mode = abi::Mode::from_raw(c.mode).map_or("?", |m| m.name());
+                let cpu = if c.cpu == abi::PMC_CPU_ANY {
+                    "ANY".to_string()
+                } else {
+                    c.cpu.to_string()
+                };
+                let mut line = format!("ALLOCATE {mode} cpu={cpu}");
+                if c.flags != 0 {
+                    line += &format!(" flags={:#x}", c.flags);
+                }
+                if c.value != 0 {
+                    line += &format!(" count={}", c.value);
+                }
+                if c.result.is_ok() {
+                    ids.insert(c.pmcid, *next);
+                    line += &format!(" -> #{next}");
+                    *next += 1;
+                }
+                line
+            }
+            Op::PMCATTACH => format!("ATTACH {} pid={}", number(c.pmcid), c.pid),
+            Op::PMCDETACH => format!("DETACH {} pid={}", number(c.pmcid), c.pid),
+            Op::PMCRW => {
+                let (old, new) = (
+                    c.flags & abi::PMC_F_OLDVALUE != 0,
+                    c.flags & abi::PMC_F_NEWVALUE != 0,
+                );
+                match (old, new) {
+                    (true, false) => format!("READ {}", number(c.pmcid)),
+                    (false, true) => format!("WRITE {} value={}", number(c.pmcid), c.value),
+                    _ => format!(
+                        "RW {} flags={:#x} value={}",
+                        number(c.pmcid),
+                        c.flags,
+                        c.value
+                    ),
+                }
+            }
+            Op::PMCSETCOUNT => format!("SETCOUNT {} count={}", number(c.pmcid), c.value),
+            Op::PMCSTART | Op::PMCSTOP | Op::PMCRELEASE | Op::PMCGETMSR => {
+                format!(
+                    "{} {}",
+                    c.op.name().trim_start_matches("PMC"),
+                    number(c.pmcid)
+                )
+            }
+            Op::GETPMCINFO | Op::PMCADMIN => format!("{} cpu={}", c.op.name(), c.cpu),
+            op => op.name().to_string(),
+        };
+        match c.result {
+            Ok(()) => line,
+            Err(e) => format!("{line} = {}", e.name()),
         }
     }
 
@@ -203,6 +281,49 @@ impl Subject for FreeBsdDoubleSubject {
 
     fn set_online(&self, cpu: u32, online: bool) {
         self.kernel.set_cpu_active(cpu, online);
+    }
+
+    fn take_requests(&self) -> Option<Vec<String>> {
+        let mut calls =
+            std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        calls.extend(self.kernel.take_calls());
+        Some(calls.iter().map(|c| self.render(c)).collect())
+    }
+
+    fn kernel_rows(&self, cpu: u32) -> Option<Vec<KernelRow>> {
+        let before = self.kernel.take_calls();
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(before);
+        let npmc: u32 = self.kernel.machine().classes.iter().map(|c| c.num).sum();
+        let mut rows = vec![abi::pmc_info::default(); npmc as usize];
+        self.kernel
+            .call(Request::GetPmcInfo {
+                cpu: cpu as i32,
+                pmcs: &mut rows,
+            })
+            .expect("GETPMCINFO");
+        self.kernel.take_calls();
+        Some(
+            rows.iter()
+                .map(|r| KernelRow {
+                    disposition: match abi::Disp::from_raw(r.pm_rowdisp) {
+                        Some(abi::Disp::THREAD) => "THREAD",
+                        Some(abi::Disp::STANDALONE) => "STANDALONE",
+                        _ => "FREE",
+                    },
+                    owner: (r.pm_ownerpid >= 0).then_some(r.pm_ownerpid as u32),
+                    mode: (r.pm_ownerpid >= 0).then(|| match abi::Mode::from_raw(r.pm_mode) {
+                        Some(abi::Mode::SS) => Mode::SS,
+                        Some(abi::Mode::SC) => Mode::SC,
+                        Some(abi::Mode::TS) => Mode::TS,
+                        _ => Mode::TC,
+                    }),
+                    flags: r.pm_flags,
+                })
+                .collect(),
+        )
     }
 
     fn direct_read_event(&self) -> (&'static str, u32) {

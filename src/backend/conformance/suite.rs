@@ -94,6 +94,34 @@ pub trait Subject {
     fn direct_read_event(&self) -> (&'static str, u32) {
         unreachable!("direct_read_event needs Cap::DirectRead")
     }
+    /// The kernel requests the backend made since the last call, one per
+    /// line (`ALLOCATE TC cpu=ANY -> #1`, `ATTACH #1 pid=42`, `READ #1`,
+    /// `… = EEXIST` when refused; `#n` numbers the PMCs the kernel
+    /// allocated, in order), where the subject's kernel records them (the
+    /// FreeBSD double); `None` where it does not, and nothing is checked.
+    fn take_requests(&self) -> Option<Vec<String>> {
+        None
+    }
+    /// The kernel's own GETPMCINFO rows of `cpu`, where the subject can
+    /// ask its kernel (the FreeBSD double); `None` elsewhere.
+    fn kernel_rows(&self, cpu: u32) -> Option<Vec<KernelRow>> {
+        let _ = cpu;
+        None
+    }
+}
+
+/// One row of the kernel's GETPMCINFO (`struct pmc_info`) as the suite
+/// compares it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelRow {
+    /// `pm_rowdisp`: `FREE`, `THREAD` or `STANDALONE`.
+    pub disposition: &'static str,
+    /// `pm_ownerpid`, when a PMC is configured on the row.
+    pub owner: Option<u32>,
+    /// `pm_mode` of that PMC.
+    pub mode: Option<Mode>,
+    /// `pm_flags` of that PMC (`PMC_F_*` bits).
+    pub flags: u32,
 }
 
 /// One scenario: its name (the test's name), what it needs, its body.
@@ -201,6 +229,19 @@ fn assert_grew(s: &dyn Subject, before: u64, after: u64, units: u64, what: &str)
         assert!(
             delta >= expected && delta < 1 << 50,
             "{what}: {before} → {after}, expected at least {expected} more"
+        );
+    }
+}
+
+/// Where the subject records its kernel's requests, those made since the
+/// last check are `expected` (lines joined by `; `).
+#[track_caller]
+fn requests(s: &dyn Subject, expected: &str) {
+    if let Some(got) = s.take_requests() {
+        assert_eq!(
+            got.join("; "),
+            expected,
+            "the kernel requests the backend made"
         );
     }
 }
@@ -360,5 +401,10 @@ pub static SCENARIOS: &[Scenario] = &[
         name: "pmcinfo_lists_own_pmcs_with_their_state",
         needs: &[],
         run: pmcinfo_lists_own_pmcs_with_their_state,
+    },
+    Scenario {
+        name: "pmcinfo_shows_a_system_pmc_on_its_cpu",
+        needs: &[Cap::SystemMode],
+        run: pmcinfo_shows_a_system_pmc_on_its_cpu,
     },
 ];

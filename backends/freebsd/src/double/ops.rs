@@ -112,6 +112,11 @@ impl KernelDouble {
                 if !self.cpu_active(cpu) {
                     return Err(Errno::ENXIO);
                 }
+                // pmc_select_cpu: the caller moves to `cpu` (its process
+                // PMCs are switched in there) and back afterwards
+                // (pmc_restore_cpu_binding).
+                let home = k.on_cpu.get(&self.pid).copied();
+                Self::csw_in(k, self.pid, cpu);
                 for (ri, slot) in pmcs
                     .iter_mut()
                     .enumerate()
@@ -132,11 +137,12 @@ impl KernelDouble {
                         d if d > 0 => abi::Disp::THREAD,
                         _ => abi::Disp::FREE,
                     } as u32;
-                    if let Some(pm) = k
-                        .pmcs
-                        .iter()
-                        .find(|p| p.ri == ri && p.mode.is_system() && p.cpu == cpu)
-                    {
+                    // pcd_describe: the PMC configured on the row, a system
+                    // PMC of this CPU or a process PMC switched in here.
+                    let on_row = k.hw.get(&(cpu, ri)).map(|hw| hw.id);
+                    if let Some(pm) = k.pmcs.iter().find(|p| {
+                        p.ri == ri && ((p.mode.is_system() && p.cpu == cpu) || Some(p.id) == on_row)
+                    }) {
                         info.pm_ownerpid = self.pid;
                         info.pm_mode = pm.mode as u32;
                         info.pm_event = pm.event;
@@ -146,6 +152,9 @@ impl KernelDouble {
                         }
                     }
                     *slot = info;
+                }
+                if let Some(home) = home {
+                    Self::csw_in(k, self.pid, home);
                 }
                 Ok(())
             }

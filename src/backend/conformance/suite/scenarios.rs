@@ -8,6 +8,8 @@ pub(super) fn start_attaches_the_caller_and_counts_only_while_running(s: &dyn Su
     let mut p = tc(s);
     s.work(5);
     assert_eq!(p.read().shown(), 0, "nothing counts before start");
+    // pmc_allocate(3)'s failure at allocate: a trial PMC, released.
+    requests(s, "ALLOCATE TC cpu=ANY -> #0; RELEASE #0");
     assert_eq!(
         p.handles(),
         0,
@@ -15,6 +17,13 @@ pub(super) fn start_attaches_the_caller_and_counts_only_while_running(s: &dyn Su
     );
     p.start().shown();
     assert_eq!(p.targets(), vec![s.caller()]);
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #1; ATTACH #1 pid={}; START #1",
+            s.caller()
+        ),
+    );
     s.work(10);
     let first = p.read().shown();
     assert_grew(s, 0, first, 10, "running");
@@ -23,6 +32,7 @@ pub(super) fn start_attaches_the_caller_and_counts_only_while_running(s: &dyn Su
     p.stop().shown();
     let stopped = p.read().shown();
     assert_grew(s, first, stopped, 0, "stop");
+    requests(s, "READ #1; STOP #1; READ #1");
     s.work(100);
     assert_eq!(
         p.read().shown(),
@@ -42,6 +52,13 @@ pub(super) fn stop_before_start_is_einval(s: &dyn Subject) {
     p.attach(0).shown();
     assert_eq!(errno(p.stop()), libc::EINVAL, "attached, never started");
     assert_eq!(p.state(), State::Allocated);
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; ALLOCATE TC cpu=ANY -> #1; ATTACH #1 pid={}",
+            s.caller()
+        ),
+    );
     // PMCRW of a PMC not RUNNING reads pm_savedvalue: 0 until a write.
     assert_eq!(p.read().shown(), 0, "attached, never started");
 }
@@ -61,6 +78,13 @@ pub(super) fn attach_rules_follow_pmc_attach(s: &dyn Subject) {
         "start must not attach the caller once attached"
     );
     assert_eq!(errno(p.attach(0)), libc::EBUSY);
+    // EEXIST, ESRCH and EBUSY are decided before the kernel is asked.
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; ALLOCATE TC cpu=ANY -> #1; ATTACH #1 pid={other}; START #1"
+        ),
+    );
 }
 
 pub(super) fn a_system_pmc_neither_attaches_nor_detaches_nor_gives_its_msr(s: &dyn Subject) {
@@ -72,6 +96,9 @@ pub(super) fn a_system_pmc_neither_attaches_nor_detaches_nor_gives_its_msr(s: &d
     assert_eq!(errno(sc.attach(other)), libc::EINVAL);
     assert_eq!(errno(sc.detach(other)), libc::ESRCH);
     assert_eq!(errno(sc.get_msr()), libc::EINVAL, "system mode");
+    // A system PMC is opened at allocate (on its CPU, no trial); the
+    // refusals are decided before the kernel is asked.
+    requests(s, "ALLOCATE SC cpu=0 -> #0");
     // PMCRW on a stopped system PMC writes its counter and reads it back,
     // in full too.
     sc.start().shown();
@@ -79,6 +106,7 @@ pub(super) fn a_system_pmc_neither_attaches_nor_detaches_nor_gives_its_msr(s: &d
     sc.write(7).shown();
     assert_eq!(sc.read().shown(), 7);
     assert_eq!(sc.read_detailed().shown().value, 7);
+    requests(s, "READ #0; START #0; STOP #0; READ #0; READ #0");
 }
 
 pub(super) fn several_targets_accumulate_and_detach_keeps_the_value(s: &dyn Subject) {
@@ -97,6 +125,18 @@ pub(super) fn several_targets_accumulate_and_detach_keeps_the_value(s: &dyn Subj
     assert_eq!(p.read().shown(), 20 * s.per_unit());
     p.detach(other).shown();
     s.work(10);
+    // One hwpmc PMC per target; a detach stops, reads and releases the
+    // target's (PMCRELEASE detaches it).
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; \
+             ALLOCATE TC cpu=ANY -> #1; ATTACH #1 pid={}; \
+             ALLOCATE TC cpu=ANY -> #2; ATTACH #2 pid={other}; \
+             START #1; START #2; READ #1; READ #2; STOP #2; READ #2; RELEASE #2",
+            s.caller()
+        ),
+    );
     assert_eq!(p.read().shown(), 30 * s.per_unit(), "the detached 10 stay");
 }
 
@@ -281,6 +321,17 @@ pub(super) fn start_after_every_target_was_detached_is_esrch(s: &dyn Subject) {
     d.detach(other).shown();
     d.start().shown();
     assert_eq!(d.targets(), vec![s.caller()]);
+    // Start after the last tree's detach attaches the owner, with
+    // PMC_F_DESCENDANTS.
+    let all = s.take_requests().map(|r| r.join("; "));
+    if let Some(all) = all {
+        let tail = format!(
+            "ALLOCATE TC cpu=ANY flags={:#x} -> #6; ATTACH #6 pid={}; START #6",
+            Flags::DESCENDANTS.bits(),
+            s.caller()
+        );
+        assert!(all.ends_with(&tail), "{all}");
+    }
 }
 
 pub(super) fn exited_targets_leave_the_list_and_make_start_esrch(s: &dyn Subject) {
@@ -345,9 +396,27 @@ pub(super) fn attaching_overlapping_descendant_trees_is_eexist_and_changes_nothi
     assert_eq!(errno(p.attach(low)), libc::EEXIST, "inside a tree");
     assert_eq!(p.targets(), vec![mid]);
     let mut q = tc(s);
+    // The tree is hwpmc's to follow: the target's PMC carries
+    // PMC_F_DESCENDANTS; the EEXISTs are decided before the kernel is
+    // asked.
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; \
+             ALLOCATE TC cpu=ANY flags={:#x} -> #1; ATTACH #1 pid={mid}; \
+             ALLOCATE TC cpu=ANY -> #2; RELEASE #2",
+            Flags::DESCENDANTS.bits()
+        ),
+    );
     q.attach(top).shown();
     q.attach(mid).shown();
     assert_eq!(q.targets(), vec![top, mid], "without DESCENDANTS, no trees");
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #3; ATTACH #3 pid={top}; ALLOCATE TC cpu=ANY -> #4; ATTACH #4 pid={mid}"
+        ),
+    );
 }
 
 pub(super) fn detach_is_esrch_for_unmonitored_and_einval_for_another_pmcs_process(s: &dyn Subject) {
@@ -365,6 +434,17 @@ pub(super) fn detach_is_esrch_for_unmonitored_and_einval_for_another_pmcs_proces
     p.detach(0).shown();
     other.detach(b).shown();
     assert_eq!(errno(p.detach(b)), libc::ESRCH, "now nobody's");
+    // The ESRCH and EINVAL are decided before the kernel is asked.
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; ALLOCATE TC cpu=ANY -> #1; RELEASE #1; \
+             ALLOCATE TC cpu=ANY -> #2; ATTACH #2 pid={b}; \
+             ALLOCATE TC cpu=ANY -> #3; ATTACH #3 pid={}; \
+             READ #3; RELEASE #3; READ #2; RELEASE #2",
+            s.caller()
+        ),
+    );
 }
 
 pub(super) fn get_msr_needs_a_process_pmc_attached_only_to_its_owner(s: &dyn Subject) {
@@ -386,6 +466,20 @@ pub(super) fn get_msr_needs_a_process_pmc_attached_only_to_its_owner(s: &dyn Sub
     q.start().shown();
     let e = q.get_msr().unwrap_err();
     assert_eq!(e.errno(), libc::ENOSYS, "no direct read of this event: {e}");
+    // The EINVALs are decided before the kernel is asked; ENOSYS is the
+    // kernel's (the class has no pcd_get_msr).
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; ALLOCATE TC cpu=ANY -> #1; ATTACH #1 pid={other}; \
+             ALLOCATE TC cpu=ANY -> #2; ATTACH #2 pid={me}; ALLOCATE TC cpu=ANY -> #3; RELEASE #3; \
+             ALLOCATE TC cpu=ANY flags={d:#x} -> #4; ATTACH #4 pid={me}; \
+             ALLOCATE TC cpu=ANY -> #5; RELEASE #5; ALLOCATE TC cpu=ANY -> #6; ATTACH #6 pid={me}; \
+             START #6; GETMSR #6 = ENOSYS",
+            me = s.caller(),
+            d = Flags::DESCENDANTS.bits()
+        ),
+    );
     q.stop().shown();
     q.attach(other).shown();
 }
@@ -403,6 +497,15 @@ pub(super) fn get_msr_returns_the_index_and_leaves_attach_open(s: &dyn Subject) 
     let mut p = Pmc::allocate_on(s.backend(), event, Mode::TC, Flags::empty(), Cpu::Any, 0).shown();
     p.start().shown();
     assert_eq!(p.get_msr().shown(), index);
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY flags={f:#x} -> #0; RELEASE #0; \
+             ALLOCATE TC cpu=ANY flags={f:#x} -> #1; ATTACH #1 pid={}; START #1; GETMSR #1",
+            s.caller(),
+            f = Flags::EV_PMU.bits()
+        ),
+    );
     p.stop().shown();
     p.attach(other).shown();
     let mut targets = p.targets();
@@ -455,6 +558,16 @@ pub(super) fn tc_write_sets_the_value_but_set_and_the_allocate_count_do_not(s: &
     assert_eq!(p.read().shown(), 7);
     p.start().shown();
     s.work(3);
+    // The allocate count, set and the write stay in pmc (the kernel's
+    // counter is only started, stopped and read).
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; ALLOCATE TC cpu=ANY -> #1; ATTACH #1 pid={}; \
+             START #1; STOP #1; READ #1; START #1",
+            s.caller()
+        ),
+    );
     assert_grew(
         s,
         7,
@@ -506,6 +619,13 @@ pub(super) fn sc_counts_from_its_initial_value_and_a_write_lasts_until_start(s: 
         p.read().shown(),
         1000 + 2 * u,
         "set is where start counts from"
+    );
+    // pm_initial stays in pmc: the kernel's PMC is allocated without a
+    // count, read at each start to count from there.
+    requests(
+        s,
+        "ALLOCATE SC cpu=1 -> #0; READ #0; START #0; READ #0; STOP #0; READ #0; READ #0; \
+         START #0; READ #0; STOP #0; READ #0; READ #0; START #0; READ #0",
     );
 }
 
@@ -603,6 +723,69 @@ pub(super) fn pmcinfo_lists_own_pmcs_with_their_state(s: &dyn Subject) {
         (r.state, r.targets.clone()),
         (State::Running, vec![s.caller()])
     );
+    // The kernel's rows (hwpmc_mod.c PMC_OP_GETPMCINFO, pcd_describe): the
+    // caller is moved to the CPU asked (pmc_select_cpu), so its running
+    // process PMC is on that CPU's row, with its owner, mode and flags,
+    // and the row's disposition is THREAD.
+    for cpu in s.backend().online_cpus() {
+        let Some(rows) = s.kernel_rows(cpu) else {
+            break;
+        };
+        let owned: Vec<&KernelRow> = rows.iter().filter(|k| k.owner.is_some()).collect();
+        assert_eq!(owned.len(), 1, "cpu {cpu}: {rows:?}");
+        assert_eq!(
+            (owned[0].owner, owned[0].mode, owned[0].disposition),
+            (Some(r.owner_pid), Some(r.mode), "THREAD"),
+            "cpu {cpu}: the kernel's row of {r:?}"
+        );
+        assert_eq!(
+            owned[0].flags & r.flags.bits(),
+            r.flags.bits(),
+            "cpu {cpu}: the PMC's flags are in the kernel's"
+        );
+    }
     drop(p);
     assert!(row().is_none(), "released PMCs leave the table");
+    if let Some(rows) = s.kernel_rows(0) {
+        assert!(
+            rows.iter()
+                .all(|k| k.owner.is_none() && k.disposition == "FREE"),
+            "released in the kernel too: {rows:?}"
+        );
+    }
+}
+
+pub(super) fn pmcinfo_shows_a_system_pmc_on_its_cpu(s: &dyn Subject) {
+    // A system PMC's pmcinfo row names its mode, CPU and owner; in the
+    // kernel (PMC_OP_GETPMCINFO) it is configured on one row of its CPU
+    // only, whose disposition is STANDALONE (PMC_MARK_ROW_STANDALONE).
+    let mut p = pmc(s, Mode::SC, Flags::empty(), Cpu::Id(1)).shown();
+    let r = pmcinfo_rows()
+        .into_iter()
+        .find(|r| r.id == p.id())
+        .expect("a pmcinfo row");
+    assert_eq!(
+        (r.mode, r.cpu, r.owner_pid, r.state),
+        (Mode::SC, Cpu::Id(1), s.caller(), State::Allocated)
+    );
+    p.start().shown();
+    if let Some(rows) = s.kernel_rows(1) {
+        let owned: Vec<&KernelRow> = rows.iter().filter(|k| k.owner.is_some()).collect();
+        assert_eq!(owned.len(), 1, "{rows:?}");
+        assert_eq!(
+            (owned[0].owner, owned[0].mode, owned[0].disposition),
+            (Some(s.caller()), Some(Mode::SC), "STANDALONE"),
+            "the kernel's row of {r:?}"
+        );
+        let on_0 = s.kernel_rows(0).expect("rows of CPU 0 too");
+        assert!(
+            on_0.iter().all(|k| k.owner.is_none()),
+            "not on CPU 0: {on_0:?}"
+        );
+    }
+    p.stop().shown();
+    drop(p);
+    if let Some(rows) = s.kernel_rows(1) {
+        assert!(rows.iter().all(|k| k.owner.is_none()), "{rows:?}");
+    }
 }
