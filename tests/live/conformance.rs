@@ -103,6 +103,14 @@ impl Subject for LinuxSubject {
         }
     }
 
+    /// Wall time (CLOCK_MONOTONIC): the trial's process has one thread,
+    /// and a thread's task-clock cannot run faster than the wall clock
+    /// (it runs on through steal time, which the CPU clocks do not count,
+    /// so they are no bound; the `sleep` children count nothing).
+    fn ceiling(&self) -> Option<u64> {
+        Some(monotonic_ns())
+    }
+
     fn caller(&self) -> u32 {
         std::process::id()
     }
@@ -139,6 +147,14 @@ impl Subject for LinuxSubject {
         child.kill().unwrap_or_else(|e| panic!("kill {pid}: {e}"));
         child.wait().unwrap_or_else(|e| panic!("wait {pid}: {e}"));
     }
+}
+
+/// CLOCK_MONOTONIC in ns, as the kernel gives it.
+fn monotonic_ns() -> u64 {
+    use nix::time::{ClockId, clock_gettime};
+    let t =
+        clock_gettime(ClockId::CLOCK_MONOTONIC).unwrap_or_else(|e| panic!("CLOCK_MONOTONIC: {e}"));
+    u64::try_from(t.tv_sec()).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec()).unwrap_or(0)
 }
 
 /// What the machine must allow for a scenario: user-mode software events
@@ -291,9 +307,9 @@ impl Drop for BusyChild {
 
 /// hwpmc_mod.c: a virtual PMC's value sums its targets (pmc_attach_process
 /// links each; pmc_start starts the PMC on every target); here the caller
-/// and a child that spins while the caller sleeps. The count must hold the
-/// child's CPU time, which `/proc/PID/task/*/schedstat` gives: a PMC on
-/// two processes is never read as one plain counter.
+/// and a child, both spinning. The count must hold both CPU times, as
+/// their POSIX CPU clocks give them: a PMC on two processes is never read
+/// as one plain counter, nor as either process alone.
 fn a_tc_on_the_caller_and_a_busy_child_counts_both() {
     const CHILD_NS: u64 = 20_000_000;
     let child = Command::new("sh")
@@ -327,29 +343,44 @@ fn a_tc_on_the_caller_and_a_busy_child_counts_both() {
         "handles() are the perf_event fds opened"
     );
     let window = crate::workloads::StealWindow::start();
+    let t_a = monotonic_ns();
     let (child0, own0) = (cpu_ns_of(pid), cpu_ns_of(me));
     p.start().unwrap_or_else(|e| panic!("start: {e}"));
-    // Until the child has run 20 ms, however loaded the machine.
+    let t_b = monotonic_ns();
+    // Until both have run 20 ms, however loaded the machine: the caller
+    // spins too, looking at the clocks between rounds.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while cpu_ns_of(pid) - child0 < CHILD_NS && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(5));
+    let mut x = 0u64;
+    while (cpu_ns_of(pid) - child0 < CHILD_NS || cpu_ns_of(me) - own0 < CHILD_NS)
+        && std::time::Instant::now() < deadline
+    {
+        for i in 0..100_000u64 {
+            x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+        }
     }
+    let t_c = monotonic_ns();
     p.stop().unwrap_or_else(|e| panic!("stop: {e}"));
     let (child_ns, own_ns) = (cpu_ns_of(pid) - child0, cpu_ns_of(me) - own0);
+    let t_d = monotonic_ns();
     assert!(
-        child_ns >= CHILD_NS,
-        "the spinning child ran {child_ns} ns in 20 s"
+        child_ns >= CHILD_NS && own_ns >= CHILD_NS,
+        "in 20 s the spinning child ran {child_ns} ns, the caller {own_ns} ns"
     );
     let counted = p.read().unwrap_or_else(|e| panic!("read: {e}"));
-    // Counted from start to stop: within the child's time plus the
-    // caller's around them, plus what the hypervisor stole meanwhile
+    // Counted from start to stop: at most both CPU times from before the
+    // start to after the stop, plus what the hypervisor stole meanwhile
     // (task-clock runs on through steal, the CPU clocks do not: see
-    // StealWindow), and most of the child's.
+    // StealWindow); at least both, less what each process can have run
+    // in the two windows between a clock reading and the start or stop
+    // (each at most their wall time), less a tenth for kernel-mode time
+    // (`,usr` counts user mode; the CPU clocks count both).
     let stolen = window.stolen_ns();
+    let windows = 2 * ((t_b - t_a) + (t_d - t_c));
+    let least = ((child_ns + own_ns) * 9 / 10).saturating_sub(windows);
     assert!(
-        counted >= child_ns / 2 && counted <= child_ns + own_ns + stolen,
+        counted >= least && counted <= child_ns + own_ns + stolen,
         "counted {counted} ns; the child ran {child_ns} ns, the caller {own_ns} ns, \
-         at most {stolen} ns stolen"
+         at least {least} ns expected, at most {stolen} ns stolen"
     );
     drop(child);
 }
@@ -357,11 +388,15 @@ fn a_tc_on_the_caller_and_a_busy_child_counts_both() {
 /// hwpmc_mod.c PMC_OP_PMCRW: a virtual PMC reads the hardware only when
 /// RUNNING and attached to its owner (`PMC_F_ATTACHED_TO_OWNER`), else
 /// `pm_savedvalue`; a system PMC always reads the hardware, which for a
-/// sampling PMC is the events left before the next sample (1..=the reload
-/// count). Both PMCs need a log to start (pmc_start: a TS on another
+/// sampling PMC is the events left before the next sample: a CPU-wide
+/// `cpu-clock` counts the wall time it is enabled, so after the 2 ms slept
+/// (and at most the wall time from before its start to after the read) it
+/// is the period less that, never the time counted itself (`raw % period`).
+/// Both PMCs need a log to start (pmc_start: a TS on another
 /// process and every SS set `PMC_F_NEEDS_LOGFILE`).
 fn running_sampling_pmcs_read_what_pmcrw_reads() {
-    const PERIOD: u64 = 10_000_000;
+    // 10 s: far more than the trial takes, so no sample is due.
+    const PERIOD: u64 = 10_000_000_000;
     let log = pmc::log::sink::MemoryLog::new();
     pmc::log::sink::configure_logfile(log).unwrap_or_else(|e| panic!("configure_logfile: {e}"));
     let subject = LinuxSubject::new();
@@ -385,9 +420,11 @@ fn running_sampling_pmcs_read_what_pmcrw_reads() {
     let ts_read = ts.read().unwrap_or_else(|e| panic!("read TS: {e}"));
     ts.stop().unwrap_or_else(|e| panic!("stop TS: {e}"));
     let mut ss = sampling(Mode::SS, Cpu::Id(0));
+    let t0 = monotonic_ns();
     ss.start().unwrap_or_else(|e| panic!("start SS: {e}"));
     std::thread::sleep(std::time::Duration::from_millis(2));
     let ss_read = ss.read().unwrap_or_else(|e| panic!("read SS: {e}"));
+    let elapsed = monotonic_ns() - t0;
     ss.stop().unwrap_or_else(|e| panic!("stop SS: {e}"));
     pmc::log::sink::close_logfile().unwrap_or_else(|e| panic!("close_logfile: {e}"));
     assert_eq!(
@@ -395,8 +432,13 @@ fn running_sampling_pmcs_read_what_pmcrw_reads() {
         "a running TS on another process reads pm_savedvalue"
     );
     assert!(
-        (1..=PERIOD).contains(&ss_read),
-        "a running SS reads the events left in its period: {ss_read}"
+        elapsed < PERIOD / 2,
+        "the trial took {elapsed} ns, not the {PERIOD} ns period"
+    );
+    assert!(
+        (PERIOD - elapsed..=PERIOD - 2_000_000).contains(&ss_read),
+        "a running SS reads the events left in its period: {ss_read}, expected \
+         {PERIOD} less between 2 ms and the {elapsed} ns from before its start"
     );
 }
 

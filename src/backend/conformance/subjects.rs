@@ -387,6 +387,18 @@ impl Subject for PortableSubject {
         }
     }
 
+    /// This process's CPU time (CLOCK_PROCESS_CPUTIME_ID, from the
+    /// kernel): the most `task-clock` of the caller can count.
+    fn ceiling(&self) -> Option<u64> {
+        use nix::time::{ClockId, clock_gettime};
+        let t = clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).expect("process CPU clock");
+        Some(crate::backend::portable::source::timespec_ns(
+            t.tv_sec(),
+            t.tv_nsec(),
+            1,
+        ))
+    }
+
     fn caller(&self) -> u32 {
         std::process::id()
     }

@@ -94,6 +94,14 @@ pub trait Subject {
     fn direct_read_event(&self) -> (&'static str, u32) {
         unreachable!("direct_read_event needs Cap::DirectRead")
     }
+    /// Where counts are not exact, the workload's own measure of the most
+    /// the event can have counted for the subject's targets, as a reading
+    /// that only grows, in the event's units: the bound of
+    /// `assert_grew`. It is read from the kernel by the subject (a clock),
+    /// not from the backend under test. `None` where counts are exact.
+    fn ceiling(&self) -> Option<u64> {
+        None
+    }
     /// The kernel requests the backend made since the last call, one per
     /// line (`ALLOCATE TC cpu=ANY -> #1`, `ATTACH #1 pid=42`, `READ #1`,
     /// `… = EEXIST` when refused; `#n` numbers the PMCs the kernel
@@ -219,18 +227,33 @@ fn with_count(s: &dyn Subject, mode: Mode, cpu: Cpu, count: u64) -> Pmc {
 }
 
 /// `after − before` (modulo 2^64) is the work of `units`: exactly, or at
-/// least, as the subject counts.
-fn assert_grew(s: &dyn Subject, before: u64, after: u64, units: u64, what: &str) {
+/// least the work and at most what the subject's own measure
+/// ([`Subject::ceiling`]) grew by since `since`, its reading taken before
+/// the counting that `before` ended (or before the start).
+#[track_caller]
+fn assert_grew(
+    s: &dyn Subject,
+    before: u64,
+    after: u64,
+    units: u64,
+    since: Option<u64>,
+    what: &str,
+) {
     let delta = after.wrapping_sub(before);
     let expected = units * s.per_unit();
     if s.has(Cap::ExactCounts) {
         assert_eq!(delta, expected, "{what}: {before} → {after}");
-    } else {
-        assert!(
-            delta >= expected && delta < 1 << 50,
-            "{what}: {before} → {after}, expected at least {expected} more"
-        );
+        return;
     }
+    let (Some(since), Some(now)) = (since, s.ceiling()) else {
+        panic!("{what}: a subject without exact counts gives a ceiling");
+    };
+    let most = now - since;
+    assert!(
+        delta >= expected && delta <= most,
+        "{what}: {before} → {after}, {delta} more: expected at least {expected} \
+         and at most {most}, what the workload's own measure grew by"
+    );
 }
 
 /// Where the subject records its kernel's requests, those made since the

@@ -15,6 +15,7 @@ pub(super) fn start_attaches_the_caller_and_counts_only_while_running(s: &dyn Su
         0,
         "a process PMC holds nothing before a target"
     );
+    let t0 = s.ceiling();
     p.start().shown();
     assert_eq!(p.targets(), vec![s.caller()]);
     requests(
@@ -25,13 +26,14 @@ pub(super) fn start_attaches_the_caller_and_counts_only_while_running(s: &dyn Su
         ),
     );
     s.work(10);
+    let t1 = s.ceiling();
     let first = p.read().shown();
-    assert_grew(s, 0, first, 10, "running");
+    assert_grew(s, 0, first, 10, t0, "running");
     p.start().shown();
     p.stop().shown();
     p.stop().shown();
     let stopped = p.read().shown();
-    assert_grew(s, first, stopped, 0, "stop");
+    assert_grew(s, first, stopped, 0, t1, "stop");
     requests(s, "READ #1; STOP #1; READ #1");
     s.work(100);
     assert_eq!(
@@ -39,9 +41,10 @@ pub(super) fn start_attaches_the_caller_and_counts_only_while_running(s: &dyn Su
         stopped,
         "a stopped PMC reads its saved value"
     );
+    let t2 = s.ceiling();
     p.start().shown();
     s.work(1);
-    assert_grew(s, stopped, p.read().shown(), 1, "restarted");
+    assert_grew(s, stopped, p.read().shown(), 1, t2, "restarted");
 }
 
 pub(super) fn stop_before_start_is_einval(s: &dyn Subject) {
@@ -549,13 +552,15 @@ pub(super) fn tc_write_sets_the_value_but_set_and_the_allocate_count_do_not(s: &
     p.set(42).shown();
     assert_eq!(p.read().shown(), 0, "set does not change a TC's value");
     assert_eq!(p.reload_count(), 42);
+    let t0 = s.ceiling();
     p.start().shown();
     s.work(8);
     p.stop().shown();
     let counted = p.read().shown();
-    assert_grew(s, 0, counted, 8, "first run");
+    assert_grew(s, 0, counted, 8, t0, "first run");
     assert_eq!(p.rw(7).shown(), counted, "rw returns the old value");
     assert_eq!(p.read().shown(), 7);
+    let t1 = s.ceiling();
     p.start().shown();
     s.work(3);
     // The allocate count, set and the write stay in pmc (the kernel's
@@ -573,13 +578,22 @@ pub(super) fn tc_write_sets_the_value_but_set_and_the_allocate_count_do_not(s: &
         7,
         p.read().shown(),
         3,
+        t1,
         "counting continues from the write",
     );
     p.stop().shown();
     p.write(u64::MAX).shown();
+    let t2 = s.ceiling();
     p.start().shown();
     s.work(2);
-    assert_grew(s, u64::MAX, p.read().shown(), 2, "values wrap modulo 2^64");
+    assert_grew(
+        s,
+        u64::MAX,
+        p.read().shown(),
+        2,
+        t2,
+        "values wrap modulo 2^64",
+    );
 }
 
 pub(super) fn sc_counts_from_its_initial_value_and_a_write_lasts_until_start(s: &dyn Subject) {
@@ -756,20 +770,21 @@ pub(super) fn pmcinfo_lists_own_pmcs_with_their_state(s: &dyn Subject) {
 }
 
 pub(super) fn pmcinfo_shows_a_system_pmc_on_its_cpu(s: &dyn Subject) {
-    // A system PMC's pmcinfo row names its mode, CPU and owner; in the
+    // A system PMC's pmcinfo row (on its CPU's list, pmc_pmcinfo(3))
+    // names its mode, CPU and owner; in the
     // kernel (PMC_OP_GETPMCINFO) it is configured on one row of its CPU
     // only, whose disposition is STANDALONE (PMC_MARK_ROW_STANDALONE).
-    let mut p = pmc(s, Mode::SC, Flags::empty(), Cpu::Id(1)).shown();
+    let mut p = pmc(s, Mode::SC, Flags::empty(), Cpu::Id(0)).shown();
     let r = pmcinfo_rows()
         .into_iter()
         .find(|r| r.id == p.id())
         .expect("a pmcinfo row");
     assert_eq!(
         (r.mode, r.cpu, r.owner_pid, r.state),
-        (Mode::SC, Cpu::Id(1), s.caller(), State::Allocated)
+        (Mode::SC, Cpu::Id(0), s.caller(), State::Allocated)
     );
     p.start().shown();
-    if let Some(rows) = s.kernel_rows(1) {
+    if let Some(rows) = s.kernel_rows(0) {
         let owned: Vec<&KernelRow> = rows.iter().filter(|k| k.owner.is_some()).collect();
         assert_eq!(owned.len(), 1, "{rows:?}");
         assert_eq!(
@@ -777,15 +792,15 @@ pub(super) fn pmcinfo_shows_a_system_pmc_on_its_cpu(s: &dyn Subject) {
             (Some(s.caller()), Some(Mode::SC), "STANDALONE"),
             "the kernel's row of {r:?}"
         );
-        let on_0 = s.kernel_rows(0).expect("rows of CPU 0 too");
+        let on_1 = s.kernel_rows(1).expect("rows of CPU 1 too");
         assert!(
-            on_0.iter().all(|k| k.owner.is_none()),
-            "not on CPU 0: {on_0:?}"
+            on_1.iter().all(|k| k.owner.is_none()),
+            "not on CPU 1: {on_1:?}"
         );
     }
     p.stop().shown();
     drop(p);
-    if let Some(rows) = s.kernel_rows(1) {
+    if let Some(rows) = s.kernel_rows(0) {
         assert!(rows.iter().all(|k| k.owner.is_none()), "{rows:?}");
     }
 }
