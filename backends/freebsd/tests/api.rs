@@ -242,16 +242,23 @@ fn admin_and_driver_stats() {
     assert_eq!((stats.pm_syscalls, stats.pm_syscall_errors), (9, 1));
 }
 
+/// Off FreeBSD there is no hwpmc to open: `open_system` says so.
+#[cfg(not(target_os = "freebsd"))]
 #[test]
 fn open_system_off_freebsd_is_unsupported() {
-    if cfg!(target_os = "freebsd") {
-        eprintln!("skipped: on FreeBSD open_system talks to the real kernel");
-        return;
-    }
-    #[cfg(not(target_os = "freebsd"))]
-    {
-        let err = pmc_freebsd::open_system().unwrap_err();
-        assert!(matches!(err, Error::Unsupported));
-        assert!(err.to_string().contains("only available on FreeBSD"));
+    let err = pmc_freebsd::open_system().unwrap_err();
+    assert!(matches!(err, Error::Unsupported));
+    assert!(err.to_string().contains("only available on FreeBSD"));
+}
+
+/// On FreeBSD `open_system` talks to the running kernel: it opens hwpmc
+/// (pmc_init's GETMODULEVERSION and GETCPUINFO answered), or, without the
+/// module (modfind fails), says to load it.
+#[cfg(target_os = "freebsd")]
+#[test]
+fn open_system_on_freebsd_opens_or_names_kldload() {
+    match Hwpmc::open_system() {
+        Ok(h) => assert!(h.ncpu() >= 1 && h.npmc() >= 1, "{:?}", h.cpuinfo()),
+        Err(e) => assert!(e.to_string().contains("kldload hwpmc"), "{e}"),
     }
 }

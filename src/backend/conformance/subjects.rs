@@ -88,8 +88,10 @@ impl Subject for SimSubject {
         self.sim.set_online(cpu, online);
     }
 
-    fn refuse_opens(&self, errno: Option<i32>) {
-        self.sim.refuse_opens(errno);
+    fn with_refused_opens(&self, errno: i32, body: &(dyn Fn() + Sync)) {
+        self.sim.refuse_opens(Some(errno));
+        body();
+        self.sim.refuse_opens(None);
     }
 
     fn starve(&self, on: bool) {

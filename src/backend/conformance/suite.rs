@@ -81,9 +81,12 @@ pub trait Subject {
     fn set_online(&self, cpu: u32, online: bool) {
         unreachable!("set_online({cpu}, {online}) needs Cap::CpuHotplug")
     }
-    /// Makes every open fail with `errno` ([`Cap::InjectedOpenFailure`]).
-    fn refuse_opens(&self, errno: Option<i32>) {
-        unreachable!("refuse_opens({errno:?}) needs Cap::InjectedOpenFailure")
+    /// Runs `body` with every open failing with `errno`, then opens work
+    /// again ([`Cap::InjectedOpenFailure`]). The body may run on another
+    /// thread (a seccomp filter is per thread and stays on it).
+    fn with_refused_opens(&self, errno: i32, body: &(dyn Fn() + Sync)) {
+        let _ = body;
+        unreachable!("with_refused_opens({errno}) needs Cap::InjectedOpenFailure")
     }
     /// Keeps enabled counters from running ([`Cap::Starvation`]).
     fn starve(&self, on: bool) {
@@ -277,6 +280,9 @@ fn errno<T: std::fmt::Debug>(r: R<T>) -> i32 {
 #[path = "suite/scenarios.rs"]
 mod scenarios;
 use scenarios::*;
+#[path = "suite/pmcinfo.rs"]
+mod pmcinfo;
+use pmcinfo::*;
 
 /// Every scenario (the hwpmc rules of `Pmc`; the simulator runs them all).
 pub static SCENARIOS: &[Scenario] = &[
