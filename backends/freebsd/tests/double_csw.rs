@@ -306,3 +306,146 @@ fn pmcinfo_shows_the_callers_running_process_pmcs_on_the_cpu_asked() {
     k.switch_out(ME);
     assert_eq!(rows(1)[pmc_id_to_rowindex(mine) as usize].pm_ownerpid, -1);
 }
+
+/// The arguments of every other kind of request, and the replies kept.
+#[test]
+fn every_request_kind_keeps_its_arguments() {
+    let k = kernel();
+    let id = allocate(&k, Mode::TC, 0);
+    attach(&k, id, A);
+    let mut sc = pmc_op_pmcsetcount {
+        pm_count: 1234,
+        pm_pmcid: id,
+    };
+    k.call(Request::PmcSetCount(&mut sc)).unwrap();
+    start(&k, id);
+    stop(&k, id);
+    detach(&k, id, A);
+    write(&k, id, 77);
+    let mut both = pmc_op_pmcrw {
+        pm_pmcid: id,
+        pm_flags: PMC_F_OLDVALUE | PMC_F_NEWVALUE,
+        pm_value: 5,
+    };
+    k.call(Request::PmcRw(&mut both)).unwrap();
+    let mut rows = vec![pmc_info::default(); 24];
+    k.call(Request::GetPmcInfo {
+        cpu: 1,
+        pmcs: &mut rows,
+    })
+    .unwrap();
+    let mut admin = pmc_op_pmcadmin {
+        pm_cpu: 1,
+        pm_flags: 0,
+        pm_pmc: 0,
+        pm_state: State::DISABLED as u32,
+    };
+    k.call(Request::PmcAdmin(&mut admin)).unwrap();
+    let mut gm = pmc_op_getmsr {
+        pm_msr: 0,
+        pm_pmcid: id,
+    };
+    assert_eq!(k.call(Request::PmcGetMsr(&mut gm)), Err(Errno::EINVAL));
+    k.call(Request::PmcRelease(&mut pmc_op_simple { pm_pmcid: id }))
+        .unwrap();
+    let mut refused = pmc_op_pmcallocate {
+        pm_class: Class::SOFT as u32,
+        pm_ev: PMC_EV_SOFT_FIRST,
+        pm_mode: 99,
+        pm_cpu: PMC_CPU_ANY,
+        ..Default::default()
+    };
+    assert_eq!(
+        k.call(Request::PmcAllocate(&mut refused)),
+        Err(Errno::EINVAL)
+    );
+    k.call(Request::FlushLog).unwrap_err();
+    let c = k.take_calls();
+    let summary: Vec<_> = c
+        .iter()
+        .map(|c| {
+            (
+                c.op, c.pmcid, c.pid, c.cpu, c.flags, c.value, c.reply, c.result,
+            )
+        })
+        .collect();
+    let ok = Ok(());
+    assert_eq!(
+        summary[1..],
+        [
+            (Op::PMCATTACH, id, A, 0, 0, 0, 0, ok),
+            (Op::PMCSETCOUNT, id, 0, 0, 0, 1234, 0, ok),
+            (Op::PMCSTART, id, 0, 0, 0, 0, 0, ok),
+            (Op::PMCSTOP, id, 0, 0, 0, 0, 0, ok),
+            (Op::PMCDETACH, id, A, 0, 0, 0, 0, ok),
+            (Op::PMCRW, id, 0, 0, PMC_F_NEWVALUE, 77, 0, ok),
+            (
+                Op::PMCRW,
+                id,
+                0,
+                0,
+                PMC_F_OLDVALUE | PMC_F_NEWVALUE,
+                5,
+                77,
+                ok
+            ),
+            (Op::GETPMCINFO, 0, 0, 1, 0, 0, 0, ok),
+            (Op::PMCADMIN, 0, 0, 1, 0, 0, 0, ok),
+            (Op::PMCGETMSR, id, 0, 0, 0, 0, 0, Err(Errno::EINVAL)),
+            (Op::PMCRELEASE, id, 0, 0, 0, 0, 0, ok),
+            (
+                Op::PMCALLOCATE,
+                0,
+                0,
+                PMC_CPU_ANY,
+                0,
+                0,
+                0,
+                Err(Errno::EINVAL)
+            ),
+            (Op::FLUSHLOG, 0, 0, 0, 0, 0, 0, Err(Errno::EINVAL)),
+        ]
+    );
+    assert_eq!(c[12].mode, 99, "a refused allocate keeps its arguments");
+    // A GETMSR that succeeds replies with the MSR (IAF rows: 1 << 30).
+    let mut iaf = pmc_op_pmcallocate {
+        pm_class: Class::IAF as u32,
+        pm_ev: 0,
+        pm_mode: Mode::TC as u32,
+        pm_cpu: PMC_CPU_ANY,
+        ..Default::default()
+    };
+    k.call(Request::PmcAllocate(&mut iaf)).unwrap();
+    attach(&k, iaf.pm_pmcid, ME);
+    let mut gm = pmc_op_getmsr {
+        pm_msr: 0,
+        pm_pmcid: iaf.pm_pmcid,
+    };
+    k.call(Request::PmcGetMsr(&mut gm)).unwrap();
+    let last = k.take_calls().pop().expect("the GETMSR");
+    assert_eq!((last.op, last.reply), (Op::PMCGETMSR, u64::from(gm.pm_msr)));
+    assert_eq!(gm.pm_msr, 1 << 30);
+}
+
+/// A TS target's events left stay with that process (pp_pmcval): the
+/// owner's reading after another target ran is its own period's; the
+/// period reloads at the overflow.
+#[test]
+fn sampling_periods_are_per_target_process() {
+    let k = kernel();
+    let id = allocate(&k, Mode::TS, 1000);
+    attach(&k, id, ME);
+    attach(&k, id, A);
+    start(&k, id);
+    k.advance(ME, 0, 100);
+    k.switch_out(ME);
+    k.advance(A, 1, 300);
+    k.switch_out(A);
+    assert_eq!(read(&k, id), 900, "the owner's 100, not A's 300");
+    k.advance(ME, 0, 899);
+    assert_eq!(read(&k, id), 1, "one event to the sample");
+    k.advance(ME, 0, 1);
+    assert_eq!(read(&k, id), 1000, "exactly one period: reloaded");
+    k.advance(ME, 0, 2001);
+    assert_eq!(read(&k, id), 999);
+}
