@@ -190,8 +190,33 @@ fn release_takes_the_pmc_off_every_cpu() {
         .unwrap();
     let again = allocate(&k, Mode::TC, 0);
     assert_eq!(again, id, "the same row");
+    // Its start attaches the owner and forces a switch out and in: the
+    // released PMC's 9 must not be saved into it.
+    start(&k, again);
+    assert_eq!(read(&k, again), 0);
     k.switch_out(ME);
     assert_eq!(read(&k, again), 0);
+}
+
+/// `switch_in` puts a process on a CPU (leaving the one it was on) with
+/// its RUNNING PMCs loaded; a huge slice counts modulo the period.
+#[test]
+fn switch_in_moves_a_process_and_loads_its_pmcs() {
+    let k = kernel();
+    let id = allocate(&k, Mode::TC, 0);
+    attach(&k, id, A);
+    start(&k, id);
+    k.switch_in(A, 1);
+    assert_eq!(k.on_cpu(A), Some(1));
+    k.advance(A, 1, 3);
+    k.switch_in(A, 0);
+    assert_eq!(k.on_cpu(A), Some(0), "moved: switched out of CPU 1");
+    assert_eq!(read(&k, id), 3, "saved by the move");
+    let ts = allocate(&k, Mode::TS, 1000);
+    start(&k, ts);
+    k.advance(ME, 0, u64::MAX);
+    // u64::MAX = …615 (mod 1000): 615 used, 385 left.
+    assert_eq!(read(&k, ts), 385);
 }
 
 /// TS: the hardware counts down the events left in the period per target
