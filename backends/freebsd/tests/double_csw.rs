@@ -474,3 +474,88 @@ fn sampling_periods_are_per_target_process() {
     k.advance(ME, 0, 2001);
     assert_eq!(read(&k, id), 999);
 }
+
+/// The double's own model beside the requests: its caller, its process
+/// table (pfind, the tree pmc_attach_process walks, exit's reparenting),
+/// its soft events and class rows, the record and the PMC count.
+#[test]
+fn the_model_behind_the_requests() {
+    let k = kernel();
+    assert_eq!(k.pid(), ME);
+    assert!(k.process_exists(A) && k.process_exists(ME));
+    assert!(!k.process_exists(9999));
+    k.add_process(
+        400,
+        Process {
+            parent: A,
+            exiting: true,
+            debuggable: true,
+        },
+    );
+    assert!(!k.process_exists(400), "P_WEXIT: as if absent");
+    assert_eq!(k.descendants(ME), vec![A, B, 400]);
+    assert_eq!(k.descendants(A), vec![400]);
+    assert_eq!(k.descendants(400), Vec::<i32>::new());
+    k.exit_process(A);
+    assert_eq!(k.descendants(1), vec![ME, B, 400], "400 reparented to init");
+    assert_eq!(k.descendants(ME), vec![B]);
+    assert_eq!(k.soft_event_code("CLOCK.STAT"), Some(PMC_EV_SOFT_FIRST + 1));
+    assert_eq!(k.soft_event_code("NO.SUCH"), None);
+    let iaf = &k.machine().classes[2];
+    assert_eq!(
+        (iaf.class, iaf.caps),
+        (
+            Class::IAF,
+            PMC_CAP_READ | PMC_CAP_WRITE | PMC_CAP_INTERRUPT | PMC_CAP_USER | PMC_CAP_SYSTEM
+        )
+    );
+    assert!(k.calls().is_empty(), "nothing asked yet");
+    let id = allocate(&k, Mode::TC, 0);
+    assert_eq!(k.live_pmcs(), 1);
+    assert_eq!(k.calls().len(), 1);
+    assert_eq!(k.calls()[0].pmcid, id);
+    // The owner exits: its PMC is no longer attached to it.
+    start(&k, id);
+    assert_ne!(k.recorded(id).unwrap().1 & PMC_F_ATTACHED_TO_OWNER, 0);
+    let other = allocate(&k, Mode::TC, 0);
+    attach(&k, other, B);
+    k.exit_process(B);
+    assert_ne!(
+        k.recorded(id).unwrap().1 & PMC_F_ATTACHED_TO_OWNER,
+        0,
+        "another process's exit leaves the owner's flag"
+    );
+    k.exit_process(ME);
+    assert_eq!(k.recorded(id).unwrap().1 & PMC_F_ATTACHED_TO_OWNER, 0);
+}
+
+/// A time slice for everyone counts once on each RUNNING system PMC, not
+/// on a stopped one, and once per process on each process PMC.
+#[test]
+fn advance_all_is_a_slice_of_every_process_and_cpu() {
+    let k = kernel();
+    let mut sc = pmc_op_pmcallocate {
+        pm_class: Class::SOFT as u32,
+        pm_ev: PMC_EV_SOFT_FIRST,
+        pm_mode: Mode::SC as u32,
+        pm_cpu: 1,
+        ..Default::default()
+    };
+    k.call(Request::PmcAllocate(&mut sc)).unwrap();
+    let idle = {
+        let mut pa = sc;
+        pa.pm_cpu = 0;
+        k.call(Request::PmcAllocate(&mut pa)).unwrap();
+        pa.pm_pmcid
+    };
+    start(&k, sc.pm_pmcid);
+    let tc = allocate(&k, Mode::TC, 0);
+    attach(&k, tc, A);
+    attach(&k, tc, B);
+    start(&k, tc);
+    k.advance_all(10);
+    assert_eq!(read(&k, sc.pm_pmcid), 10);
+    assert_eq!(read(&k, idle), 0, "never started");
+    assert_eq!(read(&k, tc), 20, "A's and B's slices, saved");
+    assert_eq!(k.on_cpu(A), None);
+}
