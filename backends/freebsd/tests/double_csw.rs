@@ -559,3 +559,50 @@ fn advance_all_is_a_slice_of_every_process_and_cpu() {
     assert_eq!(read(&k, tc), 20, "A's and B's slices, saved");
     assert_eq!(k.on_cpu(A), None);
 }
+
+/// pmc_cpu_is_active within `pmc_cpu_max()`, CPUs taken offline and back;
+/// the log's flush count (pmclog_flush, pmclog_close); GETCPUINFO's CPU
+/// type and GETPMCINFO's class of each row.
+#[test]
+fn cpus_log_flushes_and_row_classes() {
+    let k = kernel();
+    assert!(k.cpu_active(0) && k.cpu_active(1));
+    assert!(!k.cpu_active(2), "beyond the 2 CPUs");
+    k.set_cpu_active(1, false);
+    assert!(!k.cpu_active(1));
+    k.set_cpu_active(1, true);
+    assert!(k.cpu_active(1));
+    let mut cl = pmc_op_configurelog {
+        pm_flags: 0,
+        pm_logfd: 3,
+    };
+    k.call(Request::ConfigureLog(&mut cl)).unwrap();
+    k.call(Request::FlushLog).unwrap();
+    assert_eq!(k.log_flushes(), 1);
+    k.call(Request::FlushLog).unwrap();
+    assert_eq!(k.log_flushes(), 2);
+    cl.pm_logfd = -1;
+    k.call(Request::ConfigureLog(&mut cl)).unwrap();
+    assert_eq!(k.log_flushes(), 3, "deconfiguring flushes");
+    assert_eq!(k.call(Request::FlushLog), Err(Errno::EINVAL), "no log now");
+    let mut gci = pmc_op_getcpuinfo::default();
+    k.call(Request::GetCpuInfo(&mut gci)).unwrap();
+    assert_eq!(gci.pm_cputype, CpuType::INTEL_SKYLAKE as u32);
+    let mut rows = vec![pmc_info::default(); 24];
+    k.call(Request::GetPmcInfo {
+        cpu: 0,
+        pmcs: &mut rows,
+    })
+    .unwrap();
+    let classes: Vec<u32> = [0, 1, 4, 5, 7, 8, 23]
+        .iter()
+        .map(|&ri| rows[ri].pm_class)
+        .collect();
+    let (tsc, iap, iaf, soft) = (
+        Class::TSC as u32,
+        Class::IAP as u32,
+        Class::IAF as u32,
+        Class::SOFT as u32,
+    );
+    assert_eq!(classes, [tsc, iap, iap, iaf, iaf, soft, soft]);
+}
