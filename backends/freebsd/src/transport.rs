@@ -57,6 +57,32 @@ pub enum Request<'a> {
 }
 
 impl Request<'_> {
+    /// The same request, borrowed again (so a caller can look at the
+    /// replies after handing it on).
+    pub fn reborrow(&mut self) -> Request<'_> {
+        match self {
+            Request::ConfigureLog(r) => Request::ConfigureLog(r),
+            Request::FlushLog => Request::FlushLog,
+            Request::GetCpuInfo(r) => Request::GetCpuInfo(r),
+            Request::GetDriverStats(r) => Request::GetDriverStats(r),
+            Request::GetModuleVersion(r) => Request::GetModuleVersion(r),
+            Request::GetPmcInfo { cpu, pmcs } => Request::GetPmcInfo { cpu: *cpu, pmcs },
+            Request::PmcAdmin(r) => Request::PmcAdmin(r),
+            Request::PmcAllocate(r) => Request::PmcAllocate(r),
+            Request::PmcAttach(r) => Request::PmcAttach(r),
+            Request::PmcDetach(r) => Request::PmcDetach(r),
+            Request::PmcGetMsr(r) => Request::PmcGetMsr(r),
+            Request::PmcRelease(r) => Request::PmcRelease(r),
+            Request::PmcRw(r) => Request::PmcRw(r),
+            Request::PmcSetCount(r) => Request::PmcSetCount(r),
+            Request::PmcStart(r) => Request::PmcStart(r),
+            Request::PmcStop(r) => Request::PmcStop(r),
+            Request::WriteLog(r) => Request::WriteLog(r),
+            Request::CloseLog => Request::CloseLog,
+            Request::GetDynEventInfo(r) => Request::GetDynEventInfo(r),
+        }
+    }
+
     /// The `PMC_OP_*` this request is.
     pub fn op(&self) -> Op {
         match self {

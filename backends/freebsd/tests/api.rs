@@ -96,17 +96,30 @@ fn process_counting_cycle() {
     h.start(pmc).unwrap();
     k.advance(ME, 0, 10);
     k.advance(4001, 1, 5);
-    k.advance(9999, 1, 100); // not a target
-    assert_eq!(h.read(pmc).unwrap(), 15);
+    k.advance(9999, 1, 100); // not a target; switches 4001 out of CPU 1
+    // hwpmc_mod.c pmc_do_op_pmcrw: RUNNING and attached to its owner, the
+    // PMC is read from the owner's hardware, loaded with pm_savedvalue at
+    // its last switch in (pmc_process_csw_in): 4001's 5, saved at its
+    // switch out, are not there yet.
+    assert_eq!(h.read(pmc).unwrap(), 10);
+    k.switch_out(ME);
+    assert_eq!(h.read(pmc).unwrap(), 15, "after the owner's next switch in");
     h.stop(pmc).unwrap();
+    // pmc_stop only marks a process PMC STOPPED: it is on the owner's CPU
+    // until its switch out, and counts there.
     k.advance(ME, 0, 50);
-    assert_eq!(h.read(pmc).unwrap(), 15, "a stopped PMC does not count");
-    assert_eq!(h.rw(pmc, 100).unwrap(), 15);
+    assert_eq!(h.read(pmc).unwrap(), 15, "stopped: pm_savedvalue");
+    k.switch_out(ME);
+    assert_eq!(h.read(pmc).unwrap(), 65, "the switch out saved the 50");
+    k.advance(ME, 0, 50);
+    assert_eq!(h.read(pmc).unwrap(), 65, "stopped PMCs are not switched in");
+    assert_eq!(h.rw(pmc, 100).unwrap(), 65);
     h.write(pmc, 7).unwrap();
     assert_eq!(h.read(pmc).unwrap(), 7);
     h.detach(pmc, 4001).unwrap();
     h.start(pmc).unwrap();
     k.advance(4001, 0, 1000);
+    k.switch_out(4001);
     assert_eq!(
         h.read(pmc).unwrap(),
         7,
@@ -229,16 +242,23 @@ fn admin_and_driver_stats() {
     assert_eq!((stats.pm_syscalls, stats.pm_syscall_errors), (9, 1));
 }
 
+/// Off FreeBSD there is no hwpmc to open: `open_system` says so.
+#[cfg(not(target_os = "freebsd"))]
 #[test]
 fn open_system_off_freebsd_is_unsupported() {
-    if cfg!(target_os = "freebsd") {
-        eprintln!("skipped: on FreeBSD open_system talks to the real kernel");
-        return;
-    }
-    #[cfg(not(target_os = "freebsd"))]
-    {
-        let err = pmc_freebsd::open_system().unwrap_err();
-        assert!(matches!(err, Error::Unsupported));
-        assert!(err.to_string().contains("only available on FreeBSD"));
+    let err = pmc_freebsd::open_system().unwrap_err();
+    assert!(matches!(err, Error::Unsupported));
+    assert!(err.to_string().contains("only available on FreeBSD"));
+}
+
+/// On FreeBSD `open_system` talks to the running kernel: it opens hwpmc
+/// (pmc_init's GETMODULEVERSION and GETCPUINFO answered), or, without the
+/// module (modfind fails), says to load it.
+#[cfg(target_os = "freebsd")]
+#[test]
+fn open_system_on_freebsd_opens_or_names_kldload() {
+    match Hwpmc::open_system() {
+        Ok(h) => assert!(h.ncpu() >= 1 && h.npmc() >= 1, "{:?}", h.cpuinfo()),
+        Err(e) => assert!(e.to_string().contains("kldload hwpmc"), "{e}"),
     }
 }

@@ -332,6 +332,11 @@ fn descendants_follow_the_process_tree() {
     start(&k, id).unwrap();
     k.advance(201, 0, 5);
     k.advance(OTHER, 1, 2);
+    // Not attached to its owner: PMCRW reads pm_savedvalue, which has 201's
+    // 5 (switched out when the caller took CPU 0 for the call), not yet
+    // OTHER's 2 (still on CPU 1).
+    assert_eq!(rw(&k, id, PMC_F_OLDVALUE, 0), Ok(5));
+    k.switch_out(OTHER);
     assert_eq!(rw(&k, id, PMC_F_OLDVALUE, 0), Ok(7));
     stop(&k, id).unwrap();
     detach(&k, id, OTHER).unwrap();
@@ -403,8 +408,12 @@ fn rw_rules() {
     start(&k, id).unwrap();
     assert_eq!(rw(&k, id, PMC_F_NEWVALUE, 5), Err(Errno::EBUSY));
     k.advance(ME, 0, 11);
+    // RUNNING on its owner: the hardware.
     assert_eq!(rw(&k, id, PMC_F_OLDVALUE, 0), Ok(11));
     stop(&k, id).unwrap();
+    // STOPPED: pm_savedvalue, which gets the 11 at the owner's switch out.
+    assert_eq!(rw(&k, id, PMC_F_OLDVALUE, 0), Ok(0));
+    k.switch_out(ME);
     assert_eq!(rw(&k, id, PMC_F_OLDVALUE | PMC_F_NEWVALUE, 3), Ok(11));
     assert_eq!(rw(&k, id, PMC_F_OLDVALUE, 0), Ok(3));
 }

@@ -97,6 +97,7 @@ backend_suite!(
         ss_write_is_read_back_and_set_is_the_reload_count,
         a_counter_that_never_ran_is_an_error_not_zero,
         pmcinfo_lists_own_pmcs_with_their_state,
+        pmcinfo_shows_a_system_pmc_on_its_cpu,
     ],
     not_applicable: [],
 );
@@ -133,6 +134,7 @@ backend_suite!(
         an_event_that_cannot_be_opened_fails_at_allocate_not_later,
         ts_read_is_the_events_left_in_the_period_or_the_written_value,
         ss_write_is_read_back_and_set_is_the_reload_count,
+        pmcinfo_shows_a_system_pmc_on_its_cpu,
     ],
     not_applicable: [
         a_counter_that_never_ran_is_an_error_not_zero =>
@@ -194,5 +196,7 @@ backend_suite!(
             "n/a: portable: it has no sampling modes; it has no system (per-CPU) modes",
         a_counter_that_never_ran_is_an_error_not_zero =>
             "n/a: portable: it is never multiplexed",
+        pmcinfo_shows_a_system_pmc_on_its_cpu =>
+            "n/a: portable: it has no system (per-CPU) modes",
     ],
 );

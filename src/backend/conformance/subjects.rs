@@ -1,15 +1,17 @@
 //! The backends the unit-test instances of the suite run on.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 
-use pmc_freebsd::double::{KernelDouble, Machine, Process};
-use pmc_freebsd::{Arch, Hwpmc, PmuEvent, PmuEvents, PmuVendor};
+use pmc_freebsd::abi;
+use pmc_freebsd::double::{Call, KernelDouble, Machine, Process};
+use pmc_freebsd::{Arch, Hwpmc, Op, PmuEvent, PmuEvents, PmuVendor, Request, Transport};
 
-use super::suite::{Cap, Subject};
-use crate::Owner;
+use super::suite::{Cap, KernelRow, Subject};
 use crate::backend::freebsd::FreeBsdBackend;
 use crate::backend::sim::SimBackend;
+use crate::{Mode, Owner};
 
 /// The first pid `spawn` hands out; 77 is never one.
 const FIRST_PID: u32 = 42;
@@ -88,8 +90,10 @@ impl Subject for SimSubject {
         self.sim.set_online(cpu, online);
     }
 
-    fn refuse_opens(&self, errno: Option<i32>) {
-        self.sim.refuse_opens(errno);
+    fn with_refused_opens(&self, errno: i32, body: &(dyn Fn() + Sync)) {
+        self.sim.refuse_opens(Some(errno));
+        body();
+        self.sim.refuse_opens(None);
     }
 
     fn starve(&self, on: bool) {
@@ -110,6 +114,11 @@ pub struct FreeBsdDoubleSubject {
     kernel: Arc<KernelDouble>,
     owner: Owner,
     next_pid: AtomicU32,
+    /// `#n` of each hwpmc PMC id (its latest allocation), and the next n.
+    numbers: Mutex<(HashMap<u32, usize>, usize)>,
+    /// Requests taken from the kernel before a query of the subject's own
+    /// (`kernel_rows`), still to be reported.
+    pending: Mutex<Vec<Call>>,
 }
 
 impl FreeBsdDoubleSubject {
@@ -129,10 +138,80 @@ impl FreeBsdDoubleSubject {
         let mut hwpmc = Hwpmc::open_with_pmu(kernel.clone(), Some(pmu)).expect("double opens");
         // The double is an amd64 machine whatever the host.
         hwpmc.resolver_mut().arch = Arch::Amd64;
+        // What opening asked (version, CPU information, soft events) is
+        // not a scenario's.
+        kernel.take_calls();
         FreeBsdDoubleSubject {
             owner: Owner::new(Arc::new(FreeBsdBackend::from_hwpmc(hwpmc))),
             kernel,
             next_pid: AtomicU32::new(FIRST_PID),
+            numbers: Mutex::new((HashMap::new(), 0)),
+            pending: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// One recorded request as a line of [`Subject::take_requests`].
+    fn render(&self, c: &Call) -> String {
+        let mut numbers = self.numbers.lock().unwrap_or_else(|e| e.into_inner());
+        let (ids, next) = &mut *numbers;
+        let number = |id: u32| {
+            ids.get(&id)
+                .map_or_else(|| format!("#?{id:#x}"), |n| format!("#{n}"))
+        };
+        let line = match c.op {
+            Op::PMCALLOCATE => {
+                let mode = abi::Mode::from_raw(c.mode).map_or("?", |m| m.name());
+                let cpu = if c.cpu == abi::PMC_CPU_ANY {
+                    "ANY".to_string()
+                } else {
+                    c.cpu.to_string()
+                };
+                let mut line = format!("ALLOCATE {mode} cpu={cpu}");
+                if c.flags != 0 {
+                    line += &format!(" flags={:#x}", c.flags);
+                }
+                if c.value != 0 {
+                    line += &format!(" count={}", c.value);
+                }
+                if c.result.is_ok() {
+                    ids.insert(c.pmcid, *next);
+                    line += &format!(" -> #{next}");
+                    *next += 1;
+                }
+                line
+            }
+            Op::PMCATTACH => format!("ATTACH {} pid={}", number(c.pmcid), c.pid),
+            Op::PMCDETACH => format!("DETACH {} pid={}", number(c.pmcid), c.pid),
+            Op::PMCRW => {
+                let (old, new) = (
+                    c.flags & abi::PMC_F_OLDVALUE != 0,
+                    c.flags & abi::PMC_F_NEWVALUE != 0,
+                );
+                match (old, new) {
+                    (true, false) => format!("READ {}", number(c.pmcid)),
+                    (false, true) => format!("WRITE {} value={}", number(c.pmcid), c.value),
+                    _ => format!(
+                        "RW {} flags={:#x} value={}",
+                        number(c.pmcid),
+                        c.flags,
+                        c.value
+                    ),
+                }
+            }
+            Op::PMCSETCOUNT => format!("SETCOUNT {} count={}", number(c.pmcid), c.value),
+            Op::PMCSTART | Op::PMCSTOP | Op::PMCRELEASE | Op::PMCGETMSR => {
+                format!(
+                    "{} {}",
+                    c.op.name().trim_start_matches("PMC"),
+                    number(c.pmcid)
+                )
+            }
+            Op::GETPMCINFO | Op::PMCADMIN => format!("{} cpu={}", c.op.name(), c.cpu),
+            op => op.name().to_string(),
+        };
+        match c.result {
+            Ok(()) => line,
+            Err(e) => format!("{line} = {}", e.name()),
         }
     }
 
@@ -180,6 +259,8 @@ impl Subject for FreeBsdDoubleSubject {
         }
     }
 
+    /// Every process runs a whole slice (switched in, counting, switched
+    /// out) and every running system PMC counts `units`.
     fn work(&self, units: u64) {
         self.kernel.advance_all(units);
     }
@@ -208,11 +289,56 @@ impl Subject for FreeBsdDoubleSubject {
         self.kernel.set_cpu_active(cpu, online);
     }
 
-    /// PMCALLOCATE fails with `errno` (ENOENT, the suite's, has one
-    /// number on FreeBSD and Linux).
-    fn refuse_opens(&self, errno: Option<i32>) {
+    /// PMCALLOCATE fails with `errno` while `body` runs (EMFILE, the
+    /// suite's, has one number on FreeBSD and Linux).
+    fn with_refused_opens(&self, errno: i32, body: &(dyn Fn() + Sync)) {
         self.kernel
-            .refuse_allocations(errno.map(pmc_freebsd::Errno));
+            .refuse_allocations(Some(pmc_freebsd::Errno(errno)));
+        body();
+        self.kernel.refuse_allocations(None);
+    }
+
+    fn take_requests(&self) -> Option<Vec<String>> {
+        let mut calls =
+            std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        calls.extend(self.kernel.take_calls());
+        Some(calls.iter().map(|c| self.render(c)).collect())
+    }
+
+    fn kernel_rows(&self, cpu: u32) -> Option<Vec<KernelRow>> {
+        let before = self.kernel.take_calls();
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(before);
+        let npmc: u32 = self.kernel.machine().classes.iter().map(|c| c.num).sum();
+        let mut rows = vec![abi::pmc_info::default(); npmc as usize];
+        self.kernel
+            .call(Request::GetPmcInfo {
+                cpu: cpu as i32,
+                pmcs: &mut rows,
+            })
+            .expect("GETPMCINFO");
+        self.kernel.take_calls();
+        Some(
+            rows.iter()
+                .map(|r| KernelRow {
+                    disposition: match abi::Disp::from_raw(r.pm_rowdisp) {
+                        Some(abi::Disp::THREAD) => "THREAD",
+                        Some(abi::Disp::STANDALONE) => "STANDALONE",
+                        _ => "FREE",
+                    },
+                    owner: (r.pm_ownerpid >= 0).then_some(r.pm_ownerpid as u32),
+                    mode: (r.pm_ownerpid >= 0).then(|| match abi::Mode::from_raw(r.pm_mode) {
+                        Some(abi::Mode::SS) => Mode::SS,
+                        Some(abi::Mode::SC) => Mode::SC,
+                        Some(abi::Mode::TS) => Mode::TS,
+                        _ => Mode::TC,
+                    }),
+                    flags: r.pm_flags,
+                })
+                .collect(),
+        )
     }
 
     fn direct_read_event(&self) -> (&'static str, u32) {
@@ -274,6 +400,18 @@ impl Subject for PortableSubject {
                 x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
             }
         }
+    }
+
+    /// This process's CPU time (CLOCK_PROCESS_CPUTIME_ID, from the
+    /// kernel): the most `task-clock` of the caller can count.
+    fn ceiling(&self) -> Option<u64> {
+        use nix::time::{ClockId, clock_gettime};
+        let t = clock_gettime(ClockId::CLOCK_PROCESS_CPUTIME_ID).expect("process CPU clock");
+        Some(crate::backend::portable::source::timespec_ns(
+            t.tv_sec(),
+            t.tv_nsec(),
+            1,
+        ))
     }
 
     fn caller(&self) -> u32 {

@@ -59,7 +59,11 @@ pub trait Subject {
     /// Whether the subject offers a capability.
     fn has(&self, cap: Cap) -> bool;
     /// Makes at least `units` of work happen for every running target:
-    /// the caller, the processes of [`Subject::spawn`], every CPU.
+    /// the caller, the processes of [`Subject::spawn`], every CPU; and
+    /// lets it end, as a process that works and then sleeps: on hwpmc a
+    /// process is then switched out, so its counts are in `pm_savedvalue`
+    /// (`pmc_process_csw_out`), which is what PMCRW reads of a PMC on
+    /// another process (`pmc_do_op_pmcrw`).
     fn work(&self, units: u64);
     /// The pid that stands for the caller.
     fn caller(&self) -> u32;
@@ -81,9 +85,12 @@ pub trait Subject {
     fn set_online(&self, cpu: u32, online: bool) {
         unreachable!("set_online({cpu}, {online}) needs Cap::CpuHotplug")
     }
-    /// Makes every open fail with `errno` ([`Cap::InjectedOpenFailure`]).
-    fn refuse_opens(&self, errno: Option<i32>) {
-        unreachable!("refuse_opens({errno:?}) needs Cap::InjectedOpenFailure")
+    /// Runs `body` with every open failing with `errno`, then opens work
+    /// again ([`Cap::InjectedOpenFailure`]). The body may run on another
+    /// thread (a seccomp filter is per thread and stays on it).
+    fn with_refused_opens(&self, errno: i32, body: &(dyn Fn() + Sync)) {
+        let _ = body;
+        unreachable!("with_refused_opens({errno}) needs Cap::InjectedOpenFailure")
     }
     /// Keeps enabled counters from running ([`Cap::Starvation`]).
     fn starve(&self, on: bool) {
@@ -94,6 +101,42 @@ pub trait Subject {
     fn direct_read_event(&self) -> (&'static str, u32) {
         unreachable!("direct_read_event needs Cap::DirectRead")
     }
+    /// Where counts are not exact, the workload's own measure of the most
+    /// the event can have counted for the subject's targets, as a reading
+    /// that only grows, in the event's units: the bound of
+    /// `assert_grew`. It is read from the kernel by the subject (a clock),
+    /// not from the backend under test. `None` where counts are exact.
+    fn ceiling(&self) -> Option<u64> {
+        None
+    }
+    /// The kernel requests the backend made since the last call, one per
+    /// line (`ALLOCATE TC cpu=ANY -> #1`, `ATTACH #1 pid=42`, `READ #1`,
+    /// `… = EEXIST` when refused; `#n` numbers the PMCs the kernel
+    /// allocated, in order), where the subject's kernel records them (the
+    /// FreeBSD double); `None` where it does not, and nothing is checked.
+    fn take_requests(&self) -> Option<Vec<String>> {
+        None
+    }
+    /// The kernel's own GETPMCINFO rows of `cpu`, where the subject can
+    /// ask its kernel (the FreeBSD double); `None` elsewhere.
+    fn kernel_rows(&self, cpu: u32) -> Option<Vec<KernelRow>> {
+        let _ = cpu;
+        None
+    }
+}
+
+/// One row of the kernel's GETPMCINFO (`struct pmc_info`) as the suite
+/// compares it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelRow {
+    /// `pm_rowdisp`: `FREE`, `THREAD` or `STANDALONE`.
+    pub disposition: &'static str,
+    /// `pm_ownerpid`, when a PMC is configured on the row.
+    pub owner: Option<u32>,
+    /// `pm_mode` of that PMC.
+    pub mode: Option<Mode>,
+    /// `pm_flags` of that PMC (`PMC_F_*` bits).
+    pub flags: u32,
 }
 
 /// One scenario: its name (the test's name), what it needs, its body.
@@ -194,16 +237,44 @@ fn with_count(s: &dyn Subject, mode: Mode, cpu: Cpu, count: u64) -> Pmc {
 }
 
 /// `after − before` (modulo 2^64) is the work of `units`: exactly, or at
-/// least, as the subject counts.
-fn assert_grew(s: &dyn Subject, before: u64, after: u64, units: u64, what: &str) {
+/// least the work and at most what the subject's own measure
+/// ([`Subject::ceiling`]) grew by since `since`, its reading taken before
+/// the counting that `before` ended (or before the start).
+#[track_caller]
+fn assert_grew(
+    s: &dyn Subject,
+    before: u64,
+    after: u64,
+    units: u64,
+    since: Option<u64>,
+    what: &str,
+) {
     let delta = after.wrapping_sub(before);
     let expected = units * s.per_unit();
     if s.has(Cap::ExactCounts) {
         assert_eq!(delta, expected, "{what}: {before} → {after}");
-    } else {
-        assert!(
-            delta >= expected && delta < 1 << 50,
-            "{what}: {before} → {after}, expected at least {expected} more"
+        return;
+    }
+    let (Some(since), Some(now)) = (since, s.ceiling()) else {
+        panic!("{what}: a subject without exact counts gives a ceiling");
+    };
+    let most = now - since;
+    assert!(
+        delta >= expected && delta <= most,
+        "{what}: {before} → {after}, {delta} more: expected at least {expected} \
+         and at most {most}, what the workload's own measure grew by"
+    );
+}
+
+/// Where the subject records its kernel's requests, those made since the
+/// last check are `expected` (lines joined by `; `).
+#[track_caller]
+fn requests(s: &dyn Subject, expected: &str) {
+    if let Some(got) = s.take_requests() {
+        assert_eq!(
+            got.join("; "),
+            expected,
+            "the kernel requests the backend made"
         );
     }
 }
@@ -216,6 +287,9 @@ fn errno<T: std::fmt::Debug>(r: R<T>) -> i32 {
 #[path = "suite/scenarios.rs"]
 mod scenarios;
 use scenarios::*;
+#[path = "suite/pmcinfo.rs"]
+mod pmcinfo;
+use pmcinfo::*;
 
 /// Every scenario (the hwpmc rules of `Pmc`; the simulator runs them all).
 pub static SCENARIOS: &[Scenario] = &[
@@ -363,5 +437,10 @@ pub static SCENARIOS: &[Scenario] = &[
         name: "pmcinfo_lists_own_pmcs_with_their_state",
         needs: &[],
         run: pmcinfo_lists_own_pmcs_with_their_state,
+    },
+    Scenario {
+        name: "pmcinfo_shows_a_system_pmc_on_its_cpu",
+        needs: &[Cap::SystemMode],
+        run: pmcinfo_shows_a_system_pmc_on_its_cpu,
     },
 ];

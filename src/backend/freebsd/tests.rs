@@ -36,16 +36,46 @@ fn each_target_is_one_hwpmc_pmc_attached_by_pid_and_released_with_it() {
     let k = kernel();
     child(&k, 42);
     let b = backend(&k);
+    k.take_calls();
     let mut p = crate::Owner::new(b.clone())
         .allocate_with_count("SOFT-PAGE_FAULT.ALL", Mode::TC, Flags::empty(), Cpu::Any, 0)
         .unwrap();
     assert_eq!(k.live_pmcs(), 0, "allocate's trial PMC is released at once");
+    let trial = k.take_calls();
+    assert_eq!(
+        trial.iter().map(|c| c.op).collect::<Vec<_>>(),
+        [abi::Op::PMCALLOCATE, abi::Op::PMCRELEASE]
+    );
+    assert_eq!(
+        (trial[0].mode, trial[0].cpu, trial[0].flags, trial[0].value),
+        (abi::Mode::TC as u32, abi::PMC_CPU_ANY, 0, 0)
+    );
+    assert_eq!(trial[1].pmcid, trial[0].pmcid, "the trial's own PMC");
     p.attach(0).unwrap();
     p.attach(42).unwrap();
     assert_eq!(k.live_pmcs(), 2, "one hwpmc PMC per target");
+    let calls = k.take_calls();
+    let ops: Vec<_> = calls.iter().map(|c| (c.op, c.pid)).collect();
+    assert_eq!(
+        ops,
+        [
+            (abi::Op::PMCALLOCATE, 0),
+            (abi::Op::PMCATTACH, 1000),
+            (abi::Op::PMCALLOCATE, 0),
+            (abi::Op::PMCATTACH, 42),
+        ],
+        "pid 0 is resolved to the caller before it reaches hwpmc"
+    );
+    assert_eq!(calls[1].pmcid, calls[0].pmcid);
+    assert_eq!(calls[3].pmcid, calls[2].pmcid);
     p.start().unwrap();
     k.advance(42, 0, 5);
     k.advance(1000, 1, 7);
+    // hwpmc_mod.c pmc_do_op_pmcrw: the PMC on 42 (not its owner) reads
+    // pm_savedvalue, which gets 42's 5 only at its switch out
+    // (pmc_process_csw_out); the one on the caller reads its hardware.
+    assert_eq!(p.read().unwrap(), 7);
+    k.switch_out(42);
     assert_eq!(p.read().unwrap(), 12);
     // hwpmc keeps no enabled/running times and never multiplexes.
     let r = p.read_detailed().unwrap();

@@ -245,33 +245,27 @@ impl KernelDouble {
         }
     }
 
-    /// A thread `tid` of `pid` runs `events` events and is switched out
-    /// (hwpmc_mod.c `pmc_process_csw_out`): every RUNNING process PMC
-    /// attached to `pid` counts them; a counting one adds the slice to its
-    /// saved value and to the process's `pp_pmcval` and, with
-    /// `PMC_F_LOG_PROCCSW`, logs PROCCSW with the slice's value.
+    /// A thread `tid` of `pid` runs `events` events on the caller's CPU
+    /// and is switched out (hwpmc_mod.c `pmc_process_csw_in`, then
+    /// `pmc_process_csw_out`): its RUNNING process PMCs count them there; a
+    /// counting one adds the slice to its saved value and to the process's
+    /// `pp_pmcval` and, with `PMC_F_LOG_PROCCSW`, logs PROCCSW with the
+    /// slice's value and the thread.
     pub fn run_slice(&self, pid: i32, tid: i32, events: u64) {
         let mut k = self.lock();
-        let k = &mut *k;
-        for pm in k
-            .pmcs
-            .iter_mut()
-            .filter(|p| p.state == State::RUNNING && p.mode.is_virtual())
-            .filter(|p| p.targets.contains(&pid))
-        {
-            if pm.mode.is_sampling() {
-                pm.hw = pm.hw.wrapping_add(events);
-                continue;
-            }
-            pm.value = pm.value.wrapping_add(events);
-            let v = k.pmclog.pmcval.entry((pm.id, pid)).or_default();
-            *v = v.wrapping_add(events);
-            if pm.flags & abi::PMC_F_LOG_PROCCSW != 0 {
-                let mut f = events.to_ne_bytes().to_vec();
-                f.extend(u32s(&[pm.id, pid as u32, tid as u32, 0]));
-                k.pmclog.emit(kind::PROCCSW, &f);
-            }
-        }
+        let cpu = k.on_cpu.get(&pid).copied().unwrap_or(super::CALLER_CPU);
+        Self::csw_in(&mut k, pid, cpu);
+        k.on_thread.insert(pid, tid);
+        Self::count(&mut k, cpu, events, false);
+        Self::csw_out(&mut k, pid);
+    }
+
+    /// `pmclog_process_proccsw`: PMC `id` counted `slice` for thread `tid`
+    /// of `pid` before it was switched out.
+    pub(super) fn log_proccsw(k: &mut Kernel, id: u32, pid: i32, tid: i32, slice: u64) {
+        let mut f = slice.to_ne_bytes().to_vec();
+        f.extend(u32s(&[id, pid as u32, tid as u32, 0]));
+        k.pmclog.emit(kind::PROCCSW, &f);
     }
 
     /// The value of PMC `id` for process `pid` (`pp_pmcval`): what its

@@ -7,10 +7,23 @@
 //! counter value per PMC that [`KernelDouble::advance`] moves forward, so
 //! the backend above it can be tested end to end without FreeBSD.
 //!
-//! Simplifications, each visible in the API: hardware is one value per
-//! PMC (`advance` adds events to running PMCs that target a process or
-//! CPU); the log file records WRITELOG cookies instead of pmclog bytes;
-//! `p_candebug` is a per-process flag.
+//! Process PMCs live on the hardware of the CPU their target runs on, as
+//! in hwpmc_mod.c: loaded at a context switch in, folded into
+//! `pm_savedvalue` at the switch out (`sched.rs`, after
+//! `pmc_process_csw_in`/`pmc_process_csw_out`), read from the hardware by
+//! PMCRW only when RUNNING and attached to the owner (`pmc_do_op_pmcrw`).
+//! [`KernelDouble::advance`] runs a process on a CPU (it stays there until
+//! another process runs on that CPU or [`KernelDouble::switch_out`]);
+//! [`KernelDouble::advance_all`] gives every process a whole time slice.
+//! The caller is switched in on its CPU (0) for each of its system calls.
+//! Every request is recorded with its arguments and result
+//! ([`KernelDouble::calls`], `record.rs`).
+//!
+//! Simplifications, each visible in the API: a system PMC's hardware is
+//! one value; a sampling process PMC's hardware counts the events left in
+//! its period per target process (`pp_pmcval`), not per thread; the log
+//! file records WRITELOG cookies instead of pmclog bytes; `p_candebug` is
+//! a per-process flag.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -20,6 +33,10 @@ use crate::transport::{Request, Transport};
 
 mod log;
 mod ops;
+mod record;
+mod sched;
+
+pub use record::Call;
 
 pub use log::{Image, KERNEL_PATH, KERNEL_START, LOG_BUFFER_BYTES, LogPipe};
 
@@ -176,11 +193,15 @@ struct Pmc {
     flags: u32,
     state: State,
     targets: BTreeSet<i32>,
-    /// `pm_savedvalue` (virtual) or the hardware count (system).
+    /// `pm_gv.pm_savedvalue` (virtual) or the hardware count (system).
     value: u64,
+    /// A sampling process PMC's `pp_pmcval` per target: the events left
+    /// in the period, saved at the switch out.
+    left: BTreeMap<i32, u64>,
     /// `pm_reloadcount` (sampling) or `pm_initial` (counting).
     count: u64,
-    /// A sampling PMC's events since it started (its hardware counter).
+    /// A system sampling PMC's events since it started (its hardware
+    /// counter; process PMCs count on the CPUs' rows, `sched.rs`).
     hw: u64,
 }
 
@@ -202,7 +223,20 @@ struct Kernel {
     pmclog: log::Pmclog,
     /// PMCALLOCATE fails with this ([`KernelDouble::refuse_allocations`]).
     refuse_allocate: Option<Errno>,
+    /// The CPU each running process is on (`td_oncpu`).
+    on_cpu: BTreeMap<i32, u32>,
+    /// The thread of each running process that is on its CPU (`curthread`
+    /// there; the process's own id when no slice named one), which its
+    /// PROCCSW names.
+    on_thread: BTreeMap<i32, i32>,
+    /// The PMC configured on each (CPU, row) (`pcd_config_pmc`).
+    hw: BTreeMap<(u32, u32), sched::Hw>,
+    /// Every request received, in order.
+    calls: Vec<Call>,
 }
+
+/// The CPU the caller runs its system calls on.
+const CALLER_CPU: u32 = 0;
 
 /// The kernel double. See the module documentation.
 #[derive(Debug)]
@@ -239,6 +273,8 @@ impl KernelDouble {
             offline: Mutex::new(BTreeSet::new()),
             kernel: Mutex::new(Kernel {
                 logfd: -1,
+                // The caller is running: it makes the system calls.
+                on_cpu: BTreeMap::from([(pid, CALLER_CPU)]),
                 ..Kernel::default()
             }),
         }
@@ -274,41 +310,44 @@ impl KernelDouble {
             .insert(pid, process);
     }
 
-    /// Simulates `events` occurring in process `pid` on CPU `cpu`: every
-    /// RUNNING virtual PMC targeting `pid` and every RUNNING system PMC on
-    /// `cpu` counts them.
+    /// Simulates `events` occurring in process `pid` on CPU `cpu`: the
+    /// process is switched in there (switching out the one that ran
+    /// there), its RUNNING process PMCs count on that CPU's hardware, and
+    /// every RUNNING system PMC on `cpu` counts them. The process stays on
+    /// the CPU: its counts reach `pm_savedvalue` when it switches out.
     pub fn advance(&self, pid: i32, cpu: u32, events: u64) {
         let mut k = self.lock();
-        let k = &mut *k;
-        for pm in k.pmcs.iter_mut().filter(|p| p.state == State::RUNNING) {
-            let hit = if pm.mode.is_virtual() {
-                pm.targets.contains(&pid)
-            } else {
-                pm.cpu == cpu
-            };
-            if hit && pm.mode.is_sampling() {
-                pm.hw = pm.hw.wrapping_add(events);
-            } else if hit {
-                pm.value = pm.value.wrapping_add(events);
-                if pm.mode.is_virtual() {
-                    let id = pm.id;
-                    Self::add_process_value(&mut k.pmclog, id, pid, events);
-                }
-            }
-        }
+        Self::csw_in(&mut k, pid, cpu);
+        Self::count(&mut k, cpu, events, true);
     }
 
-    /// Simulates `events` occurring for every target: each RUNNING PMC
-    /// counts them once, whatever it targets (a process PMC's targets and
-    /// a system PMC's CPU all see the same amount of work).
+    /// Simulates a time slice of `events` for everyone: every RUNNING
+    /// system PMC counts them once (each CPU sees the same work), and
+    /// every process is switched out, then runs `events` in a slice of its
+    /// own (switched in, counting, switched out), as processes that work
+    /// and then sleep do.
     pub fn advance_all(&self, events: u64) {
         let mut k = self.lock();
-        for pm in k.pmcs.iter_mut().filter(|p| p.state == State::RUNNING) {
-            if pm.mode.is_sampling() {
-                pm.hw = pm.hw.wrapping_add(events);
-            } else {
-                pm.value = pm.value.wrapping_add(events);
+        for pm in k.pmcs.iter_mut() {
+            if pm.state == State::RUNNING && pm.mode.is_system() {
+                sched::count_system(pm, events);
             }
+        }
+        let running: Vec<i32> = k.on_cpu.keys().copied().collect();
+        for pid in running {
+            Self::csw_out(&mut k, pid);
+        }
+        let pids: Vec<i32> = self
+            .procs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .copied()
+            .collect();
+        for pid in pids {
+            Self::csw_in(&mut k, pid, CALLER_CPU);
+            Self::count(&mut k, CALLER_CPU, events, false);
+            Self::csw_out(&mut k, pid);
         }
     }
 
@@ -360,10 +399,17 @@ impl KernelDouble {
             }
         }
         let mut k = self.lock();
+        // pmc_process_exit takes the exiting process's counting PMCs off
+        // its CPU as a switch out would (without PROCCSW), logs PROCEXIT
+        // with what the process counted, then unlinks it.
+        Self::save_and_unload(&mut k, pid, false);
         Self::log_exit(&mut k, pid);
         for pm in k.pmcs.iter_mut() {
-            if pm.targets.remove(&pid) && pid == self.pid {
-                pm.flags &= !abi::PMC_F_ATTACHED_TO_OWNER;
+            if pm.targets.remove(&pid) {
+                pm.left.remove(&pid);
+                if pid == self.pid {
+                    pm.flags &= !abi::PMC_F_ATTACHED_TO_OWNER;
+                }
             }
         }
     }
@@ -371,6 +417,17 @@ impl KernelDouble {
     /// The WRITELOG cookies in the configured log, in order.
     pub fn log_cookies(&self) -> Vec<u32> {
         self.lock().log.clone()
+    }
+
+    /// Every request received so far, in order, with its arguments and
+    /// result.
+    pub fn calls(&self) -> Vec<Call> {
+        self.lock().calls.clone()
+    }
+
+    /// The requests received since the last `take_calls`, forgotten.
+    pub fn take_calls(&self) -> Vec<Call> {
+        std::mem::take(&mut self.lock().calls)
     }
 
     /// How many successful FLUSHLOG/CLOSELOG flushes happened.
@@ -569,6 +626,7 @@ impl KernelDouble {
             flags: pflags,
             state: State::ALLOCATED,
             targets: BTreeSet::new(),
+            left: BTreeMap::new(),
             value: if mode.is_system() && !mode.is_sampling() {
                 count
             } else {
@@ -596,6 +654,11 @@ impl KernelDouble {
         }
         let pm = &mut k.pmcs[idx];
         pm.targets.insert(pid);
+        // pmc_link_target_process: pp_pmcval starts at the reload count
+        // (TS) or 0.
+        if pm.mode == Mode::TS {
+            pm.left.insert(pid, pm.count);
+        }
         if pid == self.pid {
             pm.flags |= abi::PMC_F_ATTACHED_TO_OWNER;
         }
@@ -639,6 +702,10 @@ impl KernelDouble {
         if !pm.targets.remove(&pid) {
             return Err(Errno::EINVAL);
         }
+        // pmc_unlink_target_process: pp_pmcval is cleared; a switch out of
+        // the process no longer finds the PMC, so what it counted on the
+        // hardware since its switch in is not saved.
+        pm.left.remove(&pid);
         if pid == self.pid {
             pm.flags &= !abi::PMC_F_ATTACHED_TO_OWNER;
         }
@@ -683,7 +750,15 @@ impl Transport for KernelDouble {
     fn call(&self, request: Request<'_>) -> Result<(), Errno> {
         let mut k = self.lock();
         k.syscalls += 1;
-        let r = self.dispatch(&mut k, request);
+        // The caller is on a CPU while it makes the call.
+        if !k.on_cpu.contains_key(&self.pid) {
+            Self::csw_in(&mut k, self.pid, CALLER_CPU);
+        }
+        let mut call = Call::received(&request);
+        let mut request = request;
+        let r = self.dispatch(&mut k, request.reborrow());
+        call.replied(&request, r);
+        k.calls.push(call);
         if r.is_err() {
             k.syscall_errors += 1;
         }

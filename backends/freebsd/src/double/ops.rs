@@ -110,6 +110,11 @@ impl KernelDouble {
                 if !self.cpu_active(cpu) {
                     return Err(Errno::ENXIO);
                 }
+                // pmc_select_cpu: the caller moves to `cpu` (its process
+                // PMCs are switched in there) and back afterwards
+                // (pmc_restore_cpu_binding).
+                let home = k.on_cpu.get(&self.pid).copied();
+                Self::csw_in(k, self.pid, cpu);
                 for (ri, slot) in pmcs
                     .iter_mut()
                     .enumerate()
@@ -130,11 +135,12 @@ impl KernelDouble {
                         d if d > 0 => abi::Disp::THREAD,
                         _ => abi::Disp::FREE,
                     } as u32;
-                    if let Some(pm) = k
-                        .pmcs
-                        .iter()
-                        .find(|p| p.ri == ri && p.mode.is_system() && p.cpu == cpu)
-                    {
+                    // pcd_describe: the PMC configured on the row, a system
+                    // PMC of this CPU or a process PMC switched in here.
+                    let on_row = k.hw.get(&(cpu, ri)).map(|hw| hw.id);
+                    if let Some(pm) = k.pmcs.iter().find(|p| {
+                        p.ri == ri && ((p.mode.is_system() && p.cpu == cpu) || Some(p.id) == on_row)
+                    }) {
                         info.pm_ownerpid = self.pid;
                         info.pm_mode = pm.mode as u32;
                         info.pm_event = pm.event;
@@ -144,6 +150,9 @@ impl KernelDouble {
                         }
                     }
                     *slot = info;
+                }
+                if let Some(home) = home {
+                    Self::csw_in(k, self.pid, home);
                 }
                 Ok(())
             }
@@ -220,11 +229,13 @@ impl KernelDouble {
                     return Err(Errno::ENOSYS);
                 };
                 gm.pm_msr = base + adj;
+                self.force_context_switch(k);
                 Ok(())
             }
             Request::PmcRelease(sp) => {
                 let idx = self.find(k, sp.pm_pmcid)?;
                 let pm = k.pmcs.remove(idx);
+                Self::unload(k, pm.id);
                 if let Some(d) = k.disp.get_mut(&pm.ri) {
                     *d -= if pm.mode.is_system() { -1 } else { 1 };
                 }
@@ -232,31 +243,41 @@ impl KernelDouble {
                 Ok(())
             }
             Request::PmcRw(prw) => {
+                // pmc_do_op_pmcrw.
                 if prw.pm_flags & (abi::PMC_F_OLDVALUE | abi::PMC_F_NEWVALUE) == 0 {
                     return Err(Errno::EINVAL);
                 }
                 let idx = self.find(k, prw.pm_pmcid)?;
-                let pm = &mut k.pmcs[idx];
+                let pm = &k.pmcs[idx];
                 if !matches!(pm.state, State::ALLOCATED | State::STOPPED | State::RUNNING) {
                     return Err(Errno::EINVAL);
                 }
                 if pm.state == State::RUNNING && prw.pm_flags & abi::PMC_F_NEWVALUE != 0 {
                     return Err(Errno::EBUSY);
                 }
-                if !pm.mode.is_virtual() && !self.cpu_active(pm.cpu) {
+                let old = if pm.mode.is_virtual() {
+                    // pmc_do_op_pmcrw: a RUNNING PMC attached to its owner
+                    // is read from the hardware of the caller's CPU
+                    // (pcd_read_pmc; a TS's events left before the
+                    // overflow); any other read, and every write, goes to
+                    // pm_savedvalue.
+                    let running_on_owner =
+                        pm.flags & abi::PMC_F_ATTACHED_TO_OWNER != 0 && pm.state == State::RUNNING;
+                    running_on_owner
+                        .then(|| self.owner_hw(k, pm.id, pm.ri))
+                        .flatten()
+                        .unwrap_or(pm.value)
+                } else if !self.cpu_active(pm.cpu) {
                     return Err(Errno::ENXIO);
-                }
-                // pcd_read_pmc: a system PMC, or a process PMC running on
-                // its owner, reads the hardware (log.rs).
-                let hardware =
-                    !pm.mode.is_virtual() || pm.flags & abi::PMC_F_ATTACHED_TO_OWNER != 0;
-                let old = if pm.state == State::RUNNING && pm.mode.is_sampling() && hardware {
+                } else if pm.state == State::RUNNING && pm.mode.is_sampling() {
+                    // The running sampling hardware holds the events left.
                     super::log::events_to_overflow(pm.count, pm.hw)
                 } else {
+                    // System mode: the counter itself.
                     pm.value
                 };
                 if prw.pm_flags & abi::PMC_F_NEWVALUE != 0 {
-                    pm.value = prw.pm_value;
+                    k.pmcs[idx].value = prw.pm_value;
                 }
                 if prw.pm_flags & abi::PMC_F_OLDVALUE != 0 {
                     prw.pm_value = old;
@@ -294,6 +315,14 @@ impl KernelDouble {
                         }
                         self.attach_process(k, idx, self.pid)?;
                     }
+                    k.pmcs[idx].state = State::RUNNING;
+                    Self::log_start(k, idx);
+                    // pmc_start: a PMC attached to its owner forces a
+                    // context switch, which puts it on the caller's CPU.
+                    if k.pmcs[idx].flags & abi::PMC_F_ATTACHED_TO_OWNER != 0 {
+                        self.force_context_switch(k);
+                    }
+                    return Ok(());
                 } else {
                     let pm = &mut k.pmcs[idx];
                     if !self.cpu_active(pm.cpu) {

@@ -8,30 +8,43 @@ pub(super) fn start_attaches_the_caller_and_counts_only_while_running(s: &dyn Su
     let mut p = tc(s);
     s.work(5);
     assert_eq!(p.read().shown(), 0, "nothing counts before start");
+    // pmc_allocate(3)'s failure at allocate: a trial PMC, released.
+    requests(s, "ALLOCATE TC cpu=ANY -> #0; RELEASE #0");
     assert_eq!(
         p.handles(),
         0,
         "a process PMC holds nothing before a target"
     );
+    let t0 = s.ceiling();
     p.start().shown();
     assert_eq!(p.targets(), vec![s.caller()]);
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #1; ATTACH #1 pid={}; START #1",
+            s.caller()
+        ),
+    );
     s.work(10);
+    let t1 = s.ceiling();
     let first = p.read().shown();
-    assert_grew(s, 0, first, 10, "running");
+    assert_grew(s, 0, first, 10, t0, "running");
     p.start().shown();
     p.stop().shown();
     p.stop().shown();
     let stopped = p.read().shown();
-    assert_grew(s, first, stopped, 0, "stop");
+    assert_grew(s, first, stopped, 0, t1, "stop");
+    requests(s, "READ #1; STOP #1; READ #1");
     s.work(100);
     assert_eq!(
         p.read().shown(),
         stopped,
         "a stopped PMC reads its saved value"
     );
+    let t2 = s.ceiling();
     p.start().shown();
     s.work(1);
-    assert_grew(s, stopped, p.read().shown(), 1, "restarted");
+    assert_grew(s, stopped, p.read().shown(), 1, t2, "restarted");
 }
 
 pub(super) fn stop_before_start_is_einval(s: &dyn Subject) {
@@ -42,6 +55,13 @@ pub(super) fn stop_before_start_is_einval(s: &dyn Subject) {
     p.attach(0).shown();
     assert_eq!(errno(p.stop()), libc::EINVAL, "attached, never started");
     assert_eq!(p.state(), State::Allocated);
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; ALLOCATE TC cpu=ANY -> #1; ATTACH #1 pid={}",
+            s.caller()
+        ),
+    );
     // PMCRW of a PMC not RUNNING reads pm_savedvalue: 0 until a write.
     assert_eq!(p.read().shown(), 0, "attached, never started");
 }
@@ -61,6 +81,13 @@ pub(super) fn attach_rules_follow_pmc_attach(s: &dyn Subject) {
         "start must not attach the caller once attached"
     );
     assert_eq!(errno(p.attach(0)), libc::EBUSY);
+    // EEXIST, ESRCH and EBUSY are decided before the kernel is asked.
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; ALLOCATE TC cpu=ANY -> #1; ATTACH #1 pid={other}; START #1"
+        ),
+    );
 }
 
 pub(super) fn a_system_pmc_neither_attaches_nor_detaches_nor_gives_its_msr(s: &dyn Subject) {
@@ -72,6 +99,9 @@ pub(super) fn a_system_pmc_neither_attaches_nor_detaches_nor_gives_its_msr(s: &d
     assert_eq!(errno(sc.attach(other)), libc::EINVAL);
     assert_eq!(errno(sc.detach(other)), libc::ESRCH);
     assert_eq!(errno(sc.get_msr()), libc::EINVAL, "system mode");
+    // A system PMC is opened at allocate (on its CPU, no trial); the
+    // refusals are decided before the kernel is asked.
+    requests(s, "ALLOCATE SC cpu=0 -> #0");
     // PMCRW on a stopped system PMC writes its counter and reads it back,
     // in full too.
     sc.start().shown();
@@ -79,11 +109,16 @@ pub(super) fn a_system_pmc_neither_attaches_nor_detaches_nor_gives_its_msr(s: &d
     sc.write(7).shown();
     assert_eq!(sc.read().shown(), 7);
     assert_eq!(sc.read_detailed().shown().value, 7);
+    requests(s, "READ #0; START #0; STOP #0; READ #0; READ #0");
 }
 
 pub(super) fn several_targets_accumulate_and_detach_keeps_the_value(s: &dyn Subject) {
     // hwpmc_mod.c: a virtual PMC's value sums its targets; a detached
-    // target's counts stay in pm_savedvalue.
+    // target's counts stay in pm_savedvalue. PMCRW reads the targets'
+    // counts as of their last switch out (pmc_do_op_pmcrw), and a detach
+    // drops what a target still on a CPU counted since its switch in
+    // (pmc_unlink_target_process before pmc_process_csw_out): exact here
+    // because `work` ends every target's slice.
     let other = s.spawn();
     let mut p = tc(s);
     p.attach(0).shown();
@@ -93,6 +128,18 @@ pub(super) fn several_targets_accumulate_and_detach_keeps_the_value(s: &dyn Subj
     assert_eq!(p.read().shown(), 20 * s.per_unit());
     p.detach(other).shown();
     s.work(10);
+    // One hwpmc PMC per target; a detach stops, reads and releases the
+    // target's (PMCRELEASE detaches it).
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; \
+             ALLOCATE TC cpu=ANY -> #1; ATTACH #1 pid={}; \
+             ALLOCATE TC cpu=ANY -> #2; ATTACH #2 pid={other}; \
+             START #1; START #2; READ #1; READ #2; STOP #2; READ #2; RELEASE #2",
+            s.caller()
+        ),
+    );
     assert_eq!(p.read().shown(), 30 * s.per_unit(), "the detached 10 stay");
 }
 
@@ -241,12 +288,17 @@ pub(super) fn an_unknown_event_name_is_einval(s: &dyn Subject) {
 pub(super) fn an_event_that_cannot_be_opened_fails_at_allocate_not_later(s: &dyn Subject) {
     // hwpmc_mod.c pmc_do_op_pmcallocate finds or configures the hardware at
     // allocate and fails there; process PMCs open counters only at attach.
-    s.refuse_opens(Some(libc::ENOENT));
-    for (mode, cpu) in [(Mode::TC, Cpu::Any), (Mode::SC, Cpu::Id(0))] {
-        let e = pmc(s, mode, Flags::empty(), cpu).unwrap_err();
-        assert_eq!(e.errno(), libc::ENOENT, "{mode}: {e}");
-    }
-    s.refuse_opens(None);
+    // EMFILE: an open failure no backend translates (an ENOENT from
+    // perf_event_open is an event the PMU lacks, EOPNOTSUPP).
+    let (owner, event) = (s.owner(), s.event());
+    s.with_refused_opens(libc::EMFILE, &|| {
+        for (mode, cpu) in [(Mode::TC, Cpu::Any), (Mode::SC, Cpu::Id(0))] {
+            let e = owner
+                .allocate_with_count(event, mode, Flags::empty(), cpu, 0)
+                .unwrap_err();
+            assert_eq!(e.errno(), libc::EMFILE, "{mode}: {e}");
+        }
+    });
     let p = tc(s);
     assert!(p.targets().is_empty(), "the trial leaves no target behind");
     assert_eq!(p.handles(), 0, "nor a handle");
@@ -272,6 +324,17 @@ pub(super) fn start_after_every_target_was_detached_is_esrch(s: &dyn Subject) {
     d.detach(other).shown();
     d.start().shown();
     assert_eq!(d.targets(), vec![s.caller()]);
+    // Start after the last tree's detach attaches the owner, with
+    // PMC_F_DESCENDANTS.
+    let all = s.take_requests().map(|r| r.join("; "));
+    if let Some(all) = all {
+        let tail = format!(
+            "ALLOCATE TC cpu=ANY flags={:#x} -> #6; ATTACH #6 pid={}; START #6",
+            Flags::DESCENDANTS.bits(),
+            s.caller()
+        );
+        assert!(all.ends_with(&tail), "{all}");
+    }
 }
 
 pub(super) fn exited_targets_leave_the_list_and_make_start_esrch(s: &dyn Subject) {
@@ -336,9 +399,27 @@ pub(super) fn attaching_overlapping_descendant_trees_is_eexist_and_changes_nothi
     assert_eq!(errno(p.attach(low)), libc::EEXIST, "inside a tree");
     assert_eq!(p.targets(), vec![mid]);
     let mut q = tc(s);
+    // The tree is hwpmc's to follow: the target's PMC carries
+    // PMC_F_DESCENDANTS; the EEXISTs are decided before the kernel is
+    // asked.
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; \
+             ALLOCATE TC cpu=ANY flags={:#x} -> #1; ATTACH #1 pid={mid}; \
+             ALLOCATE TC cpu=ANY -> #2; RELEASE #2",
+            Flags::DESCENDANTS.bits()
+        ),
+    );
     q.attach(top).shown();
     q.attach(mid).shown();
     assert_eq!(q.targets(), vec![top, mid], "without DESCENDANTS, no trees");
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #3; ATTACH #3 pid={top}; ALLOCATE TC cpu=ANY -> #4; ATTACH #4 pid={mid}"
+        ),
+    );
 }
 
 pub(super) fn detach_is_esrch_for_unmonitored_and_einval_for_another_pmcs_process(s: &dyn Subject) {
@@ -356,6 +437,17 @@ pub(super) fn detach_is_esrch_for_unmonitored_and_einval_for_another_pmcs_proces
     p.detach(0).shown();
     other.detach(b).shown();
     assert_eq!(errno(p.detach(b)), libc::ESRCH, "now nobody's");
+    // The ESRCH and EINVAL are decided before the kernel is asked.
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; ALLOCATE TC cpu=ANY -> #1; RELEASE #1; \
+             ALLOCATE TC cpu=ANY -> #2; ATTACH #2 pid={b}; \
+             ALLOCATE TC cpu=ANY -> #3; ATTACH #3 pid={}; \
+             READ #3; RELEASE #3; READ #2; RELEASE #2",
+            s.caller()
+        ),
+    );
 }
 
 pub(super) fn get_msr_needs_a_process_pmc_attached_only_to_its_owner(s: &dyn Subject) {
@@ -377,6 +469,20 @@ pub(super) fn get_msr_needs_a_process_pmc_attached_only_to_its_owner(s: &dyn Sub
     q.start().shown();
     let e = q.get_msr().unwrap_err();
     assert_eq!(e.errno(), libc::ENOSYS, "no direct read of this event: {e}");
+    // The EINVALs are decided before the kernel is asked; ENOSYS is the
+    // kernel's (the class has no pcd_get_msr).
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; ALLOCATE TC cpu=ANY -> #1; ATTACH #1 pid={other}; \
+             ALLOCATE TC cpu=ANY -> #2; ATTACH #2 pid={me}; ALLOCATE TC cpu=ANY -> #3; RELEASE #3; \
+             ALLOCATE TC cpu=ANY flags={d:#x} -> #4; ATTACH #4 pid={me}; \
+             ALLOCATE TC cpu=ANY -> #5; RELEASE #5; ALLOCATE TC cpu=ANY -> #6; ATTACH #6 pid={me}; \
+             START #6; GETMSR #6 = ENOSYS",
+            me = s.caller(),
+            d = Flags::DESCENDANTS.bits()
+        ),
+    );
     q.stop().shown();
     q.attach(other).shown();
 }
@@ -397,6 +503,15 @@ pub(super) fn get_msr_returns_the_index_and_leaves_attach_open(s: &dyn Subject) 
         .shown();
     p.start().shown();
     assert_eq!(p.get_msr().shown(), index);
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY flags={f:#x} -> #0; RELEASE #0; \
+             ALLOCATE TC cpu=ANY flags={f:#x} -> #1; ATTACH #1 pid={}; START #1; GETMSR #1",
+            s.caller(),
+            f = Flags::EV_PMU.bits()
+        ),
+    );
     p.stop().shown();
     p.attach(other).shown();
     let mut targets = p.targets();
@@ -440,27 +555,48 @@ pub(super) fn tc_write_sets_the_value_but_set_and_the_allocate_count_do_not(s: &
     p.set(42).shown();
     assert_eq!(p.read().shown(), 0, "set does not change a TC's value");
     assert_eq!(p.reload_count(), 42);
+    let t0 = s.ceiling();
     p.start().shown();
     s.work(8);
     p.stop().shown();
     let counted = p.read().shown();
-    assert_grew(s, 0, counted, 8, "first run");
+    assert_grew(s, 0, counted, 8, t0, "first run");
     assert_eq!(p.rw(7).shown(), counted, "rw returns the old value");
     assert_eq!(p.read().shown(), 7);
+    let t1 = s.ceiling();
     p.start().shown();
     s.work(3);
+    // The allocate count, set and the write stay in pmc (the kernel's
+    // counter is only started, stopped and read).
+    requests(
+        s,
+        &format!(
+            "ALLOCATE TC cpu=ANY -> #0; RELEASE #0; ALLOCATE TC cpu=ANY -> #1; ATTACH #1 pid={}; \
+             START #1; STOP #1; READ #1; START #1",
+            s.caller()
+        ),
+    );
     assert_grew(
         s,
         7,
         p.read().shown(),
         3,
+        t1,
         "counting continues from the write",
     );
     p.stop().shown();
     p.write(u64::MAX).shown();
+    let t2 = s.ceiling();
     p.start().shown();
     s.work(2);
-    assert_grew(s, u64::MAX, p.read().shown(), 2, "values wrap modulo 2^64");
+    assert_grew(
+        s,
+        u64::MAX,
+        p.read().shown(),
+        2,
+        t2,
+        "values wrap modulo 2^64",
+    );
 }
 
 pub(super) fn sc_counts_from_its_initial_value_and_a_write_lasts_until_start(s: &dyn Subject) {
@@ -500,6 +636,13 @@ pub(super) fn sc_counts_from_its_initial_value_and_a_write_lasts_until_start(s: 
         p.read().shown(),
         1000 + 2 * u,
         "set is where start counts from"
+    );
+    // pm_initial stays in pmc: the kernel's PMC is allocated without a
+    // count, read at each start to count from there.
+    requests(
+        s,
+        "ALLOCATE SC cpu=1 -> #0; READ #0; START #0; READ #0; STOP #0; READ #0; READ #0; \
+         START #0; READ #0; STOP #0; READ #0; READ #0; START #0; READ #0",
     );
 }
 
@@ -582,21 +725,4 @@ pub(super) fn a_counter_that_never_ran_is_an_error_not_zero(s: &dyn Subject) {
     s.starve(false);
     assert!(r.multiplexed, "{r:?}");
     assert_eq!(r.value, 1000, "{r:?}");
-}
-
-pub(super) fn pmcinfo_lists_own_pmcs_with_their_state(s: &dyn Subject) {
-    // pmc_pmcinfo(3) (PMC_OP_GETPMCINFO): one row per PMC with its state
-    // and targets; a released PMC is gone.
-    let mut p = tc(s);
-    let id = p.id();
-    let row = || s.owner().pmcinfo().into_iter().find(|r| r.id == id);
-    assert_eq!(row().expect("a pmcinfo row").state, State::Allocated);
-    p.start().shown();
-    let r = row().expect("a pmcinfo row");
-    assert_eq!(
-        (r.state, r.targets.clone()),
-        (State::Running, vec![s.caller()])
-    );
-    drop(p);
-    assert!(row().is_none(), "released PMCs leave the table");
 }
