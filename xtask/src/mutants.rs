@@ -50,7 +50,7 @@ const fn target(
 }
 
 /// The measured targets.
-pub const TARGETS: [Target; 7] = [
+pub const TARGETS: [Target; 11] = [
     target("pmc", "src/spec/**", &["--lib"]),
     target("pmc", "src/log/**", &["--lib"]),
     // The conformance suite runs in the lib tests over the simulated and
@@ -79,6 +79,20 @@ pub const TARGETS: [Target; 7] = [
         "backends/linux/src/selfmon.rs",
         &["--lib", "--test=live"],
     ),
+    // The FreeBSD kernel double: its own tests (the conformance suite over
+    // it runs in pmc's lib tests, whose build per mutant is ten times
+    // longer).
+    target(
+        "pmc-freebsd",
+        "backends/freebsd/src/double/**",
+        &["--tests"],
+    ),
+    // The FreeBSD adapter, tested over the double by pmc's lib tests.
+    target("pmc", "src/backend/freebsd/**", &["--lib"]),
+    // libpmc for C: the Rust tests and the C programs (tests/c_programs.rs).
+    target("pmc-capi", "capi/src/**", &["--tests"]),
+    // pmcstat's output formats: the golden tests of FreeBSD's printfs.
+    target("pmc-tools", "tools/src/output.rs", &["--lib", "--test=cli"]),
 ];
 
 /// Options of `cargo xtask mutants`.

@@ -38,6 +38,8 @@ pub struct Tally {
     pub reasons: BTreeMap<String, Vec<String>>,
     /// Names of failed tests.
     pub failures: Vec<String>,
+    /// Names of the tests that ran (passed or failed).
+    pub ran: std::collections::BTreeSet<String>,
     /// Failed test → the message it printed in libtest's `failures:` section.
     pub messages: BTreeMap<String, Vec<String>>,
     /// Inside libtest's closing `failures:` list.
@@ -125,10 +127,13 @@ impl Tally {
                     .entry(reason)
                     .or_default()
                     .push(name.trim_end().to_string());
-            } else if outcome.starts_with("FAILED")
-                && !self.failures.iter().any(|f| f == name.trim_end())
-            {
-                self.failures.push(name.trim_end().to_string());
+            } else if outcome.starts_with("ok") {
+                self.ran.insert(name.trim_end().to_string());
+            } else if outcome.starts_with("FAILED") {
+                self.ran.insert(name.trim_end().to_string());
+                if !self.failures.iter().any(|f| f == name.trim_end()) {
+                    self.failures.push(name.trim_end().to_string());
+                }
             }
         }
     }
@@ -375,6 +380,27 @@ impl Expected {
                 }
             }
         }
+        // An `n/a` entry (no requirement) names a scenario its backend
+        // cannot run on any machine: if it ran, or no test of that name
+        // reported at all, the entry is stale and would hide a later
+        // regression of the test it names. (A skip with requirements that
+        // ran instead is a better machine, and fine.)
+        let skipped: std::collections::BTreeSet<&String> =
+            tally.reasons.values().flatten().collect();
+        for (t, want) in &self.skips {
+            if !want.is_empty() {
+                continue;
+            }
+            if tally.ran.contains(t) {
+                problems.push(format!(
+                    "stale entry: {t} is listed as an n/a skip but ran; remove its line"
+                ));
+            } else if !skipped.contains(t) {
+                problems.push(format!(
+                    "stale entry: {t} is listed as an n/a skip but no test of that name reported; remove or rename its line"
+                ));
+            }
+        }
         problems
     }
 }
@@ -491,6 +517,35 @@ mod tests {
         // An expected skip that ran instead is fine (a better machine).
         let e = Expected::parse("min-executed 0\nskip counting::hw [hardware]\nskip events::kprobe [pmu:kprobe]\nskip a::b [root]\nskip conformance::portable::ts []").unwrap();
         assert!(e.check(&run_with_skips()).is_empty());
+    }
+
+    #[test]
+    fn a_stale_not_applicable_entry_fails_the_expectation() {
+        let mut t = run_with_skips();
+        t.line("test conformance::freebsd_double::ts ... ok");
+        let e = Expected::parse(
+            "min-executed 0\nskip counting::hw [hardware]\nskip events::kprobe [pmu:kprobe]\n\
+             skip conformance::portable::ts []\nskip conformance::freebsd_double::ts []\nskip conformance::portable::renamed []\n",
+        )
+        .unwrap();
+        assert_eq!(
+            e.check(&t),
+            vec![
+                "stale entry: conformance::freebsd_double::ts is listed as an n/a skip but ran; remove its line"
+                    .to_string(),
+                "stale entry: conformance::portable::renamed is listed as an n/a skip but no test of that name reported; remove or rename its line"
+                    .to_string(),
+            ]
+        );
+        // A failed test ran too.
+        let mut t = run_with_skips();
+        t.line("test conformance::freebsd_double::ts ... FAILED");
+        let e = Expected::parse(
+            "min-executed 0\nskip counting::hw [hardware]\nskip events::kprobe [pmu:kprobe]\n\
+             skip conformance::portable::ts []\nskip conformance::freebsd_double::ts []\n",
+        )
+        .unwrap();
+        assert_eq!(e.check(&t).len(), 1, "{:?}", e.check(&t));
     }
 
     #[test]
