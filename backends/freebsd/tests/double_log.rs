@@ -230,7 +230,10 @@ fn proccsw_and_procexit_carry_the_slice_and_the_process_value() {
     attach(&k, id, CHILD);
     start(&k, id);
     k.run_slice(CHILD, 300, 11);
-    k.advance(CHILD, 0, 4); // counted, in no slice of its own
+    // Counted on CPU 0, where the child stays: part of the slice its next
+    // switch out ends (pmc_process_csw_out reads what the row counted
+    // since the switch in).
+    k.advance(CHILD, 0, 4);
     k.run_slice(CHILD, 301, 22);
     assert_eq!(k.process_value(id, CHILD), 37);
     k.exit_process(CHILD);
@@ -254,7 +257,7 @@ fn proccsw_and_procexit_carry_the_slice_and_the_process_value() {
         .collect();
     assert_eq!(
         csw,
-        vec![(11, id, CHILD as u32, 300), (22, id, CHILD as u32, 301)]
+        vec![(11, id, CHILD as u32, 300), (4 + 22, id, CHILD as u32, 301)]
     );
     let exit = recs.iter().find(|r| r.kind == 10).expect("PROCEXIT");
     assert_eq!(exit.body.len() + 16, 32, "sizeof(struct pmclog_procexit)");
