@@ -311,3 +311,76 @@ fn allocations_can_be_refused_on_demand() {
     k.refuse_allocations(None);
     assert_eq!(k.call(Request::PmcAllocate(&mut pa)), Ok(()));
 }
+
+fn read(k: &KernelDouble, id: u32) -> u64 {
+    let mut rw = pmc_op_pmcrw {
+        pm_flags: PMC_F_OLDVALUE,
+        pm_pmcid: id,
+        pm_value: 0,
+    };
+    k.call(Request::PmcRw(&mut rw)).unwrap();
+    rw.pm_value
+}
+
+#[test]
+fn a_callchain_without_pmc_f_callchain_holds_only_the_interrupted_pc() {
+    // pmc_add_sample: without PMC_F_CALLCHAIN only the interrupted pc is
+    // captured (pmclog_process_callchain writes ps_nsamples pcs).
+    let k = kernel();
+    let pipe = logged(&k);
+    let chain = allocate(&k, Mode::TS, PMC_CPU_ANY, PMC_F_CALLCHAIN);
+    let pc_only = allocate(&k, Mode::TS, PMC_CPU_ANY, 0);
+    for id in [chain, pc_only] {
+        attach(&k, id, CHILD);
+        start(&k, id);
+    }
+    pipe.take();
+    k.sample(0, CHILD, 201, true, &[0x10, 0x20, 0x30]);
+    k.call(Request::FlushLog).unwrap();
+    let pcs: Vec<(u32, usize)> = records(&pipe.take())
+        .into_iter()
+        .filter(|r| r.kind == 16)
+        .map(|r| (u32_at(&r.body, 8), (r.body.len() - 16) / 8))
+        .collect();
+    assert_eq!(pcs, vec![(chain, 3), (pc_only, 1)]);
+}
+
+#[test]
+fn procexit_is_logged_only_for_counting_pmcs_that_asked_for_it() {
+    // pmc_process_exit: PROCEXIT only for a counting PMC with
+    // PMC_F_NEEDS_LOGFILE (LOG_PROCEXIT/LOG_PROCCSW set it at allocate).
+    let k = kernel();
+    let pipe = logged(&k);
+    let quiet = allocate(&k, Mode::TC, PMC_CPU_ANY, 0);
+    let logged_exit = allocate(&k, Mode::TC, PMC_CPU_ANY, PMC_F_LOG_PROCEXIT);
+    for id in [quiet, logged_exit] {
+        attach(&k, id, CHILD);
+        start(&k, id);
+    }
+    k.run_slice(CHILD, 201, 5);
+    pipe.take();
+    k.exit_process(CHILD);
+    k.call(Request::FlushLog).unwrap();
+    let exits: Vec<(u32, u64)> = records(&pipe.take())
+        .into_iter()
+        .filter(|r| r.kind == 10)
+        .map(|r| (u32_at(&r.body, 0), u64_at(&r.body, 8)))
+        .collect();
+    assert_eq!(exits, vec![(logged_exit, 5)]);
+}
+
+#[test]
+fn a_running_system_sampling_pmc_reads_the_events_left_in_its_period() {
+    // pcd_read_pmc of a sampling PMC converts the hardware count to the
+    // events left before the next overflow (the counter counts up from
+    // -reloadcount and reloads at each overflow): 1000 - 1300 % 1000.
+    let k = kernel();
+    let _pipe = logged(&k);
+    let id = allocate(&k, Mode::SS, 0, 0);
+    start(&k, id);
+    k.advance(ME, 0, 1300);
+    assert_eq!(read(&k, id), 700);
+    k.call(Request::PmcStop(&mut pmc_op_simple { pm_pmcid: id }))
+        .unwrap();
+    assert_eq!(read(&k, id), 700, "the stopped hardware keeps it");
+}
