@@ -384,3 +384,55 @@ fn a_running_system_sampling_pmc_reads_the_events_left_in_its_period() {
         .unwrap();
     assert_eq!(read(&k, id), 700, "the stopped hardware keeps it");
 }
+
+#[test]
+fn pipes_are_distinct_and_records_wait_in_the_buffer() {
+    let k = kernel();
+    let (a, _pa) = k.pipe();
+    let (b, _pb) = k.pipe();
+    assert_ne!(a, b, "each pipe its own descriptor");
+    let pipe = logged(&k);
+    let id = allocate(&k, Mode::TS, PMC_CPU_ANY, 0);
+    attach(&k, id, CHILD);
+    start(&k, id);
+    k.call(Request::FlushLog).unwrap();
+    pipe.take();
+    assert_eq!(k.log_pending(), 0, "flushed");
+    k.sample(0, CHILD, 201, true, &[0x10]);
+    // struct pmclog_callchain with one pc: the 16-byte header, pid, tid,
+    // pmcid, cpuflags, one uintfptr_t.
+    assert_eq!(k.log_pending(), 16 + 16 + 8, "in the kernel's buffer");
+    assert!(pipe.take().is_empty(), "not yet written out");
+}
+
+#[test]
+fn system_pmcs_on_two_cpus_share_a_row() {
+    // pmc_can_allocate_rowindex: a system PMC conflicts only with a system
+    // PMC on the same CPU, so the same row serves CPU 0 and CPU 1.
+    let k = kernel();
+    let on0 = allocate(&k, Mode::SC, 0, 0);
+    let on1 = allocate(&k, Mode::SC, 1, 0);
+    let again0 = allocate(&k, Mode::SC, 0, 0);
+    let row = |id: u32| id & 0xFF;
+    assert_eq!(row(on0), row(on1), "{on0:#x} {on1:#x}");
+    assert_ne!(row(on0), row(again0), "CPU 0's row is taken");
+}
+
+#[test]
+fn detaching_another_process_keeps_the_owners_reading_on_its_hardware() {
+    // pmc_detach_one_process clears PMC_F_ATTACHED_TO_OWNER only when the
+    // owner itself is detached; while it is set, PMCRW of a running PMC
+    // reads the owner's CPU row (pmc_do_op_pmcrw), not pm_savedvalue.
+    let k = kernel();
+    let id = allocate(&k, Mode::TC, PMC_CPU_ANY, 0);
+    attach(&k, id, ME);
+    attach(&k, id, CHILD);
+    start(&k, id);
+    k.advance(ME, 0, 50);
+    k.call(Request::PmcDetach(&mut pmc_op_pmcattach {
+        pm_pmc: id,
+        pm_pid: CHILD,
+    }))
+    .unwrap();
+    assert_eq!(read(&k, id), 50, "the owner's row, not yet saved");
+}
