@@ -270,6 +270,8 @@ fn mapping(pid: u32, start: u64, path: &str) -> BackendEvent {
     BackendEvent::Mapping {
         pid,
         start,
+        len: 0,
+        pgoff: 0,
         path: path.into(),
     }
 }
@@ -294,6 +296,7 @@ fn sample(pid: u32) -> BackendEvent {
         user: true,
         pc: 0x1000 + u64::from(pid),
         callchain: None,
+        user_stack: None,
     }
 }
 
