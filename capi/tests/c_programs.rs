@@ -818,7 +818,8 @@ fn main() {
         },
         CTest {
             name: "c::user_stacks_unwound_into_callchains",
-            requires: perf(),
+            // User-mode samples of its own process: any user at paranoid 2.
+            requires: vec![Requirement::Paranoid(2)],
             run: user_stack,
         },
         CTest {
