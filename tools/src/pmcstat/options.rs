@@ -683,4 +683,23 @@ mod tests {
         assert_eq!(leading_number(""), None);
         assert_eq!(leading_number("0x"), Some(0));
     }
+
+    /// perf record's `--call-graph` spelling: `fp`, `dwarf`, `dwarf,SIZE`
+    /// with the kernel's size rules; anything else is refused with what
+    /// to give.
+    #[test]
+    fn call_graph_modes_are_perfs() {
+        assert_eq!(call_graph("fp"), Ok(CallGraph::FramePointers));
+        assert_eq!(call_graph("dwarf"), Ok(CallGraph::Dwarf(8192)));
+        assert_eq!(call_graph("dwarf,4096"), Ok(CallGraph::Dwarf(4096)));
+        assert_eq!(call_graph("dwarf,65528"), Ok(CallGraph::Dwarf(65528)));
+        for bad in ["dwarf,0", "dwarf,12", "dwarf,65536", "dwarf,x", "dwarf,"] {
+            let e = call_graph(bad).expect_err(bad);
+            assert!(e.contains("multiple of 8"), "{bad}: {e}");
+        }
+        for bad in ["lbr", "fp,8", "", "DWARF"] {
+            let e = call_graph(bad).expect_err(bad);
+            assert!(e.contains("`fp` or `dwarf[,SIZE]`"), "{bad}: {e}");
+        }
+    }
 }
