@@ -9,6 +9,7 @@ pub mod machine;
 mod owner;
 mod pmc;
 pub mod probe;
+pub mod sample;
 pub mod spec;
 mod types;
 

@@ -21,7 +21,7 @@ mod drain;
 mod log;
 pub(crate) mod registry;
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::backend::drainer::Drainer;
@@ -81,6 +81,9 @@ pub(crate) struct Inner {
     /// The smallest ring the locked-memory limit cut (KiB), `usize::MAX`
     /// when none was.
     smallest_ring_kib: AtomicUsize,
+    /// Bytes of user stack each sample of sampling PMCs allocated from now
+    /// on copies (0: none).
+    user_stack: AtomicU32,
 }
 
 impl Drop for Inner {
@@ -97,12 +100,13 @@ impl Owner {
                 backend,
                 registry: Registry::new(),
                 log: Mutex::new(None),
-                sources: Mutex::new(drain::Sources::default()),
+                sources: Mutex::new(drain::Sources::new(crate::sample::default_unwinder())),
                 drainer: Arc::new(Drainer::new()),
                 samples: AtomicU64::new(0),
                 lost: AtomicU64::new(0),
                 buffer_pages: AtomicUsize::new(0),
                 smallest_ring_kib: AtomicUsize::new(usize::MAX),
+                user_stack: AtomicU32::new(0),
             }),
         }
     }
@@ -200,6 +204,42 @@ impl Owner {
         }
     }
 
+    /// Sampling PMCs allocated from now on copy the user registers and
+    /// `bytes` of user stack with each sample of user code (`None`: no
+    /// copy, the default), which this owner unwinds into the samples' user
+    /// call chains as it writes the log (`--call-graph dwarf`; see
+    /// [`crate::sample`]). A multiple of 8, at most
+    /// [`crate::sample::MAX_USER_STACK_BYTES`]; perf's default is
+    /// [`crate::sample::DEFAULT_USER_STACK_BYTES`]. Backends that cannot
+    /// copy stacks refuse such PMCs at allocate (EOPNOTSUPP).
+    pub fn set_user_stack(&self, bytes: Option<u32>) -> Result<()> {
+        if let Some(b) = bytes {
+            check_user_stack_bytes(b)?;
+        }
+        self.inner
+            .user_stack
+            .store(bytes.unwrap_or(0), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// What [`Owner::set_user_stack`] set.
+    pub fn user_stack(&self) -> Option<u32> {
+        match self.inner.user_stack.load(Ordering::Relaxed) {
+            0 => None,
+            b => Some(b),
+        }
+    }
+
+    /// Replaces the [`StackUnwinder`](crate::sample::StackUnwinder) that
+    /// turns samples' user stacks into their logged user call chains
+    /// (`None`: samples keep the kernel's frame-pointer chain). An owner
+    /// starts with [`crate::sample::DwarfUnwinder`] where the
+    /// `dwarf-unwind` feature is on, else with none. Takes effect from the
+    /// next drain; mappings logged before are not told to the new one.
+    pub fn set_stack_unwinder(&self, unwinder: Option<Box<dyn crate::sample::StackUnwinder>>) {
+        self.inner.sources().unwinder = unwinder;
+    }
+
     /// The data size in KiB of the smallest ring the locked-memory limit
     /// cut below the size asked for, if any was: what a loss warning can
     /// name as its likely cause.
@@ -252,6 +292,21 @@ impl Owner {
             .map_err(|e| backend::drainer::spawn_error(&e))?;
         Ok(handle)
     }
+}
+
+/// Checks a user-stack copy size (the kernel's rules: a multiple of 8,
+/// at most a u16's worth).
+pub(crate) fn check_user_stack_bytes(bytes: u32) -> Result<()> {
+    if bytes == 0 || !bytes.is_multiple_of(8) || bytes > crate::sample::MAX_USER_STACK_BYTES {
+        return Err(Error::InvalidArgument {
+            op: "user_stack",
+            why: format!(
+                "{bytes} bytes: the stack copy is a multiple of 8 from 8 to {}",
+                crate::sample::MAX_USER_STACK_BYTES
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// A registered source: drained a last time and removed when dropped (at

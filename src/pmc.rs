@@ -65,6 +65,8 @@ pub(super) struct Asked<'a> {
     online: Option<&'a [u32]>,
     /// The calling process, the PMC's owner.
     owner: Option<u32>,
+    /// The user-stack copy the builder asked for (else the owner's).
+    pub(super) user_stack: Option<u32>,
 }
 
 /// One process the PMC is attached to. The source is dropped first: its
@@ -191,6 +193,31 @@ impl Pmc {
         Self::allocate_checked(owner, spec, mode, flags, cpu, count, Asked::default())
     }
 
+    /// [`Pmc::allocate_for`] with a user-stack copy of `bytes` per sample
+    /// (the builders' [`ProcessPmc::user_stack`]).
+    pub(crate) fn allocate_with_user_stack(
+        owner: &Owner,
+        spec: &str,
+        mode: Mode,
+        flags: Flags,
+        cpu: Cpu,
+        count: u64,
+        bytes: u32,
+    ) -> Result<Pmc> {
+        crate::owner::check_user_stack_bytes(bytes)?;
+        if !mode.is_sampling() {
+            return Err(Error::invalid(
+                "allocate",
+                format!("a user-stack copy needs a sampling mode (SS, TS), not {mode}"),
+            ));
+        }
+        let asked = Asked {
+            user_stack: Some(bytes),
+            ..Asked::default()
+        };
+        Self::allocate_checked(owner, spec, mode, flags, cpu, count, asked)
+    }
+
     /// [`Pmc::allocate`] for [`PerCpu`], which has asked the backend once
     /// what every CPU's allocation asks.
     pub(super) fn allocate_for_per_cpu(
@@ -235,6 +262,10 @@ impl Pmc {
             sample_period: reload_count,
             pmcid: id.0,
             buffer_pages: owner.buffer_pages_setting(),
+            user_stack: asked
+                .user_stack
+                .or_else(|| owner.user_stack())
+                .filter(|_| mode.is_sampling()),
         })?;
         // hwpmc allocates the hardware at allocate, so an event this
         // machine cannot count fails here: system PMCs open their CPU now,

@@ -490,6 +490,17 @@ int	pmc_pmu_idx_get_by_event(const char *_cpuid, const char *_event);
 int	pmc_pmu_stat_mode(const char ***_counters);
 
 /*
+ * Extension (perf's `--call-graph dwarf`): sampling PMCs allocated from
+ * now on copy the user registers and _bytes of user stack with each
+ * sample (a multiple of 8 up to 65528; perf's default is 8192; 0 turns it
+ * off), and the log writer unwinds them with the objects' CFI into each
+ * sample's CALLCHAIN record, so programs built without frame pointers get
+ * whole stacks. 0 or -1 with errno EINVAL for a bad size; allocating on a
+ * backend that cannot copy stacks fails with EOPNOTSUPP.
+ */
+int	pmc_set_user_stack(uint32_t _bytes);
+
+/*
  * Linux extension: the full message of the calling thread's last failure
  * (what failed, the errno, what to do), or "" if none. Valid until the
  * thread's next libpmc call. A panic inside the library (a bug) is stopped

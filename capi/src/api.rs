@@ -399,6 +399,13 @@ pub fn writelog(value: u32) -> CResult<()> {
     Ok(pmc_core::log::sink::writelog(value)?)
 }
 
+/// `pmc_set_user_stack` (extension): sampling PMCs allocated from now on
+/// copy `bytes` of user stack per sample (0: none), unwound into their
+/// logged callchains.
+pub fn set_user_stack(bytes: u32) -> CResult<()> {
+    Ok(pmc_core::Owner::global().set_user_stack((bytes > 0).then_some(bytes))?)
+}
+
 /// Event names handed to C: interned for the life of the process, since
 /// libpmc's arrays point at static strings the caller never frees.
 static INTERNED: Mutex<Option<HashMap<String, &'static CStr>>> = Mutex::new(None);

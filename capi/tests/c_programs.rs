@@ -171,6 +171,14 @@ fn log_on_fd() -> TestResult {
     Ok(())
 }
 
+fn user_stack() -> TestResult {
+    println!(
+        "{}",
+        build_and_run("user_stack", Link::Shared, &["{tmp}/pmc.log"])?
+    );
+    Ok(())
+}
+
 fn log_procexit() -> TestResult {
     println!(
         "{}",
@@ -807,6 +815,12 @@ fn main() {
             name: "c::sampling_into_a_log_on_an_fd",
             requires: perf(),
             run: log_on_fd,
+        },
+        CTest {
+            name: "c::user_stacks_unwound_into_callchains",
+            // User-mode samples of its own process: any user at paranoid 2.
+            requires: vec![Requirement::Paranoid(2)],
+            run: user_stack,
         },
         CTest {
             name: "c::log_procexit_of_a_child",

@@ -32,6 +32,10 @@ pub enum BackendEvent {
         pc: u64,
         /// The call chain, when the PMC asked for one.
         callchain: Option<Callchain>,
+        /// The user registers and stack copy, when the PMC asked for them
+        /// and the sample interrupted user code (the owner unwinds them
+        /// into `callchain.user` as it writes the log).
+        user_stack: Option<crate::sample::UserStack>,
     },
     /// An executable file mapping of a process (`pid` `u32::MAX`: the
     /// kernel's).
@@ -41,6 +45,10 @@ pub enum BackendEvent {
         /// The start address of its first executable mapping (hwpmc logs
         /// `entry->start`; see [`crate::log`] on MAP_IN).
         start: u64,
+        /// Its length in bytes (0: unknown).
+        len: u64,
+        /// The file offset mapped at `start`.
+        pgoff: u64,
         /// The file.
         path: String,
     },

@@ -138,6 +138,10 @@ pub struct EventRequest<'a> {
     /// The data pages of each ring a logging target maps, as its owner's
     /// tunable sets them (`None`: the backend's default).
     pub buffer_pages: Option<usize>,
+    /// For sampling modes, the bytes of user stack each sample copies
+    /// with the user registers, for the owner to unwind (`None`: no copy).
+    /// A backend that cannot copy stacks refuses it.
+    pub user_stack: Option<u32>,
 }
 
 /// One counter's value as a backend reads it.

@@ -134,6 +134,12 @@ impl Backend for SimBackend {
     }
 
     fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+        if request.user_stack.is_some() {
+            return Err(Error::NotSupported {
+                what: "copying user stacks with samples".into(),
+                why: "this backend takes no user registers or stack; use frame-pointer callchains (CALLCHAIN)".into(),
+            });
+        }
         let class = match &request.spec.event {
             EventName::Software(_) => Class::Software,
             EventName::Hardware(_) => Class::Hardware,

@@ -183,6 +183,7 @@ impl Translator {
                 user,
                 pc,
                 callchain,
+                ..
             } => {
                 if !sampling {
                     return;
@@ -212,7 +213,9 @@ impl Translator {
                     },
                 ));
             }
-            BackendEvent::Mapping { pid, start, path } => {
+            BackendEvent::Mapping {
+                pid, start, path, ..
+            } => {
                 out.push((t, LogRecord::MapIn { pid, start, path }));
             }
             BackendEvent::Exec {

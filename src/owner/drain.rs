@@ -5,17 +5,30 @@ use std::sync::{Arc, MutexGuard};
 
 use super::{Inner, Owner, Registered};
 use crate::Flags;
+use crate::backend::event::BackendEvent;
 use crate::backend::source::{Drain, SampleSource, SourceInfo};
 use crate::log::translate::{Rules, Translator};
+use crate::sample::{Mapping, StackSample, StackUnwinder};
 
 /// The registered sources (under the drain lock).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Sources {
     list: Vec<Registered>,
     next_key: u64,
+    /// Turns samples' user stacks into their user call chains as they are
+    /// logged, told of every process's mappings in time order.
+    pub(super) unwinder: Option<Box<dyn StackUnwinder>>,
 }
 
 impl Sources {
+    pub(super) fn new(unwinder: Option<Box<dyn StackUnwinder>>) -> Sources {
+        Sources {
+            list: Vec::new(),
+            next_key: 0,
+            unwinder,
+        }
+    }
+
     /// The log was closed: every source stops writing into it (hwpmc stops
     /// the PMCs that need a log as it is deconfigured) and its translator
     /// drops what it still produces until its PMC is stopped. Returns
@@ -150,11 +163,8 @@ impl Owner {
         let configured = self.log_configured();
         let mut out = Vec::new();
         let mut backlog = false;
-        for reg in sources
-            .list
-            .iter_mut()
-            .filter(|r| only.is_none_or(|k| k == r.key))
-        {
+        let Sources { list, unwinder, .. } = sources;
+        for reg in list.iter_mut().filter(|r| only.is_none_or(|k| k == r.key)) {
             let mut events = std::mem::take(&mut reg.pending);
             if configured {
                 // A log configured after the attach: the mappings first,
@@ -163,11 +173,78 @@ impl Owner {
                 events.extend(self.initial_mappings(&mut reg.translator, at, reg.source.as_ref()));
             }
             backlog |= reg.source.drain(how, &mut events);
+            unwind_user_stacks(unwinder, &mut events);
             reg.translator.translate(events, &mut out);
         }
         // Without a log the records are dropped here, as hwpmc drops
         // samples of a PMC whose owner has no log.
         self.write_batch(out);
         backlog
+    }
+}
+
+/// The stack-unwinding pass before the logging rules: the unwinder follows
+/// each process's mappings, and a sample's copied user stack becomes its
+/// user call chain (the stack bytes are dropped either way: the log keeps
+/// chains, not stacks).
+fn unwind_user_stacks(
+    unwinder: &mut Option<Box<dyn StackUnwinder>>,
+    events: &mut [(u64, BackendEvent)],
+) {
+    // The translator sorts the same way (stable, by time): the unwinder
+    // sees a mapping before the samples that need it.
+    events.sort_by_key(|(t, _)| *t);
+    for (time, event) in events.iter_mut() {
+        match event {
+            BackendEvent::Sample {
+                pid,
+                tid,
+                callchain,
+                user_stack,
+                ..
+            } => {
+                let Some(stack) = user_stack.take() else {
+                    continue;
+                };
+                let Some(u) = unwinder.as_mut() else {
+                    continue;
+                };
+                let frames = u.unwind(&StackSample {
+                    pid: *pid,
+                    tid: *tid,
+                    time: *time,
+                    stack: &stack,
+                });
+                if !frames.is_empty() {
+                    callchain.get_or_insert_with(Default::default).user = frames;
+                }
+            }
+            _ => {
+                let Some(u) = unwinder.as_mut() else {
+                    continue;
+                };
+                match event {
+                    BackendEvent::Mapping {
+                        pid,
+                        start,
+                        len,
+                        pgoff,
+                        path,
+                    } if *pid != u32::MAX => u.mapping(
+                        *pid,
+                        &Mapping {
+                            start: *start,
+                            len: *len,
+                            pgoff: *pgoff,
+                            path: path.clone(),
+                        },
+                    ),
+                    BackendEvent::Exec { pid, .. } => u.exec(*pid),
+                    BackendEvent::Fork { parent, child } => u.fork(*parent, *child),
+                    BackendEvent::ProcessExit { pid, .. } => u.exit(*pid),
+                    _ => {}
+                }
+            }
+        }
     }
 }

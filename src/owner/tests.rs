@@ -270,6 +270,8 @@ fn mapping(pid: u32, start: u64, path: &str) -> BackendEvent {
     BackendEvent::Mapping {
         pid,
         start,
+        len: 0,
+        pgoff: 0,
         path: path.into(),
     }
 }
@@ -294,6 +296,7 @@ fn sample(pid: u32) -> BackendEvent {
         user: true,
         pc: 0x1000 + u64::from(pid),
         callchain: None,
+        user_stack: None,
     }
 }
 
@@ -483,4 +486,187 @@ fn pmcs_owners_and_errors_cross_threads() {
     })
     .unwrap();
     assert_eq!(owner.pmcinfo()[0].id, pmc.id());
+}
+
+/// What a test unwinder was told, in order.
+#[derive(Debug, Default)]
+struct Told(Vec<String>);
+
+/// A `StackUnwinder` that records its calls and "unwinds" a stack into
+/// its pc, its fp and the stack's length: values the test can see again
+/// in the CALLCHAIN record.
+#[derive(Debug)]
+struct RecordingUnwinder(Arc<Mutex<Told>>);
+
+impl crate::sample::StackUnwinder for RecordingUnwinder {
+    fn mapping(&mut self, pid: u32, m: &crate::sample::Mapping) {
+        let line = format!(
+            "map {pid} {:#x}+{:#x}@{:#x} {}",
+            m.start, m.len, m.pgoff, m.path
+        );
+        self.0.lock().unwrap().0.push(line);
+    }
+    fn exec(&mut self, pid: u32) {
+        self.0.lock().unwrap().0.push(format!("exec {pid}"));
+    }
+    fn fork(&mut self, parent: u32, child: u32) {
+        self.0
+            .lock()
+            .unwrap()
+            .0
+            .push(format!("fork {parent} {child}"));
+    }
+    fn exit(&mut self, pid: u32) {
+        self.0.lock().unwrap().0.push(format!("exit {pid}"));
+    }
+    fn unwind(&mut self, s: &crate::sample::StackSample<'_>) -> Vec<u64> {
+        self.0
+            .lock()
+            .unwrap()
+            .0
+            .push(format!("unwind {} at {}", s.pid, s.time));
+        if s.stack.bytes.is_empty() {
+            return Vec::new();
+        }
+        vec![s.stack.regs.pc, s.stack.regs.fp, s.stack.bytes.len() as u64]
+    }
+}
+
+fn stack_sample(pid: u32, bytes: usize, kernel_chain: Vec<u64>) -> BackendEvent {
+    BackendEvent::Sample {
+        pid,
+        tid: pid,
+        cpu: 0,
+        user: true,
+        pc: 0x4000,
+        callchain: Some(crate::backend::event::Callchain {
+            kernel: Vec::new(),
+            user: kernel_chain,
+        }),
+        user_stack: Some(crate::sample::UserStack {
+            regs: crate::sample::UserRegs {
+                pc: 0x4000,
+                sp: 0x7000,
+                fp: 0x7777,
+                lr: 0,
+            },
+            bytes: vec![0; bytes],
+        }),
+    }
+}
+
+/// The unwinding pass: the owner tells its unwinder each process's
+/// mappings, forks, execs and exits in time order (whatever order the
+/// source gave them), and logs the unwound frames as a sample's user
+/// chain; an empty unwind keeps the kernel's chain; without an unwinder
+/// the kernel's chain is logged.
+#[test]
+fn user_stacks_are_unwound_into_the_logged_chains_in_time_order() {
+    let owner = sim_owner();
+    let told = Arc::new(Mutex::new(Told::default()));
+    owner.set_stack_unwinder(Some(Box::new(RecordingUnwinder(told.clone()))));
+    let log = MemoryLog::new();
+    owner.configure_logfile(log.clone()).unwrap();
+    let src = FakeSource::new(SourceInfo::default());
+    let handle = owner
+        .register_source(1, Flags::CALLCHAIN, true, src.clone())
+        .unwrap();
+    // Out of time order, as per-CPU rings interleave.
+    src.push(30, stack_sample(5, 64, vec![0x4000, 0xbad]));
+    src.push(
+        10,
+        BackendEvent::Mapping {
+            pid: 5,
+            start: 0x1000,
+            len: 0x2000,
+            pgoff: 0x1000,
+            path: "/bin/x".into(),
+        },
+    );
+    src.push(
+        20,
+        BackendEvent::Fork {
+            parent: 5,
+            child: 6,
+        },
+    );
+    src.push(40, stack_sample(6, 0, vec![0x4000, 0x5000]));
+    src.push(
+        50,
+        BackendEvent::Exec {
+            pid: 6,
+            path: "/bin/y".into(),
+            base: 0,
+            dynaddr: 0,
+        },
+    );
+    src.push(
+        60,
+        BackendEvent::ProcessExit {
+            pid: 5,
+            value: None,
+        },
+    );
+    owner.flush_logfile().unwrap();
+    let chains: Vec<(u32, Vec<u64>)> = records(&log)
+        .into_iter()
+        .filter_map(|r| match r {
+            LogRecord::Callchain { pid, pcs, .. } => Some((pid, pcs)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        chains,
+        [(5, vec![0x4000, 0x7777, 64]), (6, vec![0x4000, 0x5000])]
+    );
+    assert_eq!(
+        told.lock().unwrap().0,
+        [
+            "map 5 0x1000+0x2000@0x1000 /bin/x",
+            "fork 5 6",
+            "unwind 5 at 30",
+            "unwind 6 at 40",
+            "exec 6",
+            "exit 5",
+        ]
+    );
+    // No unwinder: the kernel's chain, and the stack is not kept.
+    owner.set_stack_unwinder(None);
+    src.push(70, stack_sample(5, 64, vec![0x4000, 0xbad]));
+    owner.flush_logfile().unwrap();
+    drop(handle);
+    let last = records(&log)
+        .into_iter()
+        .filter_map(|r| match r {
+            LogRecord::Callchain { pcs, .. } => Some(pcs),
+            _ => None,
+        })
+        .next_back();
+    assert_eq!(last, Some(vec![0x4000, 0xbad]));
+    assert_eq!(
+        told.lock().unwrap().0.len(),
+        6,
+        "told after it was replaced"
+    );
+}
+
+/// A stack copy is a multiple of 8 bytes up to the kernel's u16 limit;
+/// a bad size is EINVAL and leaves the setting alone.
+#[test]
+fn user_stack_sizes_follow_the_kernels_rules() {
+    let owner = sim_owner();
+    assert_eq!(owner.user_stack(), None);
+    for bad in [0, 7, 12, 65536, u32::MAX] {
+        let e = owner.set_user_stack(Some(bad)).expect_err("a bad size");
+        assert_eq!(e.errno(), libc::EINVAL, "{bad}: {e}");
+    }
+    owner.set_user_stack(Some(8192)).unwrap();
+    assert_eq!(owner.user_stack(), Some(8192));
+    // The simulator copies no stacks: refused at allocate, not ignored.
+    let e = owner
+        .allocate("cpu-clock", Mode::TS, Flags::CALLCHAIN, Cpu::Any)
+        .expect_err("a user-stack copy on the simulator");
+    assert_eq!(e.errno(), libc::EOPNOTSUPP, "{e}");
+    owner.set_user_stack(None).unwrap();
+    assert_eq!(owner.user_stack(), None);
 }

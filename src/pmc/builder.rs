@@ -46,6 +46,8 @@ struct Common<'a> {
     /// The initial value of a counting PMC.
     initial: Option<u64>,
     owner: Option<&'a Owner>,
+    /// Bytes of user stack each sample copies, if asked.
+    user_stack: Option<u32>,
 }
 
 impl Common<'_> {
@@ -63,7 +65,12 @@ impl Common<'_> {
             .or(self.initial)
             .unwrap_or_else(|| default_count(mode));
         let owner = self.owner.unwrap_or_else(|| Owner::global());
-        owner.allocate_with_count(spec, mode, self.flags, cpu, count)
+        match self.user_stack {
+            Some(bytes) => {
+                Pmc::allocate_with_user_stack(owner, spec, mode, self.flags, cpu, count, bytes)
+            }
+            None => owner.allocate_with_count(spec, mode, self.flags, cpu, count),
+        }
     }
 }
 
@@ -95,6 +102,19 @@ macro_rules! common_setters {
             /// counting; raised to [`crate::MIN_RELOAD_COUNT`] as hwpmc does.
             pub fn sampling(mut self, period: u64) -> Self {
                 self.common.period = Some(period);
+                self
+            }
+
+            /// Copies the user registers and `bytes` of user stack with
+            /// each sample (a multiple of 8 up to
+            /// [`crate::sample::MAX_USER_STACK_BYTES`]; perf's default is
+            /// [`crate::sample::DEFAULT_USER_STACK_BYTES`]), for the owner
+            /// to unwind with the objects' CFI into the sample's user call
+            /// chain as it writes the log, or for the embedder's own
+            /// [`crate::sample::StackUnwinder`]: `--call-graph dwarf`.
+            /// Sampling modes only; overrides [`Owner::set_user_stack`].
+            pub fn user_stack(mut self, bytes: u32) -> Self {
+                self.common.user_stack = Some(bytes);
                 self
             }
 

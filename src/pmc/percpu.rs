@@ -40,6 +40,7 @@ impl PerCpu {
         let asked = Asked {
             online: Some(online),
             owner: Some(owner.backend().caller_pid()),
+            user_stack: None,
         };
         let pmcs = cpus
             .iter()

@@ -168,6 +168,7 @@ fn open_enable_read(
         sample_period: PERIOD,
         pmcid: 0,
         buffer_pages: None,
+        user_stack: None,
     })?;
     let mut counters = if mode.is_system() {
         prepared.open_cpu(0)?

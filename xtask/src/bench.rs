@@ -13,6 +13,9 @@ pub struct BenchArgs {
     /// Also run the criterion benchmarks (absolute latencies, slower).
     #[arg(long)]
     pub criterion: bool,
+    /// Run only the `--call-graph dwarf` recording benchmark.
+    #[arg(long)]
+    pub dwarf_only: bool,
 }
 
 fn verdict(met: bool) -> &'static str {
@@ -34,6 +37,19 @@ fn target(subject: &str) -> (Option<f64>, &'static str) {
 
 pub fn run(args: &BenchArgs) -> ExitCode {
     crate::bench_report::measure_child_if_requested();
+    if args.dwarf_only {
+        return match crate::bench_report::release_pmcstat(
+            &std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()),
+        )
+        .and_then(|p| crate::bench_dwarf::run(&p))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("xtask bench: dwarf benchmark: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
         .args(["bench", "-q", "-p", "pmc", "--bench", "read_ratio"])

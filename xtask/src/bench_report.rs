@@ -97,7 +97,7 @@ fn measure(cmd: &str) -> Result<Cost, String> {
     Ok(Cost { secs, max_rss_kb })
 }
 
-fn on_path(program: &str) -> bool {
+pub(crate) fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
@@ -129,6 +129,16 @@ pub fn run(cargo: &str) -> Result<(), String> {
             return Ok(());
         }
     }
+    let pmcstat = release_pmcstat(cargo)?;
+    let dir = tempdir()?;
+    let result = run_in(&dir, &pmcstat);
+    let _ = std::fs::remove_dir_all(&dir);
+    result?;
+    crate::bench_dwarf::run(&pmcstat)
+}
+
+/// Builds the release `pmcstat` and returns its path.
+pub(crate) fn release_pmcstat(cargo: &str) -> Result<PathBuf, String> {
     let status = Command::new(cargo)
         .args([
             "build",
@@ -147,14 +157,10 @@ pub fn run(cargo: &str) -> Result<(), String> {
     let root = std::env::var("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|_| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let pmcstat = root.join("release/pmcstat");
-    let dir = tempdir()?;
-    let result = run_in(&dir, &pmcstat);
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    Ok(root.join("release/pmcstat"))
 }
 
-fn tempdir() -> Result<PathBuf, String> {
+pub(crate) fn tempdir() -> Result<PathBuf, String> {
     let out = Command::new("mktemp")
         .args(["-d", "/tmp/pmc-bench-report-XXXXXX"])
         .output()

@@ -17,6 +17,7 @@
 //! - `cargo xtask tidy`: the invariants a command can check (see `tidy.rs`).
 
 mod bench;
+mod bench_dwarf;
 mod bench_report;
 mod matrix;
 mod mutants;

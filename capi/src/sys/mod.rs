@@ -513,6 +513,14 @@ pub extern "C" fn pmc_writelog(udata: u32) -> c_int {
     guard("pmc_writelog", -1, || status(api::writelog(udata)))
 }
 
+/// pmc_set_user_stack (extension; see pmc.h)
+#[unsafe(no_mangle)]
+pub extern "C" fn pmc_set_user_stack(bytes: u32) -> c_int {
+    guard("pmc_set_user_stack", -1, || {
+        status(api::set_user_stack(bytes))
+    })
+}
+
 fn name_or_null(r: CResult<&'static CStr>) -> *const c_char {
     match r {
         Ok(s) => s.as_ptr(),

@@ -166,6 +166,12 @@ impl<S: System> Backend for FreeBsdBackend<S> {
     }
 
     fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+        if request.user_stack.is_some() {
+            return Err(Error::NotSupported {
+                what: "copying user stacks with samples".into(),
+                why: "this backend takes no user registers or stack; use frame-pointer callchains (CALLCHAIN)".into(),
+            });
+        }
         let spec = libpmc_spec(request.spec)?;
         let cpu = if request.mode.is_system() {
             0

@@ -514,7 +514,8 @@ fn resolve_with(
     for Planned { attr, cpus: c } in planned {
         let mut a = mode_attr(attr, request, &d);
         if log.is_some() {
-            a = super::sampling::logging_attr(a, request.flags, sampling);
+            let stack = request.user_stack.filter(|_| sampling);
+            a = super::sampling::logging_attr(a, request.flags, sampling, stack);
         }
         attrs.push(a);
         cpus.push(c);

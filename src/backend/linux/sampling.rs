@@ -31,6 +31,7 @@ use pmc_linux::ring::RingBuffer;
 use crate::backend::drainer::{self, Drainer};
 use crate::backend::event::{BackendEvent, Callchain};
 use crate::backend::source::{Drain, MappingSource, SampleSource, SourceInfo};
+use crate::sample::{UserRegs, UserStack};
 use crate::{Flags, Mode, Result};
 use lost::RingLosses;
 use procfs::{ProcMappings, exec_addresses};
@@ -531,6 +532,7 @@ fn neutral(
                     user,
                     pc: s.ip().unwrap_or(0),
                     callchain,
+                    user_stack: if user { user_stack(s) } else { None },
                 },
             )
         }
@@ -540,6 +542,8 @@ fn neutral(
         Record::Mmap2 {
             pid,
             addr,
+            len,
+            pgoff,
             filename,
             sample_id,
             ..
@@ -547,6 +551,8 @@ fn neutral(
         | Record::Mmap {
             pid,
             addr,
+            len,
+            pgoff,
             filename,
             sample_id,
             ..
@@ -555,6 +561,8 @@ fn neutral(
             BackendEvent::Mapping {
                 pid: *pid,
                 start: *addr,
+                len: *len,
+                pgoff: *pgoff,
                 path: String::from_utf8_lossy(filename).into_owned(),
             },
         ),
@@ -639,6 +647,48 @@ fn neutral(
     })
 }
 
+/// perf's register numbers (`arch/*/include/uapi/asm/perf_regs.h`) of
+/// the registers an unwind starts from, in mask order: x86-64 BP (6), SP
+/// (7), IP (8); AArch64 X29 (29), LR (30), SP (31), PC (32).
+#[cfg(target_arch = "aarch64")]
+const UNWIND_REGS_MASK: u64 = 0xf << 29;
+#[cfg(not(target_arch = "aarch64"))]
+const UNWIND_REGS_MASK: u64 = 0b111 << 6;
+
+/// The user registers and stack copy of a sample, when it has them (a
+/// 64-bit ABI, the registers the mask asked for, a non-empty copy).
+fn user_stack(s: &Sample<'_>) -> Option<UserStack> {
+    let fields = s.fields().ok()?;
+    let regs = fields.regs_user?;
+    // PERF_SAMPLE_REGS_ABI_64; a 32-bit task's registers unwind otherwise.
+    if regs.abi != 2 {
+        return None;
+    }
+    let r = |i: usize| regs.regs.get(i);
+    #[cfg(target_arch = "aarch64")]
+    let regs = UserRegs {
+        fp: r(0)?,
+        lr: r(1)?,
+        sp: r(2)?,
+        pc: r(3)?,
+    };
+    #[cfg(not(target_arch = "aarch64"))]
+    let regs = UserRegs {
+        fp: r(0)?,
+        sp: r(1)?,
+        pc: r(2)?,
+        lr: 0,
+    };
+    let bytes = fields.stack_user?.valid_bytes();
+    if bytes.is_empty() {
+        return None;
+    }
+    Some(UserStack {
+        regs,
+        bytes: bytes.to_vec(),
+    })
+}
+
 /// The slice a sibling's sample reports: the group's first value is the
 /// counter's total on (tid, cpu).
 fn slice_event(s: &Sample<'_>) -> Option<(u64, BackendEvent)> {
@@ -658,7 +708,12 @@ fn slice_event(s: &Sample<'_>) -> Option<(u64, BackendEvent)> {
 /// records, the monotonic clock, and for a sampling event its lost count
 /// (`PERF_FORMAT_LOST`, dropped at open where the kernel lacks it:
 /// [`for_this_kernel`]).
-pub(super) fn logging_attr(mut a: Attr, flags: Flags, sampling: bool) -> Attr {
+pub(super) fn logging_attr(
+    mut a: Attr,
+    flags: Flags,
+    sampling: bool,
+    user_stack: Option<u32>,
+) -> Attr {
     let mut t = SampleType::TID | SampleType::TIME | SampleType::CPU | SampleType::ID;
     if sampling {
         t |= SampleType::IP | SampleType::PERIOD;
@@ -668,6 +723,14 @@ pub(super) fn logging_attr(mut a: Attr, flags: Flags, sampling: bool) -> Attr {
             if let Some(max) = pmc_linux::system::max_stack() {
                 a = a.sample_max_stack(u16::try_from(max).unwrap_or(u16::MAX));
             }
+        }
+        if let Some(bytes) = user_stack {
+            // The unwinder's registers only: each one costs 8 bytes of
+            // every sample.
+            t |= SampleType::REGS_USER | SampleType::STACK_USER;
+            a = a
+                .sample_regs_user(UNWIND_REGS_MASK)
+                .sample_stack_user(bytes);
         }
     }
     a = a

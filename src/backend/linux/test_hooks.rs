@@ -114,6 +114,7 @@ fn resolve_spec(
             sample_period: count,
             pmcid: 0,
             buffer_pages: None,
+            user_stack: None,
         },
         sysfs,
     )

@@ -30,6 +30,7 @@ fn sample(user: bool, callchain: Option<Callchain>) -> E {
         user,
         pc: 0x4000,
         callchain,
+        user_stack: None,
     }
 }
 
@@ -343,6 +344,8 @@ fn events_map_field_by_field_in_time_order() {
                 E::Mapping {
                     pid: 10,
                     start: 0x5555_0000,
+                    len: 0,
+                    pgoff: 0,
                     path: "/bin/sh".into(),
                 },
             ),
@@ -421,6 +424,8 @@ fn mapping(pid: u32, start: u64, path: &str) -> E {
     E::Mapping {
         pid,
         start,
+        len: 0,
+        pgoff: 0,
         path: path.into(),
     }
 }

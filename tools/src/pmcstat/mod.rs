@@ -178,6 +178,11 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     // %s-mode pmc with specification \"%s\"", …)).
     let mut counters = Vec::new();
     let mut samplers: Vec<Pmc> = Vec::new();
+    if let Some(options::CallGraph::Dwarf(bytes)) = args.call_graph {
+        pmc::Owner::global()
+            .set_user_stack(Some(bytes))
+            .map_err(|e| os_fail(&e))?;
+    }
     for ev in specs {
         let mut flags = Flags::empty();
         if ev.descendants && matches!(ev.mode, Mode::TC | Mode::TS) {

@@ -57,6 +57,13 @@ pub(super) struct Args {
     /// Write folded stacks (flamegraph input) to FILE (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub(super) folded: Option<std::path::PathBuf>,
+    /// How samples' user call chains are taken, as perf record spells it:
+    /// `fp` (frame pointers, the default) or `dwarf[,SIZE]` (copy SIZE
+    /// bytes of user stack, default 8192, with each sample and unwind
+    /// them with the objects' CFI as the log is written: whole stacks of
+    /// programs built without frame pointers).
+    #[arg(long = "call-graph", value_name = "MODE", value_parser = call_graph)]
+    pub(super) call_graph: Option<CallGraph>,
     #[command(flatten)]
     pub(super) profile: ProfileArgs,
     /// CPUs of the system PMCs after it: a list such as `0-3,6`, or `*`
@@ -386,6 +393,44 @@ fn process_names() -> Vec<(u32, String)> {
 
 /// `-n COUNT`: pmcstat.c refuses a count <= 0 ("Illegal count value",
 /// EX_USAGE); the largest is perf_event's (and strtol's) 2^63 - 1.
+/// `--call-graph`'s mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CallGraph {
+    /// The kernel's frame-pointer chains.
+    FramePointers,
+    /// A user-stack copy of this many bytes per sample, unwound with CFI.
+    Dwarf(u32),
+}
+
+fn call_graph(text: &str) -> Result<CallGraph, String> {
+    let (mode, size) = match text.split_once(',') {
+        Some((m, s)) => (m, Some(s)),
+        None => (text, None),
+    };
+    match (mode, size) {
+        ("fp", None) => Ok(CallGraph::FramePointers),
+        ("dwarf", None) => Ok(CallGraph::Dwarf(pmc::sample::DEFAULT_USER_STACK_BYTES)),
+        ("dwarf", Some(size)) => {
+            let bytes: u32 = size
+                .parse()
+                .ok()
+                .filter(|b: &u32| {
+                    *b > 0 && b.is_multiple_of(8) && *b <= pmc::sample::MAX_USER_STACK_BYTES
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "`{size}` is not a stack size: give a multiple of 8 from 8 to {} (bytes)",
+                        pmc::sample::MAX_USER_STACK_BYTES
+                    )
+                })?;
+            Ok(CallGraph::Dwarf(bytes))
+        }
+        _ => Err(format!(
+            "`{text}` is not a call-graph mode: give `fp` or `dwarf[,SIZE]`"
+        )),
+    }
+}
+
 fn reload_count(text: &str) -> Result<u64, String> {
     let count: u64 = text.parse().map_err(|e| {
         format!("not a reload count ({e}): give the events between samples, e.g. 65536")
@@ -637,5 +682,24 @@ mod tests {
         assert_eq!(leading_number("^sl.*"), None);
         assert_eq!(leading_number(""), None);
         assert_eq!(leading_number("0x"), Some(0));
+    }
+
+    /// perf record's `--call-graph` spelling: `fp`, `dwarf`, `dwarf,SIZE`
+    /// with the kernel's size rules; anything else is refused with what
+    /// to give.
+    #[test]
+    fn call_graph_modes_are_perfs() {
+        assert_eq!(call_graph("fp"), Ok(CallGraph::FramePointers));
+        assert_eq!(call_graph("dwarf"), Ok(CallGraph::Dwarf(8192)));
+        assert_eq!(call_graph("dwarf,4096"), Ok(CallGraph::Dwarf(4096)));
+        assert_eq!(call_graph("dwarf,65528"), Ok(CallGraph::Dwarf(65528)));
+        for bad in ["dwarf,0", "dwarf,12", "dwarf,65536", "dwarf,x", "dwarf,"] {
+            let e = call_graph(bad).expect_err(bad);
+            assert!(e.contains("multiple of 8"), "{bad}: {e}");
+        }
+        for bad in ["lbr", "fp,8", "", "DWARF"] {
+            let e = call_graph(bad).expect_err(bad);
+            assert!(e.contains("`fp` or `dwarf[,SIZE]`"), "{bad}: {e}");
+        }
     }
 }

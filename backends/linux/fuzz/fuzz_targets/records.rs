@@ -30,6 +30,8 @@ fuzz_target!(|data: &[u8]| {
             if let Ok(f) = s.fields() {
                 let _ = f.branch_stack.map(|b| b.entries().count());
                 let _ = f.callchain.map(|c| c.to_vec());
+                let _ = f.stack_user.map(|u| u.valid_bytes().len());
+                let _ = f.regs_user.map(|r| r.regs.to_vec());
             }
         }
         let _ = format!("{record:?}");

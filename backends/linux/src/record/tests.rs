@@ -719,12 +719,57 @@ fn use_record(r: &Record<'_>) {
         if let Ok(f) = s.fields() {
             let _ = f.branch_stack.map(|b| b.entries().count());
             let _ = f.callchain.map(|c| c.to_vec());
+            if let Some(u) = f.stack_user {
+                assert!(u.valid_bytes().len() <= u.data.len());
+            }
+            let _ = f.regs_user.map(|r| r.regs.to_vec());
         }
     }
     let _ = format!("{r:?}");
 }
 
 proptest! {
+    /// `--call-graph dwarf`'s sample: the registers in mask order, then
+    /// the stack copy of `size` bytes and its `dyn_size`, whatever the
+    /// values; the valid bytes are the first `dyn_size` (at most `size`).
+    #[test]
+    fn user_registers_and_stack_copies_decode_as_written(
+        regs in proptest::collection::vec(any::<u64>(), 1..8),
+        words in proptest::collection::vec(any::<u64>(), 0..64),
+        dyn_size in any::<u64>(),
+        ip in any::<u64>(),
+    ) {
+        let p = RecordParser {
+            sample_type: SampleType::IP | SampleType::REGS_USER | SampleType::STACK_USER,
+            regs_user: regs.len() as u32,
+            ..RecordParser::default()
+        };
+        let mut body = Body::default().u64(ip).u64(2);
+        for r in &regs {
+            body = body.u64(*r);
+        }
+        body = body.u64(8 * words.len() as u64);
+        for w in &words {
+            body = body.u64(*w);
+        }
+        if !words.is_empty() {
+            body = body.u64(dyn_size);
+        }
+        let bytes = rec(kind::SAMPLE, 0, &body.0);
+        let Ok(Record::Sample(s)) = p.parse(&bytes, 0) else {
+            panic!("a well-formed sample did not parse");
+        };
+        let f = s.fields().unwrap();
+        prop_assert_eq!(f.ip, Some(ip));
+        let got = f.regs_user.unwrap();
+        prop_assert_eq!((got.abi, got.regs.to_vec()), (2, regs));
+        let stack = f.stack_user.unwrap();
+        let copied: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        prop_assert_eq!(stack.data, &copied[..]);
+        let valid = if words.is_empty() { 0 } else { dyn_size.min(copied.len() as u64) as usize };
+        prop_assert_eq!(stack.valid_bytes(), &copied[..valid]);
+    }
+
     #[test]
     fn random_streams_never_panic(p in any_parser(), bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
         // The iterator ends after the first error.

@@ -173,6 +173,15 @@ pub struct StackUser<'a> {
     pub dyn_size: u64,
 }
 
+impl<'a> StackUser<'a> {
+    /// The bytes the kernel copied: the first `dyn_size` of `data` (all of
+    /// `data` where a malformed record claims more than it holds).
+    pub fn valid_bytes(&self) -> &'a [u8] {
+        let n = usize::try_from(self.dyn_size).unwrap_or(usize::MAX);
+        &self.data[..n.min(self.data.len())]
+    }
+}
+
 /// `PERF_SAMPLE_WEIGHT` or `PERF_SAMPLE_WEIGHT_STRUCT`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Weight {

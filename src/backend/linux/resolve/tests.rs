@@ -32,6 +32,7 @@ fn resolve(spec: &str, mode: Mode, sysfs: &Sysfs) -> super::LinuxEvent {
         sample_period: 0,
         pmcid: 0,
         buffer_pages: None,
+        user_stack: None,
     };
     resolve_in(&request, sysfs).unwrap_or_else(|e| panic!("{spec}: {e}"))
 }
@@ -167,6 +168,7 @@ fn the_description_is_reread_when_a_pmu_appears() {
         sample_period: 0,
         pmcid: 0,
         buffer_pages: None,
+        user_stack: None,
     };
     let resolved =
         super::pmu::pmu_event(&s, &before, &request, "late", &[]).expect("found after refresh");
@@ -199,6 +201,7 @@ fn soft_events_linux_lacks_are_refused_at_resolution_with_advice() {
             sample_period: 0,
             pmcid: 0,
             buffer_pages: None,
+            user_stack: None,
         };
         let e = resolve_in(&request, &sysfs("sysfs-intel-icx")).unwrap_err();
         assert_eq!(e.errno(), libc::EINVAL, "{spec}: {e}");

@@ -172,7 +172,7 @@ pub(crate) fn mappings_from_maps(pid: u32, text: &str) -> Vec<BackendEvent> {
         let Some((lo, hi)) = range.split_once('-') else {
             continue;
         };
-        let (Ok(lo), Ok(hi), Ok(_offset)) = (
+        let (Ok(lo), Ok(hi), Ok(offset)) = (
             u64::from_str_radix(lo, 16),
             u64::from_str_radix(hi, 16),
             u64::from_str_radix(offset, 16),
@@ -186,12 +186,19 @@ pub(crate) fn mappings_from_maps(pid: u32, text: &str) -> Vec<BackendEvent> {
             .as_ref()
             .is_some_and(|(end, p)| *end == lo && *p == path)
         {
+            // The run grows: its MAP_IN covers it all (the unwinder needs
+            // the whole range).
+            if let Some(BackendEvent::Mapping { start, len, .. }) = out.last_mut() {
+                *len = hi - *start;
+            }
             last = Some((hi, path));
             continue;
         }
         out.push(BackendEvent::Mapping {
             pid,
             start: lo,
+            len: hi.saturating_sub(lo),
+            pgoff: offset,
             path: path.clone(),
         });
         last = Some((hi, path));
@@ -208,6 +215,8 @@ fn kernel_mapping() -> BackendEvent {
     BackendEvent::Mapping {
         pid: u32::MAX,
         start: kernel_text_start(&text),
+        len: 0,
+        pgoff: 0,
         path: "[kernel.kallsyms]".into(),
     }
 }
@@ -251,16 +260,22 @@ mod tests {
                 BackendEvent::Mapping {
                     pid: 42,
                     start: 0x5555_0000_1000,
+                    len: 0x5000,
+                    pgoff: 0x1000,
                     path: "/usr/bin/prog".into()
                 },
                 BackendEvent::Mapping {
                     pid: 42,
                     start: 0x7f00_0002_8000,
+                    len: 0x195000,
+                    pgoff: 0x28000,
                     path: "/usr/lib/libc.so.6".into()
                 },
                 BackendEvent::Mapping {
                     pid: 42,
                     start: 0x7fff_f800_0000,
+                    len: 0x1000,
+                    pgoff: 0x2000,
                     path: "/opt/my lib.so".into()
                 },
             ]

@@ -1,0 +1,353 @@
+//! `pmcstat --call-graph dwarf` against `perf record --call-graph dwarf`
+//! on Debian's own binaries, which have no frame pointers (dash, gzip,
+//! sort, python3 and the libc under them): the same event and period for
+//! both; pmcstat's stacks must reach the process's start
+//! (`__libc_start_call_main`, `__libc_start_main`, `_start`) at least as
+//! often as perf's, and both tools' top five caller→callee edges agree.
+//!
+//! Names are compared where both tools give one: a frame one of them
+//! names from a separate debug file (perf reads `/usr/lib/debug`) and the
+//! other leaves as `image+0xoff` counts as its image in both, so the
+//! edges compare unwinding, not symbol lookup.
+
+use std::collections::{HashMap, HashSet};
+use std::process::{Command, Stdio};
+
+use pmc::probe::Requirement as R;
+
+use crate::ensure;
+use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::temp::TempDir;
+
+const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
+
+/// 1 ms of cpu-clock between samples: 1 kHz for both tools.
+const PERIOD_NS: &str = "1000000";
+
+pub fn tests() -> Vec<LiveTest> {
+    let needs = |program: &str| {
+        vec![
+            R::Paranoid(2),
+            R::Program("perf".into()),
+            R::Program(program.into()),
+        ]
+    };
+    vec![
+        test(
+            "dwarf_stacks::a_dash_loop_unwinds_as_completely_as_perf",
+            needs("dash"),
+            a_dash_loop_unwinds_as_completely_as_perf,
+        ),
+        test(
+            "dwarf_stacks::gzip_unwinds_as_completely_as_perf",
+            needs("gzip"),
+            gzip_unwinds_as_completely_as_perf,
+        ),
+        test(
+            "dwarf_stacks::sort_unwinds_as_completely_as_perf",
+            needs("sort"),
+            sort_unwinds_as_completely_as_perf,
+        ),
+        test(
+            "dwarf_stacks::python3_unwinds_as_completely_as_perf",
+            // Debian's own, not a python3 earlier on PATH (pyenv's).
+            needs("/usr/bin/python3"),
+            python3_unwinds_as_completely_as_perf,
+        ),
+    ]
+}
+
+fn a_dash_loop_unwinds_as_completely_as_perf() -> TestResult {
+    let dir = TempDir::new("dwarf-dash")?;
+    compare(
+        &dir,
+        &[
+            "dash",
+            "-c",
+            "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
+        ],
+    )
+}
+
+fn gzip_unwinds_as_completely_as_perf() -> TestResult {
+    let dir = TempDir::new("dwarf-gzip")?;
+    let input = dir.join("input");
+    std::fs::write(&input, generated_text(600_000)).ctx("write the input")?;
+    let input = input.to_string_lossy().into_owned();
+    compare(&dir, &["gzip", "-9", "-f", "-k", &input])
+}
+
+fn sort_unwinds_as_completely_as_perf() -> TestResult {
+    let dir = TempDir::new("dwarf-sort")?;
+    let input = dir.join("input");
+    std::fs::write(&input, generated_text(400_000)).ctx("write the input")?;
+    let (input, output) = (input.to_string_lossy().into_owned(), dir.path("sorted"));
+    compare(&dir, &["sort", "--parallel=1", "-o", &output, &input])
+}
+
+fn python3_unwinds_as_completely_as_perf() -> TestResult {
+    let dir = TempDir::new("dwarf-python3")?;
+    compare(
+        &dir,
+        &[
+            "/usr/bin/python3",
+            "-c",
+            "n = 0\nfor i in range(2_000_000):\n    n += i * i % 7\nprint(n)",
+        ],
+    )
+}
+
+/// Lines of pseudo-random words (an xorshift, so every run sorts and
+/// compresses the same text).
+fn generated_text(lines: usize) -> String {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut out = String::with_capacity(lines * 24);
+    for _ in 0..lines {
+        for _ in 0..3 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            out.push_str(&format!("{:x} ", x % 1_000_003));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// One sample's frames, outermost first, as (name, image): name `None`
+/// where the tool gives none.
+type Stack = Vec<(Option<String>, String)>;
+
+fn compare(dir: &TempDir, command: &[&str]) -> TestResult {
+    let ours = pmcstat_stacks(dir, command)?;
+    let theirs = perf_stacks(dir, command)?;
+    ensure!(
+        ours.len() >= 50 && theirs.len() >= 50,
+        "too few samples to compare: pmcstat {}, perf {} ({command:?})",
+        ours.len(),
+        theirs.len()
+    );
+    let (reach_ours, reach_theirs) = (reach_share(&ours), reach_share(&theirs));
+    // Samples taken in the dynamic loader before libc starts the program,
+    // or in its exit path, cannot reach the start in either tool; their
+    // number varies by a few per run, hence one point of slack.
+    ensure!(
+        reach_ours + 1.0 >= reach_theirs,
+        "{command:?}: {reach_ours:.1} % of pmcstat's {} samples reach the process's start, perf's {reach_theirs:.1} % of {}",
+        ours.len(),
+        theirs.len()
+    );
+    let names_ours = names(&ours);
+    let names_theirs = names(&theirs);
+    let common: HashSet<&String> = names_ours.intersection(&names_theirs).collect();
+    let edges_ours = edge_shares(&ours, &common);
+    let edges_theirs = edge_shares(&theirs, &common);
+    let (top_ours, top_theirs) = (top(&edges_ours, 5), top(&edges_theirs, 5));
+    // An edge in one top five is in the other's, or ties with its fifth
+    // within two points (the ranks of near-equal edges swap with noise).
+    for (edge, share) in &top_ours {
+        let fifth = top_theirs.last().map_or(0.0, |e| e.1);
+        let other = edges_theirs.get(edge).copied().unwrap_or(0.0);
+        ensure!(
+            top_theirs.iter().any(|(e, _)| e == edge) || other + 2.0 >= fifth,
+            "{command:?}: pmcstat's edge {edge:?} ({share:.1} % of samples) is {other:.1} % in perf's, below its top five {top_theirs:#?}\npmcstat's top five: {top_ours:#?}"
+        );
+    }
+    for (edge, share) in &top_theirs {
+        let fifth = top_ours.last().map_or(0.0, |e| e.1);
+        let other = edges_ours.get(edge).copied().unwrap_or(0.0);
+        ensure!(
+            top_ours.iter().any(|(e, _)| e == edge) || other + 2.0 >= fifth,
+            "{command:?}: perf's edge {edge:?} ({share:.1} % of samples) is {other:.1} % in pmcstat's, below its top five {top_ours:#?}\nperf's top five: {top_theirs:#?}"
+        );
+    }
+    eprintln!(
+        "{}: reach pmcstat {reach_ours:.1} % ({} samples), perf {reach_theirs:.1} % ({}); top edges pmcstat {top_ours:?}, perf {top_theirs:?}",
+        command[0],
+        ours.len(),
+        theirs.len()
+    );
+    Ok(())
+}
+
+/// The share (%) of stacks with a frame of the process's start.
+fn reach_share(stacks: &[Stack]) -> f64 {
+    let reached = stacks
+        .iter()
+        .filter(|s| {
+            s.iter().any(|(name, _)| {
+                name.as_deref().is_some_and(|n| {
+                    n == "_start"
+                        || n == "__libc_start_call_main"
+                        || n.starts_with("__libc_start_main")
+                })
+            })
+        })
+        .count();
+    100.0 * reached as f64 / stacks.len() as f64
+}
+
+fn names(stacks: &[Stack]) -> HashSet<String> {
+    stacks
+        .iter()
+        .flatten()
+        .filter_map(|(n, _)| n.clone())
+        .collect()
+}
+
+/// The share (%) of samples whose stack holds each caller→callee edge,
+/// frames keyed by a name both tools give, else by image; runs of one
+/// key (calls within an unnamed image) are one frame.
+fn edge_shares(stacks: &[Stack], common: &HashSet<&String>) -> HashMap<(String, String), f64> {
+    let mut counts: HashMap<(String, String), usize> = HashMap::new();
+    for s in stacks {
+        let mut keys: Vec<String> = s
+            .iter()
+            .map(|(n, image)| match n {
+                Some(n) if common.contains(n) || image.is_empty() => n.clone(),
+                _ => image.clone(),
+            })
+            .collect();
+        keys.dedup();
+        let edges: HashSet<(String, String)> = keys
+            .windows(2)
+            .map(|w| (w[0].clone(), w[1].clone()))
+            .collect();
+        for e in edges {
+            *counts.entry(e).or_default() += 1;
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(e, n)| (e, 100.0 * n as f64 / stacks.len() as f64))
+        .collect()
+}
+
+fn top(shares: &HashMap<(String, String), f64>, n: usize) -> Vec<((String, String), f64)> {
+    let mut v: Vec<_> = shares.iter().map(|(e, s)| (e.clone(), *s)).collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v.truncate(n);
+    v
+}
+
+/// The image part of a path or of pmcstat's `image+0xoff`.
+fn image_name(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_string()
+}
+
+fn pmcstat_stacks(dir: &TempDir, command: &[&str]) -> Result<Vec<Stack>, libtest_mimic::Failed> {
+    let log = dir.path("pmcstat.log");
+    let mut args = vec![
+        "--call-graph",
+        "dwarf",
+        "-q",
+        "-n",
+        PERIOD_NS,
+        "-P",
+        "cpu-clock,usr",
+        "-O",
+        &log,
+        "--",
+    ];
+    args.extend_from_slice(command);
+    let out = Command::new(PMCSTAT)
+        .args(&args)
+        .current_dir(dir.dir())
+        .stdin(Stdio::null())
+        .output()
+        .ctx("run pmcstat")?;
+    ensure!(
+        out.status.success(),
+        "pmcstat {args:?}: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let folded = dir.path("pmcstat.folded");
+    let out = Command::new(PMCSTAT)
+        .args(["-R", &log, "--folded", &folded])
+        .output()
+        .ctx("run pmcstat -R")?;
+    ensure!(
+        out.status.success(),
+        "pmcstat -R --folded: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&folded).ctx("read the folded stacks")?;
+    let mut stacks = Vec::new();
+    for line in text.lines() {
+        let Some((frames, count)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let count: usize = count.parse().ctx("a folded line's count")?;
+        let stack: Stack = frames
+            .split(';')
+            .map(|f| match f.rsplit_once("+0x") {
+                Some((image, off)) if off.chars().all(|c| c.is_ascii_hexdigit()) => {
+                    (None, image_name(image))
+                }
+                _ => (Some(f.to_string()), String::new()),
+            })
+            .collect();
+        stacks.extend(std::iter::repeat_n(stack, count));
+    }
+    // pmcstat's folded stacks name functions without their image.
+    Ok(stacks)
+}
+
+fn perf_stacks(dir: &TempDir, command: &[&str]) -> Result<Vec<Stack>, libtest_mimic::Failed> {
+    let data = dir.path("perf.data");
+    let out = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "--call-graph",
+            "dwarf",
+            "-e",
+            "cpu-clock:u",
+            "-c",
+            PERIOD_NS,
+            "-o",
+            &data,
+            "--",
+        ])
+        .args(command)
+        .current_dir(dir.dir())
+        .stdin(Stdio::null())
+        .output()
+        .ctx("run perf record")?;
+    ensure!(
+        out.status.success(),
+        "perf record: {:?} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new("perf")
+        .args(["script", "--no-inline", "-F", "ip,sym,dso", "-i", &data])
+        .stderr(Stdio::null())
+        .output()
+        .ctx("run perf script")?;
+    ensure!(out.status.success(), "perf script: {:?}", out.status);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut stacks = Vec::new();
+    for block in text.split("\n\n") {
+        // perf prints innermost first: `ADDR SYM (DSO)`.
+        let mut stack: Stack = block
+            .lines()
+            .filter_map(|l| {
+                let l = l.trim();
+                let (_, rest) = l.split_once(' ')?;
+                let (sym, dso) = rest.rsplit_once(" (")?;
+                let dso = dso.trim_end_matches(')');
+                let sym = sym.split("@@").next().unwrap_or(sym).trim();
+                let name = (sym != "[unknown]").then(|| sym.to_string());
+                Some((name, image_name(dso)))
+            })
+            .collect();
+        if stack.is_empty() {
+            continue;
+        }
+        stack.reverse();
+        stacks.push(stack);
+    }
+    Ok(stacks)
+}

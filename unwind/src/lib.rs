@@ -1,0 +1,424 @@
+//! Unwinding sampled user stacks with the objects' CFI.
+//!
+//! A profiler that asks the kernel for the user registers and a copy of
+//! the top of the user stack at each sample (perf's
+//! `PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER`) turns them into a
+//! call chain afterwards: this crate does that with
+//! [`framehop`](https://docs.rs/framehop) (`.eh_frame_hdr`/`.eh_frame`,
+//! `.debug_frame`, prologue/epilogue analysis, frame pointers where an
+//! address has no CFI) over the ELF objects each process has mapped, read
+//! with [`object`](https://docs.rs/object).
+//!
+//! Input: each process's executable file mappings ([`Mapping`], as perf's
+//! MMAP2 records or `/proc/PID/maps` give them), and per sample the
+//! registers ([`Regs`]) and the stack bytes copied from the stack pointer
+//! up. Output: the return addresses, innermost first, starting with the
+//! sampled pc. A stack that cannot be unwound further ends there: an
+//! address outside the copy, CFI that does not advance, a loop or a
+//! corrupt object end the chain, never with an invented frame.
+//!
+//! ```no_run
+//! use pmc_unwind::{Mapping, Regs, Unwinder};
+//!
+//! let mut unwinder = Unwinder::new();
+//! unwinder.add_mapping(42, &Mapping {
+//!     start: 0x7f00_0002_8000,
+//!     len: 0x195000,
+//!     pgoff: 0x28000,
+//!     path: "/usr/lib/x86_64-linux-gnu/libc.so.6".into(),
+//! });
+//! # let (pc, sp, fp, stack) = (0x7f00_0003_0000, 0x7ffd_0000_0000, 0, vec![0u8; 8192]);
+//! let frames = unwinder.unwind(42, &Regs { pc, sp, fp, lr: 0 }, &stack);
+//! println!("{frames:x?}");
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::{Deref, Range};
+use std::sync::Arc;
+
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
+use object::{Object, ObjectSection, ObjectSegment};
+
+#[cfg(target_arch = "aarch64")]
+use framehop::aarch64::{CacheAarch64 as Cache, UnwindRegsAarch64, UnwinderAarch64 as Native};
+#[cfg(not(target_arch = "aarch64"))]
+use framehop::x86_64::{CacheX86_64 as Cache, UnwindRegsX86_64, UnwinderX86_64 as Native};
+
+/// The most frames one chain gets: a CFI loop the unwinder does not see
+/// as one (two frames calling each other forever) ends here.
+pub const MAX_FRAMES: usize = 512;
+
+/// The registers an unwind starts from (the sampled thread's user
+/// registers).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Regs {
+    /// The program counter.
+    pub pc: u64,
+    /// The stack pointer: the address of the first byte of the stack copy.
+    pub sp: u64,
+    /// The frame pointer (x86-64 `rbp`, AArch64 `x29`).
+    pub fp: u64,
+    /// The link register (AArch64 `x30`; unused on x86-64).
+    pub lr: u64,
+}
+
+/// An executable file mapping of a process.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Mapping {
+    /// Its start address.
+    pub start: u64,
+    /// Its length in bytes (0: unknown, the object's executable segment's
+    /// size is used).
+    pub len: u64,
+    /// The file offset mapped at `start`.
+    pub pgoff: u64,
+    /// The file.
+    pub path: String,
+}
+
+/// Shared bytes of an object file: each section handed to framehop is a
+/// range of one buffer, so an object read once serves every process that
+/// maps it.
+#[derive(Clone, Default)]
+struct Bytes {
+    data: Arc<[u8]>,
+    range: Range<usize>,
+}
+
+impl Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.data.get(self.range.clone()).unwrap_or(&[])
+    }
+}
+
+/// What unwinding needs of one object, read once.
+struct ObjectInfo {
+    data: Arc<[u8]>,
+    /// `PT_LOAD` segments: (file offset, vaddr, memsz, executable).
+    segments: Vec<(u64, u64, u64, bool)>,
+    /// Sections by name: (svma range, file range).
+    sections: HashMap<&'static str, (Range<u64>, Range<usize>)>,
+}
+
+impl fmt::Debug for ObjectInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ObjectInfo")
+            .field("bytes", &self.data.len())
+            .field("segments", &self.segments)
+            .field("sections", &self.sections.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+const SECTIONS: [&str; 5] = [
+    ".text",
+    ".eh_frame",
+    ".eh_frame_hdr",
+    ".debug_frame",
+    ".got",
+];
+
+impl ObjectInfo {
+    /// Parses an ELF image; `None` when it is not one (a corrupt section
+    /// table leaves those sections out).
+    fn parse(data: Arc<[u8]>) -> Option<ObjectInfo> {
+        let file = object::File::parse(&*data).ok()?;
+        let segments = file
+            .segments()
+            .map(|s| {
+                let (offset, _) = s.file_range();
+                let executable = match s.flags() {
+                    object::SegmentFlags::Elf { p_flags } => p_flags & object::elf::PF_X != 0,
+                    _ => false,
+                };
+                (offset, s.address(), s.size(), executable)
+            })
+            .collect();
+        let mut sections = HashMap::new();
+        for name in SECTIONS {
+            let Some(s) = file.section_by_name(name) else {
+                continue;
+            };
+            // .bss-like sections have no bytes in the file.
+            let Some((offset, size)) = s.file_range() else {
+                continue;
+            };
+            let (Ok(lo), Ok(len)) = (usize::try_from(offset), usize::try_from(size)) else {
+                continue;
+            };
+            let Some(hi) = lo.checked_add(len).filter(|&hi| hi <= data.len()) else {
+                continue;
+            };
+            let Some(end) = s.address().checked_add(s.size()) else {
+                continue;
+            };
+            sections.insert(name, (s.address()..end, lo..hi));
+        }
+        Some(ObjectInfo {
+            data,
+            segments,
+            sections,
+        })
+    }
+
+    fn section(&self, name: &str) -> Option<Bytes> {
+        let (_, range) = self.sections.get(name)?;
+        Some(Bytes {
+            data: self.data.clone(),
+            range: range.clone(),
+        })
+    }
+
+    fn svma(&self, name: &str) -> Option<Range<u64>> {
+        self.sections.get(name).map(|(svma, _)| svma.clone())
+    }
+
+    /// The framehop module for this object mapped as `m`.
+    fn module(&self, m: &Mapping) -> Module<Bytes> {
+        // The segment holding the mapped file offset gives the load bias:
+        // file offset `pgoff` is at `start`, and at `vaddr + (pgoff -
+        // offset)` in the object's own addresses.
+        let segment = self
+            .segments
+            .iter()
+            .filter(|s| s.3)
+            .find(|(offset, _, memsz, _)| {
+                m.pgoff >= *offset && m.pgoff < offset.saturating_add(*memsz)
+            })
+            .or_else(|| self.segments.iter().find(|s| s.3));
+        let (svma_at_start, len) = match segment {
+            Some(&(offset, vaddr, memsz, _)) => (
+                vaddr.wrapping_add(m.pgoff.wrapping_sub(offset)),
+                memsz.saturating_sub(m.pgoff.saturating_sub(offset)),
+            ),
+            None => (m.pgoff, 0),
+        };
+        let base_avma = m.start.wrapping_sub(svma_at_start);
+        let len = if m.len > 0 { m.len } else { len };
+        let info = ExplicitModuleSectionInfo {
+            base_svma: 0,
+            text_svma: self.svma(".text"),
+            text: self.section(".text"),
+            got_svma: self.svma(".got"),
+            eh_frame_svma: self.svma(".eh_frame"),
+            eh_frame: self.section(".eh_frame"),
+            eh_frame_hdr_svma: self.svma(".eh_frame_hdr"),
+            eh_frame_hdr: self.section(".eh_frame_hdr"),
+            debug_frame: self.section(".debug_frame"),
+            ..Default::default()
+        };
+        Module::new(
+            m.path.clone(),
+            m.start..m.start.saturating_add(len),
+            base_avma,
+            info,
+        )
+    }
+}
+
+/// One process's modules.
+#[derive(Clone, Default)]
+struct Process {
+    mappings: Vec<Mapping>,
+    unwinder: Native<Bytes>,
+}
+
+/// Per-process module lists and the objects they map, unwinding samples.
+pub struct Unwinder {
+    /// Objects read so far, by path (`None`: unreadable or not ELF, not
+    /// tried again).
+    objects: HashMap<String, Option<Arc<ObjectInfo>>>,
+    processes: HashMap<u32, Process>,
+    cache: Cache,
+}
+
+impl fmt::Debug for Unwinder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Unwinder")
+            .field("objects", &self.objects.len())
+            .field("processes", &self.processes.len())
+            .finish()
+    }
+}
+
+impl Default for Unwinder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Unwinder {
+    /// No processes, no objects.
+    pub fn new() -> Unwinder {
+        Unwinder {
+            objects: HashMap::new(),
+            processes: HashMap::new(),
+            cache: Cache::new(),
+        }
+    }
+
+    /// Process `pid` mapped a file: its CFI is used for addresses in the
+    /// mapping from now on. The file is read at its first mapping; one
+    /// that cannot be read (gone, `[vdso]`, not ELF) leaves the mapping's
+    /// addresses to frame pointers.
+    pub fn add_mapping(&mut self, pid: u32, mapping: &Mapping) {
+        let object = match self.objects.get(&mapping.path) {
+            Some(known) => known.clone(),
+            None => {
+                let read = std::fs::read(&mapping.path)
+                    .ok()
+                    .and_then(|bytes| ObjectInfo::parse(bytes.into()))
+                    .map(Arc::new);
+                self.objects.insert(mapping.path.clone(), read.clone());
+                read
+            }
+        };
+        self.add(pid, mapping, object);
+    }
+
+    /// [`Unwinder::add_mapping`] with the object's bytes given instead of
+    /// read from `mapping.path` (an object no longer on disk, or a test's).
+    pub fn add_mapping_with_object(&mut self, pid: u32, mapping: &Mapping, elf: Arc<[u8]>) {
+        let object = ObjectInfo::parse(elf).map(Arc::new);
+        self.add(pid, mapping, object);
+    }
+
+    fn add(&mut self, pid: u32, mapping: &Mapping, object: Option<Arc<ObjectInfo>>) {
+        let process = self.processes.entry(pid).or_default();
+        // A mapping seen again (the same event from two rings, or the
+        // attach-time list after a live record) replaces the old one.
+        if let Some(old) = process
+            .mappings
+            .iter()
+            .position(|m| m.start == mapping.start)
+        {
+            process.mappings.remove(old);
+            process.unwinder.remove_module(mapping.start);
+        }
+        process.mappings.push(mapping.clone());
+        if let Some(object) = object {
+            process.unwinder.add_module(object.module(mapping));
+        }
+    }
+
+    /// Process `pid` replaced its image: its old mappings are gone.
+    pub fn exec(&mut self, pid: u32) {
+        self.processes.remove(&pid);
+    }
+
+    /// Process `parent` forked `child`, which starts with its mappings.
+    pub fn fork(&mut self, parent: u32, child: u32) {
+        if let Some(p) = self.processes.get(&parent).cloned() {
+            self.processes.insert(child, p);
+        }
+    }
+
+    /// Process `pid` ended.
+    pub fn exit(&mut self, pid: u32) {
+        self.processes.remove(&pid);
+    }
+
+    /// The mappings known for `pid`.
+    pub fn mappings(&self, pid: u32) -> &[Mapping] {
+        self.processes.get(&pid).map_or(&[], |p| &p.mappings)
+    }
+
+    /// The call chain of a sample of `pid`: the pc, then each caller's
+    /// return address, innermost first, at most [`MAX_FRAMES`]. `stack`
+    /// holds the bytes from `regs.sp` up. Ends where the stack cannot be
+    /// unwound further: a read outside `stack`, CFI that does not
+    /// advance, a null return address, or an unmapped pc without a frame
+    /// pointer chain.
+    pub fn unwind(&mut self, pid: u32, regs: &Regs, stack: &[u8]) -> Vec<u64> {
+        let empty = Process::default();
+        let process = self.processes.get(&pid).unwrap_or(&empty);
+        let sp = regs.sp;
+        let mut read_stack = |addr: u64| -> Result<u64, ()> {
+            let offset = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
+            let end = offset.checked_add(8).ok_or(())?;
+            let word = stack.get(offset..end).ok_or(())?;
+            Ok(u64::from_le_bytes(word.try_into().map_err(|_| ())?))
+        };
+        #[cfg(target_arch = "aarch64")]
+        let start = UnwindRegsAarch64::new(regs.lr, regs.sp, regs.fp);
+        #[cfg(not(target_arch = "aarch64"))]
+        let start = UnwindRegsX86_64::new(regs.pc, regs.sp, regs.fp);
+        let mut frames = Vec::new();
+        // gimli's `.eh_frame_hdr` lookup subtracts pointers from a corrupt
+        // table unchecked (an overflow panic where debug assertions are
+        // on, a wrapped offset its bounds checks refuse elsewhere): a
+        // panic there ends the chain like any other unreadable frame.
+        let walked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut iter =
+                process
+                    .unwinder
+                    .iter_frames(regs.pc, start, &mut self.cache, &mut read_stack);
+            while frames.len() < MAX_FRAMES {
+                match iter.next() {
+                    Ok(Some(frame)) => frames.push(frame.address()),
+                    Ok(None) | Err(_) => break,
+                }
+            }
+        }));
+        if walked.is_err() {
+            // Its rule cache may hold a half-written entry.
+            self.cache = Cache::new();
+        }
+        frames
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_process_gives_its_pc_and_nothing_invented() {
+        let mut u = Unwinder::new();
+        // No modules, no frame pointer: framehop's fallback reads rbp's
+        // frame, which is outside the (empty) copy.
+        let frames = u.unwind(
+            1,
+            &Regs {
+                pc: 0x1000,
+                sp: 0x7000,
+                fp: 0x7100,
+                lr: 0,
+            },
+            &[],
+        );
+        assert_eq!(frames, vec![0x1000]);
+    }
+
+    #[test]
+    fn a_frame_pointer_chain_is_followed_where_no_cfi_covers_the_pc() {
+        let mut u = Unwinder::new();
+        // Two frames: [fp] = caller's fp, [fp+8] = return address; the
+        // outermost frame's saved fp is 0.
+        let sp = 0x7000u64;
+        let mut stack = vec![0u8; 0x40];
+        let put = |s: &mut Vec<u8>, at: u64, v: u64| {
+            let o = (at - sp) as usize;
+            s[o..o + 8].copy_from_slice(&v.to_le_bytes());
+        };
+        put(&mut stack, 0x7010, 0x7020); // saved fp of frame 1
+        put(&mut stack, 0x7018, 0x4444); // return into caller
+        put(&mut stack, 0x7020, 0); // outermost: no caller
+        put(&mut stack, 0x7028, 0x5555);
+        let frames = u.unwind(
+            1,
+            &Regs {
+                pc: 0x1000,
+                sp,
+                fp: 0x7010,
+                lr: 0,
+            },
+            &stack,
+        );
+        #[cfg(not(target_arch = "aarch64"))]
+        assert_eq!(&frames[..2], &[0x1000, 0x4444]);
+        assert!(frames.len() <= 3, "{frames:x?}");
+    }
+}

@@ -1,0 +1,315 @@
+//! The unwinder on a real stack: `tests/c/capture.c`, built with `cc -O2
+//! -fomit-frame-pointer` (so only CFI can unwind it, as Debian's libc),
+//! copies its registers and stack three calls deep, as perf does at a
+//! sample; the tests unwind that copy with the program's and libc's CFI.
+//! No PMU, no perf: only a C compiler.
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use object::{Object, ObjectSymbol};
+use pmc_unwind::{MAX_FRAMES, Mapping, Regs, Unwinder};
+use proptest::prelude::*;
+
+/// One run of the capture program.
+struct Capture {
+    _dir: tempfile::TempDir,
+    exe: PathBuf,
+    regs: Regs,
+    stack: Vec<u8>,
+    mappings: Vec<Mapping>,
+}
+
+fn capture() -> Capture {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exe = dir.path().join("capture");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/capture.c");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let built = Command::new(&cc)
+        .args(["-O2", "-fomit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap_or_else(|e| panic!("{cc} (a C compiler is needed for this test): {e}"));
+    assert!(built.success(), "{cc} failed on {}", src.display());
+    let (bin, maps) = (dir.path().join("stack.bin"), dir.path().join("maps"));
+    let ran = Command::new(&exe).arg(&bin).arg(&maps).status().unwrap();
+    assert!(ran.success(), "capture exited with {ran}");
+    let raw = std::fs::read(&bin).unwrap();
+    let word = |i: usize| u64::from_le_bytes(raw[i * 8..i * 8 + 8].try_into().unwrap());
+    let regs = Regs {
+        pc: word(0),
+        sp: word(1),
+        fp: word(2),
+        lr: 0,
+    };
+    let stack = raw[24..].to_vec();
+    let mappings = std::fs::read_to_string(&maps)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (range, perms, off) = (f.next()?, f.next()?, f.next()?);
+            let path = f.nth(2)?;
+            if !perms.contains('x') || !path.starts_with('/') {
+                return None;
+            }
+            let (lo, hi) = range.split_once('-')?;
+            let lo = u64::from_str_radix(lo, 16).ok()?;
+            Some(Mapping {
+                start: lo,
+                len: u64::from_str_radix(hi, 16).ok()? - lo,
+                pgoff: u64::from_str_radix(off, 16).ok()?,
+                path: path.to_string(),
+            })
+        })
+        .collect();
+    Capture {
+        _dir: dir,
+        exe,
+        regs,
+        stack,
+        mappings,
+    }
+}
+
+impl Capture {
+    fn unwinder(&self) -> Unwinder {
+        let mut u = Unwinder::new();
+        for m in &self.mappings {
+            u.add_mapping(7, m);
+        }
+        u
+    }
+
+    /// The program's own function holding each frame (`None`: outside
+    /// it, e.g. in libc). Return addresses are looked up one byte back,
+    /// inside the call.
+    fn names(&self, frames: &[u64]) -> Vec<Option<String>> {
+        let data = std::fs::read(&self.exe).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        let exe_map = self
+            .mappings
+            .iter()
+            .find(|m| Path::new(&m.path) == self.exe)
+            .expect("the program's own mapping");
+        // A PIE's first executable segment: bias = start - (vaddr at pgoff).
+        let text_vaddr = file
+            .segments()
+            .find_map(|s| {
+                use object::ObjectSegment;
+                let (off, _) = s.file_range();
+                (off == exe_map.pgoff).then(|| s.address())
+            })
+            .expect("the segment mapped at pgoff");
+        let bias = exe_map.start - text_vaddr;
+        let symbols: Vec<_> = file
+            .symbols()
+            .filter(|s| s.kind() == object::SymbolKind::Text && s.size() > 0)
+            .collect();
+        frames
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| {
+                let at = a.wrapping_sub(bias).wrapping_sub(u64::from(i > 0));
+                symbols
+                    .iter()
+                    .find(|s| s.address() <= at && at < s.address() + s.size())
+                    .and_then(|s| s.name().ok())
+                    .map(str::to_string)
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn a_stack_without_frame_pointers_unwinds_through_libc_to_start() {
+    let c = capture();
+    let frames = c.unwinder().unwind(7, &c.regs, &c.stack);
+    let names = c.names(&frames);
+    let own: Vec<&str> = names.iter().flatten().map(String::as_str).collect();
+    assert_eq!(
+        own,
+        ["capture", "level3", "level2", "level1", "main", "_start"],
+        "frames {frames:x?} named {names:?}"
+    );
+    // Between main and _start: libc's __libc_start_call_main and
+    // __libc_start_main, which have no frame pointers either.
+    let libc = c
+        .mappings
+        .iter()
+        .find(|m| m.path.contains("libc.so"))
+        .expect("libc mapped");
+    let in_libc = frames
+        .iter()
+        .filter(|&&a| a >= libc.start && a < libc.start + libc.len)
+        .count();
+    assert!(in_libc >= 1, "no frame in libc: {frames:x?}");
+    assert_eq!(names.last(), Some(&Some("_start".to_string())));
+}
+
+#[test]
+fn a_truncated_copy_ends_the_chain_at_a_prefix_of_the_whole_one() {
+    let c = capture();
+    let mut u = c.unwinder();
+    let whole = u.unwind(7, &c.regs, &c.stack);
+    let mut lengths = Vec::new();
+    for cut in [0, 8, 16, 40, 64, 128, 512, c.stack.len() / 2] {
+        let part = u.unwind(7, &c.regs, &c.stack[..cut.min(c.stack.len())]);
+        assert!(!part.is_empty() && part.len() <= whole.len());
+        assert_eq!(part, whole[..part.len()], "cut at {cut}");
+        lengths.push(part.len());
+    }
+    // An empty copy still names the pc; the chain grows with the copy.
+    assert_eq!(lengths[0], 1);
+    assert!(lengths.windows(2).all(|w| w[0] <= w[1]), "{lengths:?}");
+    // Some cut ends the chain partway: the frames the copy held, no more.
+    assert!(
+        lengths.iter().any(|&n| n > 1 && n < whole.len()),
+        "{lengths:?} vs {}",
+        whole.len()
+    );
+}
+
+#[test]
+fn a_frame_pointer_outside_the_copy_gives_the_pc_alone() {
+    // Without CFI (no modules) only the frame pointer chain is left; one
+    // pointing below the stack pointer or past the copy cannot be read,
+    // so the chain is the pc, not frames made of other memory.
+    let c = capture();
+    let mut u = Unwinder::new();
+    let past = c.regs.sp + c.stack.len() as u64;
+    for fp in [
+        0,
+        8,
+        c.regs.sp - 64,
+        past,
+        past + 4096,
+        u64::MAX - 7,
+        u64::MAX,
+    ] {
+        let regs = Regs { fp, ..c.regs };
+        let frames = u.unwind(7, &regs, &c.stack);
+        assert_eq!(frames, [c.regs.pc], "fp {fp:#x}");
+    }
+}
+
+#[test]
+fn a_frame_chain_that_loops_ends() {
+    // A saved frame pointer pointing at itself: each step reads the same
+    // frame, which does not advance the stack, so the walk stops.
+    let sp = 0x7ff0_0000_0000u64;
+    let mut stack = vec![0u8; 64];
+    stack[16..24].copy_from_slice(&(sp + 16).to_le_bytes());
+    stack[24..32].copy_from_slice(&0x4000_1234u64.to_le_bytes());
+    let frames = Unwinder::new().unwind(
+        7,
+        &Regs {
+            pc: 0x4000_0000,
+            sp,
+            fp: sp + 16,
+            lr: 0,
+        },
+        &stack,
+    );
+    assert!(frames.len() <= 3, "{frames:x?}");
+    assert_eq!(frames[0], 0x4000_0000);
+}
+
+#[test]
+fn an_object_mapped_at_another_offset_is_not_used_for_wrong_frames() {
+    // The program's CFI at a wrong load bias: the unwinder may stop early
+    // but every frame it gives still starts with the real pc.
+    let c = capture();
+    let mut u = Unwinder::new();
+    for m in &c.mappings {
+        let shifted = Mapping {
+            start: m.start + 0x1000,
+            ..m.clone()
+        };
+        u.add_mapping(7, &shifted);
+    }
+    let frames = u.unwind(7, &c.regs, &c.stack);
+    assert_eq!(frames.first(), Some(&c.regs.pc));
+    assert!(frames.len() <= MAX_FRAMES);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Arbitrary registers and stack bytes over the real objects: the
+    /// unwinder ends, at most MAX_FRAMES deep, starting at the pc.
+    #[test]
+    fn arbitrary_registers_and_stack_end_cleanly(
+        pc in any::<u64>(),
+        sp_off in any::<i16>(),
+        fp in any::<u64>(),
+        bytes in proptest::collection::vec(any::<u8>(), 0..2048),
+        pick_pc_in_module in any::<bool>(),
+    ) {
+        let c = capture_cached();
+        let mut u = c.unwinder();
+        let pc = if pick_pc_in_module {
+            let m = &c.mappings[(pc as usize) % c.mappings.len()];
+            m.start + pc % m.len.max(1)
+        } else {
+            pc
+        };
+        let regs = Regs { pc, sp: c.regs.sp.wrapping_add_signed(i64::from(sp_off)), fp, lr: 0 };
+        let frames = u.unwind(7, &regs, &bytes);
+        prop_assert_eq!(frames.first(), Some(&pc));
+        prop_assert!(frames.len() <= MAX_FRAMES);
+    }
+
+    /// The program's CFI corrupted at random (bytes of .eh_frame,
+    /// .eh_frame_hdr and .text overwritten): the real stack still unwinds
+    /// to an end, never past MAX_FRAMES, never panicking.
+    #[test]
+    fn corrupt_cfi_ends_cleanly(
+        edits in proptest::collection::vec((any::<u32>(), any::<u8>()), 1..64),
+    ) {
+        let c = capture_cached();
+        let mut elf = std::fs::read(&c.exe).unwrap();
+        let ranges = cfi_ranges(&elf);
+        for (at, value) in edits {
+            let (lo, hi) = ranges[at as usize % ranges.len()];
+            if hi > lo {
+                elf[lo + at as usize % (hi - lo)] = value;
+            }
+        }
+        let elf: Arc<[u8]> = elf.into();
+        let mut u = Unwinder::new();
+        for m in &c.mappings {
+            if Path::new(&m.path) == c.exe {
+                u.add_mapping_with_object(7, m, elf.clone());
+            } else {
+                u.add_mapping(7, m);
+            }
+        }
+        let frames = u.unwind(7, &c.regs, &c.stack);
+        prop_assert_eq!(frames.first(), Some(&c.regs.pc));
+        prop_assert!(frames.len() <= MAX_FRAMES);
+    }
+}
+
+/// The file ranges of the program's CFI and code.
+fn cfi_ranges(elf: &[u8]) -> Vec<(usize, usize)> {
+    use object::ObjectSection;
+    let file = object::File::parse(elf).unwrap();
+    [".eh_frame", ".eh_frame_hdr", ".text"]
+        .iter()
+        .filter_map(|n| file.section_by_name(n)?.file_range())
+        .map(|(o, s)| (o as usize, (o + s) as usize))
+        .collect()
+}
+
+/// One capture for all of a proptest's cases (each case building the
+/// program again would take minutes).
+fn capture_cached() -> Arc<Capture> {
+    thread_local! {
+        static CAPTURE: std::cell::OnceCell<Arc<Capture>> = const { std::cell::OnceCell::new() };
+    }
+    CAPTURE.with(|c| c.get_or_init(|| Arc::new(capture())).clone())
+}
