@@ -36,7 +36,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     crate::bench_report::measure_child_if_requested();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
-        .args(["bench", "-q", "-p", "pmc", "--bench", "read_ratio"])
+        .args(["bench", "-q", "-p", "hwpmc", "--bench", "read_ratio"])
         .stderr(std::process::Stdio::inherit())
         .output();
     let out = match out {
@@ -93,10 +93,10 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     // Record decoding and sampling overhead (issue targets: ≥ 50 M samples/s
     // and ≥ 2× perf-event-data; 0 lost and a slowdown no worse than perf's).
     for (pkg, bench) in [
-        ("pmc", "open_cost"),
-        ("pmc-linux", "decode"),
-        ("pmc", "sampling_overhead"),
-        ("pmc", "bracket_instructions"),
+        ("hwpmc", "open_cost"),
+        ("hwpmc-linux", "decode"),
+        ("hwpmc", "sampling_overhead"),
+        ("hwpmc", "bracket_instructions"),
     ] {
         let out = Command::new(&cargo)
             .args(["bench", "-q", "-p", pkg, "--bench", bench])
@@ -224,7 +224,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             .args([
                 "bench",
                 "-p",
-                "pmc",
+                "hwpmc",
                 "--bench",
                 "read_path",
                 "--",

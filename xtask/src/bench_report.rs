@@ -135,7 +135,7 @@ pub fn run(cargo: &str) -> Result<(), String> {
             "-q",
             "--release",
             "-p",
-            "pmc-tools",
+            "hwpmc-tools",
             "--bin",
             "pmcstat",
         ])

@@ -54,7 +54,7 @@ enum Runner {
     /// `.ci/run` runs it as written (or with more arguments after it).
     CiRun,
     /// tools/tests/cli/readme.rs (`readme::…`) runs every `pmcstat`,
-    /// `pmccontrol` (also through `cargo run -p pmc-tools`) and `gprof`
+    /// `pmccontrol` (also through `cargo run -p hwpmc-tools`) and `gprof`
     /// line, in README's order, in a scratch directory.
     ToolsTest,
     /// capi/tests/c_programs.rs (`c::readme_program_…`) runs every line
@@ -81,7 +81,7 @@ fn runner(section: &str, command: &str, ci_run: &str) -> Option<Runner> {
     Some(match first {
         _ if ci_runs => Runner::CiRun,
         "pmcstat" | "pmccontrol" | "gprof" => Runner::ToolsTest,
-        _ if command.starts_with("cargo run -p pmc-tools ") => Runner::ToolsTest,
+        _ if command.starts_with("cargo run -p hwpmc-tools ") => Runner::ToolsTest,
         "cc" | "export" if section == "Using from C" => Runner::CapiTest,
         "apt-get" => Runner::Packages,
         "cargo" if command.starts_with("cargo xtask mutants ") => Runner::NotRun(TAKES_LONG),
