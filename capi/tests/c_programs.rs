@@ -525,7 +525,7 @@ fn pmccontrol() -> Result<PathBuf, Failed> {
         "build",
         "-q",
         "-p",
-        "pmc-tools",
+        "hwpmc-tools",
         "--bin",
         "pmccontrol",
         "--profile",
