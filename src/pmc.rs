@@ -80,7 +80,7 @@ struct Target {
 
 /// A performance-monitoring counter.
 ///
-/// ```no_run
+/// ```
 /// use pmc::{Cpu, Flags, Mode, Pmc};
 ///
 /// let mut pmc = Pmc::allocate("task-clock,usr", Mode::TC, Flags::empty(), Cpu::Any)?;
@@ -162,6 +162,21 @@ impl Pmc {
     /// `spec` is an event specifier (see [`crate::spec`]); `cpu` must be
     /// [`Cpu::Any`] for the process modes (TC, TS) and a CPU for the system
     /// modes (SC, SS).
+    ///
+    /// ```
+    /// use pmc::{Cpu, Flags, Mode, Pmc};
+    ///
+    /// // A process counter (TC) of user-mode CPU time in nanoseconds: a
+    /// // software event, so it counts even without a hardware PMU.
+    /// let mut pmc = Pmc::allocate("task-clock,usr", Mode::TC, Flags::empty(), Cpu::Any)?;
+    /// pmc.attach(0)?; // the calling process
+    /// pmc.start()?;
+    /// let sum: u64 = (0..1_000_000u64).map(std::hint::black_box).sum();
+    /// pmc.stop()?;
+    /// assert!(pmc.read()? > 0, "{sum}");
+    /// pmc.release()?;
+    /// # Ok::<(), pmc::Error>(())
+    /// ```
     pub fn allocate(spec: &str, mode: Mode, flags: Flags, cpu: Cpu) -> Result<Pmc> {
         Owner::global().allocate(spec, mode, flags, cpu)
     }

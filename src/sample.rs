@@ -13,7 +13,7 @@
 //!
 //! With the `dwarf-unwind` feature (on in `pmcstat` and `libpmc`),
 //! owners start with [`DwarfUnwinder`]: the objects' CFI through the
-//! `pmc-unwind` crate. Without it, or after
+//! `hwpmc-unwind` crate. Without it, or after
 //! [`Owner::set_stack_unwinder`](crate::Owner::set_stack_unwinder)`(None)`,
 //! samples keep the kernel's frame-pointer chain. An embedder that wants
 //! the raw registers and stack bytes installs its own [`StackUnwinder`]:

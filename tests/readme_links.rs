@@ -2,9 +2,9 @@
 //! docs.rs renders it, where a link relative to the repository leads
 //! nowhere: every link must be absolute (or an anchor in the page), and
 //! links into the repository must start with the workspace's
-//! `repository`, so that moving the repository shows every stale link.
-//! A host under `.invalid` (RFC 2606: it never resolves, as the
-//! placeholder `repository` until the crate is published) is refused:
+//! `repository` when it declares one, so that moving the repository shows
+//! every stale link. A host under `.invalid` (RFC 2606: it never resolves,
+//! as the placeholder `repository` the manifests once carried) is refused:
 //! such a link is broken everywhere, so name the file in text instead.
 
 use std::path::Path;
@@ -77,16 +77,14 @@ fn host_never_resolves(target: &str) -> bool {
         .is_some_and(|host| host == "invalid" || host.ends_with(".invalid"))
 }
 
-/// The workspace's `repository` (`[workspace.package]` in Cargo.toml).
-fn repository(root: &Path) -> String {
+/// The workspace's `repository` (`[workspace.package]` in Cargo.toml), if
+/// it declares one (none until the project has a public home).
+fn repository(root: &Path) -> Option<String> {
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("read Cargo.toml");
-    manifest
-        .lines()
-        .find_map(|l| {
-            let (key, value) = l.split_once('=')?;
-            (key.trim() == "repository").then(|| value.trim().trim_matches('"').to_string())
-        })
-        .expect("the workspace declares its repository")
+    manifest.lines().find_map(|l| {
+        let (key, value) = l.split_once('=')?;
+        (key.trim() == "repository").then(|| value.trim().trim_matches('"').to_string())
+    })
 }
 
 #[test]
@@ -150,7 +148,9 @@ fn readme_links_work_on_docs_rs() {
         "README.md is the crate doc on docs.rs, where these relative links lead nowhere; \
          use absolute URLs (the repository's, for its files): {relative:?}"
     );
-    let repository = repository(root);
+    let Some(repository) = repository(root) else {
+        return;
+    };
     let host = repository
         .split("://")
         .nth(1)

@@ -1,6 +1,6 @@
 //! `libpmc` for C: FreeBSD's pmc(3) and pmclog(3) over the `pmc` crate.
 //!
-//! `cargo build --release -p pmc-capi` gives `target/release/libpmc.so`,
+//! `cargo build --release -p hwpmc-capi` gives `target/release/libpmc.so`,
 //! `libpmc.a` and `pkgconfig/libpmc.pc`; the headers are `capi/include/pmc.h`
 //! and `pmclog.h`. The shim only translates: FreeBSD's rules live in the
 //! `pmc` crate, this crate turns ids into [`pmc_core::Pmc`] objects (a

@@ -357,7 +357,7 @@ fn readme_c() -> (Vec<String>, Vec<String>) {
 
 /// README's C program, built by each of README's `cc` lines (as written,
 /// in one shell, so `export` carries) and run. The scratch directory looks
-/// like the workspace after `cargo build --release -p pmc-capi` (which
+/// like the workspace after `cargo build --release -p hwpmc-capi` (which
 /// `.ci/run` runs): `capi/include` is the headers, `target/release` this
 /// build's libpmc.so/.a and its libpmc.pc, whose `libdir` is pointed there
 /// (`cargo test` leaves the libraries in deps/, not where the .pc says).
@@ -393,7 +393,7 @@ fn readme_program() -> TestResult {
             .map_err(|e| Failed::from(format!("symlink {}: {e}", to.display())))
     };
     link(Path::new(INCLUDE), &root.join("capi/include"))?;
-    for lib in ["libpmc.so", "libpmc.a"] {
+    for lib in ["libpmc.so", "libpmc.so.5", "libpmc.a"] {
         link(&libs.join(lib), &release.join(lib))?;
     }
     let pc_text = std::fs::read_to_string(&pc).map_err(|e| format!("{}: {e}", pc.display()))?;
@@ -533,7 +533,7 @@ fn pmccontrol() -> Result<PathBuf, Failed> {
         "build",
         "-q",
         "-p",
-        "pmc-tools",
+        "hwpmc-tools",
         "--bin",
         "pmccontrol",
         "--profile",
@@ -719,6 +719,24 @@ fn exported_symbols() -> TestResult {
     Ok(())
 }
 
+/// libpmc.so is named by its SONAME, FreeBSD's `libpmc.so.5`, so programs
+/// linked with `-lpmc` load the ABI they were built against.
+fn soname() -> TestResult {
+    let libs = lib_dir()?;
+    let out = run_checked(
+        Command::new("readelf")
+            .arg("-d")
+            .arg(libs.join("libpmc.so")),
+        "readelf -d libpmc.so",
+    )?;
+    let dynamic = String::from_utf8_lossy(&out.stdout);
+    let sonames: Vec<&str> = dynamic.lines().filter(|l| l.contains("(SONAME)")).collect();
+    match sonames.as_slice() {
+        [line] if line.contains("[libpmc.so.5]") => Ok(()),
+        _ => Err(format!("expected SONAME libpmc.so.5, readelf shows {sonames:?}").into()),
+    }
+}
+
 /// What the runner does with a test (tests/live/harness.rs `Gate`).
 enum Gate {
     Run,
@@ -866,6 +884,11 @@ fn main() {
             name: "c::pmccontrol_like_statistics_in_pmccontrol_format",
             requires: vec![Requirement::PerfEvent],
             run: pmccontrol_statistics,
+        },
+        CTest {
+            name: "c::libpmc_so_is_named_libpmc_so_5",
+            requires: vec![Requirement::Program("readelf".into())],
+            run: soname,
         },
         CTest {
             name: "c::libpmc_exports_exactly_its_headers_functions",

@@ -120,7 +120,7 @@ fn print_cgnode<'a>(
 /// head), `"@ %s [%u samples]\n\n"`, then each sampled function, most
 /// samples first, as a tree of the callers that led to it, each node
 /// with its count and its share of its parent's, down to `max_frames`
-/// frames (`-z`, [`DEFAULT_CALLGRAPH_DEPTH`] without it), every caller
+/// frames (`-z`, `DEFAULT_CALLGRAPH_DEPTH` without it), every caller
 /// printed (no threshold: pmcpl_callgraph.c has one only for `-T`), and
 /// a blank line after each tree.
 pub fn callgraph(profile: &Profile) -> String {

@@ -29,6 +29,32 @@ pub enum ReadState {
 
 /// Reads a pmclog stream from a reader, or from memory fed piecewise.
 ///
+/// ```
+/// use pmc::log::{LogReader, LogRecord, LogWriter, ReadState};
+///
+/// // A log as pmcstat -O writes it: INITIALIZE, records, CLOSELOG.
+/// let mut writer = LogWriter::new(Vec::new())?;
+/// writer.writelog(42, 1_000)?;
+/// writer.close()?;
+/// let bytes = writer.into_inner();
+///
+/// let mut reader = LogReader::from_reader(std::io::Cursor::new(bytes));
+/// let mut user_values = Vec::new();
+/// loop {
+///     match reader.read() {
+///         ReadState::Ok(event) => {
+///             if let LogRecord::Userdata { value } = event.record {
+///                 user_values.push(value);
+///             }
+///         }
+///         ReadState::Eof => break,
+///         other => panic!("{other:?}"),
+///     }
+/// }
+/// assert_eq!(user_values, [42]);
+/// # Ok::<(), pmc::Error>(())
+/// ```
+///
 /// Records are decoded with the layouts of the version the stream's
 /// INITIALIZE gives (FreeBSD 14's until one is seen; FreeBSD 12–13's
 /// one-address PROCEXEC below `PMC_VERSION` major 0x0A), and DROPNOTIFY's lost count

@@ -14,6 +14,27 @@ pub use crate::owner::MemoryLog;
 
 /// Directs the process's log to `out` (`pmc_configure_logfile`); see
 /// [`Owner::configure_logfile`]. EBUSY when one is configured.
+///
+/// ```
+/// use pmc::log::{LogReader, LogRecord, sink};
+/// use pmc::{Cpu, Flags, Mode, Pmc};
+///
+/// // Sample user-mode CPU time every 100 µs into a log kept in memory.
+/// let log = sink::MemoryLog::new();
+/// sink::configure_logfile(log.clone())?;
+/// let mut pmc = Pmc::allocate_with_count("cpu-clock,usr", Mode::TS, Flags::empty(), Cpu::Any, 100_000)?;
+/// pmc.start()?;
+/// let sum: u64 = (0..20_000_000u64).map(std::hint::black_box).sum();
+/// pmc.stop()?;
+/// sink::close_logfile()?;
+/// // The bytes are a FreeBSD pmclog: read them back as pmcstat -R would.
+/// let mut reader = LogReader::from_memory();
+/// reader.feed(&log.bytes());
+/// let records: Vec<LogRecord> = reader.map(|e| e.map(|e| e.record)).collect::<Result<_, _>>().unwrap();
+/// assert!(matches!(records.first(), Some(LogRecord::Initialize { .. })), "{sum}");
+/// assert!(matches!(records.last(), Some(LogRecord::Closelog)));
+/// # Ok::<(), pmc::Error>(())
+/// ```
 pub fn configure_logfile(out: impl Write + Send + 'static) -> Result<()> {
     Owner::global().configure_logfile(out)
 }

@@ -12,6 +12,20 @@ impl Pmc {
     /// caller. Every existing thread is covered, and new threads as they are
     /// created; with [`Flags::DESCENDANTS`], existing and future child
     /// processes too.
+    ///
+    /// ```
+    /// use pmc::{Cpu, Flags, Mode, Pmc};
+    ///
+    /// // A child of ours, in user mode: perf_event_paranoid 2 allows it.
+    /// let mut child = std::process::Command::new("sleep").arg("0.2").spawn().unwrap();
+    /// let mut pmc = Pmc::allocate("task-clock,usr", Mode::TC, Flags::empty(), Cpu::Any)?;
+    /// pmc.attach(child.id())?;
+    /// pmc.start()?;
+    /// child.wait().unwrap();
+    /// pmc.stop()?;
+    /// println!("sleep ran {} ns in user mode", pmc.read()?);
+    /// # Ok::<(), pmc::Error>(())
+    /// ```
     pub fn attach(&mut self, pid: u32) -> Result<()> {
         self.attach_target(pid, false)
     }

@@ -1,6 +1,9 @@
 //! Builders for [`Pmc`]: the mode follows from what is built, so a process
 //! PMC never gets a CPU and a system PMC always has one.
 //!
+//! Not run as a doctest: `instructions` and `cycles` need a hardware PMU,
+//! and the system PMCs root or `perf_event_paranoid` ≤ 0.
+//!
 //! ```no_run
 //! use pmc::{Flags, Pmc};
 //!
@@ -77,6 +80,17 @@ impl Common<'_> {
 impl Pmc {
     /// Builds a process PMC counting `spec` (TC; TS with
     /// [`ProcessPmc::sampling`]): attach it, or start it on the caller.
+    ///
+    /// ```
+    /// use pmc::Pmc;
+    ///
+    /// let mut pmc = Pmc::process("task-clock,usr").allocate()?;
+    /// pmc.start()?; // never attached: counts the caller
+    /// let sum: u64 = (0..1_000_000u64).map(std::hint::black_box).sum();
+    /// pmc.stop()?;
+    /// assert!(pmc.read()? > 0, "{sum}");
+    /// # Ok::<(), pmc::Error>(())
+    /// ```
     pub fn process(spec: &str) -> ProcessPmc<'_> {
         ProcessPmc {
             spec,
@@ -86,6 +100,21 @@ impl Pmc {
 
     /// Builds a system PMC counting `spec` on `cpu` (SC; SS with
     /// [`SystemPmc::sampling`]).
+    ///
+    /// Not run as a doctest: counting a whole CPU needs root, CAP_PERFMON
+    /// or `perf_event_paranoid` ≤ 0.
+    ///
+    /// ```no_run
+    /// use pmc::Pmc;
+    ///
+    /// // Everything CPU 0 runs, in CPU time (ns).
+    /// let mut pmc = Pmc::system("cpu-clock", 0).allocate()?;
+    /// pmc.start()?;
+    /// std::thread::sleep(std::time::Duration::from_millis(10));
+    /// pmc.stop()?;
+    /// println!("CPU 0 ran {} ns", pmc.read()?);
+    /// # Ok::<(), pmc::Error>(())
+    /// ```
     pub fn system(spec: &str, cpu: u32) -> SystemPmc<'_> {
         SystemPmc {
             spec,

@@ -83,7 +83,16 @@ pub struct Report {
 }
 
 impl Report {
-    /// Probes this machine.
+    /// Probes this machine: what `cargo xtask probe` prints.
+    ///
+    /// ```
+    /// let report = pmc::probe::Report::detect();
+    /// // Each event class, tried in each mode, and what happened.
+    /// for row in &report.what_works {
+    ///     println!("{row:?}");
+    /// }
+    /// assert!(report.to_text().contains("perf_event_paranoid"));
+    /// ```
     pub fn detect() -> Report {
         let environment = Environment::detect();
         let facts = platform::facts();

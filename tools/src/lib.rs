@@ -5,6 +5,7 @@
 #![warn(missing_docs)]
 
 pub mod annotate;
+pub mod cli;
 pub mod events;
 pub mod gate;
 pub mod output;

@@ -52,7 +52,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
-        .args(["bench", "-q", "-p", "pmc", "--bench", "read_ratio"])
+        .args(["bench", "-q", "-p", "hwpmc", "--bench", "read_ratio"])
         .stderr(std::process::Stdio::inherit())
         .output();
     let out = match out {
@@ -109,10 +109,10 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     // Record decoding and sampling overhead (issue targets: ≥ 50 M samples/s
     // and ≥ 2× perf-event-data; 0 lost and a slowdown no worse than perf's).
     for (pkg, bench) in [
-        ("pmc", "open_cost"),
-        ("pmc-linux", "decode"),
-        ("pmc", "sampling_overhead"),
-        ("pmc", "bracket_instructions"),
+        ("hwpmc", "open_cost"),
+        ("hwpmc-linux", "decode"),
+        ("hwpmc", "sampling_overhead"),
+        ("hwpmc", "bracket_instructions"),
     ] {
         let out = Command::new(&cargo)
             .args(["bench", "-q", "-p", pkg, "--bench", bench])
@@ -240,7 +240,7 @@ pub fn run(args: &BenchArgs) -> ExitCode {
             .args([
                 "bench",
                 "-p",
-                "pmc",
+                "hwpmc",
                 "--bench",
                 "read_path",
                 "--",

@@ -145,7 +145,7 @@ pub(crate) fn release_pmcstat(cargo: &str) -> Result<PathBuf, String> {
             "-q",
             "--release",
             "-p",
-            "pmc-tools",
+            "hwpmc-tools",
             "--bin",
             "pmcstat",
         ])

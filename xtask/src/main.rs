@@ -14,11 +14,15 @@
 //! - `cargo xtask mutants [--file F] [--shard K/N] [--re REGEX]`:
 //!   cargo-mutants on the core files, caught / missed / unviable per file
 //!   (`--re`: re-test earlier survivors, merged over the full run).
+//! - `cargo xtask install --prefix DIR [--destdir D]`: libpmc (libraries,
+//!   headers, pkg-config file, pmc(3)), pmcstat and pmccontrol with their
+//!   man pages and shell completions, laid out under DIR.
 //! - `cargo xtask tidy`: the invariants a command can check (see `tidy.rs`).
 
 mod bench;
 mod bench_dwarf;
 mod bench_report;
+mod install;
 mod matrix;
 mod mutants;
 mod pmc_events;
@@ -55,6 +59,8 @@ enum Command {
     GenPmuEvents(pmu_events::GenArgs),
     /// Regenerate libpmc's PMC_EV_* enumerators from a FreeBSD source tree.
     GenPmcEvents(pmc_events::GenArgs),
+    /// Install libpmc, its headers, pkg-config file and man pages, and the tools with theirs, under a prefix.
+    Install(install::InstallArgs),
     /// Mutation testing (cargo-mutants) of the core files; score per file.
     Mutants(mutants::MutantsArgs),
     /// Check the invariants a command can check (unsafe only in sys/, SAFETY lines, file length, no /proc or /sys in the portable crate).
@@ -86,6 +92,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::GenPmuEvents(args) => pmu_events::run(&args),
         Command::GenPmcEvents(args) => pmc_events::run(&args),
+        Command::Install(args) => install::run(&args),
         Command::Mutants(args) => mutants::run(&args),
         Command::Tidy { root } => tidy::run(root),
     }

@@ -51,31 +51,35 @@ const fn target(
 
 /// The measured targets.
 pub const TARGETS: [Target; 11] = [
-    target("pmc", "src/spec/**", &["--lib"]),
-    target("pmc", "src/log/**", &["--lib"]),
+    target("hwpmc", "src/spec/**", &["--lib"]),
+    target("hwpmc", "src/log/**", &["--lib"]),
     // The conformance suite runs in the lib tests over the simulated and
     // FreeBSD-double backends; only its live subject on perf_event reaches
     // the hot path (`HotCounter`) and real per-CPU counters, and only the
     // live log tests the log a start needs (0.5 s together).
     Target {
         live_only: Some("conformance::linux::,sampling::log_required_rules"),
-        ..target("pmc", "src/pmc{.rs,/**}", &["--lib", "--test=live"])
+        ..target("hwpmc", "src/pmc{.rs,/**}", &["--lib", "--test=live"])
     },
     // attr.rs and record.rs with the modules split out of them.
-    target("pmc-linux", "backends/linux/src/attr{.rs,/**}", &["--lib"]),
     target(
-        "pmc-linux",
+        "hwpmc-linux",
+        "backends/linux/src/attr{.rs,/**}",
+        &["--lib"],
+    ),
+    target(
+        "hwpmc-linux",
         "backends/linux/src/record{.rs,/**}",
         &["--lib", "--test=abi_header"],
     ),
     // Rings and the metadata page are only exercised by the kernel.
     target(
-        "pmc-linux",
+        "hwpmc-linux",
         "backends/linux/src/ring.rs",
         &["--lib", "--test=live", "--test=ring_alias"],
     ),
     target(
-        "pmc-linux",
+        "hwpmc-linux",
         "backends/linux/src/selfmon.rs",
         &["--lib", "--test=live"],
     ),
@@ -83,16 +87,16 @@ pub const TARGETS: [Target; 11] = [
     // it runs in pmc's lib tests, whose build per mutant is ten times
     // longer).
     target(
-        "pmc-freebsd",
+        "hwpmc-freebsd",
         "backends/freebsd/src/double/**",
         &["--tests"],
     ),
     // The FreeBSD adapter, tested over the double by pmc's lib tests.
-    target("pmc", "src/backend/freebsd/**", &["--lib"]),
+    target("hwpmc", "src/backend/freebsd/**", &["--lib"]),
     // libpmc for C: the Rust tests and the C programs (tests/c_programs.rs).
-    target("pmc-capi", "capi/src/**", &["--tests"]),
+    target("hwpmc-capi", "capi/src/**", &["--tests"]),
     // pmcstat's output formats: the golden tests of FreeBSD's printfs.
-    target("pmc-tools", "tools/src/output.rs", &["--lib", "--test=cli"]),
+    target("hwpmc-tools", "tools/src/output.rs", &["--lib", "--test=cli"]),
 ];
 
 /// Options of `cargo xtask mutants`.

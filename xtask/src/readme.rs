@@ -54,7 +54,7 @@ enum Runner {
     /// `.ci/run` runs it as written (or with more arguments after it).
     CiRun,
     /// tools/tests/cli/readme.rs (`readme::…`) runs every `pmcstat`,
-    /// `pmccontrol` (also through `cargo run -p pmc-tools`) and `gprof`
+    /// `pmccontrol` (also through `cargo run -p hwpmc-tools`) and `gprof`
     /// line, in README's order, in a scratch directory.
     ToolsTest,
     /// capi/tests/c_programs.rs (`c::readme_program_…`) runs every line
@@ -70,6 +70,8 @@ enum Runner {
 
 const TAKES_LONG: &str = "takes from minutes to hours; run by hand";
 const NIGHTLY: &str = "cargo-fuzz needs a nightly toolchain, which CI does not install";
+const UNPUBLISHED: &str = "the crates are not on crates.io yet; .ci/run runs the path form \
+                           (cargo add hwpmc --path, cargo install --path tools)";
 
 fn runner(section: &str, command: &str, ci_run: &str) -> Option<Runner> {
     let ci_runs = ci_run.lines().map(str::trim).any(|l| {
@@ -81,15 +83,41 @@ fn runner(section: &str, command: &str, ci_run: &str) -> Option<Runner> {
     Some(match first {
         _ if ci_runs => Runner::CiRun,
         "pmcstat" | "pmccontrol" | "gprof" => Runner::ToolsTest,
-        _ if command.starts_with("cargo run -p pmc-tools ") => Runner::ToolsTest,
+        _ if command.starts_with("cargo run -p hwpmc-tools ") => Runner::ToolsTest,
         "cc" | "export" if section == "Using from C" => Runner::CapiTest,
         "apt-get" => Runner::Packages,
         "cargo" if command.starts_with("cargo xtask mutants ") => Runner::NotRun(TAKES_LONG),
         "cargo" if command == "cargo xtask bench" => Runner::NotRun(TAKES_LONG),
         "cargo" if command == "cargo install cargo-fuzz" => Runner::NotRun(NIGHTLY),
+        "cargo" if command.starts_with("cargo add hwpmc") => Runner::NotRun(UNPUBLISHED),
+        "cargo" if command.starts_with("cargo install hwpmc") => Runner::NotRun(UNPUBLISHED),
         "(cd" if command.contains("cargo +nightly fuzz run ") => Runner::NotRun(NIGHTLY),
         _ => return None,
     })
+}
+
+/// The names of the workspace's packages that may be published (from
+/// `cargo metadata`: `publish` is not `[]`).
+fn publishable_packages() -> Vec<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps"])
+        .current_dir(root())
+        .output()
+        .expect("cargo metadata runs");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
+    meta["packages"]
+        .as_array()
+        .expect("cargo metadata lists packages")
+        .iter()
+        .filter(|p| {
+            p["publish"]
+                .as_array()
+                .is_none_or(|registries| !registries.is_empty())
+        })
+        .filter_map(|p| p["name"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// The packages of .ci/packages (first word of each line).
@@ -165,6 +193,23 @@ fn every_readme_command_is_run_or_checked() {
             assert!(
                 fuzz.contains(&format!("name = \"{target}\"")),
                 "README's {command:?}: backends/linux/fuzz has no target {target:?}"
+            );
+        }
+        if who == Runner::NotRun(UNPUBLISHED) {
+            let name = command.split_whitespace().nth(2).unwrap_or_default();
+            assert!(
+                publishable_packages().iter().any(|p| p == name),
+                "README's {command:?}: {name:?} is not a publishable package of the workspace \
+                 ({:?})",
+                publishable_packages()
+            );
+            let path_form = match name {
+                "hwpmc-tools" => "cargo install --locked --path tools".to_string(),
+                _ => format!("cargo add -q {name} --path"),
+            };
+            assert!(
+                ci_run.contains(&path_form),
+                "README's {command:?}: .ci/run does not run its path form {path_form:?}"
             );
         }
         if who == Runner::Packages {

@@ -186,7 +186,7 @@ pub fn run(args: &TestArgs) -> ExitCode {
     ok &= run_tallied(&mut doc, &mut tally);
     // The optional libpfm4 feature, where the library is installed.
     if std::path::Path::new("/usr/include/perfmon/pfmlib.h").exists() {
-        for (pkg, target) in [("pmc-linux", "--lib"), ("pmc", "--test=golden_attrs")] {
+        for (pkg, target) in [("hwpmc-linux", "--lib"), ("hwpmc", "--test=golden_attrs")] {
             let mut pfm = Command::new(&cargo);
             pfm.args([
                 "test",

@@ -2,7 +2,7 @@
 //! of CPU, samples read from the ring buffer as they arrive, and the
 //! instruction pointers that came up most often.
 //!
-//! `cargo run -p pmc-linux --example sample_self`
+//! `cargo run -p hwpmc-linux --example sample_self`
 
 use std::collections::HashMap;
 use std::time::Duration;

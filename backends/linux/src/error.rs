@@ -150,7 +150,9 @@ pub enum Hint {
         /// Current `/proc/sys/kernel/perf_event_max_stack`.
         limit: u32,
     },
-    /// tracefs is not mounted where the kernel usually puts it.
+    /// tracefs is not mounted where the kernel usually puts it. The text is
+    /// the remedy only: it follows an error that already says what is wrong
+    /// (not mounted, or a broken mount).
     TracefsNotMounted,
     /// The caller lacks permission to read tracefs.
     TracefsPermission,
@@ -210,11 +212,9 @@ impl fmt::Display for Hint {
                 "the callchain depth exceeds kernel.perf_event_max_stack ({limit}); ask for \
                  fewer frames or raise it with sysctl"
             ),
-            Hint::TracefsNotMounted => write!(
-                f,
-                "tracefs is not mounted: as root run `{}`",
-                crate::tracefs::MOUNT_COMMAND
-            ),
+            Hint::TracefsNotMounted => {
+                write!(f, "mount it as root: `{}`", crate::tracefs::MOUNT_COMMAND)
+            }
             Hint::TracefsPermission => write!(
                 f,
                 "tracefs is not readable by this user: run as root, or make \

@@ -203,7 +203,7 @@ pub fn possible_cpus() -> Vec<u32> {
 /// The thread ids of process `pid` (from `/proc/PID/task`), sorted.
 ///
 /// The calling process's own directory is kept open between calls (see
-/// [`OwnTasks`]): opening it costs more than the perf open an attach to
+/// `OwnTasks`): opening it costs more than the perf open an attach to
 /// the caller makes.
 pub fn threads_of(pid: i32) -> std::io::Result<Vec<i32>> {
     match OwnTasks::threads(pid) {

@@ -86,7 +86,11 @@ impl Tracefs {
     /// mounted the error says so with the mount command; when it is not
     /// readable, or its mount is broken, it says that.
     pub fn locate() -> Result<Tracefs> {
-        match mount_state() {
+        Tracefs::from_state(mount_state())
+    }
+
+    fn from_state(state: MountState) -> Result<Tracefs> {
+        match state {
             MountState::Readable(root) => Ok(Tracefs { root }),
             MountState::Unreadable(root) => Err(Error::File {
                 path: root.join("events").display().to_string(),
@@ -368,6 +372,18 @@ mod tests {
 
     fn fixture() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tracefs")
+    }
+
+    #[test]
+    fn an_unmounted_tracefs_is_said_once_with_the_mount_command() {
+        let gone = fixture().join("no-such-mount");
+        let state = mount_state_in(std::slice::from_ref(&gone), String::new);
+        assert_eq!(state, MountState::NotMounted);
+        let err = Tracefs::from_state(state).unwrap_err();
+        // As pmc and the probe show it: the error, then its hint.
+        let text = format!("{err}; {}", err.hint().expect("a remedy"));
+        assert_eq!(text.matches("not mounted").count(), 1, "{text}");
+        assert!(text.contains(MOUNT_COMMAND), "{text}");
     }
 
     #[test]

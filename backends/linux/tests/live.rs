@@ -780,11 +780,64 @@ fn kprobes_count_kernel_function_calls() -> Outcome {
     Ok(Completion::Completed)
 }
 
+/// `ftrace:function` is refused to perf_event_open even with CAP_SYS_ADMIN
+/// (`perf stat -e ftrace:function` is refused too) while `sched:sched_switch`
+/// opens in the same process: the hint must say the kernel refuses this
+/// event, not blame a seccomp filter that would have refused both.
+fn a_refused_tracepoint_is_blamed_when_others_open() -> Outcome {
+    require_all!(
+        (
+            "perfmon",
+            perfmon_capable(),
+            "the refusal under test is the one a privileged process gets"
+        ),
+        (
+            "tracefs",
+            Path::new("/sys/kernel/tracing/events/ftrace/function").is_dir(),
+            "needs tracefs at /sys/kernel/tracing with the ftrace:function event"
+        ),
+    );
+    let tracefs = pmc_linux::tracefs::Tracefs::at("/sys/kernel/tracing");
+    let open = |event: &str| {
+        let (sub, name) = event.split_once(':').expect("subsystem:event");
+        let id = tracefs
+            .tracepoint_id(sub, name)
+            .map_err(|e| fail(&format!("the id of {event}"), e))?;
+        Ok::<_, Failed>(Event::open(
+            &Attr::new(EventConfig::Tracepoint(id)).disabled(true),
+            Target::CALLER,
+            None,
+            OpenFlags::empty(),
+        ))
+    };
+    open("sched:sched_switch")?.map_err(|e| fail("open sched:sched_switch", e))?;
+    let refusal = match open("ftrace:function")? {
+        Ok(_) => {
+            return Ok(Completion::ignored_with(
+                "[kernel] this kernel lets perf_event_open count ftrace:function; \
+                 no refusal to diagnose"
+                    .to_string(),
+            ));
+        }
+        Err(e) => e,
+    };
+    let text = refusal.to_string();
+    ensure!(
+        matches!(refusal.errno(), libc::EPERM | libc::EACCES),
+        "expected EPERM/EACCES, got: {text}"
+    );
+    ensure!(
+        !text.contains("seccomp") && text.contains("the kernel refuses"),
+        "the hint should blame the event (another tracepoint opened), got: {text}"
+    );
+    Ok(Completion::Completed)
+}
+
 fn main() {
     let mut args = Arguments::from_args();
     // Probes and self-monitoring count this process: one test at a time.
     args.test_threads = Some(1);
-    let tests: [LiveTest; 15] = [
+    let tests: [LiveTest; 16] = [
         (
             "ring::sizes_must_be_powers_of_two",
             ring_sizes_must_be_powers_of_two,
@@ -844,6 +897,10 @@ fn main() {
         (
             "probe::kprobes_count_kernel_function_calls",
             kprobes_count_kernel_function_calls,
+        ),
+        (
+            "tracepoint::a_refused_event_is_blamed_when_others_open",
+            a_refused_tracepoint_is_blamed_when_others_open,
         ),
     ];
     let trials = tests

@@ -2,7 +2,7 @@
 //! [`Platform`] of the build, and the default backend.
 //!
 //! Compiled on FreeBSD; elsewhere only type-checked, in tests, with
-//! `RUSTFLAGS="--cfg pmc_freebsd_check_sys" cargo clippy -p pmc --tests`
+//! `RUSTFLAGS="--cfg pmc_freebsd_check_sys" cargo clippy -p hwpmc --tests`
 //! (`.ci/run`), since no FreeBSD target can be built here.
 
 use std::sync::Arc;

@@ -642,7 +642,59 @@ fn limits(json: bool, out: &mut Out<'_>) -> Run {
 
 #[cfg(test)]
 mod tests {
-    use super::c_id;
+    use super::{Stop, c_id, parse};
+
+    /// Whether the getopt-style parser accepts `args` (it may print
+    /// `--help`'s usage or the version, as the real run does).
+    fn accepts(args: &[&str]) -> bool {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        match parse(&args, &mut out) {
+            Ok(_) => true,
+            Err(Stop::Status(_)) => false,
+            Err(Stop::Io(e)) => panic!("stdout: {e}"),
+        }
+    }
+
+    /// The man page and completions come from `pmc_tools::cli::pmccontrol`:
+    /// the parser accepts exactly the options it defines.
+    #[test]
+    fn the_parser_accepts_exactly_the_defined_options() {
+        let definition = pmc_tools::cli::pmccontrol();
+        let mut shorts = Vec::new();
+        for arg in definition.get_arguments() {
+            let value = arg.get_value_names().is_some();
+            if let Some(c) = arg.get_short() {
+                shorts.push(c);
+                let flag = format!("-{c}");
+                let args: &[&str] = if value { &[&flag, "0"] } else { &[&flag] };
+                assert!(accepts(args), "the parser refuses {args:?}");
+            }
+            if let Some(long) = arg.get_long() {
+                assert!(
+                    !value,
+                    "--{long}: the parser takes no long option with a value"
+                );
+                assert!(
+                    accepts(&[&format!("--{long}")]),
+                    "the parser refuses --{long}"
+                );
+            }
+        }
+        for c in ('a'..='z').chain('A'..='Z').filter(|c| !shorts.contains(c)) {
+            assert!(
+                !accepts(&[&format!("-{c}")]),
+                "-{c} is accepted but not defined"
+            );
+        }
+        for long in ["list", "cpu", "enable", "verbose", "holder"] {
+            let defined = definition
+                .get_arguments()
+                .any(|a| a.get_long() == Some(long));
+            assert_eq!(accepts(&[&format!("--{long}")]), defined, "--{long}");
+        }
+    }
 
     #[test]
     fn ids_are_read_as_strtoul_reads_them() {

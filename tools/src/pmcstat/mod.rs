@@ -26,7 +26,8 @@ use crate::sysexits::{EX_DATAERR, EX_OSERR, EX_UNAVAILABLE};
 use crate::{fail_as, usage};
 
 use counting::{CountOutput, Counter, Form};
-use options::{Args, EventSpec, check_options, find_targets, wants_report};
+pub(crate) use options::Args;
+use options::{EventSpec, check_options, find_targets, wants_report};
 use reports::{list_or_describe, print_logged_counts, read_events, read_log, write_reports};
 use watch::watch;
 

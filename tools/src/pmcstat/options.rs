@@ -18,7 +18,7 @@ use super::TOOL;
     after_help = "Examples:\n  pmcstat -p instructions,usr -- ./a.out\n  \
                   pmcstat -s page-faults -c '*' -l 5\n  pmcstat -p task-clock -t 1234 -w 1"
 )]
-pub(super) struct Args {
+pub(crate) struct Args {
     /// Count SPEC in the target process(es) (process counting mode, TC).
     #[arg(short = 'p', value_name = "SPEC")]
     pub(super) process: Vec<String>,

@@ -1,5 +1,5 @@
 //! README.md's pmcstat, pmccontrol and gprof lines, run as written, in
-//! README's order, in a scratch directory: `cargo run -p pmc-tools --bin X
+//! README's order, in a scratch directory: `cargo run -p hwpmc-tools --bin X
 //! --` and a bare `X` both run this build's X, and the programs README
 //! profiles (`./a.out`, `./my-program`) are a small C program spinning in
 //! `busy_loop`. xtask/src/readme.rs checks that every other README command
@@ -48,7 +48,7 @@ fn tool_lines(markdown: &str) -> Vec<String> {
         let command = trimmed.split_once(" #").map_or(trimmed, |(c, _)| c).trim();
         let first = command.split_whitespace().next().unwrap_or_default();
         if matches!(first, "pmcstat" | "pmccontrol" | "gprof")
-            || command.starts_with("cargo run -p pmc-tools ")
+            || command.starts_with("cargo run -p hwpmc-tools ")
         {
             out.push(command.to_string());
         }
@@ -121,9 +121,9 @@ fn run_lines(dir: &Path, lines: &[String]) -> TestResult {
     );
     let mut folded = None;
     for line in lines {
-        // `cargo run -p pmc-tools --bin X -- ARGS` runs X ARGS (cargo has
+        // `cargo run -p hwpmc-tools --bin X -- ARGS` runs X ARGS (cargo has
         // built X for this test already).
-        let command = match line.strip_prefix("cargo run -p pmc-tools --bin ") {
+        let command = match line.strip_prefix("cargo run -p hwpmc-tools --bin ") {
             Some(rest) => rest.replacen(" -- ", " ", 1),
             None => line.clone(),
         };

@@ -2,7 +2,7 @@
 //! the errno, the attr, what the kernel wrote back and the target.
 
 use super::Target;
-use crate::attr::{Attr, AttrBit, SampleType};
+use crate::attr::{Attr, AttrBit, EventConfig, SampleType, Software};
 use crate::error::Hint;
 use crate::sys::abi;
 use crate::system;
@@ -25,11 +25,7 @@ pub(super) fn diagnose_open(
                 if target.pid > 0 {
                     return Some(Hint::Ptrace { pid: target.pid });
                 }
-                return Some(Hint::Other(
-                    "refused even with CAP_PERFMON/CAP_SYS_ADMIN: a seccomp filter, LSM \
-                     (SELinux, AppArmor) or container runtime blocks perf_event_open"
-                        .into(),
-                ));
+                return Some(Hint::Other(refused_while_capable(attr, target)));
             }
             if level > 2 {
                 return Some(Hint::Paranoid {
@@ -126,5 +122,72 @@ pub(super) fn diagnose_open(
             )))
         }
         _ => None,
+    }
+}
+
+/// The hint for a refusal despite CAP_PERFMON/CAP_SYS_ADMIN. A seccomp
+/// filter, LSM or container runtime blocks perf_event_open as a whole, so
+/// blame one only when a dummy software event on the same target is refused
+/// too; when it opens, the kernel refuses this particular event (as it does
+/// `ftrace:function`, which `perf` cannot open either).
+fn refused_while_capable(attr: &Attr, target: Target) -> String {
+    let mut dummy = Attr::new(EventConfig::Software(Software::Dummy))
+        .disabled(true)
+        .raw;
+    let other_events_open = crate::sys::perf_event_open(
+        &mut dummy,
+        target.pid,
+        target.cpu,
+        None,
+        abi::PERF_FLAG_FD_CLOEXEC,
+    )
+    .is_ok();
+    refusal_text(attr, other_events_open)
+}
+
+fn refusal_text(attr: &Attr, other_events_open: bool) -> String {
+    let event = attr.describe_event();
+    if !other_events_open {
+        return "refused even with CAP_PERFMON/CAP_SYS_ADMIN, and so is a dummy software event: \
+                a seccomp filter, LSM (SELinux, AppArmor) or container runtime blocks \
+                perf_event_open"
+            .into();
+    }
+    if attr.type_id() == abi::PERF_TYPE_TRACEPOINT {
+        format!(
+            "the kernel refuses {event} itself (other events open in this process with the \
+             same privileges, so nothing blocks perf_event_open): not every tracepoint can be \
+             opened through perf_event_open for this use (ftrace:function, for one, is refused \
+             to `perf` as well); choose another tracepoint or a kprobe"
+        )
+    } else {
+        format!(
+            "the kernel refuses {event} itself (other events open in this process with the \
+             same privileges, so nothing blocks perf_event_open): try it without sampling, \
+             exclude_* or branch settings, or choose another event"
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_blames_the_event_only_when_others_open() {
+        let tracepoint = Attr::new(EventConfig::Tracepoint(1));
+        let blocked = refusal_text(&tracepoint, false);
+        assert!(blocked.contains("seccomp"), "{blocked}");
+        let refused = refusal_text(&tracepoint, true);
+        assert!(
+            !refused.contains("seccomp") && refused.contains("not every tracepoint"),
+            "{refused}"
+        );
+        let software = Attr::new(EventConfig::Software(Software::CpuClock));
+        let refused = refusal_text(&software, true);
+        assert!(
+            !refused.contains("seccomp") && !refused.contains("tracepoint"),
+            "{refused}"
+        );
     }
 }
