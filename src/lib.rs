@@ -2,7 +2,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod backend;
+mod backend;
+pub mod backends;
 pub mod error;
 pub mod log;
 pub mod machine;

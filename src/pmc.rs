@@ -218,7 +218,7 @@ impl Pmc {
             spec: spec_text.to_string(),
             source,
         })?;
-        let backend = owner.backend().clone();
+        let backend = owner.binding().clone();
         validate_allocation(mode, flags, cpu, &*backend, asked.online)?;
         let reload_count = if mode.is_sampling() {
             let asked = spec.qualifiers.period.unwrap_or(count);

@@ -171,16 +171,11 @@ impl Selector {
     }
 
     fn select(&self, kind: BackendKind) -> Result<()> {
-        if !kind.is_compiled() {
-            return Err(Error::NotSupported {
-                what: format!("the {} backend", kind.name()),
-                why: format!("this build has only {}", compiled_backends().join(", ")),
-            });
-        }
+        compiled(kind)?;
         let mut fresh = false;
         let chosen = self.chosen.get_or_init(|| {
             fresh = true;
-            build(kind, format!("pmc::backend::select({kind:?})"))
+            build(kind, format!("pmc::backends::select({kind:?})"))
         });
         if fresh || chosen.choice.name == kind.name() {
             return Ok(());
@@ -196,6 +191,24 @@ impl Selector {
             ),
         })
     }
+}
+
+/// `NotSupported` for a backend this build lacks.
+fn compiled(kind: BackendKind) -> Result<()> {
+    if kind.is_compiled() {
+        return Ok(());
+    }
+    Err(Error::NotSupported {
+        what: format!("the {} backend", kind.name()),
+        why: format!("this build has only {}", compiled_backends().join(", ")),
+    })
+}
+
+/// A new instance of a backend of this build, apart from the process's
+/// choice (`pmc::backends::Backend::new`).
+pub(crate) fn instance(kind: BackendKind) -> Result<Arc<dyn Backend>> {
+    compiled(kind)?;
+    Ok(build(kind, format!("pmc::backends::Backend::new({kind:?})")).backend)
 }
 
 /// A backend of this build.

@@ -64,7 +64,7 @@ mod encode;
 mod reader;
 mod record;
 pub mod sink;
-pub mod translate;
+pub(crate) mod translate;
 mod writer;
 
 pub use reader::{LogReader, ReadState};

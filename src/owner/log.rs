@@ -58,7 +58,7 @@ impl Owner {
                 why: "a log file is already configured; close it with close_logfile first".into(),
             });
         }
-        let identity = self.inner.backend.cpu_identity();
+        let identity = self.binding().cpu_identity();
         let writer = LogWriter::with_cpu(Box::new(out) as Box<dyn Write + Send>, &identity)?;
         *log = Some(LogState {
             writer,

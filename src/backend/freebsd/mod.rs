@@ -115,11 +115,6 @@ impl<S: System> FreeBsdBackend<S> {
         Ok(configured)
     }
 
-    /// The hwpmc handle.
-    pub fn hwpmc(&self) -> &Hwpmc<S> {
-        &self.hwpmc
-    }
-
     fn class_row(&self, raw_class: u32) -> Option<abi::pmc_classinfo> {
         let info = self.hwpmc.cpuinfo();
         let n = (info.pm_nclass as usize).min(info.pm_classes.len());

@@ -49,11 +49,6 @@ impl PortableBackend {
         }
     }
 
-    /// Why this backend is in use.
-    pub fn reason(&self) -> &str {
-        &self.reason
-    }
-
     fn refuse(&self, what: String, why: &str) -> Error {
         Error::NotSupported {
             what,
