@@ -13,7 +13,7 @@ pub mod probe;
 pub mod spec;
 mod types;
 
-pub use error::{EDOOFUS, Errno, Error, Result};
+pub use error::{EDOOFUS, Errno, Error, Op, Result};
 pub use machine::{cpuinfo, event_names_of_class, ncpu, npmc, pmcinfo, process_exists};
 pub use owner::{MemoryLog, Owner};
 pub use pmc::{

@@ -181,7 +181,7 @@ impl Owner {
     pub fn set_buffer_pages(&self, pages: usize) -> Result<()> {
         if pages == 0 || !pages.is_power_of_two() {
             return Err(Error::InvalidArgument {
-                op: "set_buffer_pages",
+                op: "set_buffer_pages".into(),
                 why: format!("{pages} is not a power of two"),
             });
         }

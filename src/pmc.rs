@@ -423,7 +423,7 @@ impl Pmc {
         self.settle()?;
         if self.state() == State::Running {
             return Err(Error::Busy {
-                op,
+                op: op.into(),
                 why: "the PMC is running; stop it first".into(),
             });
         }
@@ -532,7 +532,7 @@ impl Pmc {
         }
         let index = self.targets[0].counters.rdpmc_index()?.ok_or_else(|| Error::Os {
             op: "get_msr".into(),
-            os_errno: libc::ENOSYS,
+            source: std::io::Error::from_raw_os_error(libc::ENOSYS),
             hint: Some(format!(
                 "the {} backend has no user-space read for this counter; read it with Pmc::read",
                 self.backend.name()

@@ -181,7 +181,7 @@ impl Selector {
             return Ok(());
         }
         Err(Error::Busy {
-            op: "select backend",
+            op: "select backend".into(),
             why: format!(
                 "the {} backend is already in use ({}): select must come before the first \
                  allocate or machine query; or set PMC_BACKEND={} in the environment",

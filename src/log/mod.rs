@@ -67,7 +67,7 @@ pub mod sink;
 pub(crate) mod translate;
 mod writer;
 
-pub use reader::{LogReader, ReadState};
+pub use reader::{LogReader, ReadError, ReadState};
 pub use record::{LogEvent, LogRecord};
 pub use writer::LogWriter;
 

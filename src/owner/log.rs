@@ -54,7 +54,7 @@ impl Owner {
         let mut log = self.inner.log();
         if log.is_some() {
             return Err(Error::Busy {
-                op: "configure_logfile",
+                op: "configure_logfile".into(),
                 why: "a log file is already configured; close it with close_logfile first".into(),
             });
         }
@@ -78,7 +78,7 @@ impl Owner {
                 "configure_logfile_fd: duplicating the descriptor failed: {e}; pass an open \
                  descriptor (and stay under RLIMIT_NOFILE)"
             ),
-            os_errno: e.raw_os_error(),
+            source: Some(e),
         })?;
         self.configure_logfile(std::fs::File::from(own))
     }
@@ -116,7 +116,7 @@ impl Owner {
             Some(mut log) => log.writer.close(),
             None if !self.inner.registry.is_empty() => Ok(()),
             None => Err(Error::InvalidArgument {
-                op: "close_logfile",
+                op: "close_logfile".into(),
                 why: "no log file is configured and this process owns no PMCs \
                       (call configure_logfile first)"
                     .into(),
@@ -201,7 +201,7 @@ impl Owner {
 
 fn no_log(op: &'static str) -> Error {
     Error::InvalidArgument {
-        op,
+        op: op.into(),
         why: "no log file is configured (call configure_logfile first)".into(),
     }
 }
@@ -220,7 +220,7 @@ impl MemoryLog {
     }
 
     /// Every record written so far (the log keeps them).
-    pub fn events(&self) -> std::result::Result<Vec<crate::log::LogEvent>, String> {
+    pub fn events(&self) -> std::result::Result<Vec<crate::log::LogEvent>, crate::log::ReadError> {
         let bytes = self.bytes();
         let mut reader = crate::log::LogReader::from_memory();
         reader.feed(&bytes);

@@ -344,8 +344,10 @@ impl<S: System> PreparedEvent for HwpmcEvent<S> {
 
     fn open_process(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
         let counter = self.allocate(abi::PMC_CPU_ANY, descendants, format!("process {pid}"))?;
-        let hwpmc_pid =
-            i32::try_from(pid).map_err(|_| Error::NoSuchProcess { op: "attach", pid })?;
+        let hwpmc_pid = i32::try_from(pid).map_err(|_| Error::NoSuchProcess {
+            op: "attach".into(),
+            pid,
+        })?;
         self.hwpmc
             .attach(counter.id, hwpmc_pid)
             .map_err(|e| from_freebsd(e, &format!("attach to process {pid}")))?;

@@ -125,12 +125,13 @@ fn trial_open_uncached(event: &LinuxEvent) -> Result<()> {
 /// kernel-side sampling, which the counter itself may not need.
 pub(super) fn sibling_error(e: Error) -> Error {
     match e {
-        Error::PermissionDenied { op, os_errno, .. } => Error::PermissionDenied {
+        Error::PermissionDenied { op, source, .. } => Error::PermissionDenied {
             op: format!(
                 "{op}, which LOG_PROCCSW and per-process LOG_PROCEXIT use to read the counter \
                  at context switches and exits (kernel-side samples, even for a user-mode counter)"
-            ),
-            os_errno,
+            )
+            .into(),
+            source,
             hint: Some(format!(
                 "kernel-side samples need kernel.perf_event_paranoid <= 1 (it is {}); run \
                  `sysctl -w kernel.perf_event_paranoid=1` as root, or grant the program \
