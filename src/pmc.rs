@@ -564,7 +564,11 @@ impl Pmc {
             + self.system.as_ref().map_or(0, |s| s.handles())
     }
 
-    /// Releases the PMC (`pmc_release`); dropping it does the same.
+    /// Releases the PMC (`pmc_release`); dropping it does the same, but
+    /// only `release` reports what failed: stopping a running PMC, and
+    /// for a PMC that logs, writing its last records (the final drain of
+    /// its sources) — the log's write error, which stays the log's too
+    /// (a later flush or close reports it again). The PMC goes either way.
     pub fn release(mut self) -> Result<()> {
         // hwpmc_mod.c `pmc_release_pmc_descriptor` stops a running PMC
         // first; its errors are the release's (the PMC goes anyway).
@@ -572,8 +576,14 @@ impl Pmc {
             State::Running => self.stop_general(),
             _ => Ok(()),
         });
+        let logging = self.sources().next().map(|_| self.owner.clone());
+        // The sources' final drain happens as they are dropped.
         drop(self);
-        stopped
+        stopped?;
+        match logging {
+            Some(owner) => owner.flush_written(),
+            None => Ok(()),
+        }
     }
 
     /// The registered sources of its targets and CPU counter.

@@ -101,6 +101,16 @@ impl Owner {
         }
     }
 
+    /// Writes out what is buffered, without draining the sources: the
+    /// destination's write error (sticky, with its errno) if it failed;
+    /// nothing without a log.
+    pub(crate) fn flush_written(&self) -> Result<()> {
+        match self.inner.log().as_mut() {
+            Some(log) => log.writer.flush(),
+            None => Ok(()),
+        }
+    }
+
     /// Closes and deconfigures the log (`pmc_close_logfile`): collects what
     /// the PMCs produced, stops the PMCs that write into the log (hwpmc_mod.c
     /// stops the running `PMC_F_NEEDS_LOGFILE` PMCs before
