@@ -21,7 +21,7 @@
 //! # Ok::<(), pmc::Error>(())
 //! ```
 //!
-//! With the `test-doubles` cargo feature, [`SimBackend`] — a deterministic
+//! With the `test-doubles` cargo feature, `SimBackend` — a deterministic
 //! simulated machine whose clock, processes and CPUs a test drives — can
 //! back an owner too (`Owner::new(SimBackend::new(2))`), for testing code
 //! that uses `pmc` without a kernel.

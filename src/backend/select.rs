@@ -34,7 +34,7 @@ pub enum BackendKind {
 }
 
 impl BackendKind {
-    /// The backend's [`Backend::name`].
+    /// The backend's name ([`crate::backends::Backend::name`]).
     pub fn name(self) -> &'static str {
         match self {
             BackendKind::Linux => "linux-perf_event",
@@ -75,8 +75,9 @@ const LINUX_COMPILED: bool = cfg!(all(
     not(pmc_force_portable)
 ));
 
-/// The backends this build can select ([`Backend::name`]s); the simulator
-/// ([`super::sim`]) is always there too, through [`crate::Owner::new`].
+/// The backends this build can select (their
+/// [`names`](crate::backends::Backend::name)); with the `test-doubles`
+/// feature the simulator is there too, through [`crate::Owner::new`].
 pub fn compiled_backends() -> Vec<&'static str> {
     BackendKind::ALL
         .iter()
@@ -88,7 +89,7 @@ pub fn compiled_backends() -> Vec<&'static str> {
 /// Which backend runs, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BackendChoice {
-    /// Its [`Backend::name`].
+    /// Its [`name`](crate::backends::Backend::name).
     pub name: &'static str,
     /// Why it was chosen (`PMC_BACKEND=portable`, `perf_event_paranoid is
     /// 3: …`, …).
