@@ -68,7 +68,7 @@ fn work(n: u64) -> u64 {
 }
 
 fn main() -> pmc::Result<()> {
-    let owner = Owner::new(pmc::backend::default_backend());
+    let owner = Owner::new(pmc::backends::Backend::selected());
     let seen = Arc::new(Mutex::new(Seen::default()));
     owner.set_stack_unwinder(Some(Box::new(FramePointerWalk(seen.clone()))));
     let log = pmc::log::sink::MemoryLog::new();

@@ -73,6 +73,11 @@ impl From<Errno> for std::io::Error {
     }
 }
 
+/// What failed, in an [`Error`]: the call (`attach`, `select backend`)
+/// or the system call with its subject (`perf_event_open of cycles on
+/// CPU 3`) — a literal where it is one, built where it names more.
+pub type Op = std::borrow::Cow<'static, str>;
+
 /// The result type of `pmc`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -104,7 +109,7 @@ pub enum Error {
     #[error("{op}: {why} (EINVAL)")]
     InvalidArgument {
         /// The call, e.g. `allocate` or `attach`.
-        op: &'static str,
+        op: Op,
         /// The rule that was broken.
         why: String,
     },
@@ -113,7 +118,7 @@ pub enum Error {
     #[error("{op}: no such process {pid} (ESRCH)")]
     NoSuchProcess {
         /// The call.
-        op: &'static str,
+        op: Op,
         /// The pid.
         pid: u32,
     },
@@ -148,7 +153,7 @@ pub enum Error {
     #[error("{op}: {why} (EBUSY)")]
     Busy {
         /// The call.
-        op: &'static str,
+        op: Op,
         /// What is busy and what to do.
         why: String,
     },
@@ -157,7 +162,7 @@ pub enum Error {
     #[error("{op}: a log file is required (EDOOFUS): {why}; call configure_logfile first")]
     LogRequired {
         /// The call.
-        op: &'static str,
+        op: Op,
         /// Which rule requires it (SS mode, LOG_PROC* flags, TS on another process).
         why: String,
     },
@@ -196,12 +201,17 @@ pub enum Error {
 
     /// The operating system refused for lack of privilege (EPERM; the OS
     /// errno may be EACCES).
-    #[error("{op}: permission denied ({}, errno {os_errno}){}", errno_name(*os_errno), hint_suffix(hint))]
+    #[error(
+        "{op}: permission denied ({}, errno {}){}",
+        errno_name(raw(source)),
+        raw(source),
+        hint_suffix(hint)
+    )]
     PermissionDenied {
         /// What was attempted.
-        op: String,
-        /// The errno the OS returned.
-        os_errno: i32,
+        op: Op,
+        /// What the OS returned (its errno: `raw_os_error`).
+        source: std::io::Error,
         /// What would allow it: the paranoid level and sysctl, CAP_PERFMON, ptrace rights.
         hint: Option<String>,
     },
@@ -220,23 +230,28 @@ pub enum Error {
     },
 
     /// Another operating-system error, with its errno and advice.
-    #[error("{op} failed: errno {os_errno} ({}){}", errno_name(*os_errno), hint_suffix(hint))]
+    #[error(
+        "{op} failed: errno {} ({}){}",
+        raw(source),
+        errno_name(raw(source)),
+        hint_suffix(hint)
+    )]
     Os {
         /// What was attempted.
-        op: String,
-        /// The errno the OS returned.
-        os_errno: i32,
+        op: Op,
+        /// What the OS returned (its errno: `raw_os_error`).
+        source: std::io::Error,
         /// Advice, if any.
         hint: Option<String>,
     },
 
     /// A log stream could not be written or read.
-    #[error("pmclog: {what}{}", os_errno.map(|e| format!(" (errno {e}, {})", errno_name(e))).unwrap_or_default())]
+    #[error("pmclog: {what}{}", source.as_ref().map(|e| format!(" (errno {}, {})", raw(e), errno_name(raw(e)))).unwrap_or_default())]
     Log {
         /// What went wrong.
         what: String,
-        /// The I/O errno, if any.
-        os_errno: Option<i32>,
+        /// The I/O error, if there was one.
+        source: Option<std::io::Error>,
     },
 
     /// There is no backend for this platform (ENXIO): `pmc` builds
@@ -276,26 +291,24 @@ impl Error {
             Error::Unavailable { .. } | Error::NoBackend { .. } => ENXIO,
             Error::PermissionDenied { .. } => EPERM,
             Error::NotCounted { .. } => ENXIO,
-            Error::Os { os_errno, .. } => *os_errno,
-            Error::Log { os_errno, .. } => os_errno.unwrap_or(EINVAL),
+            Error::Os { source, .. } => raw(source),
+            Error::Log { source, .. } => source.as_ref().map_or(EINVAL, raw),
         }
     }
 
     /// The operating system's own error behind this one, when there was
-    /// one (the errno [`Error::os_errno`] gives, as an `io::Error`).
-    pub fn os_error(&self) -> Option<std::io::Error> {
-        self.os_errno().map(std::io::Error::from_raw_os_error)
+    /// one (also this error's [`source`](std::error::Error::source)).
+    pub fn os_error(&self) -> Option<&std::io::Error> {
+        match self {
+            Error::PermissionDenied { source, .. } | Error::Os { source, .. } => Some(source),
+            Error::Log { source, .. } => source.as_ref(),
+            _ => None,
+        }
     }
 
     /// The errno the operating system actually returned, when there was one.
     pub fn os_errno(&self) -> Option<i32> {
-        match self {
-            Error::PermissionDenied { os_errno, .. } | Error::Os { os_errno, .. } => {
-                Some(*os_errno)
-            }
-            Error::Log { os_errno, .. } => *os_errno,
-            _ => None,
-        }
+        self.os_error().and_then(std::io::Error::raw_os_error)
     }
 
     /// Whether this failure means "the environment forbids it" (privilege,
@@ -312,10 +325,15 @@ impl Error {
 
     pub(crate) fn invalid(op: &'static str, why: impl Into<String>) -> Error {
         Error::InvalidArgument {
-            op,
+            op: op.into(),
             why: why.into(),
         }
     }
+}
+
+/// The errno of an OS error (the errors here are all made from one).
+fn raw(e: &std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
 }
 
 fn hint_suffix(hint: &Option<String>) -> String {
@@ -398,12 +416,22 @@ mod errno_tests {
 
         let os = Error::PermissionDenied {
             op: "perf_event_open".into(),
-            os_errno: libc::EACCES,
+            source: std::io::Error::from_raw_os_error(libc::EACCES),
             hint: None,
         };
         assert_eq!(os.errno(), libc::EPERM, "libpmc's errno");
         let io = os.os_error().expect("the OS refused");
         assert_eq!(io.raw_os_error(), Some(libc::EACCES));
+        let source = std::error::Error::source(&os).expect("the OS error is the source");
+        let source = source
+            .downcast_ref::<std::io::Error>()
+            .expect("an io::Error");
+        assert_eq!(source.raw_os_error(), Some(libc::EACCES));
+        assert!(os.to_string().contains("EACCES"), "{os}");
+        assert!(
+            std::error::Error::source(&e).is_none(),
+            "a rule has no OS error"
+        );
         assert_eq!(
             std::io::Error::from(Errno::from_raw(libc::ENOSPC)).raw_os_error(),
             Some(libc::ENOSPC)

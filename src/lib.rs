@@ -2,7 +2,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod backend;
+mod backend;
+pub mod backends;
 pub mod error;
 pub mod log;
 pub mod machine;
@@ -13,7 +14,7 @@ pub mod sample;
 pub mod spec;
 mod types;
 
-pub use error::{EDOOFUS, Errno, Error, Result};
+pub use error::{EDOOFUS, Errno, Error, Op, Result};
 pub use machine::{cpuinfo, event_names_of_class, ncpu, npmc, pmcinfo, process_exists};
 pub use owner::{MemoryLog, Owner};
 pub use pmc::{

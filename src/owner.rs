@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::backend::drainer::Drainer;
 use crate::backend::event::BackendEvent;
 use crate::backend::source::SampleSource;
-use crate::backend::{self, Backend};
+use crate::backends::Backend;
 use crate::log::translate::Translator;
 use crate::machine::PmcInfo;
 use crate::{Cpu, Error, Flags, Mode, Pmc, Result};
@@ -42,7 +42,7 @@ use registry::Registry;
 /// use pmc::{Cpu, Flags, Mode, Owner};
 ///
 /// // A profiler's own owner: its PMCs, its log, apart from the process's.
-/// let owner = Owner::new(pmc::backend::default_backend());
+/// let owner = Owner::new(pmc::backends::Backend::selected());
 /// let log = pmc::log::sink::MemoryLog::new();
 /// owner.configure_logfile(log.clone())?;
 /// let mut pmc = owner.allocate("cpu-clock", Mode::TS, Flags::CALLCHAIN, Cpu::Any)?;
@@ -60,7 +60,7 @@ pub struct Owner {
 
 #[derive(Debug)]
 pub(crate) struct Inner {
-    backend: Arc<dyn Backend>,
+    backend: Backend,
     registry: Registry,
     /// The log, its sticky error and its per-log flags.
     log: Mutex<Option<LogState>>,
@@ -94,10 +94,10 @@ impl Drop for Inner {
 
 impl Owner {
     /// A new owner on `backend`, with no PMCs and no log.
-    pub fn new(backend: Arc<dyn Backend>) -> Owner {
+    pub fn new(backend: impl Into<Backend>) -> Owner {
         Owner {
             inner: Arc::new(Inner {
-                backend,
+                backend: backend.into(),
                 registry: Registry::new(),
                 log: Mutex::new(None),
                 sources: Mutex::new(drain::Sources::new(crate::sample::default_unwinder())),
@@ -114,15 +114,20 @@ impl Owner {
     /// The process's owner, as FreeBSD has one per process: what
     /// [`Pmc::allocate`](crate::Pmc::allocate), [`crate::log::sink`] and
     /// the C API use. Created at the first use, on
-    /// [`backend::default_backend`].
+    /// [`Backend::selected`].
     pub fn global() -> &'static Owner {
         static GLOBAL: OnceLock<Owner> = OnceLock::new();
-        GLOBAL.get_or_init(|| Owner::new(backend::default_backend()))
+        GLOBAL.get_or_init(|| Owner::new(Backend::selected()))
     }
 
     /// The backend its PMCs are allocated on.
-    pub fn backend(&self) -> &Arc<dyn Backend> {
+    pub fn backend(&self) -> &Backend {
         &self.inner.backend
+    }
+
+    /// The binding behind [`Owner::backend`], for the crate's own use.
+    pub(crate) fn binding(&self) -> &Arc<dyn crate::backend::Backend> {
+        self.inner.backend.get()
     }
 
     /// Allocates a PMC of this owner (see [`Pmc::allocate`]).
@@ -158,7 +163,7 @@ impl Owner {
     /// The log's clock: its backend's CLOCK_MONOTONIC nanoseconds, the
     /// clock its samples are stamped with.
     pub fn now(&self) -> u64 {
-        self.inner.backend.monotonic_ns()
+        self.inner.backend.now()
     }
 
     /// Samples (CALLCHAIN records) and lost samples (DROPNOTIFY counts)
@@ -171,7 +176,7 @@ impl Owner {
     }
 
     /// Data pages per CPU ring of logging PMCs attached from now on (a
-    /// power of two; default [`crate::backend::source::DEFAULT_BUFFER_PAGES`]).
+    /// power of two; default [`crate::log::sink::DEFAULT_BUFFER_PAGES`]).
     /// Like hwpmc's `kern.hwpmc.logbuffersize`: small buffers lose samples
     /// (DROPNOTIFY), large ones cost locked memory
     /// (`kernel.perf_event_mlock_kb`). A ring the mlock limit refuses is
@@ -180,7 +185,7 @@ impl Owner {
     pub fn set_buffer_pages(&self, pages: usize) -> Result<()> {
         if pages == 0 || !pages.is_power_of_two() {
             return Err(Error::InvalidArgument {
-                op: "set_buffer_pages",
+                op: "set_buffer_pages".into(),
                 why: format!("{pages} is not a power of two"),
             });
         }
@@ -286,10 +291,10 @@ impl Owner {
         let weak = Arc::downgrade(&self.inner);
         self.inner
             .drainer
-            .registered(backend::drainer::spawn_thread, move || {
+            .registered(crate::backend::drainer::spawn_thread, move || {
                 weak.upgrade().map_or(0, |inner| Owner { inner }.sweep())
             })
-            .map_err(|e| backend::drainer::spawn_error(&e))?;
+            .map_err(|e| crate::backend::drainer::spawn_error(&e))?;
         Ok(handle)
     }
 }
@@ -299,7 +304,7 @@ impl Owner {
 pub(crate) fn check_user_stack_bytes(bytes: u32) -> Result<()> {
     if bytes == 0 || !bytes.is_multiple_of(8) || bytes > crate::sample::MAX_USER_STACK_BYTES {
         return Err(Error::InvalidArgument {
-            op: "user_stack",
+            op: "user_stack".into(),
             why: format!(
                 "{bytes} bytes: the stack copy is a multiple of 8 from 8 to {}",
                 crate::sample::MAX_USER_STACK_BYTES

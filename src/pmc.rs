@@ -260,7 +260,7 @@ impl Pmc {
             spec: spec_text.to_string(),
             source,
         })?;
-        let backend = owner.backend().clone();
+        let backend = owner.binding().clone();
         validate_allocation(mode, flags, cpu, &*backend, asked.online)?;
         let reload_count = if mode.is_sampling() {
             let asked = spec.qualifiers.period.unwrap_or(count);
@@ -469,7 +469,7 @@ impl Pmc {
         self.settle()?;
         if self.state() == State::Running {
             return Err(Error::Busy {
-                op,
+                op: op.into(),
                 why: "the PMC is running; stop it first".into(),
             });
         }
@@ -578,7 +578,7 @@ impl Pmc {
         }
         let index = self.targets[0].counters.rdpmc_index()?.ok_or_else(|| Error::Os {
             op: "get_msr".into(),
-            os_errno: libc::ENOSYS,
+            source: std::io::Error::from_raw_os_error(libc::ENOSYS),
             hint: Some(format!(
                 "the {} backend has no user-space read for this counter; read it with Pmc::read",
                 self.backend.name()
@@ -610,7 +610,11 @@ impl Pmc {
             + self.system.as_ref().map_or(0, |s| s.handles())
     }
 
-    /// Releases the PMC (`pmc_release`); dropping it does the same.
+    /// Releases the PMC (`pmc_release`); dropping it does the same, but
+    /// only `release` reports what failed: stopping a running PMC, and
+    /// for a PMC that logs, writing its last records (the final drain of
+    /// its sources) — the log's write error, which stays the log's too
+    /// (a later flush or close reports it again). The PMC goes either way.
     pub fn release(mut self) -> Result<()> {
         // hwpmc_mod.c `pmc_release_pmc_descriptor` stops a running PMC
         // first; its errors are the release's (the PMC goes anyway).
@@ -618,8 +622,14 @@ impl Pmc {
             State::Running => self.stop_general(),
             _ => Ok(()),
         });
+        let logging = self.sources().next().map(|_| self.owner.clone());
+        // The sources' final drain happens as they are dropped.
         drop(self);
-        stopped
+        stopped?;
+        match logging {
+            Some(owner) => owner.flush_written(),
+            None => Ok(()),
+        }
     }
 
     /// The registered sources of its targets and CPU counter.

@@ -3,7 +3,8 @@
 //! from the perf_event_open(2) ABI, on fixture sysfs trees (never the
 //! host's /sys). No hardware or privilege needed.
 
-#![cfg(target_os = "linux")]
+// The hooks are the Linux backend's, which `--cfg pmc_force_portable` leaves out.
+#![cfg(all(target_os = "linux", not(pmc_force_portable)))]
 
 use pmc::{Flags, Mode};
 use pmc_linux::attr::{Attr, AttrBit};

@@ -216,8 +216,8 @@ pub(crate) fn collector_spawn_error(e: &io::Error) -> Error {
 
 fn thread_error(name: &str, role: &str, e: &io::Error) -> Error {
     Error::Os {
-        op: format!("starting the {name} thread, which {role}"),
-        os_errno: e.raw_os_error().unwrap_or(libc::EAGAIN),
+        op: format!("starting the {name} thread, which {role}").into(),
+        source: std::io::Error::from_raw_os_error(e.raw_os_error().unwrap_or(libc::EAGAIN)),
         hint: Some(format!(
             "{e}: the process or its user is at a thread limit (ulimit -u / RLIMIT_NPROC, \
              kernel.threads-max) or out of memory; end threads or raise the limit, then \

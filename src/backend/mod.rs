@@ -41,6 +41,7 @@ use crate::{Capabilities, Class, Flags, Mode, Result};
 use source::SampleSource;
 
 pub mod portable;
+#[cfg(any(test, feature = "test-doubles"))]
 pub mod sim;
 pub mod unsupported;
 
@@ -56,7 +57,7 @@ pub mod source;
 pub(crate) mod drainer;
 
 pub mod select;
-pub use select::{BackendChoice, BackendKind, active, compiled_backends, default_backend, select};
+pub use select::{active, default_backend};
 
 cfg_if::cfg_if! {
     // `--cfg pmc_force_portable` compiles Linux as a platform without a

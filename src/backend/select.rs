@@ -34,7 +34,7 @@ pub enum BackendKind {
 }
 
 impl BackendKind {
-    /// The backend's [`Backend::name`].
+    /// The backend's name ([`crate::backends::Backend::name`]).
     pub fn name(self) -> &'static str {
         match self {
             BackendKind::Linux => "linux-perf_event",
@@ -75,8 +75,9 @@ const LINUX_COMPILED: bool = cfg!(all(
     not(pmc_force_portable)
 ));
 
-/// The backends this build can select ([`Backend::name`]s); the simulator
-/// ([`super::sim`]) is always there too, through [`crate::Owner::new`].
+/// The backends this build can select (their
+/// [`names`](crate::backends::Backend::name)); with the `test-doubles`
+/// feature the simulator is there too, through [`crate::Owner::new`].
 pub fn compiled_backends() -> Vec<&'static str> {
     BackendKind::ALL
         .iter()
@@ -88,7 +89,7 @@ pub fn compiled_backends() -> Vec<&'static str> {
 /// Which backend runs, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BackendChoice {
-    /// Its [`Backend::name`].
+    /// Its [`name`](crate::backends::Backend::name).
     pub name: &'static str,
     /// Why it was chosen (`PMC_BACKEND=portable`, `perf_event_paranoid is
     /// 3: …`, …).
@@ -171,22 +172,17 @@ impl Selector {
     }
 
     fn select(&self, kind: BackendKind) -> Result<()> {
-        if !kind.is_compiled() {
-            return Err(Error::NotSupported {
-                what: format!("the {} backend", kind.name()),
-                why: format!("this build has only {}", compiled_backends().join(", ")),
-            });
-        }
+        compiled(kind)?;
         let mut fresh = false;
         let chosen = self.chosen.get_or_init(|| {
             fresh = true;
-            build(kind, format!("pmc::backend::select({kind:?})"))
+            build(kind, format!("pmc::backends::select({kind:?})"))
         });
         if fresh || chosen.choice.name == kind.name() {
             return Ok(());
         }
         Err(Error::Busy {
-            op: "select backend",
+            op: "select backend".into(),
             why: format!(
                 "the {} backend is already in use ({}): select must come before the first \
                  allocate or machine query; or set PMC_BACKEND={} in the environment",
@@ -196,6 +192,24 @@ impl Selector {
             ),
         })
     }
+}
+
+/// `NotSupported` for a backend this build lacks.
+fn compiled(kind: BackendKind) -> Result<()> {
+    if kind.is_compiled() {
+        return Ok(());
+    }
+    Err(Error::NotSupported {
+        what: format!("the {} backend", kind.name()),
+        why: format!("this build has only {}", compiled_backends().join(", ")),
+    })
+}
+
+/// A new instance of a backend of this build, apart from the process's
+/// choice (`pmc::backends::Backend::new`).
+pub(crate) fn instance(kind: BackendKind) -> Result<Arc<dyn Backend>> {
+    compiled(kind)?;
+    Ok(build(kind, format!("pmc::backends::Backend::new({kind:?})")).backend)
 }
 
 /// A backend of this build.

@@ -251,8 +251,8 @@ impl SimEvent {
         match self.refuse.load(Ordering::SeqCst) {
             0 => Ok(()),
             errno => Err(Error::Os {
-                op: format!("sim open of {} on {target}", self.class),
-                os_errno: errno as i32,
+                op: format!("sim open of {} on {target}", self.class).into(),
+                source: std::io::Error::from_raw_os_error(errno as i32),
                 hint: Some("refused by SimBackend::refuse_opens".into()),
             }),
         }

@@ -85,9 +85,11 @@ pub trait SampleSource: Send + Sync + fmt::Debug {
 }
 
 /// A source without mappings (backends that do not sample).
+#[cfg(any(target_os = "freebsd", test))]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoMappings;
 
+#[cfg(any(target_os = "freebsd", test))]
 impl MappingSource for NoMappings {
     fn kernel_mapping(&self) -> Option<BackendEvent> {
         None

@@ -2,52 +2,64 @@
 //! [`Error::NoBackend`], so portable code builds everywhere and reports
 //! clearly at run time.
 
-use super::{Backend, EventRequest, HotHandle, Platform, PreparedEvent};
-use crate::machine::CpuInfo;
-use crate::{Class, Error, Result};
+use super::HotHandle;
+#[cfg(test)]
+use super::Platform;
 
-/// Fails every call with [`Error::NoBackend`].
-#[derive(Debug, Default, Clone, Copy)]
-pub struct UnsupportedBackend;
+/// Every platform has at least the portable backend, so this one only
+/// serves tests of what callers make of a backend that refuses everything.
+#[cfg(test)]
+pub use refusing::UnsupportedBackend;
 
-fn unsupported() -> Error {
-    Error::NoBackend {
-        platform: std::env::consts::OS,
-    }
-}
+#[cfg(test)]
+mod refusing {
+    use crate::backend::{Backend, EventRequest, PreparedEvent};
+    use crate::machine::CpuInfo;
+    use crate::{Class, Error, Result};
 
-impl Backend for UnsupportedBackend {
-    fn name(&self) -> &'static str {
-        "unsupported"
-    }
+    /// Fails every call with [`Error::NoBackend`].
+    #[derive(Debug, Default, Clone, Copy)]
+    pub struct UnsupportedBackend;
 
-    fn prepare(&self, _request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
-        Err(unsupported())
-    }
-
-    fn caller_pid(&self) -> u32 {
-        std::process::id()
+    fn unsupported() -> Error {
+        Error::NoBackend {
+            platform: std::env::consts::OS,
+        }
     }
 
-    fn process_exists(&self, pid: u32) -> bool {
-        pid == std::process::id()
-    }
+    impl Backend for UnsupportedBackend {
+        fn name(&self) -> &'static str {
+            "unsupported"
+        }
 
-    fn online_cpus(&self) -> Vec<u32> {
-        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-        (0..n as u32).collect()
-    }
+        fn prepare(&self, _request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+            Err(unsupported())
+        }
 
-    fn monotonic_ns(&self) -> u64 {
-        super::monotonic_clock_ns()
-    }
+        fn caller_pid(&self) -> u32 {
+            std::process::id()
+        }
 
-    fn cpuinfo(&self) -> Result<CpuInfo> {
-        Err(unsupported())
-    }
+        fn process_exists(&self, pid: u32) -> bool {
+            pid == std::process::id()
+        }
 
-    fn event_names(&self, _class: &Class) -> Result<Vec<String>> {
-        Err(unsupported())
+        fn online_cpus(&self) -> Vec<u32> {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (0..n as u32).collect()
+        }
+
+        fn monotonic_ns(&self) -> u64 {
+            crate::backend::monotonic_clock_ns()
+        }
+
+        fn cpuinfo(&self) -> Result<CpuInfo> {
+            Err(unsupported())
+        }
+
+        fn event_names(&self, _class: &Class) -> Result<Vec<String>> {
+            Err(unsupported())
+        }
     }
 }
 
@@ -67,6 +79,7 @@ impl HotHandle for NoHotCounter {
     }
 }
 
+#[cfg(test)]
 impl Platform for UnsupportedBackend {
     type Hot = NoHotCounter;
 }
@@ -74,7 +87,7 @@ impl Platform for UnsupportedBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Cpu, Flags, Mode};
+    use crate::{Cpu, Error, Flags, Mode};
     use std::sync::Arc;
 
     #[test]

@@ -83,7 +83,7 @@ pub fn hwpmc_cpuid_arm64(midr: u64) -> String {
 }
 
 /// This machine's identity as the selected backend tells it
-/// ([`crate::backend::Backend::cpu_identity`]); [`PMC_CPU_GENERIC`] and
+/// ([`crate::backends::Backend::selected`]); [`PMC_CPU_GENERIC`] and
 /// an empty cpuid when unknown.
 pub fn this_machine() -> CpuIdentity {
     crate::backend::default_backend().cpu_identity()

@@ -29,7 +29,7 @@ impl LogRecord {
     ) -> Result<(u64, LogRecord)> {
         let bad = |what: String| Error::Log {
             what: format!("record at byte {offset}: {what}"),
-            os_errno: None,
+            source: None,
         };
         if bytes.len() < HEADER_LEN {
             return Err(bad(format!("{} bytes, shorter than a header", bytes.len())));

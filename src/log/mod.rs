@@ -64,10 +64,10 @@ mod encode;
 mod reader;
 mod record;
 pub mod sink;
-pub mod translate;
+pub(crate) mod translate;
 mod writer;
 
-pub use reader::{LogReader, ReadState};
+pub use reader::{LogReader, ReadError, ReadState};
 pub use record::{LogEvent, LogRecord};
 pub use writer::LogWriter;
 

@@ -24,7 +24,60 @@ pub enum ReadState {
     RequireData,
     /// `PMCLOG_ERROR`: the stream is corrupt or unreadable; every later
     /// read returns the same error.
-    Error(String),
+    Error(ReadError),
+}
+
+/// Why a pmclog stream cannot be read on (libpmc's `PMCLOG_ERROR`), each
+/// placed at its byte offset in the stream.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// A record header without hwpmc's magic byte: not a pmclog stream,
+    /// or a corrupt one.
+    #[error("byte {offset}: bad magic {magic:#x} (not a pmclog stream, or corrupt)")]
+    BadMagic {
+        /// Where the header starts.
+        offset: u64,
+        /// The header's top byte.
+        magic: u32,
+    },
+    /// A record length shorter than a header or not a multiple of 4.
+    #[error("byte {offset}: bad record length {len}")]
+    BadLength {
+        /// Where the record starts.
+        offset: u64,
+        /// The length its header gives.
+        len: usize,
+    },
+    /// A record whose fields do not fit its type and length.
+    #[error("{what}")]
+    BadRecord {
+        /// Where the record starts.
+        offset: u64,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// The file or pipe could not be read.
+    #[error("byte {offset}: read failed: {message}")]
+    Io {
+        /// How far the stream was read.
+        offset: u64,
+        /// The kind of I/O error.
+        kind: std::io::ErrorKind,
+        /// The OS errno, when there was one.
+        os_errno: Option<i32>,
+        /// The I/O error's text.
+        message: String,
+    },
+    /// The stream ended inside a record, and nothing will follow (the
+    /// iterator's end of a file; [`LogReader::read`] waits for more).
+    #[error("byte {offset}: the stream ends inside a record ({bytes} bytes of it)")]
+    Truncated {
+        /// Where the incomplete record starts.
+        offset: u64,
+        /// How many of its bytes there are.
+        bytes: usize,
+    },
 }
 
 /// Reads a pmclog stream from a reader, or from memory fed piecewise.
@@ -145,7 +198,7 @@ impl LogReader {
         self.from_this_crate
     }
 
-    fn fail(&mut self, what: String) -> ReadState {
+    fn fail(&mut self, what: ReadError) -> ReadState {
         let s = ReadState::Error(what);
         self.state = Some(s.clone());
         s
@@ -163,15 +216,17 @@ impl LogReader {
                 let header = u32::from_ne_bytes([h[0], h[1], h[2], h[3]]);
                 let len = (header & 0xffff) as usize;
                 if header >> 24 != MAGIC {
-                    return self.fail(format!(
-                        "byte {}: bad magic {:#x} (not a pmclog stream, or corrupt)",
-                        self.offset,
-                        header >> 24
-                    ));
+                    return self.fail(ReadError::BadMagic {
+                        offset: self.offset,
+                        magic: header >> 24,
+                    });
                 }
                 // hwpmc rounds every record up to 4 bytes.
                 if len < HEADER_LEN || !len.is_multiple_of(4) {
-                    return self.fail(format!("byte {}: bad record length {len}", self.offset));
+                    return self.fail(ReadError::BadLength {
+                        offset: self.offset,
+                        len,
+                    });
                 }
                 if avail >= len {
                     return self.take(len);
@@ -190,7 +245,14 @@ impl LogReader {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                     return ReadState::RequireData;
                 }
-                Err(e) => return self.fail(format!("byte {}: read failed: {e}", self.offset)),
+                Err(e) => {
+                    return self.fail(ReadError::Io {
+                        offset: self.offset,
+                        kind: e.kind(),
+                        os_errno: e.raw_os_error(),
+                        message: e.to_string(),
+                    });
+                }
             }
         }
     }
@@ -202,7 +264,12 @@ impl LogReader {
         let decoded = LogRecord::decode_with(bytes, at, self.version, self.from_this_crate);
         let (timestamp, record) = match decoded {
             Ok(r) => r,
-            Err(e) => return self.fail(e.to_string()),
+            Err(e) => {
+                return self.fail(ReadError::BadRecord {
+                    offset: at,
+                    what: e.to_string(),
+                });
+            }
         };
         self.start += len;
         self.offset += len as u64;
@@ -232,7 +299,7 @@ impl LogReader {
 }
 
 impl Iterator for LogReader {
-    type Item = std::result::Result<LogEvent, String>;
+    type Item = std::result::Result<LogEvent, ReadError>;
 
     /// Records until EOF; an error ends the iteration after being returned
     /// (memory mode also ends when more data is required). A file that
@@ -242,11 +309,10 @@ impl Iterator for LogReader {
         match self.read() {
             ReadState::Ok(e) => Some(Ok(e)),
             ReadState::Eof if self.buf.len() > self.start && self.state.is_none() => {
-                let what = format!(
-                    "byte {}: the stream ends inside a record ({} bytes of it)",
-                    self.offset,
-                    self.buf.len() - self.start
-                );
+                let what = ReadError::Truncated {
+                    offset: self.offset,
+                    bytes: self.buf.len() - self.start,
+                };
                 self.fail(what.clone());
                 self.error_reported = true;
                 Some(Err(what))

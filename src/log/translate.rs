@@ -93,6 +93,7 @@ impl Translator {
     }
 
     /// Records dropped because the log was closed under the running PMC.
+    #[cfg(test)]
     pub fn discarded(&self) -> u64 {
         self.discarded
     }
@@ -140,11 +141,6 @@ impl Translator {
             out.extend(source.process_mappings(pid).into_iter().map(|m| (at, m)));
         }
         out
-    }
-
-    /// The rules it applies.
-    pub fn rules(&self) -> Rules {
-        self.rules
     }
 
     /// Appends the pmclog records of a batch of `(time, event)`s to `out`,

@@ -65,7 +65,7 @@ impl<W: Write> LogWriter<W> {
         if self.closed {
             return Err(Error::Log {
                 what: "the log is closed; configure a new one to write more".into(),
-                os_errno: Some(libc::EBADF),
+                source: Some(std::io::Error::from_raw_os_error(libc::EBADF)),
             });
         }
         if self.error.is_some() {
@@ -109,7 +109,7 @@ impl<W: Write> LogWriter<W> {
                     "writing the log failed: {msg}; records after the failure were dropped \
                      (free space on the destination or configure another log)"
                 ),
-                os_errno: *errno,
+                source: errno.map(std::io::Error::from_raw_os_error),
             }),
         }
     }

@@ -54,11 +54,11 @@ impl Owner {
         let mut log = self.inner.log();
         if log.is_some() {
             return Err(Error::Busy {
-                op: "configure_logfile",
+                op: "configure_logfile".into(),
                 why: "a log file is already configured; close it with close_logfile first".into(),
             });
         }
-        let identity = self.inner.backend.cpu_identity();
+        let identity = self.binding().cpu_identity();
         let writer = LogWriter::with_cpu(Box::new(out) as Box<dyn Write + Send>, &identity)?;
         *log = Some(LogState {
             writer,
@@ -78,7 +78,7 @@ impl Owner {
                 "configure_logfile_fd: duplicating the descriptor failed: {e}; pass an open \
                  descriptor (and stay under RLIMIT_NOFILE)"
             ),
-            os_errno: e.raw_os_error(),
+            source: Some(e),
         })?;
         self.configure_logfile(std::fs::File::from(own))
     }
@@ -101,6 +101,16 @@ impl Owner {
         }
     }
 
+    /// Writes out what is buffered, without draining the sources: the
+    /// destination's write error (sticky, with its errno) if it failed;
+    /// nothing without a log.
+    pub(crate) fn flush_written(&self) -> Result<()> {
+        match self.inner.log().as_mut() {
+            Some(log) => log.writer.flush(),
+            None => Ok(()),
+        }
+    }
+
     /// Closes and deconfigures the log (`pmc_close_logfile`): collects what
     /// the PMCs produced, stops the PMCs that write into the log (hwpmc_mod.c
     /// stops the running `PMC_F_NEEDS_LOGFILE` PMCs before
@@ -116,7 +126,7 @@ impl Owner {
             Some(mut log) => log.writer.close(),
             None if !self.inner.registry.is_empty() => Ok(()),
             None => Err(Error::InvalidArgument {
-                op: "close_logfile",
+                op: "close_logfile".into(),
                 why: "no log file is configured and this process owns no PMCs \
                       (call configure_logfile first)"
                     .into(),
@@ -201,7 +211,7 @@ impl Owner {
 
 fn no_log(op: &'static str) -> Error {
     Error::InvalidArgument {
-        op,
+        op: op.into(),
         why: "no log file is configured (call configure_logfile first)".into(),
     }
 }
@@ -220,7 +230,7 @@ impl MemoryLog {
     }
 
     /// Every record written so far (the log keeps them).
-    pub fn events(&self) -> std::result::Result<Vec<crate::log::LogEvent>, String> {
+    pub fn events(&self) -> std::result::Result<Vec<crate::log::LogEvent>, crate::log::ReadError> {
         let bytes = self.bytes();
         let mut reader = crate::log::LogReader::from_memory();
         reader.feed(&bytes);

@@ -57,14 +57,17 @@ impl Pmc {
         self.settle()?;
         if self.state() == State::Running {
             return Err(Error::Busy {
-                op: "attach",
+                op: "attach".into(),
                 why: "the PMC is running; stop it before attaching".into(),
             });
         }
         let pid = self.resolve_pid(pid);
         self.prune_exited()?;
         if !self.owner_or_exists(pid) {
-            return Err(Error::NoSuchProcess { op: "attach", pid });
+            return Err(Error::NoSuchProcess {
+                op: "attach".into(),
+                pid,
+            });
         }
         // No refusal after a granted get_msr: pmc_attach_process's EPERM
         // tests the PP flag in pm_flags, where GETMSR never sets it
@@ -166,7 +169,10 @@ impl Pmc {
             // exiting) is ESRCH; pmc_detach_one_process: one no PMC
             // monitors is ESRCH, one another PMC monitors is EINVAL.
             if !self.backend.process_exists(pid) {
-                return Err(Error::NoSuchProcess { op: "detach", pid });
+                return Err(Error::NoSuchProcess {
+                    op: "detach".into(),
+                    pid,
+                });
             }
             let other = self.owner.registry().other_monitor(self.id, pid);
             return Err(match other {

@@ -305,9 +305,10 @@ impl Pmc {
         };
         // Only PMCs that need a log look for one (a lock).
         match why {
-            Some(why) if !self.owner.log_configured() => {
-                Err(Error::LogRequired { op: "start", why })
-            }
+            Some(why) if !self.owner.log_configured() => Err(Error::LogRequired {
+                op: "start".into(),
+                why,
+            }),
             _ => Ok(()),
         }
     }

@@ -289,8 +289,8 @@ mod tests {
             match request.spec.qualifiers.privilege {
                 Some(p) if !p.kernel && !p.hypervisor => self.0.prepare(request),
                 _ => Err(Error::PermissionDenied {
-                    op: format!("open {}", request.spec.text),
-                    os_errno: libc::EACCES,
+                    op: format!("open {}", request.spec.text).into(),
+                    source: std::io::Error::from_raw_os_error(libc::EACCES),
                     hint: None,
                 }),
             }

@@ -13,10 +13,10 @@
 //! others are gated by the machine's requirements like every live test.
 
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use libtest_mimic::{Completion, Failed, Trial};
-use pmc::backend::Backend;
+use pmc::backends::{Backend, BackendKind};
 use pmc::probe::{Environment, Requirement};
 use pmc::{Cpu, Error, Flags, Mode, Owner, Pmc, State};
 
@@ -29,7 +29,9 @@ use suite::{Cap, Subject};
 
 fn linux_owner() -> &'static Owner {
     static OWNER: OnceLock<Owner> = OnceLock::new();
-    OWNER.get_or_init(|| Owner::new(Arc::new(pmc::backend::linux::LinuxBackend::new())))
+    OWNER.get_or_init(|| {
+        Owner::new(Backend::new(BackendKind::Linux).expect("the live suite runs on Linux"))
+    })
 }
 
 /// perf_event on this machine.

@@ -954,7 +954,7 @@ fn system_sampling_logs_every_processs_mappings_once() -> TestResult {
 /// records (samples of its own child, its own PMCALLOCATE and PMCATTACH),
 /// and each counts only its own samples.
 fn two_owners_sample_at_once_into_their_own_logs() -> TestResult {
-    let backend = pmc::backend::default_backend();
+    let backend = pmc::backends::Backend::selected();
     let owners = [Owner::new(backend.clone()), Owner::new(backend)];
     let logs = [MemoryLog::new(), MemoryLog::new()];
     let mut children = Vec::new();

@@ -14,8 +14,9 @@
 //!   `PMC_F_EV_PMU` for Intel IAF/IAP/UCP, AMD K8 and arm64 ARMV8);
 //! - [`transport`]: the [`Transport`] trait, one typed request per op;
 //! - [`procs`]: the `kern.proc` sysctl's process table (pid, ppid);
-//! - [`double`]: a kernel double implementing hwpmc_mod.c's rules and
-//!   errnos, so [`Hwpmc`] runs end to end on Linux;
+//! - `double` (with the `test-doubles` cargo feature): a kernel double
+//!   implementing hwpmc_mod.c's rules and errnos, so [`Hwpmc`] runs end to
+//!   end on Linux;
 //! - [`Hwpmc`]: the safe API (`open`, `allocate`, `attach`, `start`, …).
 //!
 //! ```
@@ -32,6 +33,8 @@
 #![warn(missing_docs)]
 
 pub mod abi;
+/// The kernel double is test support: not in a production build.
+#[cfg(any(test, feature = "test-doubles"))]
 pub mod double;
 pub mod event;
 pub mod procs;

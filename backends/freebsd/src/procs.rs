@@ -7,7 +7,7 @@
 //!
 //! Platform-neutral: the FreeBSD transport fetches the bytes
 //! (`sys::kern_proc_proc`), the kernel double builds them
-//! ([`crate::double::KernelDouble::kern_proc_proc`]), and both are read
+//! (`double::KernelDouble::kern_proc_proc`, feature `test-doubles`), and both are read
 //! here.
 
 /// `CTL_KERN` (sys/sys/sysctl.h).

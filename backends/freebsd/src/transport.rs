@@ -110,7 +110,7 @@ impl Request<'_> {
 }
 
 /// Carries hwpmc operations to a kernel: the real one through `syscall(2)`
-/// on FreeBSD, or the [`crate::double::KernelDouble`] anywhere.
+/// on FreeBSD, or the kernel double (`double::KernelDouble`, feature `test-doubles`) anywhere.
 pub trait Transport {
     /// Performs one operation; `Err` is the kernel's errno (FreeBSD
     /// numbering, see [`Errno`]).

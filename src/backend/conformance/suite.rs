@@ -12,7 +12,7 @@
 //! machine, gated by its requirements). Its parent provides the names in
 //! `use super::*` below.
 
-use super::{Arc, Backend, Cpu, Error, Flags, Mode, Owner, Pmc, State};
+use super::{Backend, Cpu, Error, Flags, Mode, Owner, Pmc, State};
 
 /// What a scenario needs beyond counting events of the caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +47,7 @@ pub trait Subject {
     /// The owner of this test's PMCs, on the backend's instance for it.
     fn owner(&self) -> &Owner;
     /// The backend's instance for this test.
-    fn backend(&self) -> Arc<dyn Backend> {
+    fn backend(&self) -> Backend {
         self.owner().backend().clone()
     }
     /// A counting event every target of a scenario counts [`Subject::work`] in.

@@ -43,12 +43,12 @@ pub fn from_freebsd(e: pmc_freebsd::Error, what: &str) -> Error {
             why: format!("{}; list hwpmc's events with pmccontrol -L", spec.reason),
         },
         pmc_freebsd::Error::Invalid(why) => Error::InvalidArgument {
-            op: "hwpmc",
+            op: "hwpmc".into(),
             why: format!("{what}: {why}"),
         },
         version @ pmc_freebsd::Error::Version { .. } => Error::Os {
-            op: what.to_string(),
-            os_errno: host_errno(Errno::EPROGMISMATCH),
+            op: what.to_string().into(),
+            source: std::io::Error::from_raw_os_error(host_errno(Errno::EPROGMISMATCH)),
             hint: Some(version.to_string()),
         },
         pmc_freebsd::Error::Unsupported => Error::NoBackend {
@@ -61,12 +61,12 @@ fn from_kernel(op: Op, errno: Errno, hint: &'static str, what: &str) -> Error {
     let op_what = format!("{what} (PMC_OP_{})", op.name());
     match errno {
         Errno::EPERM => Error::PermissionDenied {
-            op: op_what,
-            os_errno: host_errno(errno),
+            op: op_what.into(),
+            source: std::io::Error::from_raw_os_error(host_errno(errno)),
             hint: Some(hint.into()),
         },
         Errno::EBUSY => Error::Busy {
-            op: op.name(),
+            op: op.name().into(),
             why: format!("{what}: {hint}"),
         },
         Errno::EOPNOTSUPP => Error::NotSupported {
@@ -78,12 +78,12 @@ fn from_kernel(op: Op, errno: Errno, hint: &'static str, what: &str) -> Error {
             why: hint.into(),
         },
         Errno::EDOOFUS => Error::LogRequired {
-            op: op.name(),
+            op: op.name().into(),
             why: format!("{what}: {hint}"),
         },
         _ => Error::Os {
-            op: op_what,
-            os_errno: host_errno(errno),
+            op: op_what.into(),
+            source: std::io::Error::from_raw_os_error(host_errno(errno)),
             hint: Some(hint.into()),
         },
     }

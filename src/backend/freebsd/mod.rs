@@ -52,7 +52,11 @@ mod double;
 
 cfg_if::cfg_if! {
     if #[cfg(any(target_os = "freebsd", all(test, pmc_freebsd_check_sys)))] {
+        // Selected on FreeBSD (`select.rs`); elsewhere only type-checked,
+        // so nothing uses it there.
+        #[cfg_attr(not(target_os = "freebsd"), allow(dead_code))]
         mod native;
+        #[cfg_attr(not(target_os = "freebsd"), allow(unused_imports))]
         pub use native::{NativeFreeBsd, open_default};
     }
 }
@@ -113,11 +117,6 @@ impl<S: System> FreeBsdBackend<S> {
         let configured = Arc::new(HwpmcLog::configure(self.hwpmc.clone())?);
         *log = Some(configured.clone());
         Ok(configured)
-    }
-
-    /// The hwpmc handle.
-    pub fn hwpmc(&self) -> &Hwpmc<S> {
-        &self.hwpmc
     }
 
     fn class_row(&self, raw_class: u32) -> Option<abi::pmc_classinfo> {
@@ -355,8 +354,10 @@ impl<S: System> PreparedEvent for HwpmcEvent<S> {
 
     fn open_process(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
         let counter = self.allocate(abi::PMC_CPU_ANY, descendants, format!("process {pid}"))?;
-        let hwpmc_pid =
-            i32::try_from(pid).map_err(|_| Error::NoSuchProcess { op: "attach", pid })?;
+        let hwpmc_pid = i32::try_from(pid).map_err(|_| Error::NoSuchProcess {
+            op: "attach".into(),
+            pid,
+        })?;
         self.hwpmc
             .attach(counter.id, hwpmc_pid)
             .map_err(|e| from_freebsd(e, &format!("attach to process {pid}")))?;

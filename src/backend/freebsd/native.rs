@@ -40,7 +40,7 @@ impl System for SyscallTransport {
     fn log_pipe(&self) -> Result<Box<dyn LogPipe>> {
         let (read, write) = pmc_freebsd::sys::log_pipe().map_err(|errno| Error::Os {
             op: "pipe for hwpmc's log".into(),
-            os_errno: errno.0,
+            source: std::io::Error::from_raw_os_error(errno.0),
             hint: Some("raise RLIMIT_NOFILE".into()),
         })?;
         Ok(Box::new(Pipe {

@@ -230,12 +230,6 @@ impl<S: System> HwpmcLog<S> {
             .map(|q| std::mem::take(&mut q.records))
             .unwrap_or_default()
     }
-
-    /// The first error reading hwpmc's log, if there was one (the records
-    /// before it were delivered).
-    pub fn read_error(&self) -> Option<String> {
-        self.state().error.clone()
-    }
 }
 
 impl<S: System> Drop for HwpmcLog<S> {

@@ -126,7 +126,7 @@ pub(super) fn rdpmc_index_from_page(
 ) -> Result<u32> {
     let no = |why: &str| Error::Os {
         op: "get_msr".into(),
-        os_errno: libc::ENOSYS,
+        source: std::io::Error::from_raw_os_error(libc::ENOSYS),
         hint: Some(why.into()),
     };
     if !caps.user_rdpmc {
@@ -223,7 +223,10 @@ impl ProcessCounters {
         descendants: bool,
         at_exec: bool,
     ) -> Result<ProcessCounters> {
-        let root = i32::try_from(pid).map_err(|_| Error::NoSuchProcess { op: "attach", pid })?;
+        let root = i32::try_from(pid).map_err(|_| Error::NoSuchProcess {
+            op: "attach".into(),
+            pid,
+        })?;
         let mut processes = vec![root];
         if descendants {
             processes.extend(system::descendants_of(root));
@@ -246,7 +249,12 @@ impl ProcessCounters {
                 Ok(t) => t,
                 // A descendant may exit while we look; the root must exist.
                 Err(_) if p != root => continue,
-                Err(_) => return Err(Error::NoSuchProcess { op: "attach", pid }),
+                Err(_) => {
+                    return Err(Error::NoSuchProcess {
+                        op: "attach".into(),
+                        pid,
+                    });
+                }
             };
             for tid in tids {
                 // One chunk per thread: its instances on every core PMU
@@ -287,7 +295,10 @@ impl ProcessCounters {
             }
         }
         if events.is_empty() {
-            return Err(Error::NoSuchProcess { op: "attach", pid });
+            return Err(Error::NoSuchProcess {
+                op: "attach".into(),
+                pid,
+            });
         }
         let (cpus, events): (Vec<i32>, Vec<Event>) = events.into_iter().unzip();
         let events = Arc::<[Event]>::from(events);
@@ -422,7 +433,7 @@ impl Counters for ProcessCounters {
             let Some(attr) = self.plain_attr else {
                 return Err(Error::Os {
                     op: "get_msr".into(),
-                    os_errno: libc::ENOSYS,
+                    source: std::io::Error::from_raw_os_error(libc::ENOSYS),
                     hint: Some(
                         "this PMC is not one plain counter (a probe, a filter, a hybrid \
                          CPU's several core PMUs, or a logging PMC): read it with Pmc::read"

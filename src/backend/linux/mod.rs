@@ -155,8 +155,8 @@ pub(crate) fn from_linux(e: pmc_linux::Error) -> Error {
             let hint_text = hint.as_ref().map(ToString::to_string);
             match errno {
                 libc::EACCES | libc::EPERM => Error::PermissionDenied {
-                    op,
-                    os_errno: errno,
+                    op: op.into(),
+                    source: std::io::Error::from_raw_os_error(errno),
                     hint: hint_text,
                 },
                 libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV if no_pmu => Error::Unavailable {
@@ -176,18 +176,18 @@ pub(crate) fn from_linux(e: pmc_linux::Error) -> Error {
                     ),
                 },
                 libc::EBUSY => Error::Busy {
-                    op: "open",
+                    op: "open".into(),
                     why: format!("{op}: {}", hint_text.unwrap_or_default()),
                 },
                 _ => Error::Os {
-                    op,
-                    os_errno: errno,
+                    op: op.into(),
+                    source: std::io::Error::from_raw_os_error(errno),
                     hint: hint_text,
                 },
             }
         }
         L::Invalid { what, why } => Error::InvalidArgument {
-            op: "allocate",
+            op: "allocate".into(),
             why: format!("{what}: {why}"),
         },
         L::File {
@@ -201,15 +201,15 @@ pub(crate) fn from_linux(e: pmc_linux::Error) -> Error {
                 why: format!("{why}; {h}"),
             },
             _ => Error::Os {
-                op: format!("{path}: {why}"),
-                os_errno: errno.unwrap_or(libc::EIO),
+                op: format!("{path}: {why}").into(),
+                source: std::io::Error::from_raw_os_error(errno.unwrap_or(libc::EIO)),
                 hint: hint.map(|h| h.to_string()),
             },
         },
         L::Unsupported { what, why } => Error::NotSupported { what, why },
         other => Error::Os {
-            op: other.to_string(),
-            os_errno: other.errno(),
+            op: other.to_string().into(),
+            source: std::io::Error::from_raw_os_error(other.errno()),
             hint: None,
         },
     }

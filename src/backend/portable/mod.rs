@@ -49,11 +49,6 @@ impl PortableBackend {
         }
     }
 
-    /// Why this backend is in use.
-    pub fn reason(&self) -> &str {
-        &self.reason
-    }
-
     fn refuse(&self, what: String, why: &str) -> Error {
         Error::NotSupported {
             what,
@@ -275,8 +270,8 @@ impl PreparedEvent for PortableEvent {
 /// The current total of `source`, as a crate error.
 fn now(source: Source, text: &str) -> Result<u64> {
     source.now().map_err(|(errno, call)| Error::Os {
-        op: format!("portable backend: {call} for `{text}`"),
-        os_errno: errno,
+        op: format!("portable backend: {call} for `{text}`").into(),
+        source: std::io::Error::from_raw_os_error(errno),
         hint: Some("the operating system refused its own accounting call; report this".into()),
     })
 }

@@ -493,7 +493,7 @@ fn cannot_run(program: &std::ffi::OsStr, e: &std::io::Error) -> ExitCode {
 /// reaches other processes; the portable one reads only pmcstat's own
 /// getrusage, so pmcstat says so before it starts anything.
 fn check_backend_counts_others() -> Result<(), ExitCode> {
-    let choice = pmc::backend::active();
+    let choice = pmc::backends::active();
     if choice.name != "portable" {
         return Ok(());
     }

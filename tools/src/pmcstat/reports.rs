@@ -26,7 +26,7 @@ pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEve
     let file = std::fs::File::open(path)
         .map_err(|e| fail(crate::profile_args::log_open_failed(path, &e)))?;
     let events = pmc::log::LogReader::from_reader(file)
-        .collect::<Result<Vec<_>, String>>()
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| fail(crate::profile_args::log_parse_failed(path, &e)))?;
     if events.is_empty() {
         eprintln!("{TOOL}: {}", crate::profile_args::empty_log(path));

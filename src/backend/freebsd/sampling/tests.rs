@@ -472,3 +472,36 @@ fn hwpmcs_log_is_deconfigured_with_the_backend() {
         .allocate("SOFT-PAGE_FAULT.ALL", Mode::TS, Flags::empty(), Cpu::Any)
         .unwrap();
 }
+
+/// `release` reports what its final drain could not write: a sampling
+/// PMC's last records go to a log whose destination is full, and the
+/// release says so with the destination's errno, while the PMC goes
+/// (and the log keeps the error for its close). A counting PMC, which
+/// writes nothing, releases cleanly into the same log.
+#[test]
+fn release_returns_the_write_error_of_its_final_drain() {
+    let s = setup();
+    s.owner.close_logfile().unwrap();
+    let full = std::fs::File::options()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    s.owner.configure_logfile(full).unwrap();
+    let counting = s.pmc(Mode::TC, Flags::empty(), Cpu::Any);
+    counting
+        .release()
+        .expect("a counting PMC logs nothing at release");
+
+    let mut p = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.attach(CHILD as u32).unwrap();
+    p.start().unwrap();
+    s.kernel.sample(1, CHILD, 4242, true, &[0x20_1000]);
+    let e = p.release().expect_err("the last records met a full disk");
+    assert_eq!(e.os_errno(), Some(libc::ENOSPC), "{e}");
+    assert!(s.owner.pmcinfo().is_empty(), "the PMC went anyway");
+    let e = s
+        .owner
+        .close_logfile()
+        .expect_err("the log keeps its error");
+    assert_eq!(e.os_errno(), Some(libc::ENOSPC), "{e}");
+}

@@ -57,12 +57,94 @@ type TrialKey = (
 /// The events of one backend whose trial open succeeded, by the hash of
 /// their key.
 #[derive(Debug, Default)]
-pub(crate) struct TrialCache(Mutex<std::collections::HashMap<u64, Vec<TrialKey>>>);
+pub(crate) struct TrialCache(Mutex<std::collections::HashMap<u64, Vec<TrialKey>, KeyIsHash>>);
+
+/// A word-at-a-time multiplicative hash (rustc's FxHash): the key is
+/// this process's own attrs, not input an attacker chooses, so SipHash's
+/// flood resistance buys nothing, and its cost per small write (the attr
+/// hashes field by field) is a measurable part of an allocate (`cargo
+/// xtask bench`). Collisions only cost a comparison.
+#[derive(Default)]
+struct WordHash(u64);
+
+impl WordHash {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for WordHash {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.add(u64::from_le_bytes(w.try_into().unwrap_or([0; 8])));
+        }
+        for &b in words.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u16(&mut self, n: u16) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// The map's keys are hashes already: used as they are.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct KeyIsHash;
+
+/// Passes a `u64` key through.
+#[derive(Default)]
+pub(crate) struct PassThrough(u64);
+
+impl std::hash::Hasher for PassThrough {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl std::hash::BuildHasher for KeyIsHash {
+    type Hasher = PassThrough;
+
+    fn build_hasher(&self) -> PassThrough {
+        PassThrough::default()
+    }
+}
 
 impl TrialCache {
     fn hash(event: &LinuxEvent) -> u64 {
         use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
+        let mut h = WordHash::default();
         event.attrs.hash(&mut h);
         for sibling in event.slices.iter().flat_map(|s| s.attrs()) {
             sibling.hash(&mut h);
@@ -125,12 +207,13 @@ fn trial_open_uncached(event: &LinuxEvent) -> Result<()> {
 /// kernel-side sampling, which the counter itself may not need.
 pub(super) fn sibling_error(e: Error) -> Error {
     match e {
-        Error::PermissionDenied { op, os_errno, .. } => Error::PermissionDenied {
+        Error::PermissionDenied { op, source, .. } => Error::PermissionDenied {
             op: format!(
                 "{op}, which LOG_PROCCSW and per-process LOG_PROCEXIT use to read the counter \
                  at context switches and exits (kernel-side samples, even for a user-mode counter)"
-            ),
-            os_errno,
+            )
+            .into(),
+            source,
             hint: Some(format!(
                 "kernel-side samples need kernel.perf_event_paranoid <= 1 (it is {}); run \
                  `sysctl -w kernel.perf_event_paranoid=1` as root, or grant the program \
