@@ -15,6 +15,7 @@ mod workloads;
 use pmc::probe::{Environment, Tracefs};
 
 mod bad_input;
+mod debug_symbols;
 mod freebsd_annotate;
 mod freebsd_counting;
 mod freebsd_pmccontrol;
@@ -48,5 +49,6 @@ fn main() {
     tests.extend(kernel_frames::tests());
     tests.extend(freebsd_counting::tests());
     tests.extend(lost_samples::tests());
+    tests.extend(debug_symbols::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }
