@@ -36,7 +36,7 @@ pub use debuginfo::{DEBUG_DIR, DebugFiles};
 use debuginfo::{DebugFile, DebugRefs, OwnedDwarf};
 use exec::exec_images;
 pub use functions::{FunctionSymbol, function_at, function_symbols};
-use functions::{PLT_ENTRY, RawSymbol, plt_stubs, raw_symbols, sized_functions};
+use functions::{plt_symbols, raw_symbols, sized_functions};
 
 /// INITIALIZE version of logs written by pmc before it logged MAP_IN the
 /// way hwpmc does (those logs carry the address of file offset 0).
@@ -244,12 +244,7 @@ impl Names {
             symbols = debuginfo::mini_debuginfo(&file, path, debug);
         }
         symbols.extend(raw_symbols(&file, true));
-        symbols.extend(plt_stubs(&file).into_iter().map(|(start, name)| RawSymbol {
-            start,
-            size: PLT_ENTRY,
-            section_end: start + PLT_ENTRY,
-            name,
-        }));
+        symbols.extend(plt_symbols(&file));
         Names {
             functions: sized_functions(symbols),
             dwarf,
@@ -426,6 +421,15 @@ impl Names {
                 }
             }
             None => {}
+        }
+        // The real (outermost) function is named by its symbol, as perf
+        // names it: DWARF has glibc's internal alias (`__GI___libc_malloc`)
+        // where the symbol table has `malloc`. C++ symbols stay mangled in
+        // the table, so DWARF's demangled name stays.
+        if let (Some(outer), Some(name)) = (out.last_mut(), symbol)
+            && !name.starts_with("_Z")
+        {
+            name.clone_into(&mut outer.function);
         }
         if out.is_empty()
             && let Some(name) = symbol

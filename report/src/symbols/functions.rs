@@ -30,13 +30,44 @@ pub struct FunctionSymbol {
 pub fn function_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
     let mut raw = raw_symbols(file, false);
     raw.extend(raw_symbols(file, true));
-    raw.extend(plt_stubs(file).into_iter().map(|(start, name)| RawSymbol {
+    raw.extend(plt_symbols(file));
+    sized_functions(raw)
+}
+
+/// The PLT stubs as symbols of the last tier.
+pub(super) fn plt_symbols(file: &object::File<'_>) -> impl Iterator<Item = RawSymbol> {
+    plt_stubs(file).into_iter().map(|(start, name)| RawSymbol {
         start,
         size: PLT_ENTRY,
         section_end: start + PLT_ENTRY,
+        tier: Tier::Plt,
+        alias: AliasRank::default(),
         name,
-    }));
-    sized_functions(raw)
+    })
+}
+
+/// Where a symbol comes from, best first: at one address a better
+/// source's name wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Tier {
+    /// `.symtab`: the object's own, a debug file's or MiniDebugInfo's.
+    Symtab,
+    Dynsym,
+    Plt,
+}
+
+/// Among aliases of one source at one address, perf's choice
+/// (`choose_best_symbol`, tools/perf/util/symbol.c): sized over unsized,
+/// not weak over weak, global over local, fewer leading underscores, the
+/// longer name; smaller is better. So glibc's `malloc` is `malloc`, not
+/// `__GI___libc_malloc`, as `perf report` names it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct AliasRank {
+    without_size: bool,
+    weak: bool,
+    local: bool,
+    underscores: usize,
+    shorter: std::cmp::Reverse<usize>,
 }
 
 /// A text symbol as its table gives it.
@@ -47,6 +78,8 @@ pub(crate) struct RawSymbol {
     pub(super) size: u64,
     /// End of the symbol's section: an unsized symbol ends there at most.
     pub(super) section_end: u64,
+    pub(super) tier: Tier,
+    pub(super) alias: AliasRank,
     /// Demangled.
     pub(super) name: String,
 }
@@ -71,18 +104,26 @@ pub(crate) fn raw_symbols(file: &object::File<'_>, dynamic: bool) -> Vec<RawSymb
                 start: s.address(),
                 size: s.size(),
                 section_end: section_end(s.section_index()).unwrap_or(s.address()),
+                tier: if dynamic { Tier::Dynsym } else { Tier::Symtab },
+                alias: AliasRank {
+                    without_size: s.size() == 0,
+                    weak: s.is_weak(),
+                    local: s.is_local(),
+                    underscores: name.len() - name.trim_start_matches('_').len(),
+                    shorter: std::cmp::Reverse(name.len()),
+                },
                 name: demangle(name),
             })
         })
         .collect()
 }
 
-/// Functions from symbols listed best source first: at one address the
-/// first listed wins; an unsized symbol reaches the next function or its
-/// section's end, whichever comes first.
+/// Functions from symbols: at one address the best [`Tier`]'s best
+/// [`AliasRank`] wins (then the first listed); an unsized symbol reaches
+/// the next function or its section's end, whichever comes first.
 pub(super) fn sized_functions(mut raw: Vec<RawSymbol>) -> Vec<FunctionSymbol> {
-    // Stable: at one address the earlier source's name wins.
-    raw.sort_by_key(|f| f.start);
+    // Stable: among equals the first listed stays first.
+    raw.sort_by_key(|f| (f.start, f.tier, f.alias));
     raw.dedup_by_key(|f| f.start);
     let mut functions = Vec::with_capacity(raw.len());
     let mut raw = raw.into_iter().peekable();
@@ -91,6 +132,7 @@ pub(super) fn sized_functions(mut raw: Vec<RawSymbol>) -> Vec<FunctionSymbol> {
         size,
         section_end,
         name,
+        ..
     }) = raw.next()
     {
         let end = match (size, raw.peek()) {

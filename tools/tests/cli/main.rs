@@ -15,6 +15,7 @@ mod workloads;
 use pmc::probe::{Environment, Tracefs};
 
 mod bad_input;
+mod debian_profiles;
 mod debug_symbols;
 mod freebsd_annotate;
 mod freebsd_counting;
@@ -50,5 +51,6 @@ fn main() {
     tests.extend(freebsd_counting::tests());
     tests.extend(lost_samples::tests());
     tests.extend(debug_symbols::tests());
+    tests.extend(debian_profiles::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }
