@@ -13,6 +13,10 @@ pub struct BenchArgs {
     /// Also run the criterion benchmarks (absolute latencies, slower).
     #[arg(long)]
     pub criterion: bool,
+    /// Only the report benchmark: `pmcstat -R` against `perf report` on
+    /// the same workloads.
+    #[arg(long)]
+    pub report_only: bool,
 }
 
 fn verdict(met: bool) -> &'static str {
@@ -35,6 +39,15 @@ fn target(subject: &str) -> (Option<f64>, &'static str) {
 pub fn run(args: &BenchArgs) -> ExitCode {
     crate::bench_report::measure_child_if_requested();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    if args.report_only {
+        return match crate::bench_report::run(&cargo) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("xtask bench: report benchmark: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let out = Command::new(&cargo)
         .args(["bench", "-q", "-p", "pmc", "--bench", "read_ratio"])
         .stderr(std::process::Stdio::inherit())

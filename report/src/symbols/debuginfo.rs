@@ -275,8 +275,16 @@ pub(crate) fn owned_dwarf(file: &object::File<'_>) -> Option<OwnedDwarf> {
         gimli::RunTimeEndian::Big
     };
     let load = |id: gimli::SectionId| -> Result<_, gimli::Error> {
+        // Variable locations name no function: not inflated (the largest
+        // compressed sections of a distribution's debug file after
+        // .debug_info).
+        let unused = matches!(
+            id,
+            gimli::SectionId::DebugLoc | gimli::SectionId::DebugLocLists
+        );
         let data: Arc<[u8]> = file
             .section_by_name(id.name())
+            .filter(|_| !unused)
             .and_then(|s| s.uncompressed_data().ok())
             .map(|d| Arc::from(&*d))
             .unwrap_or_else(|| Arc::from(&[][..]));

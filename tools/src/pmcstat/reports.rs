@@ -125,7 +125,9 @@ pub(super) fn write_reports(
                 args.depth.map(|d| d as usize),
             );
             options.debug_root.clone_from(&root);
-            if from_log {
+            // Files under a -r root are copies made for the report, newer
+            // than the log by nature: their times say nothing of the build.
+            if from_log && root.is_none() {
                 options.recorded_until = args.read_log.as_deref().and_then(log_written);
             }
             pmc_report::Profile::from_events_with(events, &options)
