@@ -38,6 +38,16 @@ pub fn tests() -> Vec<LiveTest> {
     };
     vec![
         test(
+            "debug_symbols::the_vdso_is_named_from_its_image_in_memory",
+            vec![R::Paranoid(2), R::Program("cc".into())],
+            the_vdso_is_named_from_its_image_in_memory,
+        ),
+        test(
+            "debug_symbols::a_vdso_of_another_boot_stays_unnamed",
+            vec![],
+            a_vdso_of_another_boot_stays_unnamed,
+        ),
+        test(
             "debug_symbols::a_stripped_object_is_named_from_its_build_id_debug_file",
             binutils(),
             a_stripped_object_is_named_from_its_build_id_debug_file,
@@ -515,5 +525,107 @@ fn mini_debuginfo_names_what_dynsym_does_not() -> TestResult {
     let (leaves, stderr) = report(&root, &log)?;
     ensure!(all_unnamed(&leaves), "bad MiniDebugInfo: {leaves:?}");
     ensure!(stderr.contains(".gnu_debugdata"), "said: {stderr}");
+    Ok(())
+}
+
+fn the_vdso_is_named_from_its_image_in_memory() -> TestResult {
+    let dir = TempDir::new("vdso")?;
+    let c = dir.join("clock.c");
+    std::fs::write(
+        &c,
+        "#include <time.h>\nint main(void) { struct timespec t; long s = 0;\n\
+         for (long i = 0; i < 5000000; i++) { clock_gettime(CLOCK_MONOTONIC, &t); s += t.tv_nsec; }\n\
+         return s == 1; }\n",
+    )
+    .ctx("write C source")?;
+    let exe = dir.join("clock");
+    run(
+        "cc",
+        &["-O1", "-o", &exe.to_string_lossy(), &c.to_string_lossy()],
+    )?;
+    let log = dir.path("clock.pmclog");
+    run(
+        PMCSTAT,
+        &[
+            "-q",
+            "-P",
+            "cpu-clock,usr",
+            "-O",
+            &log,
+            "--",
+            &exe.to_string_lossy(),
+        ],
+    )?;
+    let out = run(PMCSTAT, &["-R", &log, "-G", "-"])?;
+    let graph = text(&out.stdout);
+    // glibc's clock_gettime calls the vDSO's, where the loop spends most
+    // of its time; the kernel exports it as __vdso_clock_gettime.
+    let vdso: Vec<&str> = graph.lines().filter(|l| l.ends_with("@ [vdso]")).collect();
+    ensure!(
+        vdso.iter()
+            .any(|l| l.contains("__vdso_clock_gettime") || l.contains(" clock_gettime")),
+        "the vDSO's frames are named: {graph}"
+    );
+    ensure!(
+        !graph.contains("[vdso]+0x"),
+        "no unnamed vDSO frame: {graph}"
+    );
+    Ok(())
+}
+
+fn a_vdso_of_another_boot_stays_unnamed() -> TestResult {
+    let dir = TempDir::new("vdso-old")?;
+    let log = dir.join("old.pmclog");
+    let file = std::fs::File::create(&log).ctx("create log")?;
+    let mut w = LogWriter::new(file).ctx("LogWriter::new")?;
+    let records = [
+        // Started in 1970: long before this boot.
+        LogRecord::Initialize {
+            version: pmc::log::PMC_VERSION,
+            arch: 0,
+            tsc_freq: 0,
+            time_sec: 1,
+            time_nsec: 0,
+            cpuid: String::new(),
+            marked: false,
+        },
+        LogRecord::PmcAllocateDyn {
+            pmcid: 1,
+            event: 0,
+            flags: 0,
+            name: "cpu-clock".into(),
+        },
+        LogRecord::MapIn {
+            pid: 9,
+            start: BIAS,
+            path: "[vdso]".into(),
+        },
+        LogRecord::Callchain {
+            pid: 9,
+            tid: 9,
+            pmcid: 1,
+            cpu: 0,
+            userspace: true,
+            pcs: vec![BIAS + 0x9c0],
+        },
+    ];
+    for (t, r) in records.iter().enumerate() {
+        w.write(r, t as u64 + 1).ctx("write record")?;
+    }
+    w.close().ctx("close log")?;
+    let folded = dir.join("old.folded");
+    run(
+        PMCSTAT,
+        &[
+            "-R",
+            &log.to_string_lossy(),
+            "--folded",
+            &folded.to_string_lossy(),
+        ],
+    )?;
+    let folded = std::fs::read_to_string(&folded).ctx("read folded")?;
+    // Another kernel's vDSO: this one's names would be wrong, the image
+    // and offset are not.
+    ensure!(folded == "[vdso]+0x9c0 1\n", "{folded}");
     Ok(())
 }
