@@ -32,6 +32,7 @@ use crate::kallsyms::{KERNEL_FRAME, KernelNames, KernelNamesMissing, KernelSymbo
 mod debuginfo;
 mod exec;
 mod functions;
+mod jit;
 mod names;
 mod vdso;
 use debuginfo::DebugRefs;
@@ -323,6 +324,11 @@ pub struct Symbolizer {
     /// When the log was last written: objects changed after it are not
     /// named ([`Symbolizer::with_recorded_until`]).
     recorded_until: Option<std::time::SystemTime>,
+    /// Per pid: the functions of `/tmp/perf-PID.map`, when it exists.
+    perf_maps: HashMap<u32, Option<Vec<FunctionSymbol>>>,
+    /// INITIALIZE's wall-clock time (seconds): older perf maps are another
+    /// process's of the same pid.
+    log_started: Option<u64>,
 }
 
 impl Symbolizer {
@@ -420,6 +426,8 @@ impl Symbolizer {
             kernel_cache: HashMap::new(),
             debug: DebugFiles::default(),
             recorded_until: None,
+            perf_maps: HashMap::new(),
+            log_started,
         }
     }
 
@@ -544,7 +552,20 @@ impl Symbolizer {
         if let Some(r) = self.cache.get(&(pid, pc)) {
             return r.clone();
         }
-        let r = Arc::new(self.resolve_uncached(pid, pc));
+        let mut r = self.resolve_uncached(pid, pc);
+        let log_started = self.log_started;
+        // No object maps it: JIT code, named by the process's perf map.
+        if r.mapping.is_none() {
+            let file = self.debug.rooted(&jit::perf_map_path(pid));
+            let map = self
+                .perf_maps
+                .entry(pid)
+                .or_insert_with(|| jit::read_perf_map(&file, log_started));
+            if let Some(found) = jit::resolve(map.as_deref(), &file, pc) {
+                r = found;
+            }
+        }
+        let r = Arc::new(r);
         self.cache.insert((pid, pc), r.clone());
         r
     }

@@ -103,6 +103,14 @@ impl DebugFiles {
         }
     }
 
+    /// `path` (absolute) under the root, when there is one.
+    pub(crate) fn rooted(&self, path: &str) -> PathBuf {
+        match &self.root {
+            Some(root) => root.join(path.trim_start_matches('/')),
+            None => PathBuf::from(path),
+        }
+    }
+
     fn debug_dir(&self) -> PathBuf {
         match &self.root {
             Some(root) => root.join(DEBUG_DIR.trim_start_matches('/')),

@@ -43,6 +43,11 @@ pub fn tests() -> Vec<LiveTest> {
             the_vdso_is_named_from_its_image_in_memory,
         ),
         test(
+            "debug_symbols::jit_code_is_named_from_the_processs_perf_map",
+            vec![],
+            jit_code_is_named_from_the_processs_perf_map,
+        ),
+        test(
             "debug_symbols::a_vdso_of_another_boot_stays_unnamed",
             vec![],
             a_vdso_of_another_boot_stays_unnamed,
@@ -627,5 +632,63 @@ fn a_vdso_of_another_boot_stays_unnamed() -> TestResult {
     // Another kernel's vDSO: this one's names would be wrong, the image
     // and offset are not.
     ensure!(folded == "[vdso]+0x9c0 1\n", "{folded}");
+    Ok(())
+}
+
+fn jit_code_is_named_from_the_processs_perf_map() -> TestResult {
+    let dir = TempDir::new("perfmap")?;
+    let root = dir.join("root");
+    let map = root.join("tmp/perf-9.map");
+    mkdirs(&map)?;
+    // perf's jit-interface.txt: START SIZE symbolname, hex.
+    std::fs::write(
+        &map,
+        "7f0000001000 40 LazyCompile:*fib app.js:1\n7f0000001040 20 Stub:CEntry\n",
+    )
+    .ctx("write the perf map")?;
+    let log = dir.join("jit.pmclog");
+    let file = std::fs::File::create(&log).ctx("create log")?;
+    let mut w = LogWriter::new(file).ctx("LogWriter::new")?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .ctx("clock")?
+        .as_secs();
+    let mut records = vec![
+        LogRecord::Initialize {
+            version: pmc::log::PMC_VERSION,
+            arch: 0,
+            tsc_freq: 0,
+            time_sec: now,
+            time_nsec: 0,
+            cpuid: String::new(),
+            marked: false,
+        },
+        LogRecord::PmcAllocateDyn {
+            pmcid: 1,
+            event: 0,
+            flags: 0,
+            name: "cpu-clock".into(),
+        },
+    ];
+    // No MAP_IN covers them: anonymous executable memory.
+    for pc in [0x7f00_0000_1010_u64, 0x7f00_0000_1050, 0x7f00_0000_2000] {
+        records.push(LogRecord::Callchain {
+            pid: 9,
+            tid: 9,
+            pmcid: 1,
+            cpu: 0,
+            userspace: true,
+            pcs: vec![pc],
+        });
+    }
+    for (t, r) in records.iter().enumerate() {
+        w.write(r, t as u64 + 1).ctx("write record")?;
+    }
+    w.close().ctx("close log")?;
+    let (leaves, stderr) = report(&root, &log)?;
+    ensure!(
+        leaves == ["0x7f0000002000", "LazyCompile:*fib app.js:1", "Stub:CEntry"],
+        "{leaves:?}\n{stderr}"
+    );
     Ok(())
 }
