@@ -248,7 +248,8 @@ impl ProfileBuilder {
         }
         symbolizer = symbolizer
             .with_debug_root(options.debug_root.clone())
-            .with_recorded_until(options.recorded_until);
+            .with_recorded_until(options.recorded_until)
+            .with_names_only(options.names_only);
         let mut locations: Vec<Location> = Vec::new();
         let mut location_index: HashMap<(u32, u64, bool), usize> = HashMap::new();
         // Deterministic output: sorted keys and chains.
@@ -373,6 +374,9 @@ pub struct ProfileOptions {
     /// When the log was last written: objects changed on disk after it
     /// stay unnamed ([`Symbolizer::with_recorded_until`]).
     pub recorded_until: Option<std::time::SystemTime>,
+    /// Name pcs by their functions' symbols alone, without inline frames
+    /// and file:line ([`Symbolizer::with_names_only`]).
+    pub names_only: bool,
 }
 
 impl Profile {

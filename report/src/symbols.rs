@@ -329,6 +329,8 @@ pub struct Symbolizer {
     /// INITIALIZE's wall-clock time (seconds): older perf maps are another
     /// process's of the same pid.
     log_started: Option<u64>,
+    /// Functions by their symbols alone: no inline frames, no file:line.
+    names_only: bool,
 }
 
 impl Symbolizer {
@@ -428,6 +430,7 @@ impl Symbolizer {
             recorded_until: None,
             perf_maps: HashMap::new(),
             log_started,
+            names_only: false,
         }
     }
 
@@ -445,6 +448,15 @@ impl Symbolizer {
     /// whose names would be wrong.
     pub fn with_recorded_until(mut self, time: Option<std::time::SystemTime>) -> Symbolizer {
         self.recorded_until = time;
+        self.cache.clear();
+        self
+    }
+
+    /// Names each pc by its function's symbol alone, without DWARF's
+    /// inline frames and file:line (all that `pmcstat -G` prints): a
+    /// separate debug file's DWARF is then never parsed.
+    pub fn with_names_only(mut self, names_only: bool) -> Symbolizer {
+        self.names_only = names_only;
         self.cache.clear();
         self
     }
@@ -633,7 +645,7 @@ impl Symbolizer {
         }
         let names = info.names(&path, &mut self.debug, self.recorded_until);
         let symbol = names.symbol_at(addr);
-        let mut frames = names.frames(addr, symbol.map(|s| s.1));
+        let mut frames = names.frames(addr, symbol.map(|s| s.1), self.names_only);
         if frames.is_empty() {
             frames.push(Frame {
                 function: format!("{file_name}+{addr:#x}"),

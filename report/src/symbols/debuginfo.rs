@@ -24,11 +24,28 @@ pub const DEBUG_DIR: &str = "/usr/lib/debug";
 /// DWARF read from bytes already in memory (a debug file read once).
 pub(crate) type OwnedDwarf = addr2line::Context<gimli::EndianArcSlice<gimli::RunTimeEndian>>;
 
-/// What a separate debug file gives: its symbol table and its DWARF.
+/// What a separate debug file gives: its symbol table and its DWARF. The
+/// DWARF is parsed the first time a frame needs it (inline frames,
+/// file:line), from the bytes read once; a report of names alone never
+/// inflates a distribution's compressed `.debug_*` sections.
 pub(crate) struct DebugFile {
     pub(crate) path: PathBuf,
     pub(crate) symtab: Vec<RawSymbol>,
-    pub(crate) dwarf: Option<OwnedDwarf>,
+    pub(crate) has_dwarf: bool,
+    bytes: std::cell::RefCell<Option<Vec<u8>>>,
+    dwarf: std::cell::OnceCell<Option<OwnedDwarf>>,
+}
+
+impl DebugFile {
+    /// The DWARF, parsed on first use.
+    pub(crate) fn dwarf(&self) -> Option<&OwnedDwarf> {
+        self.dwarf
+            .get_or_init(|| {
+                let bytes = self.bytes.borrow_mut().take()?;
+                owned_dwarf(&object::File::parse(&*bytes).ok()?)
+            })
+            .as_ref()
+    }
 }
 
 impl std::fmt::Debug for DebugFile {
@@ -36,7 +53,7 @@ impl std::fmt::Debug for DebugFile {
         f.debug_struct("DebugFile")
             .field("path", &self.path)
             .field("symtab", &self.symtab.len())
-            .field("dwarf", &self.dwarf.is_some())
+            .field("has_dwarf", &self.has_dwarf)
             .finish()
     }
 }
@@ -251,8 +268,9 @@ impl DebugFiles {
             return None;
         }
         let symtab = raw_symbols(&file, false);
-        let dwarf = owned_dwarf(&file);
-        if symtab.is_empty() && dwarf.is_none() {
+        let has_dwarf = file.section_by_name(".debug_info").is_some();
+        drop(file);
+        if symtab.is_empty() && !has_dwarf {
             self.note(format!(
                 "{object}: skipped debug file {shown}: it has neither a symbol table nor DWARF"
             ));
@@ -261,7 +279,9 @@ impl DebugFiles {
         Some(DebugFile {
             path: candidate.to_path_buf(),
             symtab,
-            dwarf,
+            has_dwarf,
+            bytes: std::cell::RefCell::new(has_dwarf.then_some(data)),
+            dwarf: std::cell::OnceCell::new(),
         })
     }
 }

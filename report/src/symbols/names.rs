@@ -21,7 +21,7 @@ impl Dwarf {
     fn context(&self) -> Option<&OwnedDwarf> {
         match self {
             Dwarf::Own(_) => None,
-            Dwarf::Separate(file) => file.dwarf.as_ref(),
+            Dwarf::Separate(file) => file.dwarf(),
         }
     }
 }
@@ -76,7 +76,7 @@ impl Names {
                 if symbols.is_empty() {
                     symbols.clone_from(&separate.symtab);
                 }
-                if dwarf.is_none() && separate.dwarf.is_some() {
+                if dwarf.is_none() && separate.has_dwarf {
                     dwarf = Some(Dwarf::Separate(separate));
                 }
             }
@@ -110,9 +110,16 @@ impl Names {
         Some((f.start, f.name.as_str()))
     }
 
-    pub(super) fn frames(&self, addr: u64, symbol: Option<&str>) -> Vec<Frame> {
+    /// The frames at `addr`, innermost first; with `names_only` the
+    /// symbol's alone (DWARF is not read).
+    pub(super) fn frames(&self, addr: u64, symbol: Option<&str>, names_only: bool) -> Vec<Frame> {
         let mut out = Vec::new();
-        match &self.dwarf {
+        let dwarf = if names_only {
+            None
+        } else {
+            self.dwarf.as_ref()
+        };
+        match dwarf {
             Some(Dwarf::Own(loader)) => {
                 if let Ok(frames) = loader.find_frames(addr) {
                     collect_frames(frames, symbol, &mut out);

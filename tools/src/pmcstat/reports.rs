@@ -125,6 +125,7 @@ pub(super) fn write_reports(
                 args.depth.map(|d| d as usize),
             );
             options.debug_root.clone_from(&root);
+            options.names_only = names_only(args);
             // Files under a -r root are copies made for the report, newer
             // than the log by nature: their times say nothing of the build.
             if from_log && root.is_none() {
@@ -259,6 +260,12 @@ pub(super) fn list_or_describe(args: &Args) -> Result<ExitCode, ExitCode> {
 }
 
 /// `-R FILE`: dump the log's records, or write the reports asked for.
+/// Whether `-G` is the only profile asked for: it prints function names,
+/// so DWARF (inline frames, file:line) need not be read.
+fn names_only(args: &Args) -> bool {
+    args.folded.is_none() && !args.profile.any()
+}
+
 /// When a log was last written: objects changed on disk after it are
 /// another build than the one sampled (pmclog keeps no build ids).
 fn log_written(path: &std::path::Path) -> Option<std::time::SystemTime> {
@@ -288,6 +295,7 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
                 args.folded.as_deref(),
                 pmc_report::ProfileOptions {
                     recorded_until: log_written(path),
+                    names_only: names_only(args),
                     ..ProfileArgs::options(&[], None, args.show_address, None)
                 },
             )
