@@ -29,7 +29,11 @@ const NOTABLE: f64 = 2.0;
 const BAND: f64 = 3.0;
 
 fn needs(programs: &[&str]) -> Vec<R> {
-    let mut r = vec![R::Paranoid(2), R::Program("perf".into())];
+    let mut r = vec![
+        R::Paranoid(2),
+        R::Program("perf".into()),
+        R::Program("readelf".into()),
+    ];
     r.extend(programs.iter().map(|p| R::Program((*p).into())));
     r
 }
@@ -53,7 +57,9 @@ pub fn tests() -> Vec<LiveTest> {
         ),
         test(
             "debian_profiles::python3_agrees_with_perf_report",
-            needs(&["python3"]),
+            // Debian's own, not a python3 first on PATH (a pyenv shim is a
+            // bash script).
+            needs(&[DEBIAN_PYTHON3]),
             python3_agrees_with_perf_report,
         ),
     ]
@@ -92,7 +98,7 @@ fn address_key(hex: &str) -> Option<String> {
 
 /// pmcstat's `-G` top-level lines (pmcpl_callgraph.c: the sampled
 /// functions with their own share): `NN.NN%  [count]  name @ path`.
-fn pmcstat_flat(graph: &str) -> Flat {
+fn pmcstat_flat(graph: &str, paths: &mut HashMap<String, String>) -> Flat {
     let mut flat = Flat::new();
     for l in graph.lines() {
         if !l.starts_with(|c: char| c.is_ascii_digit()) {
@@ -108,7 +114,11 @@ fn pmcstat_flat(graph: &str) -> Flat {
             continue;
         };
         let (name, object) = match rest.trim().rsplit_once(" @ ") {
-            Some((n, p)) => (n.trim(), p.rsplit('/').next().unwrap_or(p)),
+            Some((n, p)) => {
+                let base = p.rsplit('/').next().unwrap_or(p);
+                paths.insert(base.to_string(), p.to_string());
+                (n.trim(), base)
+            }
             None => (rest.trim(), "[unknown]"),
         };
         let key = match name.rsplit_once("+0x") {
@@ -162,6 +172,53 @@ fn perf_flat(report: &str, comm: &str) -> Flat {
     flat
 }
 
+/// perf shows an unnamed pc by its file offset, pmcstat by its address in
+/// the object (what nm and addr2line use); they differ in objects linked
+/// at a fixed address (Debian's python3.11 is not PIE). perf's offsets
+/// become object addresses by the object's PT_LOADs, read with readelf.
+fn in_object_addresses(
+    flat: Flat,
+    paths: &HashMap<String, String>,
+) -> Result<Flat, libtest_mimic::Failed> {
+    let mut out = Flat::new();
+    let mut loads: HashMap<String, Vec<(u64, u64, u64)>> = HashMap::new();
+    for ((dso, key), percent) in flat {
+        let address = key
+            .strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok());
+        let key = match (address, paths.get(&dso)) {
+            (Some(offset), Some(path)) => {
+                if !loads.contains_key(&dso) {
+                    loads.insert(dso.clone(), pt_loads(path)?);
+                }
+                loads[&dso]
+                    .iter()
+                    .find(|(off, size, _)| (*off..off + size).contains(&offset))
+                    .map_or(key, |(off, _, vaddr)| {
+                        format!("{:#x}", vaddr + (offset - off))
+                    })
+            }
+            _ => key,
+        };
+        *out.entry((dso, key)).or_default() += percent;
+    }
+    Ok(out)
+}
+
+/// (file offset, file size, vaddr) of each PT_LOAD, as `readelf -lW` shows.
+fn pt_loads(path: &str) -> Result<Vec<(u64, u64, u64)>, libtest_mimic::Failed> {
+    let listing = run("readelf", &["-lW", path])?;
+    let hex = |w: &str| u64::from_str_radix(w.trim_start_matches("0x"), 16).ok();
+    Ok(listing
+        .lines()
+        .filter(|l| l.trim_start().starts_with("LOAD"))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((hex(f.get(1)?)?, hex(f.get(4)?)?, hex(f.get(2)?)?))
+        })
+        .collect())
+}
+
 /// The share of a profile no symbol names.
 fn unnamed(flat: &Flat) -> f64 {
     flat.iter()
@@ -201,7 +258,8 @@ fn agrees_with_perf(what: &str, command: &[&str]) -> TestResult {
     args.extend(command);
     run("perf", &args)?;
     let graph = run(PMCSTAT, &["-R", &log, "-G", "-"])?;
-    let ours = pmcstat_flat(&graph);
+    let mut paths = HashMap::new();
+    let ours = pmcstat_flat(&graph, &mut paths);
     let comm = command[0].rsplit('/').next().unwrap_or(command[0]);
     // perf 6.1's `--comms` drops some of the command's own entries
     // (__memcmp_avx2_movbe of `sort`, in some runs): sort by comm instead
@@ -218,7 +276,7 @@ fn agrees_with_perf(what: &str, command: &[&str]) -> TestResult {
             "-q",
         ],
     )?;
-    let perfs = perf_flat(&report, comm);
+    let perfs = in_object_addresses(perf_flat(&report, comm), &paths)?;
     ensure!(
         !ours.is_empty() && !perfs.is_empty(),
         "empty profile: pmcstat\n{graph}\nperf\n{report}"
@@ -307,11 +365,14 @@ fn sort_agrees_with_perf_report() -> TestResult {
     agrees_with_perf("sort", &["sort", "-o", "/dev/null", &input])
 }
 
+/// Debian's python3 (`python3-minimal`).
+const DEBIAN_PYTHON3: &str = "/usr/bin/python3";
+
 fn python3_agrees_with_perf_report() -> TestResult {
     agrees_with_perf(
         "python3",
         &[
-            "python3",
+            DEBIAN_PYTHON3,
             "-c",
             "s = 0\nfor i in range(3_000_000):\n    s += i * i % 7\nprint(s)",
         ],
