@@ -361,8 +361,11 @@ fn gzip_agrees_with_perf_report() -> TestResult {
 fn sort_agrees_with_perf_report() -> TestResult {
     let dir = TempDir::new("sort-input")?;
     let input = dir.path("input.txt");
-    std::fs::write(&input, generated_text(400_000)).ctx("write the input")?;
-    agrees_with_perf("sort", &["sort", "-o", "/dev/null", &input])
+    std::fs::write(&input, generated_text(1_000_000)).ctx("write the input")?;
+    // One thread: sort's helper threads made the two tools' shares of
+    // sort's own code differ by 3.5 points once in a loaded full run
+    // (27.4 % against 23.9 %), which this test is not about.
+    agrees_with_perf("sort", &["sort", "--parallel=1", "-o", "/dev/null", &input])
 }
 
 /// Debian's python3 (`python3-minimal`).
