@@ -39,7 +39,8 @@ pub use kallsyms::{
 };
 pub use pprof_writer::{pprof, pprof_uncompressed};
 pub use symbols::{
-    Frame, FunctionSymbol, MapStart, Mapping, Resolved, Symbolizer, function_at, function_symbols,
+    DEBUG_DIR, DebugFiles, Frame, FunctionSymbol, MapStart, Mapping, Resolved, Symbolizer,
+    function_at, function_symbols,
 };
 pub use text::{callgraph, flamegraph, folded};
 
@@ -245,6 +246,10 @@ impl ProfileBuilder {
         if let Some(symbols) = &options.kernel_symbols {
             symbolizer = symbolizer.with_kernel_symbols(symbols.clone());
         }
+        symbolizer = symbolizer
+            .with_debug_root(options.debug_root.clone())
+            .with_recorded_until(options.recorded_until)
+            .with_names_only(options.names_only);
         let mut locations: Vec<Location> = Vec::new();
         let mut location_index: HashMap<(u32, u64, bool), usize> = HashMap::new();
         // Deterministic output: sorted keys and chains.
@@ -316,6 +321,8 @@ impl ProfileBuilder {
             samples,
             max_frames: options.max_depth,
             kernel_names_missing: symbolizer.kernel_names_missing().cloned(),
+            debug_notes: symbolizer.debug_notes().to_vec(),
+            debug_files_opened: symbolizer.debug_files_opened(),
         }
     }
 }
@@ -335,6 +342,11 @@ pub struct Profile {
     /// Why kernel frames are unnamed ([`KERNEL_FRAME`]), when the profile
     /// has kernel frames and no names for them: for the caller to say once.
     pub kernel_names_missing: Option<KernelNamesMissing>,
+    /// Debug files skipped and why ([`Symbolizer::debug_notes`]), for a
+    /// verbose report.
+    pub debug_notes: Vec<String>,
+    /// Candidate debug files read ([`Symbolizer::debug_files_opened`]).
+    pub debug_files_opened: usize,
 }
 
 /// Options of [`Profile::from_events_with`].
@@ -356,6 +368,15 @@ pub struct ProfileOptions {
     /// The kernel's symbols for kernel frames; `None` reads the running
     /// kernel's `/proc/kallsyms` the first time a kernel pc needs a name.
     pub kernel_symbols: Option<Arc<KernelSymbols>>,
+    /// Look separate debug files up under this root (pmcstat's `-r`), not
+    /// in the running system's [`DEBUG_DIR`].
+    pub debug_root: Option<std::path::PathBuf>,
+    /// When the log was last written: objects changed on disk after it
+    /// stay unnamed ([`Symbolizer::with_recorded_until`]).
+    pub recorded_until: Option<std::time::SystemTime>,
+    /// Name pcs by their functions' symbols alone, without inline frames
+    /// and file:line ([`Symbolizer::with_names_only`]).
+    pub names_only: bool,
 }
 
 impl Profile {

@@ -29,8 +29,17 @@ use pmc::log::{LogEvent, LogRecord};
 
 use crate::kallsyms::{KERNEL_FRAME, KernelNames, KernelNamesMissing, KernelSymbols};
 
+mod debuginfo;
 mod exec;
+mod functions;
+mod jit;
+mod names;
+mod vdso;
+use debuginfo::DebugRefs;
+pub use debuginfo::{DEBUG_DIR, DebugFiles};
 use exec::exec_images;
+pub use functions::{FunctionSymbol, function_at, function_symbols};
+use names::{Names, changed_at};
 
 /// INITIALIZE version of logs written by pmc before it logged MAP_IN the
 /// way hwpmc does (those logs carry the address of file offset 0).
@@ -139,13 +148,13 @@ struct ObjectInfo {
     text_segments: Vec<(u64, u64, u64)>,
     /// All PT_LOADs: (file offset start, file offset end, vaddr).
     segments: Vec<(u64, u64, u64)>,
-    /// Text symbols and PLT stubs, sorted by address ([`function_symbols`]).
-    functions: Vec<FunctionSymbol>,
+    /// Function names and DWARF, found the first time a pc of the object
+    /// needs a name ([`ObjectInfo::names`]).
+    names: Option<Names>,
     /// Lowest and highest address of executable sections (libpmcstat's
     /// `pi_start`/`pi_end`).
     text_range: Option<(u64, u64)>,
     build_id: Option<String>,
-    dwarf: Option<addr2line::Loader>,
     /// `e_entry`.
     entry: u64,
     /// PT_INTERP: the run-time linker a dynamic program names.
@@ -157,15 +166,14 @@ struct ObjectInfo {
 impl std::fmt::Debug for ObjectInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ObjectInfo")
-            .field("functions", &self.functions.len())
-            .field("dwarf", &self.dwarf.is_some())
+            .field("names", &self.names)
             .finish()
     }
 }
 
 impl ObjectInfo {
     fn load(path: &str) -> Option<ObjectInfo> {
-        let data = std::fs::read(path).ok()?;
+        let data = vdso::read_object(path)?;
         let file = object::File::parse(&*data).ok()?;
         let mut text_segments = Vec::new();
         let mut segments = Vec::new();
@@ -214,29 +222,15 @@ impl ObjectInfo {
                 });
             }
         }
-        let functions = function_symbols(&file);
         let entry = file.entry();
         let position_independent = file.kind() == object::ObjectKind::Dynamic;
-        let build_id = file
-            .build_id()
-            .ok()
-            .flatten()
-            .map(|b| b.iter().map(|x| format!("{x:02x}")).collect());
-        let has_debug = file.section_by_name(".debug_info").is_some()
-            || file.section_by_name(".gnu_debuglink").is_some();
-        drop(file);
-        let dwarf = if has_debug {
-            addr2line::Loader::new(path).ok()
-        } else {
-            None
-        };
+        let build_id = DebugRefs::of(&file).build_id;
         Some(ObjectInfo {
             text_segments,
             segments,
-            functions,
+            names: None,
             text_range,
             build_id,
-            dwarf,
             entry,
             interpreter,
             position_independent,
@@ -289,178 +283,28 @@ impl ObjectInfo {
         }
     }
 
-    fn symbol_at(&self, addr: u64) -> Option<(u64, &str)> {
-        let f = function_at(&self.functions, addr)?;
-        Some((f.start, f.name.as_str()))
-    }
-
-    fn frames(&self, addr: u64, symbol: Option<&str>) -> Vec<Frame> {
-        let mut out = Vec::new();
-        if let Some(loader) = &self.dwarf
-            && let Ok(mut frames) = loader.find_frames(addr)
-        {
-            while let Ok(Some(f)) = frames.next() {
-                let function = f
-                    .function
-                    .as_ref()
-                    .and_then(|n| n.demangle().ok())
-                    .map(|n| n.into_owned());
-                let (file, line) = match &f.location {
-                    Some(l) => (l.file.map(str::to_string), l.line),
-                    None => (None, None),
-                };
-                match function {
-                    Some(function) => out.push(Frame {
-                        function,
-                        file,
-                        line,
-                    }),
-                    None => {
-                        if let Some(name) = symbol {
-                            out.push(Frame {
-                                function: name.to_string(),
-                                file,
-                                line,
-                            });
-                        }
-                    }
-                }
+    /// The object's names, read the first time they are needed. An object
+    /// changed on disk after the log was written (`recorded_until`) gets
+    /// none: its names would be another build's.
+    fn names(
+        &mut self,
+        path: &str,
+        debug: &mut DebugFiles,
+        recorded_until: Option<std::time::SystemTime>,
+    ) -> &Names {
+        self.names.get_or_insert_with(|| {
+            if let Some(logged) = recorded_until
+                && let Some(changed) = changed_at(path)
+                && changed > logged
+            {
+                debug.note(format!(
+                    "{path}: changed on disk after the log was written; its frames stay unnamed (pmclog records no build ids to tell the builds apart)"
+                ));
+                return Names::none();
             }
-        }
-        if out.is_empty()
-            && let Some(name) = symbol
-        {
-            out.push(Frame {
-                function: name.to_string(),
-                file: None,
-                line: None,
-            });
-        }
-        out
-    }
-}
-
-fn demangle(name: &str) -> String {
-    format!("{:#}", rustc_demangle::demangle(name))
-}
-
-/// A function of an ELF object: its link-time `[start, end)` and demangled
-/// name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FunctionSymbol {
-    /// Link-time address of its first byte.
-    pub start: u64,
-    /// Link-time address past its last byte.
-    pub end: u64,
-    /// Demangled name; `name@plt` for a PLT stub.
-    pub name: String,
-}
-
-/// The functions of an object, sorted by start: its text symbols (static
-/// and dynamic, one per address) and, on x86-64, `name@plt` for each PLT
-/// stub as binutils' objdump names them.
-///
-/// A sized symbol covers `size` bytes. An unsized one (assembly such as
-/// crti's `_init` and `_fini`) reaches the next function or the end of its
-/// section, whichever comes first, so that a pc in a stub section after
-/// it (lld puts `.plt` after `.fini`) is not taken for it.
-pub fn function_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
-    use object::ObjectSymbol as _;
-    let section_end = |index: Option<object::SectionIndex>| {
-        let section = file.section_by_index(index?).ok()?;
-        Some(section.address() + section.size())
-    };
-    // (start, size, end of its section, name)
-    let mut raw: Vec<(u64, u64, u64, String)> = file
-        .symbols()
-        .chain(file.dynamic_symbols())
-        .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
-        .filter_map(|s| {
-            let name = s.name().ok()?;
-            let end = section_end(s.section_index()).unwrap_or(s.address());
-            Some((s.address(), s.size(), end, demangle(name)))
+            Names::load(path, debug)
         })
-        .collect();
-    raw.extend(
-        plt_stubs(file)
-            .into_iter()
-            .map(|(start, name)| (start, PLT_ENTRY, start + PLT_ENTRY, name)),
-    );
-    // Stable: at one address the symbol table's name wins over .dynsym's.
-    raw.sort_by_key(|f| f.0);
-    raw.dedup_by_key(|f| f.0);
-    let mut functions = Vec::with_capacity(raw.len());
-    let mut raw = raw.into_iter().peekable();
-    while let Some((start, size, section_end, name)) = raw.next() {
-        let end = match (size, raw.peek()) {
-            (0, Some(next)) => next.0.min(section_end),
-            (0, None) => section_end,
-            _ => start.saturating_add(size),
-        };
-        functions.push(FunctionSymbol {
-            start,
-            end: end.max(start),
-            name,
-        });
     }
-    functions
-}
-
-/// The function of `functions` (sorted by start) that covers `addr`.
-pub fn function_at(functions: &[FunctionSymbol], addr: u64) -> Option<&FunctionSymbol> {
-    let i = functions.partition_point(|f| f.start <= addr);
-    let f = functions.get(i.checked_sub(1)?)?;
-    (addr < f.end).then_some(f)
-}
-
-/// Bytes of one x86-64 PLT entry, and of `.plt`'s first (resolver) entry.
-const PLT_ENTRY: u64 = 16;
-
-/// `(address, "name@plt")` of an x86-64 object's PLT stubs: entry `i` jumps
-/// through `.rela.plt`'s relocation `i`. With IBT (`.plt.sec`) the stubs
-/// callers use are `.plt.sec`'s, one per relocation; else they follow
-/// `.plt`'s resolver entry. A layout that does not fit gives no names.
-fn plt_stubs(file: &object::File<'_>) -> Vec<(u64, String)> {
-    use object::ObjectSymbol as _;
-    use object::ObjectSymbolTable as _;
-    if file.architecture() != object::Architecture::X86_64 || !file.is_little_endian() {
-        return Vec::new();
-    }
-    let (Some(rela), Some(dynsym)) = (
-        file.section_by_name(".rela.plt"),
-        file.dynamic_symbol_table(),
-    ) else {
-        return Vec::new();
-    };
-    let Ok(data) = rela.data() else {
-        return Vec::new();
-    };
-    // Elf64_Rela: r_offset, r_info (symbol << 32 | type), r_addend.
-    let names: Vec<Option<String>> = data
-        .chunks_exact(24)
-        .map(|r| {
-            let info = u64::from_le_bytes(r[8..16].try_into().ok()?);
-            let symbol = dynsym
-                .symbol_by_index(object::SymbolIndex((info >> 32) as usize))
-                .ok()?;
-            let name = symbol.name().ok().filter(|n| !n.is_empty())?;
-            Some(format!("{}@plt", demangle(name)))
-        })
-        .collect();
-    let n = names.len() as u64;
-    let first = match (
-        file.section_by_name(".plt.sec"),
-        file.section_by_name(".plt"),
-    ) {
-        (Some(sec), _) if sec.size() == n * PLT_ENTRY => sec.address(),
-        (None, Some(plt)) if plt.size() == (n + 1) * PLT_ENTRY => plt.address() + PLT_ENTRY,
-        _ => return Vec::new(),
-    };
-    names
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, name)| Some((first + i as u64 * PLT_ENTRY, name?)))
-        .collect()
 }
 
 /// Resolves pcs of logged processes, with a cache per pc.
@@ -475,6 +319,18 @@ pub struct Symbolizer {
     /// Kernel pcs: names from kallsyms, and their own cache.
     kernel: KernelNames,
     kernel_cache: HashMap<u64, Arc<Resolved>>,
+    /// Separate debug files, looked up lazily and read once each.
+    debug: DebugFiles,
+    /// When the log was last written: objects changed after it are not
+    /// named ([`Symbolizer::with_recorded_until`]).
+    recorded_until: Option<std::time::SystemTime>,
+    /// Per pid: the functions of `/tmp/perf-PID.map`, when it exists.
+    perf_maps: HashMap<u32, Option<Vec<FunctionSymbol>>>,
+    /// INITIALIZE's wall-clock time (seconds): older perf maps are another
+    /// process's of the same pid.
+    log_started: Option<u64>,
+    /// Functions by their symbols alone: no inline frames, no file:line.
+    names_only: bool,
 }
 
 impl Symbolizer {
@@ -492,9 +348,25 @@ impl Symbolizer {
         let mut placed: Vec<(u32, u64, Arc<str>)> = Vec::new();
         let mut version = pmc::log::PMC_VERSION;
         let mut kernel = KernelNames::running();
+        let mut log_started = None;
         for e in events {
             match &e.record {
-                LogRecord::Initialize { version: v, .. } => version = *v,
+                LogRecord::Initialize {
+                    version: v,
+                    time_sec,
+                    ..
+                } => {
+                    version = *v;
+                    log_started = Some(*time_sec);
+                }
+                // The vDSO is named from this process's own image, the
+                // same kernel's only when the log is of this boot; else
+                // it stays `[vdso]+0xoff`.
+                LogRecord::MapIn { pid, start, path } if path == vdso::VDSO => {
+                    maps.entry(*pid)
+                        .or_default()
+                        .push((*start, Arc::from(vdso::VDSO)));
+                }
                 LogRecord::MapIn { pid, start, path }
                     if *pid == u32::MAX && path == KERNEL_FRAME =>
                 {
@@ -543,6 +415,9 @@ impl Symbolizer {
                 !placed.contains(&(*pid, *start, path.clone())) || !logged.contains(start)
             });
         }
+        if !log_started.is_some_and(vdso::of_this_boot) {
+            objects.insert(Arc::from(vdso::VDSO), None);
+        }
         Symbolizer {
             convention,
             maps,
@@ -551,7 +426,51 @@ impl Symbolizer {
             cache: HashMap::new(),
             kernel,
             kernel_cache: HashMap::new(),
+            debug: DebugFiles::default(),
+            recorded_until: None,
+            perf_maps: HashMap::new(),
+            log_started,
+            names_only: false,
         }
+    }
+
+    /// Looks separate debug files up under `root` (pmcstat's `-r`: the
+    /// log's paths are already under it) instead of [`DEBUG_DIR`].
+    pub fn with_debug_root(mut self, root: Option<std::path::PathBuf>) -> Symbolizer {
+        self.debug = DebugFiles::under_root(root);
+        self.cache.clear();
+        self
+    }
+
+    /// Leaves unnamed the objects changed on disk after `time` (the log's
+    /// last write): pmclog records paths, not build ids, so a file
+    /// replaced since (a package upgrade, a rebuild) is another build
+    /// whose names would be wrong.
+    pub fn with_recorded_until(mut self, time: Option<std::time::SystemTime>) -> Symbolizer {
+        self.recorded_until = time;
+        self.cache.clear();
+        self
+    }
+
+    /// Names each pc by its function's symbol alone, without DWARF's
+    /// inline frames and file:line (all that `pmcstat -G` prints): a
+    /// separate debug file's DWARF is then never parsed.
+    pub fn with_names_only(mut self, names_only: bool) -> Symbolizer {
+        self.names_only = names_only;
+        self.cache.clear();
+        self
+    }
+
+    /// What the debug-file lookup skipped and why (missing, corrupt, other
+    /// build id, bad CRC; objects changed since the log), for `-v`.
+    pub fn debug_notes(&self) -> &[String] {
+        self.debug.notes()
+    }
+
+    /// How many candidate debug files were read: each at most once per
+    /// report, and only when one of its object's pcs needed a name.
+    pub fn debug_files_opened(&self) -> usize {
+        self.debug.opened()
     }
 
     /// Names kernel pcs from `symbols` instead of the running kernel's
@@ -645,7 +564,20 @@ impl Symbolizer {
         if let Some(r) = self.cache.get(&(pid, pc)) {
             return r.clone();
         }
-        let r = Arc::new(self.resolve_uncached(pid, pc));
+        let mut r = self.resolve_uncached(pid, pc);
+        let log_started = self.log_started;
+        // No object maps it: JIT code, named by the process's perf map.
+        if r.mapping.is_none() {
+            let file = self.debug.rooted(&jit::perf_map_path(pid));
+            let map = self
+                .perf_maps
+                .entry(pid)
+                .or_insert_with(|| jit::read_perf_map(&file, log_started));
+            if let Some(found) = jit::resolve(map.as_deref(), &file, pc) {
+                r = found;
+            }
+        }
+        let r = Arc::new(r);
         self.cache.insert((pid, pc), r.clone());
         r
     }
@@ -711,8 +643,9 @@ impl Symbolizer {
         if !(mapping.memory_start..mapping.memory_limit).contains(&pc) {
             return raw();
         }
-        let symbol = info.symbol_at(addr);
-        let mut frames = info.frames(addr, symbol.map(|s| s.1));
+        let names = info.names(&path, &mut self.debug, self.recorded_until);
+        let symbol = names.symbol_at(addr);
+        let mut frames = names.frames(addr, symbol.map(|s| s.1), self.names_only);
         if frames.is_empty() {
             frames.push(Frame {
                 function: format!("{file_name}+{addr:#x}"),

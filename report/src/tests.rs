@@ -367,7 +367,7 @@ fn max_depth_limits_named_frames_inline_ones_included() {
             count: 3,
         }],
         max_frames,
-        kernel_names_missing: None,
+        ..Profile::default()
     };
     assert_eq!(folded(&profile(None)), "main;outer;middle;inner 3\n");
     assert_eq!(folded(&profile(Some(2))), "middle;inner 3\n");
@@ -674,6 +674,7 @@ fn cg_profile(locations: Vec<Location>, stacks: &[(&[usize], u64)]) -> Profile {
             })
             .collect(),
         max_frames: None,
+        ..Profile::default()
     }
 }
 

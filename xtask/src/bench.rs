@@ -16,6 +16,10 @@ pub struct BenchArgs {
     /// Run only the `--call-graph dwarf` recording benchmark.
     #[arg(long)]
     pub dwarf_only: bool,
+    /// Only the report benchmark: `pmcstat -R` against `perf report` on
+    /// the same workloads.
+    #[arg(long)]
+    pub report_only: bool,
 }
 
 fn verdict(met: bool) -> &'static str {
@@ -51,6 +55,15 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         };
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    if args.report_only {
+        return match crate::bench_report::run(&cargo) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("xtask bench: report benchmark: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let out = Command::new(&cargo)
         .args(["bench", "-q", "-p", "hwpmc", "--bench", "read_ratio"])
         .stderr(std::process::Stdio::inherit())

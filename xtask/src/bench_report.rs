@@ -2,7 +2,9 @@
 //! sampled by `pmcstat` and by `perf record` at the same period, then the
 //! reports timed and their peak RSS measured in the same run:
 //! `pmcstat -R … -G` against `perf report --stdio`, and `pmcstat -R …
-//! --folded` against `perf script | inferno-collapse-perf`. Ratios are
+//! --folded` against `perf script | inferno-collapse-perf`; once on a
+//! frame-pointer C workload, once on one that runs in libc, named from
+//! libc's separate debug info (issue 19 §4). Ratios are
 //! pmc over perf: time ≤ 0.25 (≥ 4× faster) and memory ≤ 0.5 are the
 //! targets.
 
@@ -48,6 +50,44 @@ int main(int argc, char **argv) {
     unsigned long x = 1;
     while (cpu_ms() < ms) for (int i = 0; i < 100; i++) x = outer(x + i);
     sink = x;
+    return 0;
+}
+"#;
+
+/// A workload that spends its time in libc (string compares, copies,
+/// formatting, malloc/free), so a report names it from libc's separate
+/// debug info (libc6-dbg's `/usr/lib/debug/.build-id/…`), as both tools
+/// find it.
+const LIBC_WORKLOAD_C: &str = r#"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static volatile size_t sink;
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+static double cpu_ms(void) {
+    struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+int main(int argc, char **argv) {
+    double ms = argc > 1 ? atof(argv[1]) : 1000;
+    enum { N = 2000 };
+    char *names[N];
+    unsigned long x = 1;
+    while (cpu_ms() < ms) {
+        for (int i = 0; i < N; i++) {
+            x = x * 6364136223846793005UL + 1442695040888963407UL;
+            names[i] = malloc(48);
+            snprintf(names[i], 48, "symbol-%lu-%lx", x % 97, x >> 40);
+        }
+        qsort(names, N, sizeof names[0], by_name);
+        for (int i = 0; i < N; i++) {
+            sink += strlen(names[i]) + (strstr(names[i], "-4") != NULL);
+            free(names[i]);
+        }
+    }
     return 0;
 }
 "#;
@@ -169,9 +209,43 @@ pub(crate) fn tempdir() -> Result<PathBuf, String> {
 }
 
 fn run_in(dir: &Path, pmcstat: &Path) -> Result<(), String> {
-    let src = dir.join("workload.c");
-    let exe = dir.join("workload");
-    std::fs::write(&src, WORKLOAD_C).map_err(|e| format!("write workload: {e}"))?;
+    run_workload(
+        dir,
+        pmcstat,
+        "frame-pointer workload",
+        "workload",
+        WORKLOAD_C,
+    )?;
+    // Debian's libc is stripped: its names are in libc6-dbg's debug file.
+    if Path::new(DEBUG_BUILD_ID_DIR).is_dir() {
+        run_workload(
+            dir,
+            pmcstat,
+            "libc workload (names from libc's separate debug info)",
+            "libc_workload",
+            LIBC_WORKLOAD_C,
+        )
+    } else {
+        println!(
+            "\nlibc workload: not run ({DEBUG_BUILD_ID_DIR} is missing: apt-get install libc6-dbg)"
+        );
+        Ok(())
+    }
+}
+
+/// Where libc6-dbg keeps debug files by build id.
+const DEBUG_BUILD_ID_DIR: &str = "/usr/lib/debug/.build-id";
+
+fn run_workload(
+    dir: &Path,
+    pmcstat: &Path,
+    label: &str,
+    name: &str,
+    source: &str,
+) -> Result<(), String> {
+    let src = dir.join(format!("{name}.c"));
+    let exe = dir.join(name);
+    std::fs::write(&src, source).map_err(|e| format!("write workload: {e}"))?;
     let status = Command::new("cc")
         .args(["-O1", "-g", "-fno-omit-frame-pointer", "-o"])
         .arg(&exe)
@@ -181,7 +255,10 @@ fn run_in(dir: &Path, pmcstat: &Path) -> Result<(), String> {
     if !status.success() {
         return Err("compiling the workload failed".into());
     }
-    let (log, data) = (dir.join("samples.pmclog"), dir.join("perf.data"));
+    let (log, data) = (
+        dir.join(format!("{name}.pmclog")),
+        dir.join(format!("{name}.perf.data")),
+    );
     let ms = WORKLOAD_MS.to_string();
     let period = PERIOD_NS.to_string();
     let out = Command::new(pmcstat)
@@ -233,7 +310,7 @@ fn run_in(dir: &Path, pmcstat: &Path) -> Result<(), String> {
         .count();
     let perf_samples = perf_sample_count(&data).unwrap_or(0);
     println!(
-        "\nreports of one workload: pmcstat {our_samples} samples, perf {perf_samples} samples \
+        "\nreports of the {label}: pmcstat {our_samples} samples, perf {perf_samples} samples \
          (cpu-clock:u every {PERIOD_NS} ns; best of 3 runs each)"
     );
     if let Some(note) = few_samples_note(our_samples.min(perf_samples)) {

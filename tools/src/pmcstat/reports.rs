@@ -118,16 +118,31 @@ pub(super) fn write_reports(
     // One symbolised profile for -G, --folded, -F, -g, --pprof, --flamegraph.
     let profile =
         (args.callgraph.is_some() || args.folded.is_some() || args.profile.any()).then(|| {
-            let options = ProfileArgs::options(
+            let mut options = ProfileArgs::options(
                 events,
                 period,
                 args.show_address,
                 args.depth.map(|d| d as usize),
             );
+            options.debug_root.clone_from(&root);
+            options.names_only = names_only(args);
+            // Files under a -r root are copies made for the report, newer
+            // than the log by nature: their times say nothing of the build.
+            if from_log && root.is_none() {
+                options.recorded_until = args.read_log.as_deref().and_then(log_written);
+            }
             pmc_report::Profile::from_events_with(events, &options)
         });
     if let Some(profile) = &profile {
         warn_kernel_names_missing(TOOL, profile.kernel_names_missing.as_ref());
+        if args.verbose > 0 {
+            for note in &profile.debug_notes {
+                eprintln!("{TOOL}: symbols: {note}");
+            }
+            let n = profile.debug_files_opened;
+            let files = if n == 1 { "file" } else { "files" };
+            eprintln!("{TOOL}: symbols: {n} debug {files} read");
+        }
     }
     if let (Some(path), Some(profile)) = (&args.callgraph, &profile) {
         write_graph(args, path, printfile, &pmc_report::callgraph(profile))?;
@@ -245,6 +260,18 @@ pub(super) fn list_or_describe(args: &Args) -> Result<ExitCode, ExitCode> {
 }
 
 /// `-R FILE`: dump the log's records, or write the reports asked for.
+/// Whether `-G` is the only profile asked for: it prints function names,
+/// so DWARF (inline frames, file:line) need not be read.
+fn names_only(args: &Args) -> bool {
+    args.folded.is_none() && !args.profile.any()
+}
+
+/// When a log was last written: objects changed on disk after it are
+/// another build than the one sampled (pmclog keeps no build ids).
+fn log_written(path: &std::path::Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
 pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
     if !(args.process.is_empty()
         && args.system.is_empty()
@@ -266,7 +293,11 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
                 path,
                 graph_file(args),
                 args.folded.as_deref(),
-                ProfileArgs::options(&[], None, args.show_address, None),
+                pmc_report::ProfileOptions {
+                    recorded_until: log_written(path),
+                    names_only: names_only(args),
+                    ..ProfileArgs::options(&[], None, args.show_address, None)
+                },
             )
             .map_err(|(status, e)| {
                 eprintln!("{TOOL}: {e}");

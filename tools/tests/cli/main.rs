@@ -16,6 +16,8 @@ use pmc::probe::{Environment, Tracefs};
 
 mod bad_input;
 mod dwarf_stacks;
+mod debian_profiles;
+mod debug_symbols;
 mod freebsd_annotate;
 mod freebsd_counting;
 mod freebsd_pmccontrol;
@@ -50,5 +52,7 @@ fn main() {
     tests.extend(freebsd_counting::tests());
     tests.extend(lost_samples::tests());
     tests.extend(dwarf_stacks::tests());
+    tests.extend(debug_symbols::tests());
+    tests.extend(debian_profiles::tests());
     libtest_mimic::run(&args, harness::trials(tests, &env)).exit();
 }

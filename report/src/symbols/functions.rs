@@ -1,0 +1,207 @@
+//! The functions of an ELF object from its symbol tables: sized, unsized
+//! ones ended by their neighbours or their section, and x86-64 PLT stubs.
+
+use object::{Object, ObjectSection};
+
+fn demangle(name: &str) -> String {
+    format!("{:#}", rustc_demangle::demangle(name))
+}
+
+/// A function of an ELF object: its link-time `[start, end)` and demangled
+/// name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionSymbol {
+    /// Link-time address of its first byte.
+    pub start: u64,
+    /// Link-time address past its last byte.
+    pub end: u64,
+    /// Demangled name; `name@plt` for a PLT stub.
+    pub name: String,
+}
+
+/// The functions of an object, sorted by start: its text symbols (static
+/// and dynamic, one per address) and, on x86-64, `name@plt` for each PLT
+/// stub as binutils' objdump names them.
+///
+/// A sized symbol covers `size` bytes. An unsized one (assembly such as
+/// crti's `_init` and `_fini`) reaches the next function or the end of its
+/// section, whichever comes first, so that a pc in a stub section after
+/// it (lld puts `.plt` after `.fini`) is not taken for it.
+pub fn function_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
+    let mut raw = raw_symbols(file, false);
+    raw.extend(raw_symbols(file, true));
+    raw.extend(plt_symbols(file));
+    sized_functions(raw)
+}
+
+/// The PLT stubs as symbols of the last tier.
+pub(super) fn plt_symbols(file: &object::File<'_>) -> impl Iterator<Item = RawSymbol> {
+    plt_stubs(file).into_iter().map(|(start, name)| RawSymbol {
+        start,
+        size: PLT_ENTRY,
+        section_end: start + PLT_ENTRY,
+        tier: Tier::Plt,
+        alias: AliasRank::default(),
+        name,
+    })
+}
+
+/// Where a symbol comes from, best first: at one address a better
+/// source's name wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Tier {
+    /// `.symtab`: the object's own, a debug file's or MiniDebugInfo's.
+    Symtab,
+    Dynsym,
+    Plt,
+}
+
+/// Among aliases of one source at one address, perf's choice
+/// (`choose_best_symbol`, tools/perf/util/symbol.c): sized over unsized,
+/// not weak over weak, global over local, fewer leading underscores, the
+/// longer name; smaller is better. So glibc's `malloc` is `malloc`, not
+/// `__GI___libc_malloc`, as `perf report` names it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct AliasRank {
+    without_size: bool,
+    weak: bool,
+    local: bool,
+    underscores: usize,
+    shorter: std::cmp::Reverse<usize>,
+}
+
+/// A text symbol as its table gives it.
+#[derive(Debug, Clone)]
+pub(crate) struct RawSymbol {
+    pub(super) start: u64,
+    /// 0 for an unsized symbol.
+    pub(super) size: u64,
+    /// End of the symbol's section: an unsized symbol ends there at most.
+    pub(super) section_end: u64,
+    pub(super) tier: Tier,
+    pub(super) alias: AliasRank,
+    /// Demangled.
+    pub(super) name: String,
+}
+
+/// The text symbols of `.symtab`, or with `dynamic` of `.dynsym`.
+pub(crate) fn raw_symbols(file: &object::File<'_>, dynamic: bool) -> Vec<RawSymbol> {
+    use object::ObjectSymbol as _;
+    let section_end = |index: Option<object::SectionIndex>| {
+        let section = file.section_by_index(index?).ok()?;
+        Some(section.address() + section.size())
+    };
+    let symbols = if dynamic {
+        file.dynamic_symbols()
+    } else {
+        file.symbols()
+    };
+    symbols
+        .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+        .filter_map(|s| {
+            let name = s.name().ok().filter(|n| !n.is_empty())?;
+            Some(RawSymbol {
+                start: s.address(),
+                size: s.size(),
+                section_end: section_end(s.section_index()).unwrap_or(s.address()),
+                tier: if dynamic { Tier::Dynsym } else { Tier::Symtab },
+                alias: AliasRank {
+                    without_size: s.size() == 0,
+                    weak: s.is_weak(),
+                    local: s.is_local(),
+                    underscores: name.len() - name.trim_start_matches('_').len(),
+                    shorter: std::cmp::Reverse(name.len()),
+                },
+                name: demangle(name),
+            })
+        })
+        .collect()
+}
+
+/// Functions from symbols: at one address the best [`Tier`]'s best
+/// [`AliasRank`] wins (then the first listed); an unsized symbol reaches
+/// the next function or its section's end, whichever comes first.
+pub(super) fn sized_functions(mut raw: Vec<RawSymbol>) -> Vec<FunctionSymbol> {
+    // Stable: among equals the first listed stays first.
+    raw.sort_by_key(|f| (f.start, f.tier, f.alias));
+    raw.dedup_by_key(|f| f.start);
+    let mut functions = Vec::with_capacity(raw.len());
+    let mut raw = raw.into_iter().peekable();
+    while let Some(RawSymbol {
+        start,
+        size,
+        section_end,
+        name,
+        ..
+    }) = raw.next()
+    {
+        let end = match (size, raw.peek()) {
+            (0, Some(next)) => next.start.min(section_end),
+            (0, None) => section_end,
+            _ => start.saturating_add(size),
+        };
+        functions.push(FunctionSymbol {
+            start,
+            end: end.max(start),
+            name,
+        });
+    }
+    functions
+}
+
+/// The function of `functions` (sorted by start) that covers `addr`.
+pub fn function_at(functions: &[FunctionSymbol], addr: u64) -> Option<&FunctionSymbol> {
+    let i = functions.partition_point(|f| f.start <= addr);
+    let f = functions.get(i.checked_sub(1)?)?;
+    (addr < f.end).then_some(f)
+}
+
+/// Bytes of one x86-64 PLT entry, and of `.plt`'s first (resolver) entry.
+pub(super) const PLT_ENTRY: u64 = 16;
+
+/// `(address, "name@plt")` of an x86-64 object's PLT stubs: entry `i` jumps
+/// through `.rela.plt`'s relocation `i`. With IBT (`.plt.sec`) the stubs
+/// callers use are `.plt.sec`'s, one per relocation; else they follow
+/// `.plt`'s resolver entry. A layout that does not fit gives no names.
+pub(super) fn plt_stubs(file: &object::File<'_>) -> Vec<(u64, String)> {
+    use object::ObjectSymbol as _;
+    use object::ObjectSymbolTable as _;
+    if file.architecture() != object::Architecture::X86_64 || !file.is_little_endian() {
+        return Vec::new();
+    }
+    let (Some(rela), Some(dynsym)) = (
+        file.section_by_name(".rela.plt"),
+        file.dynamic_symbol_table(),
+    ) else {
+        return Vec::new();
+    };
+    let Ok(data) = rela.data() else {
+        return Vec::new();
+    };
+    // Elf64_Rela: r_offset, r_info (symbol << 32 | type), r_addend.
+    let names: Vec<Option<String>> = data
+        .chunks_exact(24)
+        .map(|r| {
+            let info = u64::from_le_bytes(r[8..16].try_into().ok()?);
+            let symbol = dynsym
+                .symbol_by_index(object::SymbolIndex((info >> 32) as usize))
+                .ok()?;
+            let name = symbol.name().ok().filter(|n| !n.is_empty())?;
+            Some(format!("{}@plt", demangle(name)))
+        })
+        .collect();
+    let n = names.len() as u64;
+    let first = match (
+        file.section_by_name(".plt.sec"),
+        file.section_by_name(".plt"),
+    ) {
+        (Some(sec), _) if sec.size() == n * PLT_ENTRY => sec.address(),
+        (None, Some(plt)) if plt.size() == (n + 1) * PLT_ENTRY => plt.address() + PLT_ENTRY,
+        _ => return Vec::new(),
+    };
+    names
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, name)| Some((first + i as u64 * PLT_ENTRY, name?)))
+        .collect()
+}

@@ -1,0 +1,383 @@
+//! Flat profiles of the machine's own (Debian's) programs agree with
+//! `perf report`: the same workload sampled by each tool with the same
+//! event (`cpu-clock`, user mode) and period, in one run; every function above 2 % of
+//! the samples in either report is within ±3 points in the other, and
+//! pmcstat leaves no more samples unnamed than perf does (within the same
+//! ±3-point band: two runs of one workload never sample it identically).
+//!
+//! Functions are matched by object file name and symbol, an unnamed pc by
+//! object and address (perf's `0x…14a9e` is pmcstat's `dash+0x14a9e`).
+//! Which names exist depends on what is installed (libc6-dbg names libc's
+//! internals for both tools); the comparison holds either way.
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+
+use pmc::probe::Requirement as R;
+
+use crate::ensure;
+use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::temp::TempDir;
+
+const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
+
+/// cpu-clock's period in ns for both tools: 4 kHz.
+const PERIOD: &str = "250000";
+/// A function this share of either report must be in both.
+const NOTABLE: f64 = 2.0;
+/// How far apart one function's shares may be, in points.
+const BAND: f64 = 3.0;
+
+fn needs(programs: &[&str]) -> Vec<R> {
+    let mut r = vec![
+        R::Paranoid(2),
+        R::Program("perf".into()),
+        R::Program("readelf".into()),
+    ];
+    r.extend(programs.iter().map(|p| R::Program((*p).into())));
+    r
+}
+
+pub fn tests() -> Vec<LiveTest> {
+    vec![
+        test(
+            "debian_profiles::a_dash_loop_agrees_with_perf_report",
+            needs(&["dash"]),
+            a_dash_loop_agrees_with_perf_report,
+        ),
+        test(
+            "debian_profiles::gzip_agrees_with_perf_report",
+            needs(&["gzip"]),
+            gzip_agrees_with_perf_report,
+        ),
+        test(
+            "debian_profiles::sort_agrees_with_perf_report",
+            needs(&["sort"]),
+            sort_agrees_with_perf_report,
+        ),
+        test(
+            "debian_profiles::python3_agrees_with_perf_report",
+            // Debian's own, not a python3 first on PATH (a pyenv shim is a
+            // bash script).
+            needs(&[DEBIAN_PYTHON3]),
+            python3_agrees_with_perf_report,
+        ),
+    ]
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A flat profile: (object file name, function or `0x` + object address)
+/// → percent of samples.
+type Flat = HashMap<(String, String), f64>;
+
+/// Runs `program args` with stdout and stderr captured; it must succeed.
+fn run(program: &str, args: &[&str]) -> Result<String, libtest_mimic::Failed> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .ctx(program)?;
+    ensure!(
+        out.status.success(),
+        "{program} {args:?}: {:?}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    Ok(text(&out.stdout))
+}
+
+/// `0x` + the address without leading zeros, as both tools' unnamed pcs
+/// are keyed.
+fn address_key(hex: &str) -> Option<String> {
+    let v = u64::from_str_radix(hex.trim_start_matches("0x"), 16).ok()?;
+    Some(format!("{v:#x}"))
+}
+
+/// pmcstat's `-G` top-level lines (pmcpl_callgraph.c: the sampled
+/// functions with their own share): `NN.NN%  [count]  name @ path`.
+fn pmcstat_flat(graph: &str, paths: &mut HashMap<String, String>) -> Flat {
+    let mut flat = Flat::new();
+    for l in graph.lines() {
+        if !l.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let Some((percent, rest)) = l.split_once('%') else {
+            continue;
+        };
+        let Ok(percent) = percent.parse::<f64>() else {
+            continue;
+        };
+        let Some((_, rest)) = rest.split_once(']') else {
+            continue;
+        };
+        let (name, object) = match rest.trim().rsplit_once(" @ ") {
+            Some((n, p)) => {
+                let base = p.rsplit('/').next().unwrap_or(p);
+                paths.insert(base.to_string(), p.to_string());
+                (n.trim(), base)
+            }
+            None => (rest.trim(), "[unknown]"),
+        };
+        let key = match name.rsplit_once("+0x") {
+            Some((image, offset)) if image == object => {
+                address_key(offset).unwrap_or_else(|| name.to_string())
+            }
+            _ => name.to_string(),
+        };
+        *flat.entry((object.to_string(), key)).or_default() += percent;
+    }
+    flat
+}
+
+/// `perf report --sort comm,dso,sym --stdio` lines of `comm`
+/// (`NN.NN%  comm  dso  [.] symbol`), as percents of that command's
+/// samples.
+fn perf_flat(report: &str, comm: &str) -> Flat {
+    let mut flat = Flat::new();
+    for l in report.lines() {
+        let l = l.trim();
+        if l.starts_with('#') || l.is_empty() {
+            continue;
+        }
+        let mut f = l.splitn(2, '%');
+        let (Some(percent), Some(rest)) = (f.next(), f.next()) else {
+            continue;
+        };
+        let Ok(percent) = percent.trim().parse::<f64>() else {
+            continue;
+        };
+        let Some((comm_dso, sym)) = rest.split_once("[.]") else {
+            continue;
+        };
+        let mut words = comm_dso.split_whitespace();
+        if words.next() != Some(comm) {
+            continue;
+        }
+        let dso = words.collect::<Vec<_>>().join(" ");
+        let sym = sym.trim();
+        let key = if sym.starts_with("0x") {
+            address_key(sym).unwrap_or_else(|| sym.to_string())
+        } else {
+            sym.to_string()
+        };
+        *flat.entry((dso, key)).or_default() += percent;
+    }
+    let total: f64 = flat.values().sum();
+    if total > 0.0 {
+        flat.values_mut().for_each(|p| *p *= 100.0 / total);
+    }
+    flat
+}
+
+/// perf shows an unnamed pc by its file offset, pmcstat by its address in
+/// the object (what nm and addr2line use); they differ in objects linked
+/// at a fixed address (Debian's python3.11 is not PIE). perf's offsets
+/// become object addresses by the object's PT_LOADs, read with readelf.
+fn in_object_addresses(
+    flat: Flat,
+    paths: &HashMap<String, String>,
+) -> Result<Flat, libtest_mimic::Failed> {
+    let mut out = Flat::new();
+    let mut loads: HashMap<String, Vec<(u64, u64, u64)>> = HashMap::new();
+    for ((dso, key), percent) in flat {
+        let address = key
+            .strip_prefix("0x")
+            .and_then(|h| u64::from_str_radix(h, 16).ok());
+        let key = match (address, paths.get(&dso)) {
+            (Some(offset), Some(path)) => {
+                if !loads.contains_key(&dso) {
+                    loads.insert(dso.clone(), pt_loads(path)?);
+                }
+                loads[&dso]
+                    .iter()
+                    .find(|(off, size, _)| (*off..off + size).contains(&offset))
+                    .map_or(key, |(off, _, vaddr)| {
+                        format!("{:#x}", vaddr + (offset - off))
+                    })
+            }
+            _ => key,
+        };
+        *out.entry((dso, key)).or_default() += percent;
+    }
+    Ok(out)
+}
+
+/// (file offset, file size, vaddr) of each PT_LOAD, as `readelf -lW` shows.
+fn pt_loads(path: &str) -> Result<Vec<(u64, u64, u64)>, libtest_mimic::Failed> {
+    let listing = run("readelf", &["-lW", path])?;
+    let hex = |w: &str| u64::from_str_radix(w.trim_start_matches("0x"), 16).ok();
+    Ok(listing
+        .lines()
+        .filter(|l| l.trim_start().starts_with("LOAD"))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((hex(f.get(1)?)?, hex(f.get(4)?)?, hex(f.get(2)?)?))
+        })
+        .collect())
+}
+
+/// The share of a profile no symbol names.
+fn unnamed(flat: &Flat) -> f64 {
+    flat.iter()
+        .filter(|((_, f), _)| f.starts_with("0x"))
+        .map(|(_, p)| p)
+        .sum()
+}
+
+/// Samples one run of `command` with both tools at once (perf records
+/// pmcstat, which records the command), so the two profiles differ by
+/// sampling alone, not by two runs of a workload that varies (a hash
+/// seed, the cache, a loaded machine); of perf's report the command's own
+/// rows count, relative to their total.
+fn agrees_with_perf(what: &str, command: &[&str]) -> TestResult {
+    let dir = TempDir::new(&format!("debian-{what}"))?;
+    let log = dir.path("s.pmclog");
+    let data = dir.path("perf.data");
+    let mut args = vec![
+        "record",
+        "-q",
+        "-e",
+        "cpu-clock:u",
+        "-c",
+        PERIOD,
+        "-o",
+        &data,
+        "--",
+        PMCSTAT,
+        "-P",
+        "cpu-clock,usr",
+        "-n",
+        PERIOD,
+        "-O",
+        &log,
+        "--",
+    ];
+    args.extend(command);
+    run("perf", &args)?;
+    let graph = run(PMCSTAT, &["-R", &log, "-G", "-"])?;
+    let mut paths = HashMap::new();
+    let ours = pmcstat_flat(&graph, &mut paths);
+    let comm = command[0].rsplit('/').next().unwrap_or(command[0]);
+    // perf 6.1's `--comms` drops some of the command's own entries
+    // (__memcmp_avx2_movbe of `sort`, in some runs): sort by comm instead
+    // and keep the command's rows.
+    let report = run(
+        "perf",
+        &[
+            "report",
+            "-i",
+            &data,
+            "--sort",
+            "comm,dso,sym",
+            "--stdio",
+            "-q",
+        ],
+    )?;
+    let perfs = in_object_addresses(perf_flat(&report, comm), &paths)?;
+    ensure!(
+        !ours.is_empty() && !perfs.is_empty(),
+        "empty profile: pmcstat\n{graph}\nperf\n{report}"
+    );
+
+    let mut keys: Vec<&(String, String)> = ours
+        .iter()
+        .chain(perfs.iter())
+        .filter(|(_, p)| **p > NOTABLE)
+        .map(|(k, _)| k)
+        .collect();
+    keys.sort();
+    keys.dedup();
+    let mut table = String::new();
+    let mut off = Vec::new();
+    for k in keys {
+        let (a, b) = (
+            ours.get(k).copied().unwrap_or(0.0),
+            perfs.get(k).copied().unwrap_or(0.0),
+        );
+        table.push_str(&format!("{:>7.2} {:>7.2}  {} {}\n", a, b, k.0, k.1));
+        if (a - b).abs() > BAND {
+            off.push(k.clone());
+        }
+    }
+    let (u_ours, u_perf) = (unnamed(&ours), unnamed(&perfs));
+    table.push_str(&format!("{u_ours:>7.2} {u_perf:>7.2}  unnamed\n"));
+    eprintln!("{what}: pmcstat %, perf %\n{table}");
+    ensure!(
+        off.is_empty(),
+        "{what}: shares more than {BAND} points apart: {off:?}\npmcstat perf\n{table}"
+    );
+    ensure!(
+        u_ours <= u_perf + BAND,
+        "{what}: pmcstat leaves {u_ours:.2} % unnamed, perf {u_perf:.2} %\n{table}"
+    );
+    Ok(())
+}
+
+fn a_dash_loop_agrees_with_perf_report() -> TestResult {
+    agrees_with_perf(
+        "dash",
+        &[
+            "dash",
+            "-c",
+            "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
+        ],
+    )
+}
+
+/// Deterministic text of `lines` lines of pseudo-random words (an LCG, so
+/// every run compresses and sorts the same input).
+fn generated_text(lines: usize) -> String {
+    const WORDS: [&str; 16] = [
+        "counter", "sample", "period", "event", "kernel", "process", "thread", "symbol", "profile",
+        "stack", "frame", "object", "debug", "build", "record", "report",
+    ];
+    let mut state: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut out = String::with_capacity(lines * 40);
+    for _ in 0..lines {
+        for _ in 0..5 {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            out.push_str(WORDS[(state >> 60) as usize]);
+            out.push_str(&format!("{} ", (state >> 40) & 0xfff));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn gzip_agrees_with_perf_report() -> TestResult {
+    let dir = TempDir::new("gzip-input")?;
+    let input = dir.path("input.txt");
+    std::fs::write(&input, generated_text(400_000)).ctx("write the input")?;
+    // -k: the input stays for the second tool's run; -f: its output
+    // replaces the first run's.
+    agrees_with_perf("gzip", &["gzip", "-9", "-k", "-f", &input])
+}
+
+fn sort_agrees_with_perf_report() -> TestResult {
+    let dir = TempDir::new("sort-input")?;
+    let input = dir.path("input.txt");
+    std::fs::write(&input, generated_text(1_000_000)).ctx("write the input")?;
+    // One thread: sort's helper threads made the two tools' shares of
+    // sort's own code differ by 3.5 points once in a loaded full run
+    // (27.4 % against 23.9 %), which this test is not about.
+    agrees_with_perf("sort", &["sort", "--parallel=1", "-o", "/dev/null", &input])
+}
+
+/// Debian's python3 (`python3-minimal`).
+const DEBIAN_PYTHON3: &str = "/usr/bin/python3";
+
+fn python3_agrees_with_perf_report() -> TestResult {
+    agrees_with_perf(
+        "python3",
+        &[
+            DEBIAN_PYTHON3,
+            "-c",
+            "s = 0\nfor i in range(3_000_000):\n    s += i * i % 7\nprint(s)",
+        ],
+    )
+}
