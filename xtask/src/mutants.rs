@@ -96,7 +96,11 @@ pub const TARGETS: [Target; 11] = [
     // libpmc for C: the Rust tests and the C programs (tests/c_programs.rs).
     target("hwpmc-capi", "capi/src/**", &["--tests"]),
     // pmcstat's output formats: the golden tests of FreeBSD's printfs.
-    target("hwpmc-tools", "tools/src/output.rs", &["--lib", "--test=cli"]),
+    target(
+        "hwpmc-tools",
+        "tools/src/output.rs",
+        &["--lib", "--test=cli"],
+    ),
 ];
 
 /// Options of `cargo xtask mutants`.

@@ -15,9 +15,9 @@ mod workloads;
 use pmc::probe::{Environment, Tracefs};
 
 mod bad_input;
-mod dwarf_stacks;
 mod debian_profiles;
 mod debug_symbols;
+mod dwarf_stacks;
 mod freebsd_annotate;
 mod freebsd_counting;
 mod freebsd_pmccontrol;
