@@ -109,6 +109,10 @@ fn every_entry_point_returns_its_error_value_and_edoofus_after_a_panic() {
         ("pmc_rw", Box::new(move || pmc_rw(1, 0, v) == -1)),
         ("pmc_set", Box::new(move || pmc_set(1, 0) == -1)),
         (
+            "pmc_set_user_stack",
+            Box::new(move || pmc_set_user_stack(8192) == -1),
+        ),
+        (
             "pmc_capabilities",
             Box::new(move || pmc_capabilities(1, u) == -1),
         ),

@@ -80,6 +80,11 @@ mod tests {
         assert_eq!(mapped("inst_retired.any").unwrap(), "inst_retired.any");
         assert_eq!(mapped("instructions,usr").unwrap(), "instructions,usr");
         assert_eq!(mapped("page-faults").unwrap(), "SOFT-PAGE_FAULT.ALL");
+        // libpmc's qualifiers follow the translated name.
+        assert_eq!(
+            mapped("page-faults,usr").unwrap(),
+            "SOFT-PAGE_FAULT.ALL,usr"
+        );
         assert_eq!(mapped("tsc").unwrap(), "TSC-cycles");
         assert_eq!(mapped("TSC-TSC").unwrap(), "TSC-cycles");
     }

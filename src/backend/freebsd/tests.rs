@@ -232,3 +232,26 @@ fn a_refused_attach_releases_its_pmc_and_says_why() {
     p.start().unwrap();
     assert_eq!(p.targets(), vec![1000], "the refused attach did not count");
 }
+
+#[test]
+fn a_refused_start_names_the_op_and_the_hwpmc_pmc() {
+    // A CPU that went offline after the allocate: hwpmc's
+    // pmc_cpu_is_active test fails with ENXIO (at the read that saves the
+    // value before a start, PMCRW); the error says which request of which
+    // hwpmc PMC it was.
+    let k = kernel();
+    let b = backend(&k);
+    let mut p = crate::Owner::new(b)
+        .allocate_with_count("page-faults", Mode::SC, Flags::empty(), Cpu::Id(1), 0)
+        .unwrap();
+    k.set_cpu_active(1, false);
+    let e = p.start().unwrap_err();
+    assert_eq!(e.errno(), libc::ENXIO, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains(" hwpmc PMC 0x") && text.contains("on cpu 1"),
+        "{text}"
+    );
+    k.set_cpu_active(1, true);
+    p.start().unwrap();
+}

@@ -273,6 +273,20 @@ fn pmcstat_stacks(dir: &TempDir, command: &[&str]) -> Result<Vec<Stack>, libtest
         String::from_utf8_lossy(&out.stderr)
     );
     let text = std::fs::read_to_string(&folded).ctx("read the folded stacks")?;
+    // Folded stacks name functions without their image; the call graph
+    // (`-G`, pmcpl_callgraph.c's tree) gives it, `name @ image` where the
+    // image changes from the caller's: a frame named by pmcstat alone is
+    // compared on its image, as one named by perf alone is.
+    let out = Command::new(PMCSTAT)
+        .args(["-R", &log, "-G", "-"])
+        .output()
+        .ctx("run pmcstat -R -G")?;
+    ensure!(
+        out.status.success(),
+        "pmcstat -R -G: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let images = images_of_names(&String::from_utf8_lossy(&out.stdout));
     let mut stacks = Vec::new();
     for line in text.lines() {
         let Some((frames, count)) = line.rsplit_once(' ') else {
@@ -285,13 +299,42 @@ fn pmcstat_stacks(dir: &TempDir, command: &[&str]) -> Result<Vec<Stack>, libtest
                 Some((image, off)) if off.chars().all(|c| c.is_ascii_hexdigit()) => {
                     (None, image_name(image))
                 }
-                _ => (Some(f.to_string()), String::new()),
+                _ => (
+                    Some(f.to_string()),
+                    images.get(f).cloned().unwrap_or_default(),
+                ),
             })
             .collect();
         stacks.extend(std::iter::repeat_n(stack, count));
     }
-    // pmcstat's folded stacks name functions without their image.
     Ok(stacks)
+}
+
+/// Each function's image from `pmcstat -R -G`'s tree: a line is
+/// `PCT% [COUNT] NAME` or `… NAME @ IMAGE`, indented one space per depth; a
+/// line without `@` is in its caller's image.
+fn images_of_names(graph: &str) -> HashMap<String, String> {
+    let mut images = HashMap::new();
+    let mut by_depth: Vec<String> = Vec::new();
+    for line in graph.lines() {
+        let depth = line.len() - line.trim_start().len();
+        let Some((_, rest)) = line.split_once("] ") else {
+            continue;
+        };
+        let rest = rest.trim();
+        let (name, image) = match rest.split_once(" @ ") {
+            Some((name, image)) => (name, image_name(image)),
+            None => match depth.checked_sub(1).and_then(|d| by_depth.get(d)) {
+                Some(image) => (rest, image.clone()),
+                None => continue,
+            },
+        };
+        by_depth.truncate(depth);
+        by_depth.resize(depth, String::new());
+        by_depth.push(image.clone());
+        images.entry(name.to_string()).or_insert(image);
+    }
+    images
 }
 
 fn perf_stacks(dir: &TempDir, command: &[&str]) -> Result<Vec<Stack>, libtest_mimic::Failed> {
