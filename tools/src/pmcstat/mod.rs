@@ -248,18 +248,31 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     // Before the command starts: from its exec on, a Ctrl-C must not kill
     // pmcstat before it has reported. pmcstat.c on SIGINT: signal the
     // command it started (pmcstat_kill_process), then report once it exits.
+    // Started with SIGINT ignored (a background job of a shell without job
+    // control, nohup-like wrappers), the command inherits that as from any
+    // parent: it is started before the handler, whose installation would
+    // reset it to the default at the command's exec. Nothing can interrupt
+    // pmcstat meanwhile: SIGINT is still ignored then.
     let interrupts = Arc::new(AtomicUsize::new(0));
-    {
+    let install_handler = || {
         let count = interrupts.clone();
         let _ = ctrlc::set_handler(move || {
             count.fetch_add(1, Ordering::SeqCst);
         });
+    };
+    let inherit_ignored_sigint = sigint_ignored();
+    if !inherit_ignored_sigint {
+        install_handler();
     }
-    let mut held = if args.command.is_empty() {
+    let held = if args.command.is_empty() {
         None
     } else {
-        Some(HeldCommand::spawn(&args.command).map_err(|e| cannot_run(&args.command[0], &e))?)
+        Some(HeldCommand::spawn(&args.command).map_err(|e| cannot_run(&args.command[0], &e)))
     };
+    if inherit_ignored_sigint {
+        install_handler();
+    }
+    let mut held = held.transpose()?;
     // A command is counted from its exec on (attach_at_exec): pmcstat's own
     // start-up of it is not the command's work. Targets of -t that exited
     // meanwhile are skipped (ESRCH), none attached is EX_DATAERR, as
@@ -600,4 +613,18 @@ fn new_file_permissions() -> std::fs::Permissions {
     let mask = umask(Mode::from_bits_truncate(0o022));
     umask(mask);
     std::fs::Permissions::from_mode(0o666 & !mask.bits())
+}
+
+/// Whether this process started with SIGINT ignored (Linux's
+/// `/proc/self/status` `SigIgn` mask; elsewhere assumed not).
+fn sigint_ignored() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("SigIgn:"))
+                .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        })
+        .is_some_and(|mask| mask & (1 << (nix::sys::signal::Signal::SIGINT as u64 - 1)) != 0)
 }
