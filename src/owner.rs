@@ -238,8 +238,8 @@ impl Owner {
     /// Replaces the [`StackUnwinder`](crate::sample::StackUnwinder) that
     /// turns samples' user stacks into their logged user call chains
     /// (`None`: samples keep the kernel's frame-pointer chain). An owner
-    /// starts with [`crate::sample::DwarfUnwinder`] where the
-    /// `dwarf-unwind` feature is on, else with none. Takes effect from the
+    /// starts with `pmc::sample::DwarfUnwinder` where the `dwarf-unwind`
+    /// feature is on, else with none. Takes effect from the
     /// next drain; mappings logged before are not told to the new one.
     pub fn set_stack_unwinder(&self, unwinder: Option<Box<dyn crate::sample::StackUnwinder>>) {
         self.inner.sources().unwinder = unwinder;

@@ -12,7 +12,7 @@
 //! even of programs built without frame pointers.
 //!
 //! With the `dwarf-unwind` feature (on in `pmcstat` and `libpmc`),
-//! owners start with [`DwarfUnwinder`]: the objects' CFI through the
+//! owners start with `DwarfUnwinder`: the objects' CFI through the
 //! `hwpmc-unwind` crate. Without it, or after
 //! [`Owner::set_stack_unwinder`](crate::Owner::set_stack_unwinder)`(None)`,
 //! samples keep the kernel's frame-pointer chain. An embedder that wants

@@ -33,7 +33,7 @@
 #![warn(missing_docs)]
 
 pub mod abi;
-/// The kernel double is test support: not in a production build.
+// The kernel double is test support: not in a production build.
 #[cfg(any(test, feature = "test-doubles"))]
 pub mod double;
 pub mod event;

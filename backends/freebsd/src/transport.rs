@@ -1,6 +1,6 @@
 //! The seam between the platform-neutral backend and the kernel: one
 //! typed request per `PMC_OP_*`, answered by the FreeBSD system call
-//! (`sys`, FreeBSD only) or by the [`crate::double`].
+//! (`sys`, FreeBSD only) or by the kernel double (`double`, feature `test-doubles`).
 //!
 //! Typed requests instead of a raw pointer keep every operation checked at
 //! compile time and leave the only pointer cast to the FreeBSD transport.

@@ -612,7 +612,10 @@ fn new_file_permissions() -> std::fs::Permissions {
     // yet (the log's drainer starts with the first sampling attach).
     let mask = umask(Mode::from_bits_truncate(0o022));
     umask(mask);
-    std::fs::Permissions::from_mode(0o666 & !mask.bits())
+    // mode_t is u32 on Linux, u16 on FreeBSD.
+    #[allow(clippy::useless_conversion)]
+    let mask = u32::from(mask.bits());
+    std::fs::Permissions::from_mode(0o666 & !mask)
 }
 
 /// Whether this process started with SIGINT ignored (Linux's
