@@ -247,10 +247,11 @@ fn agrees_with_perf(what: &str, command: &[&str]) -> TestResult {
         &data,
         "--",
         PMCSTAT,
-        "-P",
-        "cpu-clock,usr",
+        // -n sets the rate of the sampling PMCs after it (pmcstat(8)).
         "-n",
         PERIOD,
+        "-P",
+        "cpu-clock,usr",
         "-O",
         &log,
         "--",
