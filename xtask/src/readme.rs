@@ -96,27 +96,33 @@ fn runner(section: &str, command: &str, ci_run: &str) -> Option<Runner> {
     })
 }
 
-/// The names of the workspace's packages that may be published (from
-/// `cargo metadata`: `publish` is not `[]`).
+/// The names of the workspace's packages that may be published: each
+/// member's `[package] name`, unless it says `publish = false`. Read from
+/// the manifests, not `cargo metadata`: the privilege matrix runs this test
+/// as nobody, who cannot run root's cargo.
 fn publishable_packages() -> Vec<String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = std::process::Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps"])
-        .current_dir(root())
-        .output()
-        .expect("cargo metadata runs");
-    let meta: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("cargo metadata's JSON");
-    meta["packages"]
-        .as_array()
-        .expect("cargo metadata lists packages")
-        .iter()
-        .filter(|p| {
-            p["publish"]
-                .as_array()
-                .is_none_or(|registries| !registries.is_empty())
+    let workspace = read("Cargo.toml");
+    let members = workspace
+        .split_once("members = [")
+        .and_then(|(_, rest)| rest.split_once(']'))
+        .map(|(list, _)| list)
+        .expect("Cargo.toml lists its members");
+    members
+        .split(',')
+        .map(|m| m.trim().trim_matches('"'))
+        .filter(|m| !m.is_empty())
+        .filter_map(|member| {
+            let manifest = read(&format!("{member}/Cargo.toml"));
+            let package = manifest.split_once("[package]")?.1;
+            let package = package.split("\n[").next().unwrap_or(package);
+            let field = |key: &str| {
+                package.lines().find_map(|l| {
+                    let (k, v) = l.split_once('=')?;
+                    (k.trim() == key).then(|| v.trim().trim_matches('"').to_string())
+                })
+            };
+            (field("publish").as_deref() != Some("false")).then(|| field("name"))?
         })
-        .filter_map(|p| p["name"].as_str().map(str::to_string))
         .collect()
 }
 
