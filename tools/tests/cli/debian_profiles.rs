@@ -11,7 +11,6 @@
 //! internals for both tools); the comparison holds either way.
 
 use std::collections::HashMap;
-use std::process::{Command, Stdio};
 
 use pmc::probe::Requirement as R;
 
@@ -81,20 +80,9 @@ fn text(b: &[u8]) -> String {
 /// → percent of samples.
 type Flat = HashMap<(String, String), f64>;
 
-/// Runs `program args` with stdout and stderr captured; it must succeed.
+/// Runs `program args` ([`crate::run_ok`]); its standard output.
 fn run(program: &str, args: &[&str]) -> Result<String, libtest_mimic::Failed> {
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .ctx(program)?;
-    ensure!(
-        out.status.success(),
-        "{program} {args:?}: {:?}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
-    Ok(text(&out.stdout))
+    Ok(text(&crate::run_ok(program, args)?.stdout))
 }
 
 /// `0x` + the address without leading zeros, as both tools' unnamed pcs

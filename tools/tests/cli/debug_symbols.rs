@@ -7,7 +7,7 @@
 //! and `readelf`, not from pmc.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use pmc::log::{LogRecord, LogWriter};
 use pmc::probe::Requirement as R;
@@ -84,20 +84,7 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn run(program: &str, args: &[&str]) -> Result<Output, libtest_mimic::Failed> {
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .ctx(program)?;
-    ensure!(
-        out.status.success(),
-        "{program} {args:?}: {:?}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
-    Ok(out)
-}
+use crate::run_ok as run;
 
 /// A program whose two functions the samples hit; `variant` changes its
 /// code, and so its build id.

@@ -9,8 +9,6 @@
 //! one warning that says why. Either way a kernel pc never prints as a
 //! bare `0xffff…` address.
 
-use std::process::{Command, Output, Stdio};
-
 use pmc::probe::Requirement as R;
 
 use crate::ensure;
@@ -69,21 +67,7 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// Runs `program args`, which must succeed.
-fn run(program: &str, args: &[&str]) -> Result<Output, libtest_mimic::Failed> {
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .ctx(program)?;
-    ensure!(
-        out.status.success(),
-        "{program} {args:?}: {:?}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
-    Ok(out)
-}
+use crate::run_ok as run;
 
 /// The kernel text symbols a reader sees: (address, name), sorted; empty
 /// when kallsyms shows it every address as 0. `reader` runs `cat` (as

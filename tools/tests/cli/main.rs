@@ -31,6 +31,27 @@ mod real_use;
 mod temp;
 mod tools;
 
+/// Runs `program args` with its output captured; it must succeed (the
+/// error names the command, its status and its standard error).
+pub(crate) fn run_ok(
+    program: &str,
+    args: &[&str],
+) -> Result<std::process::Output, libtest_mimic::Failed> {
+    use harness::Context;
+    let out = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .ctx(program)?;
+    ensure!(
+        out.status.success(),
+        "{program} {args:?}: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(out)
+}
+
 fn main() {
     workloads::run_if_requested();
     let mut args = libtest_mimic::Arguments::from_args();
