@@ -229,18 +229,7 @@ fn unnamed(flat: &Flat) -> f64 {
 /// seed, the cache, a loaded machine); of perf's report the command's own
 /// rows count, relative to their total.
 fn agrees_with_perf(what: &str, command: &[&str]) -> TestResult {
-    // Sampling noise alone can put a short workload's share 3 points apart
-    // (one run in ten here): a disagreeing run is repeated twice, and only
-    // a disagreement that persists fails (a wrong name or a missing image
-    // does, every time).
-    let mut result = agrees_once(what, command);
-    for _ in 0..2 {
-        if result.is_ok() {
-            break;
-        }
-        result = agrees_once(what, command);
-    }
-    result
+    crate::persistent_disagreement(|| agrees_once(what, command))
 }
 
 fn agrees_once(what: &str, command: &[&str]) -> TestResult {

@@ -120,6 +120,10 @@ fn generated_text(lines: usize) -> String {
 type Stack = Vec<(Option<String>, String)>;
 
 fn compare(dir: &TempDir, command: &[&str]) -> TestResult {
+    crate::persistent_disagreement(|| compare_once(dir, command))
+}
+
+fn compare_once(dir: &TempDir, command: &[&str]) -> TestResult {
     let ours = pmcstat_stacks(dir, command)?;
     let theirs = perf_stacks(dir, command)?;
     ensure!(
