@@ -18,7 +18,7 @@
 //!   (`pmc_log_all_process_mappings`), and the kernel's once per log when
 //!   samples may come from the kernel (`pmc_log_kernel_mappings`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use super::LogRecord;
 use crate::Flags;
@@ -64,6 +64,16 @@ pub struct Translator {
     log_closed: bool,
     /// Records dropped that way.
     discarded: u64,
+    /// The mappings hwpmc logged itself ([`BackendEvent::Logged`] MAP_INs,
+    /// less its MAP_OUTs and the exited processes'), by (pid, start): hwpmc
+    /// writes a process's MAP_INs once, at attach (and the kernel's at the
+    /// first start per hwpmc log), so a log that missed them gets them
+    /// from here.
+    logged_mappings: BTreeMap<(u32, u64), LogRecord>,
+    /// Some of `logged_mappings` never reached the log now configured (they
+    /// came with no log, or the log they went into was closed): they are
+    /// logged again before the PMC's next records.
+    replay_logged_mappings: bool,
 }
 
 impl Translator {
@@ -77,6 +87,8 @@ impl Translator {
             pending_mappings: Vec::new(),
             log_closed: false,
             discarded: 0,
+            logged_mappings: BTreeMap::new(),
+            replay_logged_mappings: false,
         }
     }
 
@@ -84,6 +96,13 @@ impl Translator {
     /// are dropped from now until [`Translator::stopped`].
     pub fn log_closed(&mut self) {
         self.log_closed = true;
+        self.replay_logged_mappings = !self.logged_mappings.is_empty();
+    }
+
+    /// The owner had no log for the batch just translated (its records
+    /// were dropped): the next log needs the mappings hwpmc logged.
+    pub fn log_absent(&mut self) {
+        self.replay_logged_mappings = !self.logged_mappings.is_empty();
     }
 
     /// The PMC was stopped: a later start writes into the log configured
@@ -139,6 +158,13 @@ impl Translator {
         }
         for pid in std::mem::take(&mut self.pending_mappings) {
             out.extend(source.process_mappings(pid).into_iter().map(|m| (at, m)));
+        }
+        if std::mem::take(&mut self.replay_logged_mappings) {
+            out.extend(
+                self.logged_mappings
+                    .values()
+                    .map(|r| (at, BackendEvent::Logged(r.clone()))),
+            );
         }
         out
     }
@@ -297,13 +323,36 @@ impl Translator {
                 }
             }
             // hwpmc applied the rules already (see BackendEvent::Logged).
-            BackendEvent::Logged(record) => out.push((t, record)),
+            BackendEvent::Logged(record) => {
+                self.follow_logged_mappings(&record);
+                out.push((t, record));
+            }
             BackendEvent::Lost { count } => out.push((
                 t,
                 LogRecord::Dropnotify {
                     lost: Some(u32::try_from(count).unwrap_or(u32::MAX)),
                 },
             )),
+        }
+    }
+}
+
+impl Translator {
+    /// Keeps `logged_mappings` as hwpmc's records change them.
+    fn follow_logged_mappings(&mut self, record: &LogRecord) {
+        match *record {
+            LogRecord::MapIn { pid, start, .. } => {
+                self.logged_mappings.insert((pid, start), record.clone());
+            }
+            LogRecord::MapOut { pid, start, end } => self
+                .logged_mappings
+                .retain(|&(p, s), _| p != pid || !(start..end).contains(&s)),
+            // An exec replaces the image (hwpmc logs the new one's); an
+            // exit ends them all.
+            LogRecord::ProcExec { pid, .. }
+            | LogRecord::ProcExit { pid, .. }
+            | LogRecord::SysExit { pid } => self.logged_mappings.retain(|&(p, _), _| p != pid),
+            _ => {}
         }
     }
 }

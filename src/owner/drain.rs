@@ -175,6 +175,9 @@ impl Owner {
             backlog |= reg.source.drain(how, &mut events);
             unwind_user_stacks(unwinder, &mut events);
             reg.translator.translate(events, &mut out);
+            if !configured {
+                reg.translator.log_absent();
+            }
         }
         // Without a log the records are dropped here, as hwpmc drops
         // samples of a PMC whose owner has no log.

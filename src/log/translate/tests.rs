@@ -624,3 +624,88 @@ fn a_record_the_kernel_logged_passes_through_unchanged() {
     assert!(out.is_empty());
     assert_eq!(t.discarded(), 1);
 }
+
+fn logged_map_in(pid: u32, start: u64, path: &str) -> E {
+    E::Logged(LogRecord::MapIn {
+        pid,
+        start,
+        path: path.into(),
+    })
+}
+
+/// hwpmc writes a process's MAP_INs once (`pmc_attach_one_process` →
+/// `pmc_log_process_mappings`, only while its owner has a log), so a log
+/// that missed them — none configured, or closed and configured again —
+/// gets the ones still in place from the translator, once: not those a
+/// MAP_OUT (`pmclog_process_map_out`, `[start, end)`) removed, nor an
+/// exited or exec'd process's. Records hwpmc wrote while a log was there
+/// are not repeated.
+#[test]
+fn hwpmcs_mappings_reach_a_log_that_missed_them_once() {
+    let mut t = Translator::new(rules(Flags::CALLCHAIN, true, false));
+    let mut out = Vec::new();
+    // Written into a log: nothing to repeat.
+    t.translate(vec![(1, logged_map_in(10, 0x1000, "/bin/a"))], &mut out);
+    assert_eq!(out.len(), 1);
+    assert!(
+        t.initial_mappings_claiming(2, &crate::backend::source::NoMappings, || false, || false)
+            .is_empty()
+    );
+    // Then with no log: they, and those seen since, are owed to the next.
+    let mut dropped = Vec::new();
+    t.translate(
+        vec![
+            (3, logged_map_in(10, 0x8000, "/lib/libc.so.7")),
+            (3, logged_map_in(10, 0x9000, "/lib/libm.so.5")),
+            (3, logged_map_in(20, 0x1000, "/bin/b")),
+            (3, logged_map_in(30, 0x1000, "/bin/c")),
+            (
+                4,
+                E::Logged(LogRecord::MapOut {
+                    pid: 10,
+                    start: 0x9000,
+                    end: 0xa000,
+                }),
+            ),
+            (5, E::Logged(LogRecord::SysExit { pid: 20 })),
+            (
+                5,
+                E::Logged(LogRecord::ProcExec {
+                    pid: 30,
+                    pmcid: 7,
+                    entry: 0,
+                    dynaddr: 0,
+                    path: "/bin/d".into(),
+                }),
+            ),
+        ],
+        &mut dropped,
+    );
+    t.log_absent();
+    let replayed =
+        t.initial_mappings_claiming(6, &crate::backend::source::NoMappings, || false, || false);
+    assert_eq!(
+        replayed,
+        vec![
+            (6, logged_map_in(10, 0x1000, "/bin/a")),
+            (6, logged_map_in(10, 0x8000, "/lib/libc.so.7")),
+        ]
+    );
+    assert!(
+        t.initial_mappings_claiming(7, &crate::backend::source::NoMappings, || false, || false)
+            .is_empty(),
+        "replayed once"
+    );
+    // A log closed under the PMC: the next one, after the stop, gets them.
+    t.log_closed();
+    assert!(
+        t.initial_mappings_claiming(8, &crate::backend::source::NoMappings, || false, || false)
+            .is_empty()
+    );
+    t.stopped();
+    assert_eq!(
+        t.initial_mappings_claiming(9, &crate::backend::source::NoMappings, || false, || false)
+            .len(),
+        2
+    );
+}

@@ -21,6 +21,13 @@ struct Setup {
 }
 
 fn setup() -> Setup {
+    let s = setup_without_log();
+    s.owner.configure_logfile(s.log.clone()).unwrap();
+    s
+}
+
+/// The double and an owner on it that has not configured its log yet.
+fn setup_without_log() -> Setup {
     let kernel = Arc::new(KernelDouble::new(Machine::intel_2cpu(), 1000));
     kernel.add_process(
         CHILD,
@@ -43,7 +50,6 @@ fn setup() -> Setup {
     let hwpmc = Hwpmc::open(kernel.clone()).expect("the double opens");
     let owner = Owner::new(Arc::new(FreeBsdBackend::from_hwpmc(hwpmc)));
     let log = MemoryLog::new();
-    owner.configure_logfile(log.clone()).unwrap();
     Setup { kernel, owner, log }
 }
 
@@ -504,4 +510,124 @@ fn release_returns_the_write_error_of_its_final_drain() {
         .close_logfile()
         .expect_err("the log keeps its error");
     assert_eq!(e.os_errno(), Some(libc::ENOSPC), "{e}");
+}
+
+/// The MAP_INs hwpmc wrote for CHILD at attach and the kernel's at the
+/// first start (the double's image of it).
+fn hwpmcs_mappings() -> Vec<LogRecord> {
+    vec![
+        LogRecord::MapIn {
+            pid: CHILD as u32,
+            start: 0x20_0000,
+            path: "/usr/bin/yes".into(),
+        },
+        LogRecord::MapIn {
+            pid: CHILD as u32,
+            start: 0x8_0020_0000,
+            path: "/lib/libc.so.7".into(),
+        },
+        LogRecord::MapIn {
+            pid: u32::MAX,
+            start: KERNEL_START,
+            path: KERNEL_PATH.into(),
+        },
+    ]
+}
+
+fn map_ins(log: &[LogRecord]) -> Vec<LogRecord> {
+    let mut v: Vec<LogRecord> = log
+        .iter()
+        .filter(|r| matches!(r, LogRecord::MapIn { .. }))
+        .cloned()
+        .collect();
+    v.sort_by_key(|r| match r {
+        LogRecord::MapIn { pid, start, .. } => (*pid, *start),
+        _ => unreachable!(),
+    });
+    v
+}
+
+#[test]
+fn a_log_configured_after_the_pmc_ran_gets_hwpmcs_mappings_before_its_samples() {
+    // hwpmc writes the MAP_INs once (pmc_attach_one_process →
+    // pmc_log_process_mappings; pmc_start → pmc_log_kernel_mappings). A TS
+    // PMC on its owner needs no log (PMC_F_NEEDS_LOGFILE is for one on
+    // another process): run once with no owner log, they were drained and
+    // dropped with the samples; the log configured afterwards gets them
+    // before the next sample, which a report needs to name its pcs.
+    const OWNER: i32 = 1000;
+    let s = setup_without_log();
+    s.kernel.set_image(
+        OWNER,
+        Image {
+            path: "/usr/bin/owner".into(),
+            mappings: vec![(0x40_0000, "/usr/bin/owner".into())],
+        },
+    );
+    let mut p = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.attach(OWNER as u32).unwrap();
+    p.start().unwrap();
+    s.kernel.sample(1, OWNER, OWNER, true, &[0x40_1000]);
+    p.stop().unwrap();
+    assert_eq!(s.owner.stats(), (0, 0), "no log: nothing written");
+    s.owner.configure_logfile(s.log.clone()).unwrap();
+    p.start().unwrap();
+    s.kernel.sample(1, OWNER, OWNER, true, &[0x40_2000]);
+    p.stop().unwrap();
+    let log = records(&s.closed_log());
+    let expected = vec![
+        LogRecord::MapIn {
+            pid: OWNER as u32,
+            start: 0x40_0000,
+            path: "/usr/bin/owner".into(),
+        },
+        LogRecord::MapIn {
+            pid: u32::MAX,
+            start: KERNEL_START,
+            path: KERNEL_PATH.into(),
+        },
+    ];
+    let mut expected_sorted = expected.clone();
+    expected_sorted.sort_by_key(|r| match r {
+        LogRecord::MapIn { pid, start, .. } => (*pid, *start),
+        _ => unreachable!(),
+    });
+    assert_eq!(map_ins(&log), expected_sorted, "{log:#?}");
+    let samples: Vec<usize> = log
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, LogRecord::Callchain { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(samples.len(), 1, "the first sample had no log: {log:#?}");
+    let last_map_in = log
+        .iter()
+        .rposition(|r| matches!(r, LogRecord::MapIn { .. }))
+        .unwrap();
+    assert!(last_map_in < samples[0], "{log:#?}");
+}
+
+#[test]
+fn a_log_configured_again_after_a_close_gets_hwpmcs_mappings_once() {
+    let s = setup();
+    let mut p = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.attach(CHILD as u32).unwrap();
+    p.start().unwrap();
+    s.kernel.sample(1, CHILD, 4242, true, &[0x20_1000]);
+    p.stop().unwrap();
+    let first = records(&s.closed_log());
+    assert_eq!(map_ins(&first), hwpmcs_mappings());
+    let second = MemoryLog::new();
+    s.owner.configure_logfile(second.clone()).unwrap();
+    p.start().unwrap();
+    s.kernel.sample(1, CHILD, 4242, true, &[0x20_2000]);
+    p.stop().unwrap();
+    s.owner.close_logfile().unwrap();
+    let log: Vec<LogRecord> = second
+        .events()
+        .unwrap()
+        .into_iter()
+        .map(|e| e.record)
+        .collect();
+    assert_eq!(map_ins(&log), hwpmcs_mappings(), "{log:#?}");
 }
