@@ -137,6 +137,11 @@ pub struct Pmc {
     detached: CounterValue,
     /// The value at the last `stop`.
     saved: Reading,
+    /// The hot path's `stop` only disabled the counter: `saved.value` is
+    /// still in it (a disabled counter keeps its count), read when first
+    /// asked for (`settle_saved`), which saves the stop a read system call
+    /// when nothing asks before the next start or the release.
+    saved_in_counter: bool,
     /// Reload count (sampling) or initial value (counting), as `set` gave it.
     reload_count: u64,
     /// An SS PMC's event count at its last start: the sampling period
@@ -321,6 +326,7 @@ impl Pmc {
             offset: 0,
             detached: CounterValue::ZERO,
             saved: Reading::default(),
+            saved_in_counter: false,
             reload_count,
             sample_base: 0,
         };
@@ -493,6 +499,7 @@ impl Pmc {
     ///   which reloads the sampling period).
     pub fn write(&mut self, value: u64) -> Result<()> {
         self.require_stopped("write")?;
+        self.settle_saved()?;
         if self.mode == Mode::TC {
             let hardware = self.saved.value.wrapping_sub(self.offset);
             self.offset = value.wrapping_sub(hardware);

@@ -115,9 +115,9 @@ pub trait Platform {
 pub trait HotHandle: Clone + fmt::Debug + Send + Sync {
     /// Enables; false when that failed.
     fn enable(&self) -> bool;
-    /// Disables, then reads the scaled value; `None` when either failed or
-    /// the counter never ran.
-    fn disable_and_read_scaled(&self) -> Option<u64>;
+    /// Disables; false when that failed. The disabled counter keeps its
+    /// value for a later [`HotHandle::read_scaled`].
+    fn disable(&self) -> bool;
     /// The scaled value; `None` when the read failed or the counter was
     /// enabled but never ran.
     fn read_scaled(&self) -> Option<u64>;

@@ -71,7 +71,7 @@ impl HotHandle for NoHotCounter {
     fn enable(&self) -> bool {
         match *self {}
     }
-    fn disable_and_read_scaled(&self) -> Option<u64> {
+    fn disable(&self) -> bool {
         match *self {}
     }
     fn read_scaled(&self) -> Option<u64> {

@@ -34,6 +34,8 @@ impl Pmc {
             && self.state() != State::Running
             && hot.enable()
         {
+            // The count at stop goes on from the counter itself.
+            self.saved_in_counter = false;
             self.set_state(State::Running);
             return Ok(());
         }
@@ -73,6 +75,7 @@ impl Pmc {
                 _ => self.sample_base = now.raw,
             }
         }
+        self.saved_in_counter = false;
         for t in &mut self.targets {
             if sampling {
                 t.counters.set_period(self.reload_count)?;
@@ -95,13 +98,29 @@ impl Pmc {
     pub fn stop(&mut self) -> Result<()> {
         if let Some(hot) = &self.hot
             && self.state() == State::Running
-            && let Some(value) = hot.disable_and_read_scaled()
+            && hot.disable()
         {
             self.set_state(State::Stopped);
-            self.saved.value = value.wrapping_add(self.offset);
+            self.saved_in_counter = true;
             return Ok(());
         }
         self.stop_general()
+    }
+
+    /// Reads the value at stop out of the disabled counter where the hot
+    /// `stop` left it; what needs `saved` calls this first. A counter
+    /// that never ran is [`Error::NotCounted`] here, as `read` reports it.
+    pub(super) fn settle_saved(&mut self) -> Result<()> {
+        if !self.saved_in_counter {
+            return Ok(());
+        }
+        let value = match self.hot.as_ref().and_then(|h| h.read_scaled()) {
+            Some(v) => v.wrapping_add(self.offset),
+            None => self.read_live()?.value,
+        };
+        self.saved_in_counter = false;
+        self.saved.value = value;
+        Ok(())
     }
 
     #[inline(never)]
@@ -259,6 +278,7 @@ impl Pmc {
             };
         }
         if self.state() != State::Running {
+            self.settle_saved()?;
             return Ok(self.saved.value);
         }
         Ok(self.read_live()?.value)
@@ -267,6 +287,7 @@ impl Pmc {
     /// Like [`Pmc::read`], with the raw count and the enabled/running times.
     pub fn read_detailed(&mut self) -> Result<Reading> {
         self.settle()?;
+        self.settle_saved()?;
         match self.state() {
             // Stopped counters are disabled: reading them gives the counts
             // they held at stop, with the raw count and times; `value` is

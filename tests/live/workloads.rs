@@ -394,7 +394,31 @@ fn self_bracket() -> Result<String, String> {
     if !(107..resumed).contains(&written) {
         return Err(format!("{written} after write(7) and 100 pages"));
     }
+    // The direct stop only disables: the value at stop is read out of the
+    // disabled counter when first asked for, here after 1000 more pages.
+    pmc.start().map_err(e("start, read late"))?;
+    touch_fresh_pages(200);
+    pmc.stop().map_err(e("stop, read late"))?;
+    touch_fresh_pages(1000);
+    let late = pmc.read().map_err(e("read late"))?;
+    if !(written + 200..written + 400).contains(&late) {
+        return Err(format!(
+            "{late} after 200 pages on top of {written}, read after 1000 more while stopped"
+        ));
+    }
+    // A write straight after the stop starts from the value at stop.
+    pmc.start().map_err(e("start, write late"))?;
+    touch_fresh_pages(100);
+    pmc.stop().map_err(e("stop, write late"))?;
+    pmc.write(5).map_err(e("write late"))?;
+    pmc.start().map_err(e("start after write late"))?;
+    touch_fresh_pages(100);
+    pmc.stop().map_err(e("stop after write late"))?;
+    let rewritten = pmc.read().map_err(e("read after write late"))?;
+    if !(105..150).contains(&rewritten) {
+        return Err(format!("{rewritten} after write(5) and 100 pages"));
+    }
     Ok(format!(
-        "running {running} stopped {stopped} resumed {resumed} written {written}"
+        "running {running} stopped {stopped} resumed {resumed} written {written} late {late} rewritten {rewritten}"
     ))
 }

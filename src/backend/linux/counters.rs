@@ -483,13 +483,10 @@ impl HotHandle for HotCounter {
         self.event().enable_errno().is_ok()
     }
 
-    /// Disables, then reads the scaled value (`Pmc::stop`); `None` when
-    /// either failed or the counter never ran.
+    /// Disables (`Pmc::stop`); false when the ioctl failed.
     #[inline(always)]
-    fn disable_and_read_scaled(&self) -> Option<u64> {
-        let event = self.event();
-        event.disable_errno().ok()?;
-        event.read_timed_errno().ok()?.scaled()
+    fn disable(&self) -> bool {
+        self.event().disable_errno().is_ok()
     }
 
     /// The scaled value; `None` when the read failed or the counter was
