@@ -15,7 +15,8 @@
 //!   4 bytes by `_PMCLOG_RESERVE`, an unwritten spare word, the timestamp)
 //!   and the record's packed fields in native byte order. The timestamp
 //!   is the double's TSC: nanoseconds since the double was made, so
-//!   INITIALIZE's `pl_tsc_freq` is 1 000 000 000.
+//!   INITIALIZE's `pl_tsc_freq` is `Machine::tsc_freq`, 1 000 000 000 (0
+//!   models a machine where hwpmc does not fill it in).
 //!
 //! What writes which record (hwpmc_mod.c): CALLCHAIN for a sample of a
 //! running sampling PMC ([`KernelDouble::sample`], `pmc_process_samples` →
@@ -303,7 +304,7 @@ impl KernelDouble {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
         let mut f = u32s(&[abi::PMC_VERSION, self.machine.cputype as u32]);
-        f.extend_from_slice(&1_000_000_000u64.to_ne_bytes()); // pl_tsc_freq
+        f.extend_from_slice(&self.machine.tsc_freq.to_ne_bytes()); // pl_tsc_freq
         f.extend_from_slice(&wall.as_secs().to_ne_bytes()); // pl_ts
         f.extend_from_slice(&u64::from(wall.subsec_nanos()).to_ne_bytes());
         f.resize(f.len() + CPUID_LEN, 0); // pmc_cpuid: empty

@@ -72,6 +72,9 @@ pub struct Machine {
     pub module_version: u32,
     /// `kern.hwpmc.mincount`: lower bound of sampling reload counts.
     pub mincount: u64,
+    /// INITIALIZE's `pl_tsc_freq`: the TSC's rate in Hz, which hwpmc fills
+    /// in on x86 only (`pmc_initialize_logging` leaves 0 elsewhere).
+    pub tsc_freq: u64,
 }
 
 impl Machine {
@@ -133,6 +136,7 @@ impl Machine {
             .collect(),
             module_version: abi::PMC_VERSION,
             mincount: 1000,
+            tsc_freq: 1_000_000_000,
         }
     }
 

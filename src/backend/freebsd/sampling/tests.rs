@@ -305,6 +305,48 @@ fn timestamps_are_the_backends_clock() {
 }
 
 #[test]
+fn a_zero_tsc_rate_stamps_records_when_they_are_read() {
+    // hwpmc fills pl_tsc_freq in on x86 only: with 0 the ticks cannot be
+    // converted, and a record's time is when the backend read it.
+    let kernel = Arc::new(KernelDouble::new(
+        Machine {
+            tsc_freq: 0,
+            ..Machine::intel_2cpu()
+        },
+        1000,
+    ));
+    let hwpmc = Hwpmc::open(kernel.clone()).expect("the double opens");
+    let owner = Owner::new(Arc::new(FreeBsdBackend::from_hwpmc(hwpmc)));
+    let log = MemoryLog::new();
+    owner.configure_logfile(log.clone()).unwrap();
+    let mut p = owner
+        .allocate_with_count(
+            "SOFT-PAGE_FAULT.ALL",
+            Mode::TS,
+            Flags::CALLCHAIN,
+            Cpu::Any,
+            1000,
+        )
+        .unwrap();
+    p.start().unwrap();
+    kernel.sample(0, 1000, 1000, true, &[0x10]);
+    let before_read = owner.now();
+    p.stop().unwrap();
+    let after_read = owner.now();
+    owner.close_logfile().unwrap();
+    let t = log
+        .events()
+        .unwrap()
+        .into_iter()
+        .find_map(|e| matches!(e.record, LogRecord::Callchain { .. }).then_some(e.timestamp))
+        .expect("the sample");
+    assert!(
+        before_read <= t && t <= after_read,
+        "{before_read} ≤ {t} ≤ {after_read}"
+    );
+}
+
+#[test]
 fn closing_the_owners_log_stops_the_hwpmc_pmc() {
     // hwpmc_mod.c PMC_OP_CONFIGURELOG(-1)/CLOSELOG: the running PMCs that
     // need the log stop. The owner's log close stops the hwpmc PMC the
