@@ -1,6 +1,8 @@
 //! The functions of an ELF object from its symbol tables: sized, unsized
 //! ones ended by their neighbours or their section, and x86-64 PLT stubs.
 
+use std::collections::HashMap;
+
 use object::{Object, ObjectSection};
 
 fn demangle(name: &str) -> String {
@@ -159,10 +161,15 @@ pub fn function_at(functions: &[FunctionSymbol], addr: u64) -> Option<&FunctionS
 /// Bytes of one x86-64 PLT entry, and of `.plt`'s first (resolver) entry.
 pub(super) const PLT_ENTRY: u64 = 16;
 
-/// `(address, "name@plt")` of an x86-64 object's PLT stubs: entry `i` jumps
-/// through `.rela.plt`'s relocation `i`. With IBT (`.plt.sec`) the stubs
-/// callers use are `.plt.sec`'s, one per relocation; else they follow
-/// `.plt`'s resolver entry. A layout that does not fit gives no names.
+/// `(address, "name@plt")` of an x86-64 object's PLT stubs, named as
+/// objdump names them: each stub's `jmp *disp32(%rip)` reads a GOT slot,
+/// and the `.rela.plt` relocation of that slot names it — `name@plt` for a
+/// JUMP_SLOT, `*ABS*+0xADDEND@plt` for an IRELATIVE one (glibc's calls to
+/// its own IFUNCs; perf prints those as `@plt`). The stubs callers use are
+/// `.plt.sec`'s with IBT, else `.plt`'s after its resolver entry; the
+/// relocations are not in stub order (glibc puts its IRELATIVE ones last),
+/// so only the slot ties a stub to its name. A stub whose jump cannot be
+/// read stays unnamed.
 pub(super) fn plt_stubs(file: &object::File<'_>) -> Vec<(u64, String)> {
     use object::ObjectSymbol as _;
     use object::ObjectSymbolTable as _;
@@ -179,29 +186,69 @@ pub(super) fn plt_stubs(file: &object::File<'_>) -> Vec<(u64, String)> {
         return Vec::new();
     };
     // Elf64_Rela: r_offset, r_info (symbol << 32 | type), r_addend.
-    let names: Vec<Option<String>> = data
+    let slots: HashMap<u64, String> = data
         .chunks_exact(24)
-        .map(|r| {
+        .filter_map(|r| {
+            let offset = u64::from_le_bytes(r[0..8].try_into().ok()?);
             let info = u64::from_le_bytes(r[8..16].try_into().ok()?);
-            let symbol = dynsym
-                .symbol_by_index(object::SymbolIndex((info >> 32) as usize))
-                .ok()?;
-            let name = symbol.name().ok().filter(|n| !n.is_empty())?;
-            Some(format!("{}@plt", demangle(name)))
+            let addend = i64::from_le_bytes(r[16..24].try_into().ok()?);
+            let name = match (info >> 32, info & 0xffff_ffff) {
+                (0, R_X86_64_IRELATIVE) => format!("*ABS*+{addend:#x}@plt"),
+                (index, _) => {
+                    let symbol = dynsym
+                        .symbol_by_index(object::SymbolIndex(index as usize))
+                        .ok()?;
+                    let name = symbol.name().ok().filter(|n| !n.is_empty())?;
+                    format!("{}@plt", demangle(name))
+                }
+            };
+            Some((offset, name))
         })
         .collect();
-    let n = names.len() as u64;
-    let first = match (
+    let (section, first) = match (
         file.section_by_name(".plt.sec"),
         file.section_by_name(".plt"),
     ) {
-        (Some(sec), _) if sec.size() == n * PLT_ENTRY => sec.address(),
-        (None, Some(plt)) if plt.size() == (n + 1) * PLT_ENTRY => plt.address() + PLT_ENTRY,
+        (Some(sec), _) => (sec, 0),
+        (None, Some(plt)) => (plt, PLT_ENTRY),
         _ => return Vec::new(),
     };
-    names
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, name)| Some((first + i as u64 * PLT_ENTRY, name?)))
+    let (base, Ok(bytes)) = (section.address(), section.data()) else {
+        return Vec::new();
+    };
+    let stubs = base + first..base + section.size();
+    stubs
+        .step_by(PLT_ENTRY as usize)
+        .filter_map(|stub| {
+            let at = usize::try_from(stub - base).ok()?;
+            let entry = bytes.get(at..at + PLT_ENTRY as usize)?;
+            let slot = stub.wrapping_add_signed(got_jump(entry)?);
+            Some((stub, slots.get(&slot)?.clone()))
+        })
         .collect()
+}
+
+/// `R_X86_64_IRELATIVE` (elf.h): the slot gets what the resolver at the
+/// addend returns.
+const R_X86_64_IRELATIVE: u64 = 37;
+
+/// Where a PLT entry's `jmp *disp32(%rip)` reads, relative to the entry:
+/// `ff 25` at its start, after a `bnd` prefix (`f2`), after an `endbr64`
+/// (`f3 0f 1e fa`), or both.
+fn got_jump(entry: &[u8]) -> Option<i64> {
+    let at = if entry.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
+        4
+    } else {
+        0
+    };
+    let at = if entry.get(at) == Some(&0xf2) {
+        at + 1
+    } else {
+        at
+    };
+    if entry.get(at..at + 2)? != [0xff, 0x25] {
+        return None;
+    }
+    let disp = i32::from_le_bytes(entry.get(at + 2..at + 6)?.try_into().ok()?);
+    Some(at as i64 + 6 + i64::from(disp))
 }

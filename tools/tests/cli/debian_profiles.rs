@@ -330,7 +330,7 @@ fn a_dash_loop_agrees_with_perf_report() -> TestResult {
 
 /// Deterministic text of `lines` lines of pseudo-random words (an LCG, so
 /// every run compresses and sorts the same input).
-fn generated_text(lines: usize) -> String {
+pub(crate) fn generated_text(lines: usize) -> String {
     const WORDS: [&str; 16] = [
         "counter", "sample", "period", "event", "kernel", "process", "thread", "symbol", "profile",
         "stack", "frame", "object", "debug", "build", "record", "report",

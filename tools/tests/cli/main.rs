@@ -28,6 +28,7 @@ mod pmcstat_options;
 mod profiles;
 mod readme;
 mod real_use;
+mod same_samples;
 mod temp;
 mod tools;
 
@@ -82,6 +83,7 @@ fn main() {
     tests.extend(pmcstat_options::tests());
     tests.extend(profiles::tests());
     tests.extend(real_use::tests());
+    tests.extend(same_samples::tests());
     tests.extend(bad_input::tests());
     tests.extend(freebsd_pmccontrol::tests());
     tests.extend(freebsd_reports::tests());
