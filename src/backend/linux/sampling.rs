@@ -532,7 +532,10 @@ fn neutral(
                     user,
                     pc: s.ip().unwrap_or(0),
                     callchain,
-                    user_stack: if user { user_stack(s) } else { None },
+                    // A kernel-mode sample's user registers are the ones
+                    // it entered the kernel with: its user stack unwinds
+                    // from there (perf's `--call-graph dwarf` does too).
+                    user_stack: user_stack(s),
                 },
             )
         }

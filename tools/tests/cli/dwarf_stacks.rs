@@ -50,6 +50,15 @@ pub fn tests() -> Vec<LiveTest> {
             sort_unwinds_as_completely_as_perf,
         ),
         test(
+            "dwarf_stacks::dd_in_the_kernel_unwinds_its_user_stack_as_perf_does",
+            vec![
+                R::Paranoid(1),
+                R::Program("perf".into()),
+                R::Program("dd".into()),
+            ],
+            dd_in_the_kernel_unwinds_its_user_stack_as_perf_does,
+        ),
+        test(
             "dwarf_stacks::python3_unwinds_as_completely_as_perf",
             // Debian's own, not a python3 earlier on PATH (pyenv's).
             needs("/usr/bin/python3"),
@@ -67,6 +76,25 @@ fn a_dash_loop_unwinds_as_completely_as_perf() -> TestResult {
             "-c",
             "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
         ],
+    )
+}
+
+/// dd's small blocks spend most samples in read/write system calls: a
+/// kernel-mode sample's user stack is unwound from the registers it
+/// entered the kernel with, under its kernel frames (`-U`), reaching the
+/// start as often as perf's `--call-graph dwarf` does.
+fn dd_in_the_kernel_unwinds_its_user_stack_as_perf_does() -> TestResult {
+    let dir = TempDir::new("dwarf-dd")?;
+    compare_in(
+        &dir,
+        &[
+            "dd",
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=64",
+            "count=1500000",
+        ],
+        Modes::KernelAndUser,
     )
 }
 
@@ -119,13 +147,28 @@ fn generated_text(lines: usize) -> String {
 /// where the tool gives none.
 type Stack = Vec<(Option<String>, String)>;
 
-fn compare(dir: &TempDir, command: &[&str]) -> TestResult {
-    crate::persistent_disagreement(|| compare_once(dir, command))
+/// Which samples both tools take.
+#[derive(Clone, Copy)]
+enum Modes {
+    /// User mode only (`cpu-clock,usr`, perf's `cpu-clock:u`).
+    User,
+    /// Kernel and user mode, the user stack of a kernel-mode sample
+    /// unwound from the registers it entered the kernel with (pmcstat's
+    /// `-U`; perf's `cpu-clock`).
+    KernelAndUser,
 }
 
-fn compare_once(dir: &TempDir, command: &[&str]) -> TestResult {
-    let ours = pmcstat_stacks(dir, command)?;
-    let theirs = perf_stacks(dir, command)?;
+fn compare(dir: &TempDir, command: &[&str]) -> TestResult {
+    compare_in(dir, command, Modes::User)
+}
+
+fn compare_in(dir: &TempDir, command: &[&str], modes: Modes) -> TestResult {
+    crate::persistent_disagreement(|| compare_once(dir, command, modes))
+}
+
+fn compare_once(dir: &TempDir, command: &[&str], modes: Modes) -> TestResult {
+    let ours = pmcstat_stacks(dir, command, modes)?;
+    let theirs = perf_stacks(dir, command, modes)?;
     ensure!(
         ours.len() >= 50 && theirs.len() >= 50,
         "too few samples to compare: pmcstat {}, perf {} ({command:?})",
@@ -248,20 +291,18 @@ fn image_name(path: &str) -> String {
     path.rsplit('/').next().unwrap_or(path).to_string()
 }
 
-fn pmcstat_stacks(dir: &TempDir, command: &[&str]) -> Result<Vec<Stack>, libtest_mimic::Failed> {
+fn pmcstat_stacks(
+    dir: &TempDir,
+    command: &[&str],
+    modes: Modes,
+) -> Result<Vec<Stack>, libtest_mimic::Failed> {
     let log = dir.path("pmcstat.log");
-    let mut args = vec![
-        "--call-graph",
-        "dwarf",
-        "-q",
-        "-n",
-        PERIOD_NS,
-        "-P",
-        "cpu-clock,usr",
-        "-O",
-        &log,
-        "--",
-    ];
+    let mut args = vec!["--call-graph", "dwarf", "-q", "-n", PERIOD_NS];
+    match modes {
+        Modes::User => args.extend(["-P", "cpu-clock,usr"]),
+        Modes::KernelAndUser => args.extend(["-U", "-P", "cpu-clock"]),
+    }
+    args.extend(["-O", &log, "--"]);
     args.extend_from_slice(command);
     let out = Command::new(PMCSTAT)
         .args(&args)
@@ -350,8 +391,16 @@ fn images_of_names(graph: &str) -> HashMap<String, String> {
     images
 }
 
-fn perf_stacks(dir: &TempDir, command: &[&str]) -> Result<Vec<Stack>, libtest_mimic::Failed> {
+fn perf_stacks(
+    dir: &TempDir,
+    command: &[&str],
+    modes: Modes,
+) -> Result<Vec<Stack>, libtest_mimic::Failed> {
     let data = dir.path("perf.data");
+    let event = match modes {
+        Modes::User => "cpu-clock:u",
+        Modes::KernelAndUser => "cpu-clock",
+    };
     let out = Command::new("perf")
         .args([
             "record",
@@ -359,7 +408,7 @@ fn perf_stacks(dir: &TempDir, command: &[&str]) -> Result<Vec<Stack>, libtest_mi
             "--call-graph",
             "dwarf",
             "-e",
-            "cpu-clock:u",
+            event,
             "-c",
             PERIOD_NS,
             "-o",
