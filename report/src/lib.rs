@@ -131,8 +131,9 @@ impl Location {
     }
 }
 
-/// Callchains of one event, process, thread and CPU: chain → samples.
-type ChainCounts = HashMap<Vec<u64>, u64>;
+/// Callchains of one event, process, thread and CPU: chain → samples
+/// (FxHash: every sample hashes its chain once, and the keys are ours).
+type ChainCounts = rustc_hash::FxHashMap<Vec<u64>, u64>;
 /// (pmcid, pid, tid, cpu).
 type Who = (u32, u32, u32, u16);
 /// The pid of kernel locations (hwpmc logs the kernel's mappings as pid -1).
@@ -147,7 +148,7 @@ pub struct ProfileBuilder {
     /// MAP_IN, PROCFORK, PROCEXEC, INITIALIZE, PMCALLOCATE(DYN) records.
     context: Vec<LogEvent>,
     /// ((pmcid, pid, tid, cpu), user mode sample) → chains.
-    chains: HashMap<(Who, bool), ChainCounts>,
+    chains: rustc_hash::FxHashMap<(Who, bool), ChainCounts>,
 }
 
 impl ProfileBuilder {

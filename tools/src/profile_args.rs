@@ -70,7 +70,8 @@ impl ProfileArgs {
 
     /// `-R LOG` with reports: streams the log into one profile (memory in
     /// proportion to its distinct stacks, not its size), then writes the
-    /// `-G` call graph, the `--folded` stacks and these outputs from it.
+    /// `-G` call graph, the `--folded` stacks and these outputs from it;
+    /// `each_record` sees every record as it streams by.
     /// A failure is its exit status and message: pmcstat.c's `EX_OSERR` for
     /// a log that cannot be opened, `EX_DATAERR` for one that is not a
     /// pmclog ([`log_open_failed`], [`log_parse_failed`]), 1 otherwise.
@@ -80,6 +81,7 @@ impl ProfileArgs {
         callgraph: Option<&Path>,
         folded: Option<&Path>,
         options: ProfileOptions,
+        mut each_record: impl FnMut(&pmc::log::LogRecord),
     ) -> Result<(), (u8, String)> {
         let file = std::fs::File::open(log).map_err(|e| log_open_failed(log, &e))?;
         let mut builder = ProfileBuilder::new(options);
@@ -90,6 +92,7 @@ impl ProfileArgs {
             match event {
                 Ok(event) => {
                     records += 1;
+                    each_record(&event.record);
                     builder.push(&event);
                 }
                 // Damage at the first record: not a pmclog at all (a

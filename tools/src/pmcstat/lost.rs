@@ -4,7 +4,7 @@
 //! pass silently: a profile with a fifth of its samples gone looks as
 //! plausible as a whole one.
 
-use pmc::log::{LogEvent, LogReader, LogRecord};
+use pmc::log::{LogEvent, LogRecord};
 
 use super::TOOL;
 
@@ -19,7 +19,7 @@ pub(super) struct Losses {
 }
 
 impl Losses {
-    fn add(&mut self, record: &LogRecord) {
+    pub(super) fn add(&mut self, record: &LogRecord) {
         match record {
             LogRecord::Callchain { .. } => self.recorded += 1,
             LogRecord::Dropnotify { lost: Some(n) } => self.lost += u64::from(*n),
@@ -69,37 +69,22 @@ impl Losses {
 /// The end of a live recording (after `close_logfile`): warns on standard
 /// error if `events`, the log just written, lost samples.
 pub(in crate::pmcstat) fn warn_lost(events: &[LogEvent]) {
-    if let Some(w) = Losses::of(events).warning(pmc::log::sink::smallest_ring_kib()) {
-        eprintln!("{w}");
-    }
+    Losses::of(events).warn(pmc::log::sink::smallest_ring_kib());
 }
 
-/// `-R` of a report streamed from `path`: reads the log once more for its
-/// losses, if it is a regular file (a pipe is read once, by the report).
-/// A log that cannot be read is the report's error to give, not this.
-pub(super) fn warn_lost_in_file(path: &std::path::Path) {
-    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return;
-    }
-    let Ok(file) = std::fs::File::open(path) else {
-        return;
-    };
-    let mut losses = Losses::default();
-    let reader = LogReader::from_reader(std::io::BufReader::with_capacity(1 << 20, file));
-    for event in reader {
-        match event {
-            Ok(e) => losses.add(&e.record),
-            Err(_) => break,
+impl Losses {
+    /// Warns on standard error if samples were lost.
+    pub(super) fn warn(&self, ring_kib: Option<usize>) {
+        if let Some(w) = self.warning(ring_kib) {
+            eprintln!("{w}");
         }
-    }
-    if let Some(w) = losses.warning(None) {
-        eprintln!("{w}");
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pmc::log::LogReader;
 
     fn events(records: Vec<LogRecord>) -> Vec<LogEvent> {
         let mut bytes = Vec::new();

@@ -286,23 +286,25 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
         ));
     }
     if streams_report(args) {
-        lost::warn_lost_in_file(path);
-        // Streamed: -G, --folded and the profiles of a large log in little memory.
-        args.profile
-            .report_file(
-                path,
-                graph_file(args),
-                args.folded.as_deref(),
-                pmc_report::ProfileOptions {
-                    recorded_until: log_written(path),
-                    names_only: names_only(args),
-                    ..ProfileArgs::options(&[], None, args.show_address, None)
-                },
-            )
-            .map_err(|(status, e)| {
-                eprintln!("{TOOL}: {e}");
-                ExitCode::from(status)
-            })?;
+        // Streamed: -G, --folded and the profiles of a large log in little
+        // memory; its losses are counted in the same pass (a pipe too).
+        let mut losses = lost::Losses::default();
+        let reported = args.profile.report_file(
+            path,
+            graph_file(args),
+            args.folded.as_deref(),
+            pmc_report::ProfileOptions {
+                recorded_until: log_written(path),
+                names_only: names_only(args),
+                ..ProfileArgs::options(&[], None, args.show_address, None)
+            },
+            |record| losses.add(record),
+        );
+        losses.warn(None);
+        reported.map_err(|(status, e)| {
+            eprintln!("{TOOL}: {e}");
+            ExitCode::from(status)
+        })?;
         return Ok(ExitCode::SUCCESS);
     }
     let events = read_events(path)?;
