@@ -359,6 +359,11 @@ fn self_bracket() -> Result<String, String> {
     };
     let mut pmc = Pmc::allocate("page-faults,usr", Mode::TC, Flags::empty(), Cpu::Any)
         .map_err(e("allocate"))?;
+    // What threads_of asks before listing /proc: this process has one
+    // thread, so unshare(CLONE_THREAD) changes nothing and succeeds.
+    if !pmc_linux::system::caller_is_single_threaded() {
+        return Err("a single-threaded process was not seen as one".into());
+    }
     pmc.start().map_err(e("start"))?;
     if pmc.handles() != 1 {
         return Err(format!("{} fds for one thread", pmc.handles()));

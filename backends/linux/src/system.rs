@@ -202,14 +202,31 @@ pub fn possible_cpus() -> Vec<u32> {
 
 /// The thread ids of process `pid` (from `/proc/PID/task`), sorted.
 ///
-/// The calling process's own directory is kept open between calls (see
-/// `OwnTasks`): opening it costs more than the perf open an attach to
-/// the caller makes.
+/// A single-threaded caller asking for itself is answered without `/proc`
+/// ([`caller_is_single_threaded`]); otherwise the calling process's own
+/// directory is kept open between calls (see `OwnTasks`): opening it costs
+/// more than the perf open an attach to the caller makes.
 pub fn threads_of(pid: i32) -> std::io::Result<Vec<i32>> {
+    if pid == std::process::id() as i32 && caller_is_single_threaded() {
+        // Its one thread is its leader, whose tid is the pid.
+        return Ok(vec![pid]);
+    }
     match OwnTasks::threads(pid) {
         Some(tids) => Ok(tids),
         None => list_task_dir(pid),
     }
+}
+
+/// Whether the calling process has one thread, by the cheapest question
+/// the kernel answers: unshare(2) of `CLONE_THREAD` (which implies
+/// `CLONE_VM` and `CLONE_SIGHAND`) "can be specified in flags if the caller
+/// is single threaded (i.e., it is not sharing its address space with
+/// another process or thread). In this case, these flags have no effect";
+/// a multithreaded caller gets EINVAL. Any other failure (a seccomp
+/// filter's EPERM, say), or an address space shared with a `vfork`
+/// parent, answers no, and the caller lists `/proc` as before.
+pub fn caller_is_single_threaded() -> bool {
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_THREAD).is_ok()
 }
 
 /// `/proc/PID/task` read afresh.
@@ -478,5 +495,29 @@ mod tests {
         assert!(threads.contains(&tid), "tid {tid} not among {threads:?}");
         assert!(parent_of(me).is_some(), "no parent for {me}");
         assert!(!online_cpus().is_empty());
+    }
+
+    /// A process with a second thread is never taken for a single-threaded
+    /// one (its threads are listed instead); the single-threaded answer is
+    /// checked in a single-threaded process, the live suite's
+    /// `self-bracket` workload.
+    #[test]
+    fn a_second_thread_is_seen() {
+        let me = std::process::id() as i32;
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (ready_tx, ready) = std::sync::mpsc::channel::<i32>();
+        let other = std::thread::spawn(move || {
+            ready_tx.send(gettid()).unwrap();
+            rx.recv().ok();
+        });
+        let tid = ready.recv().unwrap();
+        assert!(!caller_is_single_threaded());
+        let threads = threads_of(me).expect("read /proc/self/task");
+        assert!(
+            threads.contains(&tid) && threads.contains(&gettid()),
+            "{threads:?}"
+        );
+        tx.send(()).unwrap();
+        other.join().unwrap();
     }
 }
