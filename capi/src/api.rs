@@ -450,3 +450,30 @@ pub fn event_names_of_class(class: u32) -> CResult<Vec<&'static CStr>> {
     }
     Ok(names)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The class numbers are sys/sys/pmc.h's `__PMC_CLASSES()`: TSC 0x00,
+    /// K8 0x02, IAP 0x07, UCP 0x09, …, SOFT 0x0F, ARMV7 0x10, ARMV8 0x11. Hardware, cache
+    /// and raw events are the vendor's core class, as libpmc's pmu-events
+    /// path allocates them (IAP, K8; ARMV8 on arm64).
+    #[test]
+    fn classes_are_freebsds_numbers() {
+        for class in [Class::Hardware, Class::Cache, Class::Raw] {
+            assert_eq!(class_to_c(&class, Vendor::Intel), 0x07, "{class:?}");
+            assert_eq!(class_to_c(&class, Vendor::Other), 0x07, "{class:?}");
+            assert_eq!(class_to_c(&class, Vendor::Amd), 0x02, "{class:?}");
+            assert_eq!(class_to_c(&class, Vendor::Arm), 0x11, "{class:?}");
+        }
+        assert_eq!(class_to_c(&Class::Pmu("msr".into()), Vendor::Intel), 0x00);
+        assert_eq!(
+            class_to_c(&Class::Pmu("uncore_imc_0".into()), Vendor::Intel),
+            0x09
+        );
+        for class in [Class::Software, Class::Tracepoint, Class::Uprobe] {
+            assert_eq!(class_to_c(&class, Vendor::Amd), 0x0F, "{class:?}");
+        }
+    }
+}

@@ -272,6 +272,48 @@ fn intern_static(s: &'static str) -> &'static CStr {
 mod tests {
     use super::*;
 
+    /// Every `PMC_CPU_*` of the header C programs compile against
+    /// (include/pmc.h, FreeBSD's sys/sys/pmc.h `__PMC_CPUS()`) is named by
+    /// `pmc_name_of_cputype` as its symbol without the prefix, as
+    /// libpmc.c's `pmc_cputype_names` (`#S`) does; sys/pmc.h has, e.g.,
+    /// `__PMC_CPU(INTEL_BROADWELL_XEON, 0x97, …)`, `PPC_7450, 0x300` and
+    /// `ARMV7_CORTEX_A17, 0x505`.
+    #[test]
+    fn every_cputype_of_the_header_has_its_name() {
+        let header = include_str!("../include/pmc.h");
+        let body = header
+            .split_once("enum pmc_cputype {")
+            .and_then(|(_, rest)| rest.split_once("};"))
+            .map(|(body, _)| body)
+            .expect("enum pmc_cputype in include/pmc.h");
+        let mut checked = 0;
+        for line in body.lines() {
+            let Some((name, value)) = line.trim().trim_end_matches(',').split_once('=') else {
+                continue;
+            };
+            let name = name
+                .trim()
+                .strip_prefix("PMC_CPU_")
+                .expect("a PMC_CPU_ name");
+            let value = u32::from_str_radix(value.trim().trim_start_matches("0x"), 16).unwrap();
+            assert_eq!(
+                cputype(value).unwrap().to_str().unwrap(),
+                name,
+                "{value:#x}"
+            );
+            checked += 1;
+        }
+        assert!(checked >= 40, "{checked} cputypes in the header");
+        for (value, name) in [
+            (0x97, "INTEL_BROADWELL_XEON"),
+            (0x300, "PPC_7450"),
+            (0x505, "ARMV7_CORTEX_A17"),
+            (0x8D, "INTEL_SANDYBRIDGE"),
+        ] {
+            assert_eq!(cputype(value).unwrap().to_str().unwrap(), name);
+        }
+    }
+
     // Values as sys/sys/pmc.h computes them from the blocks of
     // dev/hwpmc/pmc_events.h __PMC_EVENTS(): TSC 0x1000, K7 0x2000,
     // K8 0x2080, IAF 0x10000, ARMV8 0x14100, each event one more than the

@@ -541,6 +541,156 @@ mod tests {
         assert_eq!(none.pmcallocate("inst_retired.any", &mut pm), libc::ENOENT);
     }
 
+    fn list(vendor: Vendor, events: &[(&str, &str)]) -> PmuList {
+        PmuList {
+            events: events
+                .iter()
+                .map(|(name, event)| PmuEvent {
+                    name: cstring(name),
+                    event: (*event).into(),
+                    pmu: "cpu".into(),
+                })
+                .collect(),
+            vendor,
+        }
+    }
+
+    fn request(caps: u32) -> pmc_op_pmcallocate {
+        pmc_op_pmcallocate {
+            pm_caps: caps,
+            pm_cpu: 0,
+            pm_class: 0,
+            pm_ev: 0,
+            pm_flags: 0,
+            pm_mode: 3,
+            pm_pmcid: 0,
+            pm_count: 0,
+            pm_md: pmc_md_op_pmcallocate { __pad: [7; 4] },
+        }
+    }
+
+    /// libpmc_pmu_util.c `pmc_pmu_intel_pmcallocate`, bit by bit, with
+    /// hwpmc_core.h's IAP_EVSEL (& 0xFF), IAP_UMASK (<< 8), IAP_USR
+    /// (1 << 16), IAP_OS (1 << 17), IAP_EDGE (1 << 18), IAP_INT (1 << 20),
+    /// IAP_ANY (1 << 21), IAP_CMASK (<< 24): `inv` sets IAP_EDGE too;
+    /// "UNC_" names and "uncore" ones are UCP with QUALIFIER; event 0 with
+    /// umask 3 is IAF, as is an event without umask; an offcore response
+    /// goes to pm_iap_rsp.
+    #[test]
+    fn intel_pmcallocate_sets_libpmcs_bits() {
+        let l = list(
+            Vendor::Intel,
+            &[
+                ("x.all", "event=0x3c,umask=0x2,cmask=3,edge=1,any=1"),
+                ("x.inv", "event=0xa3,umask=0x1,inv=1"),
+                ("x.zero", "event=0x0,umask=0x3"),
+                ("UNC_M_CAS_COUNT.RD", "event=0x4,umask=0x3"),
+                ("x.uncore_thing", "event=0x5,umask=0x1"),
+                ("x.rsp", "event=0xb7,umask=0x1,offcore_rsp=0x10001"),
+            ],
+        );
+        let mut pm = request(CAP_INTERRUPT | CAP_SYSTEM);
+        assert_eq!(l.pmcallocate("x.all", &mut pm), 0);
+        assert_eq!(pm.pm_class, class::IAP);
+        assert_eq!(
+            pm.pm_caps,
+            CAP_INTERRUPT | CAP_SYSTEM | CAP_READ | CAP_WRITE | CAP_QUALIFIER
+        );
+        assert_eq!(
+            crate::sys::iap_config(&pm.pm_md),
+            0x3c | 2 << 8 | 3 << 24 | 1 << 17 | 1 << 18 | 1 << 21 | 1 << 20
+        );
+        let mut pm = request(CAP_USER | CAP_SYSTEM);
+        assert_eq!(l.pmcallocate("x.inv", &mut pm), 0);
+        assert_eq!(
+            crate::sys::iap_config(&pm.pm_md),
+            0xa3 | 1 << 8 | 1 << 16 | 1 << 17 | 1 << 18
+        );
+        let mut pm = request(0);
+        assert_eq!(l.pmcallocate("x.zero", &mut pm), 0);
+        assert_eq!(pm.pm_class, class::IAF);
+        assert_eq!(pm.pm_caps, CAP_READ | CAP_WRITE);
+        for uncore in ["UNC_M_CAS_COUNT.RD", "x.uncore_thing"] {
+            let mut pm = request(0);
+            assert_eq!(l.pmcallocate(uncore, &mut pm), 0);
+            assert_eq!(pm.pm_class, class::UCP, "{uncore}");
+            assert_eq!(pm.pm_caps, CAP_READ | CAP_WRITE | CAP_QUALIFIER);
+        }
+        let mut pm = request(0);
+        assert_eq!(l.pmcallocate("x.rsp", &mut pm), 0);
+        assert_eq!(crate::sys::iap_rsp(&pm.pm_md), 0x10001);
+    }
+
+    /// libpmc_pmu_util.c `pmc_pmu_amd_pmcallocate` for a core event, with
+    /// hwpmc_amd.h's AMD_PMC_TO_UNITMASK ((x << 8) & 0xFF00),
+    /// AMD_PMC_TO_EVENTMASK ((x & 0xFF) | (x & 0xF00) << 24), USR/OS/EDGE/
+    /// INT at bits 16/17/18/20: class K8, QUALIFIER only with a umask.
+    #[test]
+    fn amd_pmcallocate_sets_libpmcs_bits() {
+        let l = list(
+            Vendor::Amd,
+            &[
+                ("ex_big", "event=0x1c0,umask=0x4,edge=1"),
+                ("ex_plain", "event=0x76"),
+                ("ex_inv", "event=0x10,inv=1"),
+            ],
+        );
+        let mut pm = request(CAP_USER | CAP_INTERRUPT);
+        assert_eq!(l.pmcallocate("ex_big", &mut pm), 0);
+        assert_eq!(pm.pm_class, class::K8);
+        assert_eq!(
+            pm.pm_caps,
+            CAP_USER | CAP_INTERRUPT | CAP_READ | CAP_WRITE | CAP_QUALIFIER
+        );
+        assert_eq!(
+            crate::sys::amd_config(&pm.pm_md),
+            (0xc0 | 0x1 << 32 | 4 << 8 | 1 << 16 | 1 << 18 | 1 << 20, 0)
+        );
+        let mut pm = request(CAP_SYSTEM);
+        assert_eq!(l.pmcallocate("ex_plain", &mut pm), 0);
+        assert_eq!(pm.pm_caps, CAP_SYSTEM | CAP_READ | CAP_WRITE);
+        assert_eq!(crate::sys::amd_config(&pm.pm_md), (0x76 | 1 << 17, 0));
+        let mut pm = request(0);
+        assert_eq!(l.pmcallocate("ex_inv", &mut pm), 0);
+        assert_eq!(
+            crate::sys::amd_config(&pm.pm_md),
+            (0x10 | 1 << 16 | 1 << 17 | 1 << 18, 0)
+        );
+    }
+
+    /// A hybrid model's table lists a name once per core PMU; the list
+    /// keeps one entry per name, in the table's order (`from_table`), and
+    /// another model's list is its table, not this machine's.
+    #[test]
+    fn another_models_list_is_its_table_once_per_name() {
+        let id = "GenuineIntel-6-97-2"; // Alder Lake: cpu_core and cpu_atom
+        let table = EventTable::for_cpuid(id).expect("an Alder Lake table");
+        let l = PmuList::from_table(&table, Vendor::Intel);
+        let names: Vec<&CStr> = l.events.iter().map(|e| e.name.as_c_str()).collect();
+        assert!(names.len() > 100, "{} names", names.len());
+        assert!(
+            names.windows(2).all(|w| w[0] != w[1]),
+            "a name twice in a row"
+        );
+        let mut distinct = Vec::new();
+        for e in table.events() {
+            if distinct.last() != Some(&e.name) {
+                distinct.push(e.name.clone());
+            }
+        }
+        assert_eq!(names.len(), distinct.len());
+        // Not the host's list, whatever this machine is.
+        let other = if pmc_linux::pmu_events::host_cpuid().as_deref() == Some(id) {
+            "GenuineIntel-6-55-4"
+        } else {
+            id
+        };
+        let got = for_cpuid(Some(other)).expect("a table for the model");
+        let want = PmuList::from_table(&EventTable::for_cpuid(other).unwrap(), Vendor::Intel);
+        assert_eq!(got.events.len(), want.events.len());
+        assert_eq!(got.vendor, Vendor::Intel);
+    }
+
     #[test]
     fn sample_rate_is_the_period_or_libpmcs_default() {
         let l = skx();

@@ -35,7 +35,7 @@ mod pmu_util;
 mod tests;
 
 #[cfg(all(test, target_os = "linux", not(pmc_freebsd_check_sys)))]
-pub(crate) use pmu_util::iap_config;
+pub(crate) use pmu_util::{amd_config, iap_config, iap_rsp};
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());

@@ -167,3 +167,19 @@ pub(crate) fn iap_config(md: &crate::types::pmc_md_op_pmcallocate) -> u32 {
     // are plain integers.
     unsafe { md.pm_iap.pm_iap_config }
 }
+
+/// The IAP response word of a union filled by `pmc_pmu_pmcallocate`.
+#[cfg(all(test, target_os = "linux", not(pmc_freebsd_check_sys)))]
+pub(crate) fn iap_rsp(md: &crate::types::pmc_md_op_pmcallocate) -> u64 {
+    // SAFETY: as iap_config.
+    unsafe { md.pm_iap.pm_iap_rsp }
+}
+
+/// The AMD config word and sub-class of a union filled by
+/// `pmc_pmu_pmcallocate`.
+#[cfg(all(test, target_os = "linux", not(pmc_freebsd_check_sys)))]
+pub(crate) fn amd_config(md: &crate::types::pmc_md_op_pmcallocate) -> (u64, u32) {
+    // SAFETY: read after PmuList::pmcallocate wrote pm_amd, whose fields
+    // are plain integers.
+    unsafe { (md.pm_amd.pm_amd_config, md.pm_amd.pm_amd_sub_class) }
+}

@@ -211,3 +211,28 @@ fn file_parsers_cannot_be_fed_and_garbage_is_a_sticky_error() {
     assert_eq!(read(cookie).unwrap().0.pl_state, state::EOF);
     close(cookie);
 }
+
+/// pmclog_read(3) writes the event through its pointer: NULL and a
+/// misaligned pointer are EFAULT, and nothing is written through them.
+#[test]
+fn pmclog_read_refuses_null_and_misaligned_events() {
+    use super::log_entries::pmclog_read;
+    let errno = || std::io::Error::last_os_error().raw_os_error();
+    assert_eq!(pmclog_read(std::ptr::null_mut(), std::ptr::null_mut()), -1);
+    assert_eq!(errno(), Some(libc::EFAULT));
+    let align = std::mem::align_of::<pmclog_ev>();
+    assert!(align > 1, "pmclog_ev is {align}-aligned");
+    let mut buf = vec![0u8; std::mem::size_of::<pmclog_ev>() + align];
+    let base = buf.as_mut_ptr();
+    let off = (0..align)
+        .find(|i| (base as usize + i) % align != 0)
+        .expect("a misaligned offset");
+    // Only the address is formed; the function must not write through it.
+    let ev = base.wrapping_add(off).cast::<pmclog_ev>();
+    assert_eq!(pmclog_read(std::ptr::null_mut(), ev), -1);
+    assert_eq!(errno(), Some(libc::EFAULT));
+    assert!(
+        buf.iter().all(|&b| b == 0),
+        "written through a misaligned pointer"
+    );
+}
