@@ -225,7 +225,7 @@ fn pmclog_read_refuses_null_and_misaligned_events() {
     let mut buf = vec![0u8; std::mem::size_of::<pmclog_ev>() + align];
     let base = buf.as_mut_ptr();
     let off = (0..align)
-        .find(|i| (base as usize + i) % align != 0)
+        .find(|i| !(base as usize + i).is_multiple_of(align))
         .expect("a misaligned offset");
     // Only the address is formed; the function must not write through it.
     let ev = base.wrapping_add(off).cast::<pmclog_ev>();
