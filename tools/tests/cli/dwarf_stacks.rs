@@ -154,7 +154,7 @@ enum Modes {
     User,
     /// Kernel and user mode, the user stack of a kernel-mode sample
     /// unwound from the registers it entered the kernel with (pmcstat's
-    /// `-U`; perf's `cpu-clock`).
+    /// `-U` with `cpu-clock,usr,os`; perf's `cpu-clock`).
     KernelAndUser,
 }
 
@@ -300,7 +300,10 @@ fn pmcstat_stacks(
     let mut args = vec!["--call-graph", "dwarf", "-q", "-n", PERIOD_NS];
     match modes {
         Modes::User => args.extend(["-P", "cpu-clock,usr"]),
-        Modes::KernelAndUser => args.extend(["-U", "-P", "cpu-clock"]),
+        // Both qualifiers: a bare event would fall back to user mode
+        // where paranoid forbids the kernel's; this fails instead, naming
+        // the errno and the sysctl.
+        Modes::KernelAndUser => args.extend(["-U", "-P", "cpu-clock,usr,os"]),
     }
     args.extend(["-O", &log, "--"]);
     args.extend_from_slice(command);
