@@ -476,4 +476,15 @@ mod tests {
             assert_eq!(class_to_c(&class, Vendor::Amd), 0x0F, "{class:?}");
         }
     }
+
+    /// pmc_cpuinfo(3)'s `pm_ncpu` and `pm_npmc` are the machine's CPUs and
+    /// PMC rows per CPU, the counts `pmc_cpuinfo` of the crate gives (a
+    /// machine without a core PMU has no rows: 0 there).
+    #[test]
+    fn cpuinfo_carries_the_cpu_and_row_counts() {
+        let (c, _) = cpuinfo_and_vendor().unwrap();
+        let info = pmc_core::cpuinfo().unwrap();
+        assert!(info.ncpu > 0, "{info:?}");
+        assert_eq!((c.pm_ncpu, c.pm_npmc), (info.ncpu, info.npmc));
+    }
 }

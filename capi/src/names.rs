@@ -272,38 +272,52 @@ fn intern_static(s: &'static str) -> &'static CStr {
 mod tests {
     use super::*;
 
-    /// Every `PMC_CPU_*` of the header C programs compile against
-    /// (include/pmc.h, FreeBSD's sys/sys/pmc.h `__PMC_CPUS()`) is named by
-    /// `pmc_name_of_cputype` as its symbol without the prefix, as
-    /// libpmc.c's `pmc_cputype_names` (`#S`) does; sys/pmc.h has, e.g.,
-    /// `__PMC_CPU(INTEL_BROADWELL_XEON, 0x97, …)`, `PPC_7450, 0x300` and
-    /// `ARMV7_CORTEX_A17, 0x505`.
-    #[test]
-    fn every_cputype_of_the_header_has_its_name() {
+    /// `enum NAME`'s `PREFIX<name> = value` entries in include/pmc.h, the
+    /// header C programs compile against (FreeBSD's sys/sys/pmc.h).
+    fn header_enum(name: &str, prefix: &str) -> Vec<(u32, String)> {
         let header = include_str!("../include/pmc.h");
         let body = header
-            .split_once("enum pmc_cputype {")
+            .split_once(&format!("enum {name} {{"))
             .and_then(|(_, rest)| rest.split_once("};"))
             .map(|(body, _)| body)
-            .expect("enum pmc_cputype in include/pmc.h");
-        let mut checked = 0;
-        for line in body.lines() {
-            let Some((name, value)) = line.trim().trim_end_matches(',').split_once('=') else {
-                continue;
-            };
-            let name = name
-                .trim()
-                .strip_prefix("PMC_CPU_")
-                .expect("a PMC_CPU_ name");
-            let value = u32::from_str_radix(value.trim().trim_start_matches("0x"), 16).unwrap();
+            .unwrap_or_else(|| panic!("enum {name} in include/pmc.h"));
+        body.lines()
+            .filter_map(|line| {
+                let (symbol, value) = line.trim().trim_end_matches(',').split_once('=')?;
+                let symbol = symbol.trim().strip_prefix(prefix)?.to_string();
+                let value = u32::from_str_radix(value.trim().trim_start_matches("0x"), 16).ok()?;
+                Some((value, symbol))
+            })
+            .collect()
+    }
+
+    /// Every `PMC_CPU_*` and `PMC_CLASS_*` of the header is named by
+    /// `pmc_name_of_cputype`/`pmc_name_of_class` as its symbol without the
+    /// prefix, as libpmc.c's name tables (`#S`) do; sys/pmc.h has, e.g.,
+    /// `__PMC_CPU(INTEL_BROADWELL_XEON, 0x97, …)`, `PPC_7450, 0x300`,
+    /// `ARMV7_CORTEX_A17, 0x505` and `__PMC_CLASS(ARMV7, 0x10, …)`.
+    #[test]
+    fn every_cputype_and_class_of_the_header_has_its_name() {
+        let cpus = header_enum("pmc_cputype", "PMC_CPU_");
+        assert!(cpus.len() >= 40, "{} cputypes in the header", cpus.len());
+        for (value, name) in &cpus {
             assert_eq!(
-                cputype(value).unwrap().to_str().unwrap(),
+                cputype(*value).unwrap().to_str().unwrap(),
                 name,
                 "{value:#x}"
             );
-            checked += 1;
         }
-        assert!(checked >= 40, "{checked} cputypes in the header");
+        let classes = header_enum("pmc_class", "PMC_CLASS_");
+        assert!(
+            classes.len() >= 18,
+            "{} classes in the header",
+            classes.len()
+        );
+        for (value, name) in &classes {
+            assert_eq!(class(*value).unwrap().to_str().unwrap(), name, "{value:#x}");
+        }
+        assert_eq!(class(0x10).unwrap(), c"ARMV7");
+        assert_eq!(class(0x01).unwrap(), c"K7");
         for (value, name) in [
             (0x97, "INTEL_BROADWELL_XEON"),
             (0x300, "PPC_7450"),

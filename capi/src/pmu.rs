@@ -689,6 +689,15 @@ mod tests {
         let want = PmuList::from_table(&EventTable::for_cpuid(other).unwrap(), Vendor::Intel);
         assert_eq!(got.events.len(), want.events.len());
         assert_eq!(got.vendor, Vendor::Intel);
+        // Lists are kept per model: asked again after another one, each
+        // model still gets its own.
+        let amd = "AuthenticAMD-25-1-1";
+        let zen = for_cpuid(Some(amd)).expect("a Zen 3 table");
+        assert_eq!(zen.vendor, Vendor::Amd);
+        let again = for_cpuid(Some(other)).unwrap();
+        assert_eq!(again.events.len(), want.events.len());
+        assert_eq!(again.vendor, Vendor::Intel);
+        assert_eq!(for_cpuid(Some(amd)).unwrap().vendor, Vendor::Amd);
     }
 
     #[test]
