@@ -477,6 +477,36 @@ mod tests {
         }
     }
 
+    /// sys/sys/pmc.h `__PMC_MODES()`: SS 0, SC 1, TS 2, TC 3; anything else
+    /// is EINVAL, as pmc_allocate(3) says.
+    #[test]
+    fn modes_are_freebsds_numbers() {
+        let modes: Vec<Mode> = (0..4).map(|m| mode_of(m).unwrap()).collect();
+        assert_eq!(modes, [Mode::SS, Mode::SC, Mode::TS, Mode::TC]);
+        for bad in [-1, 4, i32::MAX] {
+            assert_eq!(mode_of(bad).unwrap_err().errno, libc::EINVAL, "{bad}");
+        }
+    }
+
+    /// pmc_allocate(3)'s CPU is a CPU number or PMC_CPU_ANY (~0, -1): any
+    /// other negative value is the shim's EINVAL, not a huge CPU number.
+    #[test]
+    fn a_negative_cpu_other_than_any_is_einval() {
+        let e = allocate("task-clock", 1, 0, -2, 0).unwrap_err();
+        assert_eq!(e.errno, libc::EINVAL);
+        assert!(e.message.contains("cpu -2 is neither"), "{}", e.message);
+    }
+
+    /// pmc_pmcinfo: the FREE rows after this process's PMCs are owned by
+    /// nobody (`pm_ownerpid` −1), and there is always one.
+    #[test]
+    fn free_pmcinfo_rows_have_no_owner() {
+        let rows = pmcinfo(0).unwrap();
+        let free: Vec<&pmc_info> = rows.iter().filter(|r| r.pm_rowdisp == disp::FREE).collect();
+        assert!(!free.is_empty());
+        assert!(free.iter().all(|r| r.pm_ownerpid == -1));
+    }
+
     /// pmc_cpuinfo(3)'s `pm_ncpu` and `pm_npmc` are the machine's CPUs and
     /// PMC rows per CPU, the counts `pmc_cpuinfo` of the crate gives (a
     /// machine without a core PMU has no rows: 0 there).
