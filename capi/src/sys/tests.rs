@@ -236,3 +236,45 @@ fn pmclog_read_refuses_null_and_misaligned_events() {
         "written through a misaligned pointer"
     );
 }
+
+/// A refused call changes nothing: pmc_rw(3) with a misaligned `oldvalue`
+/// is EFAULT before the PMC is written, so its value stays.
+#[test]
+fn pmc_rw_with_a_misaligned_oldvalue_writes_no_value() {
+    use super::{pmc_allocate, pmc_read, pmc_release, pmc_rw};
+    let errno = || std::io::Error::last_os_error().raw_os_error();
+    let mut id = 0u32;
+    // TC (3) on PMC_CPU_ANY, never started: its value is what write sets.
+    assert_eq!(
+        pmc_allocate(c"task-clock".as_ptr(), 3, 0, -1, &mut id, 0),
+        0
+    );
+    let mut buf = [0u64; 2];
+    let misaligned = buf.as_mut_ptr().cast::<u8>().wrapping_add(1).cast::<u64>();
+    assert_eq!(pmc_rw(id, 42, misaligned), -1);
+    assert_eq!(errno(), Some(libc::EFAULT));
+    assert_eq!(buf, [0, 0], "written through a misaligned pointer");
+    let mut value = u64::MAX;
+    assert_eq!(pmc_read(id, &mut value), 0);
+    assert_eq!(value, 0, "the refused pmc_rw wrote its new value");
+    assert_eq!(pmc_release(id), 0);
+}
+
+/// pmc_pmcinfo(3) writes its result through `pmc_info_out`: a misaligned
+/// pointer is EFAULT and nothing is written through it.
+#[test]
+fn pmc_pmcinfo_refuses_a_misaligned_out_pointer() {
+    use super::pmc_pmcinfo;
+    let errno = || std::io::Error::last_os_error().raw_os_error();
+    let mut buf = [0u8; 2 * std::mem::size_of::<usize>()];
+    let misaligned = buf
+        .as_mut_ptr()
+        .wrapping_add(1)
+        .cast::<*mut crate::types::pmc_pmcinfo>();
+    assert_eq!(pmc_pmcinfo(0, misaligned), -1);
+    assert_eq!(errno(), Some(libc::EFAULT));
+    assert!(
+        buf.iter().all(|&b| b == 0),
+        "written through a misaligned pointer"
+    );
+}
