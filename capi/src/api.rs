@@ -507,6 +507,24 @@ mod tests {
         assert!(free.iter().all(|r| r.pm_ownerpid == -1));
     }
 
+    /// hwpmc's PMCADMIN checks the row against the CPU's rows first: row
+    /// `npmc` (one past the last) and −1 are EINVAL, not the Linux
+    /// backend's EOPNOTSUPP for a real row.
+    #[test]
+    fn admin_rows_are_checked_before_the_refusal() {
+        let rows = npmc(0).unwrap() as i32;
+        for row in [rows, -1, rows + 5] {
+            let e = admin("pmc_enable", 0, row).unwrap_err();
+            assert_eq!(e.errno, libc::EINVAL, "row {row} of {rows}: {}", e.message);
+        }
+        if rows > 0 {
+            assert_eq!(
+                admin("pmc_enable", 0, 0).unwrap_err().errno,
+                libc::EOPNOTSUPP
+            );
+        }
+    }
+
     /// pmc_cpuinfo(3)'s `pm_ncpu` and `pm_npmc` are the machine's CPUs and
     /// PMC rows per CPU, the counts `pmc_cpuinfo` of the crate gives (a
     /// machine without a core PMU has no rows: 0 there).

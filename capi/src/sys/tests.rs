@@ -278,3 +278,18 @@ fn pmc_pmcinfo_refuses_a_misaligned_out_pointer() {
         "written through a misaligned pointer"
     );
 }
+
+/// pmc_pmu_idx_get_by_event: −1 for a model without a table or a NULL
+/// event, as libpmc's "not found".
+#[test]
+fn pmu_idx_of_an_unknown_model_or_no_event_is_minus_one() {
+    use super::pmu_util::pmc_pmu_idx_get_by_event;
+    assert_eq!(
+        pmc_pmu_idx_get_by_event(c"NoSuchVendor-1-2-3".as_ptr(), c"inst_retired.any".as_ptr()),
+        -1
+    );
+    assert_eq!(
+        pmc_pmu_idx_get_by_event(std::ptr::null(), std::ptr::null()),
+        -1
+    );
+}
