@@ -507,6 +507,23 @@ mod tests {
         assert!(free.iter().all(|r| r.pm_ownerpid == -1));
     }
 
+    /// The vendor the C API's classes follow, from the CPU model's name:
+    /// AMD's and Hygon's (Zen) are K8-class, Intel's IAP.
+    #[test]
+    fn the_vendor_follows_the_cpu_model() {
+        let of = |cputype: &str| {
+            vendor(&CpuInfo {
+                cputype: cputype.into(),
+                ncpu: 1,
+                npmc: 0,
+                classes: Vec::new(),
+            })
+        };
+        assert!(of("AMD EPYC (family 0x19, model 0x1)") == Vendor::Amd);
+        assert!(of("Hygon C86 7185 32-core Processor") == Vendor::Amd);
+        assert!(of("Intel(R) Xeon(R) Platinum 8272CL") == Vendor::Intel);
+    }
+
     /// hwpmc's PMCADMIN checks the row against the CPU's rows first: row
     /// `npmc` (one past the last) and −1 are EINVAL, not the Linux
     /// backend's EOPNOTSUPP for a real row.

@@ -541,6 +541,14 @@ mod tests {
         assert_eq!(none.pmcallocate("inst_retired.any", &mut pm), libc::ENOENT);
     }
 
+    // sys/sys/pmc.h __PMC_CAPS(): the bits as FreeBSD numbers them, not
+    // this file's constants (which the tests check).
+    const INTERRUPT: u32 = 1 << 0;
+    const USER: u32 = 1 << 1;
+    const SYSTEM: u32 = 1 << 2;
+    const READ_WRITE: u32 = 1 << 5 | 1 << 6;
+    const QUALIFIER: u32 = 1 << 8;
+
     fn list(vendor: Vendor, events: &[(&str, &str)]) -> PmuList {
         PmuList {
             events: events
@@ -589,18 +597,15 @@ mod tests {
                 ("x.rsp", "event=0xb7,umask=0x1,offcore_rsp=0x10001"),
             ],
         );
-        let mut pm = request(CAP_INTERRUPT | CAP_SYSTEM);
+        let mut pm = request(INTERRUPT | SYSTEM);
         assert_eq!(l.pmcallocate("x.all", &mut pm), 0);
         assert_eq!(pm.pm_class, class::IAP);
-        assert_eq!(
-            pm.pm_caps,
-            CAP_INTERRUPT | CAP_SYSTEM | CAP_READ | CAP_WRITE | CAP_QUALIFIER
-        );
+        assert_eq!(pm.pm_caps, INTERRUPT | SYSTEM | READ_WRITE | QUALIFIER);
         assert_eq!(
             crate::sys::iap_config(&pm.pm_md),
             0x3c | 2 << 8 | 3 << 24 | 1 << 17 | 1 << 18 | 1 << 21 | 1 << 20
         );
-        let mut pm = request(CAP_USER | CAP_SYSTEM);
+        let mut pm = request(USER | SYSTEM);
         assert_eq!(l.pmcallocate("x.inv", &mut pm), 0);
         assert_eq!(
             crate::sys::iap_config(&pm.pm_md),
@@ -609,12 +614,12 @@ mod tests {
         let mut pm = request(0);
         assert_eq!(l.pmcallocate("x.zero", &mut pm), 0);
         assert_eq!(pm.pm_class, class::IAF);
-        assert_eq!(pm.pm_caps, CAP_READ | CAP_WRITE);
+        assert_eq!(pm.pm_caps, READ_WRITE);
         for uncore in ["UNC_M_CAS_COUNT.RD", "x.uncore_thing"] {
             let mut pm = request(0);
             assert_eq!(l.pmcallocate(uncore, &mut pm), 0);
             assert_eq!(pm.pm_class, class::UCP, "{uncore}");
-            assert_eq!(pm.pm_caps, CAP_READ | CAP_WRITE | CAP_QUALIFIER);
+            assert_eq!(pm.pm_caps, READ_WRITE | QUALIFIER);
         }
         let mut pm = request(0);
         assert_eq!(l.pmcallocate("x.rsp", &mut pm), 0);
@@ -635,20 +640,17 @@ mod tests {
                 ("ex_inv", "event=0x10,inv=1"),
             ],
         );
-        let mut pm = request(CAP_USER | CAP_INTERRUPT);
+        let mut pm = request(USER | INTERRUPT);
         assert_eq!(l.pmcallocate("ex_big", &mut pm), 0);
         assert_eq!(pm.pm_class, class::K8);
-        assert_eq!(
-            pm.pm_caps,
-            CAP_USER | CAP_INTERRUPT | CAP_READ | CAP_WRITE | CAP_QUALIFIER
-        );
+        assert_eq!(pm.pm_caps, USER | INTERRUPT | READ_WRITE | QUALIFIER);
         assert_eq!(
             crate::sys::amd_config(&pm.pm_md),
             (0xc0 | 0x1 << 32 | 4 << 8 | 1 << 16 | 1 << 18 | 1 << 20, 0)
         );
-        let mut pm = request(CAP_SYSTEM);
+        let mut pm = request(SYSTEM);
         assert_eq!(l.pmcallocate("ex_plain", &mut pm), 0);
-        assert_eq!(pm.pm_caps, CAP_SYSTEM | CAP_READ | CAP_WRITE);
+        assert_eq!(pm.pm_caps, SYSTEM | READ_WRITE);
         assert_eq!(crate::sys::amd_config(&pm.pm_md), (0x76 | 1 << 17, 0));
         let mut pm = request(0);
         assert_eq!(l.pmcallocate("ex_inv", &mut pm), 0);

@@ -293,3 +293,33 @@ fn pmu_idx_of_an_unknown_model_or_no_event_is_minus_one() {
         -1
     );
 }
+
+/// pmc_configure_logfile(3)'s checks, each with its own reason (all EBADF,
+/// as hwpmc's CONFIGURELOG): a descriptor that is not open, one open
+/// read-only; a writable file is taken.
+#[test]
+fn log_destination_says_why_a_descriptor_is_refused() {
+    use std::os::fd::AsRawFd;
+    let why = |fd| super::log_destination(fd).unwrap_err();
+    let e = why(1 << 20);
+    assert_eq!(e.errno, libc::EBADF);
+    assert!(
+        e.message.contains("is not an open file descriptor"),
+        "{}",
+        e.message
+    );
+    let dir = std::env::temp_dir().join(format!("capi-logdest-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("log");
+    std::fs::write(&file, b"").unwrap();
+    let read_only = std::fs::File::open(&file).unwrap();
+    let e = why(read_only.as_raw_fd());
+    assert!(e.message.contains("read-only"), "{}", e.message);
+    // A directory is refused as read-only first: Linux opens none for
+    // writing (EISDIR), so the directory check only guards other systems.
+    let directory = std::fs::File::open(&dir).unwrap();
+    assert_eq!(why(directory.as_raw_fd()).errno, libc::EBADF);
+    let writable = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+    assert!(super::log_destination(writable.as_raw_fd()).is_ok());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
