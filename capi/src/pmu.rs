@@ -592,6 +592,8 @@ mod tests {
                 ("x.all", "event=0x3c,umask=0x2,cmask=3,edge=1,any=1"),
                 ("x.inv", "event=0xa3,umask=0x1,inv=1"),
                 ("x.zero", "event=0x0,umask=0x3"),
+                ("x.umask3", "event=0x3c,umask=0x3"),
+                ("x.event0", "event=0x0,umask=0x1"),
                 ("UNC_M_CAS_COUNT.RD", "event=0x4,umask=0x3"),
                 ("x.uncore_thing", "event=0x5,umask=0x1"),
                 ("x.rsp", "event=0xb7,umask=0x1,offcore_rsp=0x10001"),
@@ -615,6 +617,13 @@ mod tests {
         assert_eq!(l.pmcallocate("x.zero", &mut pm), 0);
         assert_eq!(pm.pm_class, class::IAF);
         assert_eq!(pm.pm_caps, READ_WRITE);
+        // Only both together: umask 3 of another event, or event 0 with
+        // another umask, is programmable.
+        for iap in ["x.umask3", "x.event0"] {
+            let mut pm = request(0);
+            assert_eq!(l.pmcallocate(iap, &mut pm), 0);
+            assert_eq!(pm.pm_class, class::IAP, "{iap}");
+        }
         for uncore in ["UNC_M_CAS_COUNT.RD", "x.uncore_thing"] {
             let mut pm = request(0);
             assert_eq!(l.pmcallocate(uncore, &mut pm), 0);
