@@ -1,7 +1,8 @@
-//! `system::threads_of` on the calling process, which keeps its
-//! `/proc/PID/task` open and answers a one-thread process from the link
-//! count. A harness-less binary: `main` runs on the process's only thread,
-//! so the one-thread answer is really taken.
+//! `system::threads_of` on the calling process: a one-thread process is
+//! answered by `unshare(CLONE_THREAD)` without opening anything; with more
+//! threads, its `/proc/PID/task` is opened once and kept. A harness-less
+//! binary: `main` runs on the process's only thread, so the one-thread
+//! answer is really taken.
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -33,16 +34,11 @@ fn main() {
 
     let fds = open_fds();
     assert_eq!(threads_of(me).unwrap(), vec![main_tid]);
-    // The directory stays open: one fd, not one per call.
-    let kept = open_fds();
-    assert!(
-        kept <= fds + 1,
-        "{fds} fds before, {kept} after the first listing"
-    );
     for _ in 0..100 {
         assert_eq!(threads_of(me).unwrap(), vec![main_tid]);
     }
-    assert_eq!(open_fds(), kept, "a listing left an fd open");
+    // unshare answered: no directory was opened.
+    assert_eq!(open_fds(), fds, "a one-thread listing opened an fd");
 
     // Two more threads: listed through the kept directory (rewound between
     // listings), as a fresh read lists them.
@@ -61,9 +57,14 @@ fn main() {
         .collect();
     let mut want = vec![main_tid, tid_rx.recv().unwrap(), tid_rx.recv().unwrap()];
     want.sort_unstable();
+    assert_eq!(threads_of(me).unwrap(), want);
+    // The directory stays open: one fd, not one per call.
+    let kept = open_fds();
+    assert_eq!(kept, fds + 1, "{fds} fds before, {kept} after a listing");
     for _ in 0..3 {
         assert_eq!(threads_of(me).unwrap(), want);
     }
+    assert_eq!(open_fds(), kept, "a listing left an fd open");
     assert_eq!(listed_afresh(), want);
     drop(stop_tx);
     for t in threads {
