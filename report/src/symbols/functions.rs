@@ -98,8 +98,31 @@ pub(crate) fn raw_symbols(file: &object::File<'_>, dynamic: bool) -> Vec<RawSymb
     } else {
         file.symbols()
     };
+    // A label (STT_NOTYPE: assembly's `_start` in ld.so, say) in an
+    // executable section is a function to perf too (`elf_sym__is_label`);
+    // ARM's `$x`/`$d` mapping symbols are not. A separate debug file's
+    // `.text` is NOBITS, so its flags decide, not its kind.
+    let executable = |index: Option<object::SectionIndex>| {
+        index
+            .and_then(|i| file.section_by_index(i).ok())
+            .is_some_and(|section| match section.flags() {
+                object::SectionFlags::Elf { sh_flags } => {
+                    sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0
+                }
+                _ => false,
+            })
+    };
     symbols
-        .filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0)
+        .filter(|s| s.address() != 0)
+        .filter(|s| match s.kind() {
+            object::SymbolKind::Text => true,
+            object::SymbolKind::Unknown => {
+                !s.is_undefined()
+                    && executable(s.section_index())
+                    && !s.name().is_ok_and(|n| n.starts_with('$'))
+            }
+            _ => false,
+        })
         .filter_map(|s| {
             let name = s.name().ok().filter(|n| !n.is_empty())?;
             Some(RawSymbol {

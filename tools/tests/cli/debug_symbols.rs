@@ -73,6 +73,11 @@ pub fn tests() -> Vec<LiveTest> {
             an_object_replaced_after_recording_stays_unnamed,
         ),
         test(
+            "debug_symbols::a_label_in_text_is_named_as_perf_names_it",
+            binutils(),
+            a_label_in_text_is_named_as_perf_names_it,
+        ),
+        test(
             "debug_symbols::mini_debuginfo_names_what_dynsym_does_not",
             with_xz,
             mini_debuginfo_names_what_dynsym_does_not,
@@ -676,6 +681,63 @@ fn jit_code_is_named_from_the_processs_perf_map() -> TestResult {
     ensure!(
         leaves == ["0x7f0000002000", "LazyCompile:*fib app.js:1", "Stub:CEntry"],
         "{leaves:?}\n{stderr}"
+    );
+    Ok(())
+}
+
+/// An assembly label (`.globl` without `.type`: STT_NOTYPE, size 0) in
+/// `.text` names its pcs, as perf's `elf_sym__is_label` takes it (ld.so's
+/// `_start` is one): from the object itself and from its separate debug
+/// file, whose `.text` is NOBITS.
+fn a_label_in_text_is_named_as_perf_names_it() -> TestResult {
+    let dir = TempDir::new("debugsym-label")?;
+    let c = dir.join("label.c");
+    std::fs::write(
+        &c,
+        "__asm__(\".text\\n.globl pmc_fixture_label\\npmc_fixture_label:\\n\\tnop\\n\\tnop\\n\\tnop\\n\\tret\\n\");\n\
+         int main(void) { return 0; }\n",
+    )
+    .ctx("write C source")?;
+    let full = dir.join("label");
+    run(
+        "cc",
+        &[
+            "-O1",
+            "-g",
+            "-Wl,--build-id",
+            "-o",
+            &full.to_string_lossy(),
+            &c.to_string_lossy(),
+        ],
+    )?;
+    let symbols = text(&run("readelf", &["-sW", &full.to_string_lossy()])?.stdout);
+    ensure!(
+        symbols
+            .lines()
+            .any(|l| l.contains(" NOTYPE ") && l.ends_with(" pmc_fixture_label")),
+        "the fixture's label is not STT_NOTYPE:\n{symbols}"
+    );
+    let pc = nm_address(&full, "pmc_fixture_label")? - first_text_page(&full)? + BIAS + 2;
+    // In the object itself.
+    let root = dir.join("root");
+    let object = root.join("usr/bin/prog");
+    mkdirs(&object)?;
+    std::fs::copy(&full, &object).ctx("copy the program")?;
+    let log = dir.join("log");
+    write_log(&log, None, &[pc])?;
+    let (leaves, stderr) = report(&root, &log)?;
+    ensure!(
+        leaves == ["pmc_fixture_label"],
+        "from the object: {leaves:?}\n{stderr}"
+    );
+    // Stripped, from its debug file by build id.
+    let root = dir.join("root2");
+    install_stripped(&full, &root)?;
+    keep_debug(&full, &build_id_path(&root, &build_id(&full)?))?;
+    let (leaves, stderr) = report(&root, &log)?;
+    ensure!(
+        leaves == ["pmc_fixture_label"],
+        "from the debug file: {leaves:?}\n{stderr}"
     );
     Ok(())
 }
