@@ -292,6 +292,15 @@ fn pmu_idx_of_an_unknown_model_or_no_event_is_minus_one() {
         pmc_pmu_idx_get_by_event(std::ptr::null(), std::ptr::null()),
         -1
     );
+    // A model with a table: the event's index, which names it back.
+    let skx = c"GenuineIntel-6-55-4";
+    let idx = pmc_pmu_idx_get_by_event(skx.as_ptr(), c"inst_retired.any".as_ptr());
+    assert!(idx >= 0, "inst_retired.any on Skylake-SP: {idx}");
+    let name = super::pmu_util::pmc_pmu_event_get_by_idx(skx.as_ptr(), idx);
+    assert!(!name.is_null());
+    // SAFETY: a non-NULL result is a NUL-terminated name in the kept list.
+    let name = unsafe { std::ffi::CStr::from_ptr(name) };
+    assert_eq!(name.to_str().unwrap(), "inst_retired.any");
 }
 
 /// pmc_configure_logfile(3)'s checks, each with its own reason (all EBADF,
