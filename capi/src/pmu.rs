@@ -504,17 +504,7 @@ mod tests {
     #[test]
     fn pmcallocate_encodes_as_libpmc() {
         let l = skx();
-        let mut pm = pmc_op_pmcallocate {
-            pm_caps: CAP_USER,
-            pm_cpu: 0,
-            pm_class: 0,
-            pm_ev: 0,
-            pm_flags: 0,
-            pm_mode: 3,
-            pm_pmcid: 0,
-            pm_count: 0,
-            pm_md: pmc_md_op_pmcallocate { __pad: [7; 4] },
-        };
+        let mut pm = request(CAP_USER);
         // libpmc_pmu_util.c pmc_pmu_intel_pmcallocate: no umask is the
         // fixed-function class, without QUALIFIER.
         assert_eq!(l.pmcallocate("br_inst_retired.all_branches", &mut pm), 0);

@@ -92,38 +92,75 @@ fn address_key(hex: &str) -> Option<String> {
     Some(format!("{v:#x}"))
 }
 
-/// pmcstat's `-G` top-level lines (pmcpl_callgraph.c: the sampled
-/// functions with their own share): `NN.NN%  [count]  name @ path`.
+/// One top-level line of pmcstat's `-G` (pmcpl_callgraph.c: a sampled
+/// function with its own share): `NN.NN%  [count]  name @ path`.
+pub(crate) struct GraphRow {
+    pub(crate) percent: f64,
+    pub(crate) count: u64,
+    /// The function, or `image+0xoff` / a bare address where unnamed.
+    pub(crate) name: String,
+    /// The object's path (`None`: the line names none).
+    pub(crate) path: Option<String>,
+}
+
+impl GraphRow {
+    /// The object's file name (`[unknown]` without a path).
+    pub(crate) fn object(&self) -> &str {
+        self.path
+            .as_deref()
+            .map_or("[unknown]", |p| p.rsplit('/').next().unwrap_or(p))
+    }
+
+    /// The offset of an unnamed pc in its own image (`image+0xoff`), or
+    /// the bare address.
+    pub(crate) fn unnamed_offset(&self) -> Option<&str> {
+        if self.name.starts_with("0x") {
+            return Some(&self.name);
+        }
+        match self.name.rsplit_once("+0x") {
+            Some((image, offset)) if image == self.object() => Some(offset),
+            _ => None,
+        }
+    }
+}
+
+/// The top-level lines of `pmcstat -R -G` output.
+pub(crate) fn graph_rows(graph: &str) -> Vec<GraphRow> {
+    graph
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .filter_map(|l| {
+            let (percent, rest) = l.split_once('%')?;
+            let (count, rest) = rest.split_once('[')?.1.split_once(']')?;
+            let (name, path) = match rest.trim().rsplit_once(" @ ") {
+                Some((n, p)) => (n.trim(), Some(p.to_string())),
+                None => (rest.trim(), None),
+            };
+            Some(GraphRow {
+                percent: percent.trim().parse().ok()?,
+                count: count.parse().ok()?,
+                name: name.to_string(),
+                path,
+            })
+        })
+        .collect()
+}
+
+/// pmcstat's flat profile from its `-G` top-level lines; `paths` learns
+/// each object's path by its file name.
 fn pmcstat_flat(graph: &str, paths: &mut HashMap<String, String>) -> Flat {
     let mut flat = Flat::new();
-    for l in graph.lines() {
-        if !l.starts_with(|c: char| c.is_ascii_digit()) {
-            continue;
+    for row in graph_rows(graph) {
+        if let Some(p) = &row.path {
+            paths.insert(row.object().to_string(), p.clone());
         }
-        let Some((percent, rest)) = l.split_once('%') else {
-            continue;
-        };
-        let Ok(percent) = percent.parse::<f64>() else {
-            continue;
-        };
-        let Some((_, rest)) = rest.split_once(']') else {
-            continue;
-        };
-        let (name, object) = match rest.trim().rsplit_once(" @ ") {
-            Some((n, p)) => {
-                let base = p.rsplit('/').next().unwrap_or(p);
-                paths.insert(base.to_string(), p.to_string());
-                (n.trim(), base)
+        let key = match row.unnamed_offset() {
+            Some(offset) if !row.name.starts_with("0x") => {
+                address_key(offset).unwrap_or_else(|| row.name.clone())
             }
-            None => (rest.trim(), "[unknown]"),
+            _ => row.name.clone(),
         };
-        let key = match name.rsplit_once("+0x") {
-            Some((image, offset)) if image == object => {
-                address_key(offset).unwrap_or_else(|| name.to_string())
-            }
-            _ => name.to_string(),
-        };
-        *flat.entry((object.to_string(), key)).or_default() += percent;
+        *flat.entry((row.object().to_string(), key)).or_default() += row.percent;
     }
     flat
 }

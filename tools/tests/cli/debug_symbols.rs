@@ -104,8 +104,14 @@ fn source(variant: u32) -> String {
 
 /// Compiles `source(variant)` with debug info and a build id into `out`.
 fn compile(dir: &TempDir, variant: u32, out: &Path) -> TestResult {
-    let c = dir.join(&format!("prog{variant}.c"));
-    std::fs::write(&c, source(variant)).ctx("write C source")?;
+    compile_source(dir, &format!("prog{variant}"), &source(variant), out)
+}
+
+/// Compiles C `source` (as `dir/NAME.c`) with debug info and a build id
+/// into `out`.
+fn compile_source(dir: &TempDir, name: &str, source: &str, out: &Path) -> TestResult {
+    let c = dir.join(&format!("{name}.c"));
+    std::fs::write(&c, source).ctx("write C source")?;
     run(
         "cc",
         &[
@@ -691,24 +697,13 @@ fn jit_code_is_named_from_the_processs_perf_map() -> TestResult {
 /// file, whose `.text` is NOBITS.
 fn a_label_in_text_is_named_as_perf_names_it() -> TestResult {
     let dir = TempDir::new("debugsym-label")?;
-    let c = dir.join("label.c");
-    std::fs::write(
-        &c,
+    let full = dir.join("label");
+    compile_source(
+        &dir,
+        "label",
         "__asm__(\".text\\n.globl pmc_fixture_label\\npmc_fixture_label:\\n\\tnop\\n\\tnop\\n\\tnop\\n\\tret\\n\");\n\
          int main(void) { return 0; }\n",
-    )
-    .ctx("write C source")?;
-    let full = dir.join("label");
-    run(
-        "cc",
-        &[
-            "-O1",
-            "-g",
-            "-Wl,--build-id",
-            "-o",
-            &full.to_string_lossy(),
-            &c.to_string_lossy(),
-        ],
+        &full,
     )?;
     let symbols = text(&run("readelf", &["-sW", &full.to_string_lossy()])?.stdout);
     ensure!(

@@ -320,29 +320,13 @@ fn pmcstat_stacks(
         String::from_utf8_lossy(&out.stderr)
     );
     let folded = dir.path("pmcstat.folded");
-    let out = Command::new(PMCSTAT)
-        .args(["-R", &log, "--folded", &folded])
-        .output()
-        .ctx("run pmcstat -R")?;
-    ensure!(
-        out.status.success(),
-        "pmcstat -R --folded: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    crate::run_ok(PMCSTAT, &["-R", &log, "--folded", &folded])?;
     let text = std::fs::read_to_string(&folded).ctx("read the folded stacks")?;
     // Folded stacks name functions without their image; the call graph
     // (`-G`, pmcpl_callgraph.c's tree) gives it, `name @ image` where the
     // image changes from the caller's: a frame named by pmcstat alone is
     // compared on its image, as one named by perf alone is.
-    let out = Command::new(PMCSTAT)
-        .args(["-R", &log, "-G", "-"])
-        .output()
-        .ctx("run pmcstat -R -G")?;
-    ensure!(
-        out.status.success(),
-        "pmcstat -R -G: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = crate::run_ok(PMCSTAT, &["-R", &log, "-G", "-"])?;
     let images = images_of_names(&String::from_utf8_lossy(&out.stdout));
     let mut stacks = Vec::new();
     for line in text.lines() {

@@ -309,32 +309,15 @@ fn write_log(path: &str, records: &[LogRecord]) -> TestResult {
     Ok(())
 }
 
-/// pmcstat's `-G` top-level lines (`NN.NN%  [count]  name @ path`): the
-/// samples of each function; `image+0xoff` and bare addresses unnamed.
+/// pmcstat's `-G` top-level lines as sample counts; `image+0xoff` and
+/// bare addresses unnamed.
 fn pmcstat_counts(graph: &str) -> Counts {
     let mut counts = Counts::new();
-    for l in graph.lines() {
-        if !l.starts_with(|c: char| c.is_ascii_digit()) {
-            continue;
-        }
-        let Some((count, rest)) = l
-            .split_once('[')
-            .and_then(|(_, r)| r.split_once(']'))
-            .and_then(|(n, rest)| Some((n.parse::<u64>().ok()?, rest)))
-        else {
-            continue;
-        };
-        let (name, object) = match rest.trim().rsplit_once(" @ ") {
-            Some((n, p)) => (n.trim(), p.rsplit('/').next().unwrap_or(p)),
-            None => (rest.trim(), "[unknown]"),
-        };
-        // Unnamed: `image+0xoff` of its own image, or a bare address.
-        let unnamed = name.starts_with("0x")
-            || name
-                .rsplit_once("+0x")
-                .is_some_and(|(image, _)| image == object);
-        let function = (!unnamed).then(|| name.to_string());
-        *counts.entry((object.to_string(), function)).or_default() += count;
+    for row in crate::debian_profiles::graph_rows(graph) {
+        let function = row.unnamed_offset().is_none().then(|| row.name.clone());
+        *counts
+            .entry((row.object().to_string(), function))
+            .or_default() += row.count;
     }
     counts
 }
