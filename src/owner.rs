@@ -84,6 +84,10 @@ pub(crate) struct Inner {
     /// Bytes of user stack each sample of sampling PMCs allocated from now
     /// on copies (0: none).
     user_stack: AtomicU32,
+    /// The specifier parsed last (parsing is a pure function of the text):
+    /// a loop that allocates one event, or `PerCpu` allocating it on every
+    /// CPU, parses it once.
+    last_spec: Mutex<Option<crate::spec::EventSpec>>,
 }
 
 impl Drop for Inner {
@@ -107,8 +111,27 @@ impl Owner {
                 buffer_pages: AtomicUsize::new(0),
                 smallest_ring_kib: AtomicUsize::new(usize::MAX),
                 user_stack: AtomicU32::new(0),
+                last_spec: Mutex::new(None),
             }),
         }
+    }
+
+    /// `spec::parse(text)`, from the last parse when it was of `text`.
+    pub(crate) fn parse_spec(
+        &self,
+        text: &str,
+    ) -> std::result::Result<crate::spec::EventSpec, crate::spec::SpecError> {
+        let mut last = self
+            .inner
+            .last_spec
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(spec) = last.as_ref().filter(|s| s.text == text) {
+            return Ok(spec.clone());
+        }
+        let spec = crate::spec::parse(text)?;
+        *last = Some(spec.clone());
+        Ok(spec)
     }
 
     /// The process's owner, as FreeBSD has one per process: what

@@ -28,7 +28,7 @@ use crate::backend::{Backend, CounterValue, Counters, EventRequest, HotCounter, 
 use crate::machine::PmcInfo;
 use crate::owner::registry::SharedState;
 use crate::owner::{Owner, SourceHandle};
-use crate::spec::{self, EventSpec};
+use crate::spec::EventSpec;
 use crate::{Capabilities, Class, Cpu, Error, Flags, Mode, PmcId, Reading, Result, State};
 
 pub use builder::{ProcessPmc, SystemPmc};
@@ -261,10 +261,12 @@ impl Pmc {
         count: u64,
         asked: Asked<'_>,
     ) -> Result<Pmc> {
-        let spec = spec::parse(spec_text).map_err(|source| Error::InvalidSpec {
-            spec: spec_text.to_string(),
-            source,
-        })?;
+        let spec = owner
+            .parse_spec(spec_text)
+            .map_err(|source| Error::InvalidSpec {
+                spec: spec_text.to_string(),
+                source,
+            })?;
         let backend = owner.binding().clone();
         validate_allocation(mode, flags, cpu, &*backend, asked.online)?;
         let reload_count = if mode.is_sampling() {
@@ -331,7 +333,7 @@ impl Pmc {
             sample_base: 0,
         };
         pmc.publish();
-        owner.write_if_logging(&crate::log::LogRecord::PmcAllocateDyn {
+        owner.write_if_logging(|| crate::log::LogRecord::PmcAllocateDyn {
             pmcid: id.0,
             event: 0,
             flags: flags.bits(),
@@ -356,9 +358,11 @@ impl Pmc {
             Some(t) if lone_counter && t.pid == self.owner_pid => t.counters.hot(),
             _ => None,
         };
-        self.owner
-            .registry()
-            .publish(self.info(), &self.shared_state);
+        // The rest of the row (name, class, mode, …) never changes.
+        let registry = self.owner.registry();
+        if !registry.update(self.id, self.targets(), self.reload_count) {
+            registry.publish(self.info(), &self.shared_state);
+        }
     }
 
     /// The owner it belongs to.

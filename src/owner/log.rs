@@ -166,10 +166,12 @@ impl Owner {
 
     /// Appends a record stamped now, if a log is configured (the PMC's
     /// own records: allocate, attach, detach).
-    pub(crate) fn write_if_logging(&self, record: &LogRecord) {
+    /// The record is made only if there is a log: an allocation without
+    /// one copies no name.
+    pub(crate) fn write_if_logging(&self, record: impl FnOnce() -> LogRecord) {
         if let Some(log) = self.inner.log().as_mut() {
             let now = self.now();
-            let _ = self.write_counted(log, record, now);
+            let _ = self.write_counted(log, &record(), now);
         }
     }
 

@@ -119,6 +119,19 @@ impl Registry {
         );
     }
 
+    /// Updates what can change in a published row (its targets and reload
+    /// count); false if `id` has no row.
+    pub(crate) fn update(&self, id: PmcId, targets: Vec<u32>, reload_count: u64) -> bool {
+        match self.rows().get_mut(&id.0) {
+            Some(row) => {
+                row.info.targets = targets;
+                row.info.reload_count = reload_count;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Removes a released PMC's row.
     pub(crate) fn remove(&self, id: PmcId) {
         self.rows().remove(&id.0);

@@ -168,7 +168,7 @@ fn batches_are_written_in_time_order_and_counted() {
         (1, chain(1)),
         (2, LogRecord::Dropnotify { lost: Some(9) }),
     ]);
-    owner.write_if_logging(&chain(2));
+    owner.write_if_logging(|| chain(2));
     assert_eq!(owner.stats(), before, "nothing is counted without a log");
 
     let log = MemoryLog::new();
@@ -669,4 +669,30 @@ fn user_stack_sizes_follow_the_kernels_rules() {
     assert_eq!(e.errno(), libc::EOPNOTSUPP, "{e}");
     owner.set_user_stack(None).unwrap();
     assert_eq!(owner.user_stack(), None);
+}
+
+/// The owner's memo of the last parse answers as `spec::parse` does, for a
+/// repeated text, another text, a text that fails and one after it.
+#[test]
+fn the_parse_memo_answers_as_a_fresh_parse() {
+    let owner = sim_owner();
+    for text in [
+        "instructions,usr",
+        "instructions,usr",
+        "task-clock",
+        "INSTRUCTIONS,usr",
+        "instrutions",
+        "instrutions",
+        "instructions,usr",
+        "sched:sched_switch,filter=prev_pid==1",
+    ] {
+        let memo = owner.parse_spec(text);
+        let fresh = crate::spec::parse(text);
+        assert_eq!(
+            format!("{memo:?}"),
+            format!("{fresh:?}"),
+            "parse_spec({text:?})"
+        );
+        assert_eq!(memo.ok().map(|s| s.text), fresh.ok().map(|s| s.text));
+    }
 }

@@ -97,7 +97,7 @@ impl Pmc {
         if self.owner.log_configured() {
             let path = self.backend.executable_path(pid).unwrap_or_default();
             self.owner
-                .write_if_logging(&crate::log::LogRecord::PmcAttach {
+                .write_if_logging(|| crate::log::LogRecord::PmcAttach {
                     pmcid: self.id.0,
                     pid,
                     path,
@@ -195,7 +195,7 @@ impl Pmc {
         // Its last records reach the log before the PMCDETACH.
         drop(target);
         self.owner
-            .write_if_logging(&crate::log::LogRecord::PmcDetach {
+            .write_if_logging(|| crate::log::LogRecord::PmcDetach {
                 pmcid: self.id.0,
                 pid,
             });

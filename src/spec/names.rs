@@ -212,14 +212,20 @@ pub(super) fn strip_normalized_prefix<'a>(normalized: &'a str, name: &str) -> Op
 /// Looks up a perf generic name (hardware, software or cache), which perf
 /// matches case-insensitively but with its own separators.
 pub(super) fn perf_generic(name: &str) -> Option<EventName> {
-    let lower = name.to_ascii_lowercase();
-    if let Some((_, h)) = PERF_HARDWARE.iter().find(|(n, _)| *n == lower) {
+    // The tables are lowercase.
+    if let Some((_, h)) = PERF_HARDWARE
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+    {
         return Some(EventName::Hardware(*h));
     }
-    if let Some((_, s)) = PERF_SOFTWARE.iter().find(|(n, _)| *n == lower) {
+    if let Some((_, s)) = PERF_SOFTWARE
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+    {
         return Some(EventName::Software(*s));
     }
-    perf_cache(&lower).map(EventName::Cache)
+    perf_cache(&name.to_ascii_lowercase()).map(EventName::Cache)
 }
 
 /// Parses perf's cache event names: `CACHE[-OP][-RESULT]`, e.g.

@@ -120,18 +120,17 @@ impl<'a> Parser<'a> {
         {
             return Err(self.error(i, &c.to_string(), "event specifiers are printable ASCII"));
         }
-        let lower = self.text.to_ascii_lowercase();
         let mut spec = EventSpec {
             text: self.text.to_string(),
             class_prefix: None,
             event: EventName::Named(String::new()),
             qualifiers: Qualifiers::default(),
         };
-        let rest = if lower.starts_with("mem:") {
+        let rest = if starts_with_ignore_case(self.text, "mem:") {
             let (head, rest) = split_qualifiers(all);
             spec.event = self.breakpoint(head.from(4))?;
             rest
-        } else if let Some(kind) = probe_kind(&lower) {
+        } else if let Some(kind) = probe_kind(self.text) {
             let colon = self.text.find(':').expect("probe prefix ends with ':'");
             // Qualifiers start after the location's last ':'.
             let last_colon = self.text.rfind(':').unwrap_or(colon);
@@ -168,7 +167,7 @@ impl<'a> Parser<'a> {
         if let Some((i, c)) = head
             .s
             .char_indices()
-            .find(|(_, c)| !(c.is_ascii_alphanumeric() || " ._-:".contains(*c)))
+            .find(|(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, ' ' | '.' | '_' | '-' | ':')))
         {
             return Err(self.error(
                 head.at + i,
@@ -178,7 +177,7 @@ impl<'a> Parser<'a> {
         }
         // libpfm4 native names (`amd64_fam17h::retired_instructions:u`)
         // go to the backend whole.
-        if head.s.contains("::") {
+        if head.s.as_bytes().windows(2).any(|w| w == b"::") {
             spec.event = EventName::Named(head.s.to_string());
             return Ok(());
         }
@@ -613,7 +612,7 @@ fn closest_or_all(word: &str, candidates: &[&str]) -> Vec<String> {
     }
 }
 
-fn probe_kind(lower: &str) -> Option<ProbeKind> {
+fn probe_kind(text: &str) -> Option<ProbeKind> {
     [
         ("uprobe:", ProbeKind::Uprobe),
         ("uretprobe:", ProbeKind::Uretprobe),
@@ -621,7 +620,7 @@ fn probe_kind(lower: &str) -> Option<ProbeKind> {
         ("kretprobe:", ProbeKind::Kretprobe),
     ]
     .into_iter()
-    .find(|(p, _)| lower.starts_with(p))
+    .find(|(p, _)| starts_with_ignore_case(text, p))
     .map(|(_, k)| k)
 }
 
@@ -650,5 +649,7 @@ fn is_raw(s: &str) -> bool {
 }
 
 fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
-    s.len() >= prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix)
+    s.as_bytes()
+        .get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
 }

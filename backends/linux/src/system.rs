@@ -105,6 +105,13 @@ pub fn process_exists(pid: i32) -> bool {
     sys::process_exists(pid)
 }
 
+/// The calling process's id, as `std::process::id()` gives it but without
+/// a system call after the first (a cache the kernel wipes in every forked
+/// child). An attach to the caller asks for it twice.
+pub fn own_pid() -> u32 {
+    sys::own_pid()
+}
+
 /// The caller's thread id.
 pub fn gettid() -> i32 {
     sys::gettid()
@@ -207,7 +214,7 @@ pub fn possible_cpus() -> Vec<u32> {
 /// directory is kept open between calls (see `OwnTasks`): opening it costs
 /// more than the perf open an attach to the caller makes.
 pub fn threads_of(pid: i32) -> std::io::Result<Vec<i32>> {
-    if pid == std::process::id() as i32 && caller_is_single_threaded() {
+    if pid == own_pid() as i32 && caller_is_single_threaded() {
         // Its one thread is its leader, whose tid is the pid.
         return Ok(vec![pid]);
     }
@@ -295,7 +302,7 @@ impl OwnTasks {
         if hit == Some(3) {
             return Some(vec![pid]);
         }
-        let own = pid == std::process::id() as i32;
+        let own = pid == own_pid() as i32;
         if !own {
             return None;
         }

@@ -227,24 +227,33 @@ impl ProcessCounters {
             op: "attach".into(),
             pid,
         })?;
-        let mut processes = vec![root];
-        if descendants {
-            processes.extend(system::descendants_of(root));
-        }
+        // (No allocation for what the common case does not need: an attach
+        // to the caller is timed against the bare system calls.)
+        let descendants = if descendants {
+            system::descendants_of(root)
+        } else {
+            Vec::new()
+        };
         // Logging events are mapped, and perf maps inherited per-task
         // events only per CPU: one per (thread, CPU) then.
-        let cpus: Vec<i32> = if event.log.is_some() {
+        let logged_cpus: Vec<i32> = if event.log.is_some() {
             system::online_cpus()
                 .into_iter()
                 .map(|c| c as i32)
                 .collect()
         } else {
-            vec![-1]
+            Vec::new()
         };
-        let mut events: Vec<(i32, Event)> = Vec::new();
+        let cpus: &[i32] = if event.log.is_some() {
+            &logged_cpus
+        } else {
+            &[-1]
+        };
+        let mut event_cpus: Vec<i32> = Vec::new();
+        let mut events: Vec<Event> = Vec::new();
         let mut siblings: Vec<(i32, Event)> = Vec::new();
         let mut chunks = Vec::new();
-        for p in processes {
+        for p in std::iter::once(root).chain(descendants) {
             let tids = match system::threads_of(p) {
                 Ok(t) => t,
                 // A descendant may exit while we look; the root must exist.
@@ -256,13 +265,18 @@ impl ProcessCounters {
                     });
                 }
             };
+            let per_thread = event.attrs.len() * cpus.len();
+            events.reserve(tids.len() * per_thread);
+            if event.log.is_some() {
+                event_cpus.reserve(tids.len() * per_thread);
+            }
             for tid in tids {
                 // One chunk per thread: its instances on every core PMU
                 // (hybrid) and CPU (logging) are one counter to scale.
                 let first = events.len();
                 for attr in &event.attrs {
                     let attr = &attr.enable_on_exec(at_exec);
-                    for &cpu in &cpus {
+                    for &cpu in cpus {
                         let target = Target { pid: tid, cpu };
                         let leader = match open_with_fallback(attr, target, event) {
                             Ok(e) => e,
@@ -286,7 +300,11 @@ impl ProcessCounters {
                             break;
                         }
                         siblings.extend(group);
-                        events.push((cpu, leader));
+                        // Only the rings (logging events) need the CPUs.
+                        if event.log.is_some() {
+                            event_cpus.push(cpu);
+                        }
+                        events.push(leader);
                     }
                 }
                 if events.len() > first {
@@ -300,11 +318,10 @@ impl ProcessCounters {
                 pid,
             });
         }
-        let (cpus, events): (Vec<i32>, Vec<Event>) = events.into_iter().unzip();
         let events = Arc::<[Event]>::from(events);
         let rings = map_rings(
             event,
-            &cpus,
+            &event_cpus,
             &events,
             &siblings,
             Some((pid, events.clone())),

@@ -58,13 +58,13 @@ impl Backend for LinuxBackend {
     }
 
     fn caller_pid(&self) -> u32 {
-        std::process::id()
+        system::own_pid()
     }
 
     fn process_exists(&self, pid: u32) -> bool {
         // The caller is alive while it asks: attach(0) and pmcinfo rows of
         // its own PMCs read nothing from /proc.
-        pid == std::process::id()
+        pid == system::own_pid()
             || i32::try_from(pid)
                 .is_ok_and(|p| system::process_exists(p) && system::process_state(p) != Some('Z'))
     }

@@ -1,5 +1,6 @@
 //! Event specifier → `perf_event_attr`.
 
+use std::borrow::Cow;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -37,7 +38,7 @@ pub(super) struct LinuxEvent {
     pub(super) slices: Option<super::sampling::SliceSiblings>,
     pub(super) class: Class,
     pub(super) caps: Capabilities,
-    pub(super) description: String,
+    pub(super) description: Cow<'static, str>,
     pub(super) filter: Option<String>,
     /// The backend's collector and trial-open cache.
     pub(super) shared: Arc<super::Shared>,
@@ -57,7 +58,7 @@ impl PreparedEvent for LinuxEvent {
     }
 
     fn describe(&self) -> String {
-        self.description.clone()
+        self.description.to_string()
     }
 
     fn open_process(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
@@ -193,27 +194,28 @@ fn reject_encoding_qualifiers(spec: &EventSpec, what: &str) -> Result<()> {
 /// Where the resolver looks for PMUs and tracepoints.
 #[derive(Clone, Debug)]
 pub(super) struct Sysfs {
-    pub(super) pmu_root: PathBuf,
+    /// Borrowed for this machine's: a resolve per allocation reads it.
+    pub(super) pmu_root: Cow<'static, Path>,
     /// `None`: locate tracefs on this machine.
     pub(super) tracefs: Option<PathBuf>,
     /// The CPUID string (`GenuineIntel-6-55-4`) choosing the native event
     /// table; `None`: no table.
-    pub(super) cpuid: Option<String>,
+    pub(super) cpuid: Option<Cow<'static, str>>,
 }
 
 impl Sysfs {
     pub(super) fn system() -> Sysfs {
         Sysfs {
-            pmu_root: PathBuf::from(lpmu::SYSFS_ROOT),
+            pmu_root: Cow::Borrowed(Path::new(lpmu::SYSFS_ROOT)),
             tracefs: None,
-            cpuid: pmc_linux::pmu_events::host_cpuid().map(str::to_string),
+            cpuid: pmc_linux::pmu_events::host_cpuid().map(Cow::Borrowed),
         }
     }
 
     /// Whether this is this machine's sysfs (whose description is shared).
     pub(super) fn is_system(&self) -> bool {
         self.tracefs.is_none()
-            && self.pmu_root == Path::new(lpmu::SYSFS_ROOT)
+            && *self.pmu_root == *Path::new(lpmu::SYSFS_ROOT)
             && self.cpuid.as_deref() == pmc_linux::pmu_events::host_cpuid()
     }
 
@@ -249,7 +251,7 @@ pub(super) struct Resolved {
     pub(super) class: Class,
     pub(super) caps: Capabilities,
     /// How `describe` names it (`cycles`, `cpu/event=0xc0/`, …).
-    pub(super) description: String,
+    pub(super) description: Cow<'static, str>,
     /// The string `config1` points to (uprobe path, kprobe function).
     pub(super) string: Option<CString>,
 }
@@ -289,7 +291,7 @@ fn tracepoint_event(d: &MachineDescription, subsystem: &str, event: &str) -> Res
         planned: vec![Planned::anywhere(Attr::new(EventConfig::Tracepoint(id)))],
         class: Class::Tracepoint,
         caps: caps::class_capabilities(&Class::Tracepoint, d),
-        description: format!("{subsystem}:{event}"),
+        description: format!("{subsystem}:{event}").into(),
         string: None,
     })
 }
@@ -333,7 +335,7 @@ fn probe_event(d: &MachineDescription, p: &spec::ProbeSpec) -> Result<Resolved> 
         planned: vec![Planned::anywhere(*probe.attr())],
         caps: caps::class_capabilities(&class, d),
         class,
-        description,
+        description: description.into(),
         string: Some(probe.target().cloned().unwrap_or_default()),
     })
 }
@@ -351,7 +353,7 @@ fn fixed(
     d: &MachineDescription,
     config: EventConfig,
     class: Class,
-    description: String,
+    description: Cow<'static, str>,
 ) -> Resolved {
     Resolved {
         planned: vec![Planned::anywhere(Attr::new(config))],
@@ -379,7 +381,7 @@ fn resolve_name(
                 planned: core_attrs(d, |pmu| EventConfig::Hardware { event, pmu }),
                 caps: caps::class_capabilities(&Class::Hardware, d),
                 class: Class::Hardware,
-                description: event.name().to_string(),
+                description: event.name().into(),
                 string: None,
             }
         }
@@ -390,7 +392,7 @@ fn resolve_name(
                 planned: core_attrs(d, |pmu| EventConfig::Cache { event, pmu }),
                 caps: caps::class_capabilities(&Class::Cache, d),
                 class: Class::Cache,
-                description: event.name(),
+                description: event.name().into(),
                 string: None,
             }
         }
@@ -401,7 +403,7 @@ fn resolve_name(
                 d,
                 EventConfig::Software(event),
                 Class::Software,
-                event.name().to_string(),
+                event.name().into(),
             )
         }
         EventName::Raw(config) => {
@@ -424,7 +426,7 @@ fn resolve_name(
                 d,
                 EventConfig::Raw(config),
                 Class::Raw,
-                format!("r{config:x}"),
+                format!("r{config:x}").into(),
             )
         }
         EventName::Breakpoint { addr, len, access } => {
@@ -445,7 +447,7 @@ fn resolve_name(
                 d,
                 config,
                 Class::Breakpoint,
-                format!("mem:{addr:#x}/{len}:{}", breakpoint_access_name(access)),
+                format!("mem:{addr:#x}/{len}:{}", breakpoint_access_name(access)).into(),
             )
         }
         EventName::Pmu { pmu, terms } => {

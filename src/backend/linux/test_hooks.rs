@@ -78,9 +78,9 @@ fn fixture_sysfs(
     cpuid: Option<&str>,
 ) -> super::resolve::Sysfs {
     super::resolve::Sysfs {
-        pmu_root: pmu_root.to_path_buf(),
+        pmu_root: pmu_root.to_path_buf().into(),
         tracefs: tracefs_root.map(std::path::Path::to_path_buf),
-        cpuid: cpuid.map(str::to_string),
+        cpuid: cpuid.map(|c| c.to_string().into()),
     }
 }
 

@@ -225,6 +225,60 @@ pub(crate) fn gettid() -> i32 {
     nix::unistd::gettid().as_raw()
 }
 
+/// The calling process's id, with no system call after its first: it is
+/// kept in a page mapped `MADV_WIPEONFORK` (madvise(2): "the child process
+/// will see the memory as zero-filled" after a fork, whatever made the
+/// fork — libc's `fork`, `clone` without `CLONE_VM`, a raw syscall), and
+/// a zero means ask the kernel again. glibc dropped its own pid cache
+/// because a raw `clone` left it stale; the kernel's wiping has no such
+/// gap. Without `MADV_WIPEONFORK` (Linux < 4.14) every call is a getpid.
+pub(crate) fn own_pid() -> u32 {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static WORD: OnceLock<Option<&'static AtomicU32>> = OnceLock::new();
+    let Some(word) = *WORD.get_or_init(wipe_on_fork_word) else {
+        return nix::unistd::getpid().as_raw() as u32;
+    };
+    match word.load(Ordering::Relaxed) {
+        0 => {
+            let pid = nix::unistd::getpid().as_raw() as u32;
+            word.store(pid, Ordering::Relaxed);
+            pid
+        }
+        pid => pid,
+    }
+}
+
+/// One zero-filled `AtomicU32` that the kernel zeroes again in every
+/// forked child, or `None` where it cannot (the page is then unmapped).
+fn wipe_on_fork_word() -> Option<&'static std::sync::atomic::AtomicU32> {
+    use nix::sys::mman::{MapFlags, MmapAdvise, ProtFlags, madvise, mmap_anonymous, munmap};
+    let len = std::num::NonZeroUsize::new(page_size())?;
+    // SAFETY: a new private anonymous mapping, at an address the kernel
+    // chooses, aliases no Rust object.
+    let page = unsafe {
+        mmap_anonymous(
+            None,
+            len,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_PRIVATE,
+        )
+    }
+    .ok()?;
+    // SAFETY: `page` is the mapping made above, `len` bytes long, and
+    // nothing refers to it yet; wiping it changes no live object.
+    if unsafe { madvise(page, len.get(), MmapAdvise::MADV_WIPEONFORK) }.is_err() {
+        // SAFETY: the mapping made above, not shared with anything.
+        let _ = unsafe { munmap(page, len.get()) };
+        return None;
+    }
+    // SAFETY: the page is readable and writable, zero-filled (a valid
+    // AtomicU32), aligned to a page (more than AtomicU32's 4), and never
+    // unmapped: the reference lives as long as the process. A forked
+    // child's copy is zeroed by the kernel, which is again a valid value.
+    Some(unsafe { &*page.as_ptr().cast::<std::sync::atomic::AtomicU32>() })
+}
+
 /// Whether a process or thread with this id exists (`kill(pid, 0)`):
 /// `EPERM` means it exists but belongs to someone else.
 pub(crate) fn process_exists(pid: i32) -> bool {
@@ -332,4 +386,53 @@ fn clock_ns(clock: ClockId) -> u64 {
     clock_gettime(clock).map_or(0, |ts| {
         (ts.tv_sec() as u64).wrapping_mul(1_000_000_000) + ts.tv_nsec() as u64
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::own_pid;
+
+    /// Forks with `fork` (the raw system call when `raw`), and in the child
+    /// compares `own_pid` with the kernel's getpid: the exit status says
+    /// whether they matched (0), or the cached parent pid was seen (1).
+    fn child_sees_its_own_pid(raw: bool) -> i32 {
+        let parent = own_pid();
+        assert_eq!(parent, std::process::id(), "the parent's own pid");
+        // SAFETY: the child only loads and stores an atomic, makes the
+        // getpid system call and `_exit`s: no lock, no allocation, nothing
+        // another thread of the parent could have left half done.
+        let child = unsafe {
+            if raw {
+                libc::syscall(libc::SYS_fork) as libc::pid_t
+            } else {
+                libc::fork()
+            }
+        };
+        assert!(child >= 0, "fork failed");
+        if child == 0 {
+            // SAFETY: getpid and _exit are async-signal-safe.
+            unsafe {
+                let ok = own_pid() == libc::getpid() as u32 && own_pid() != parent;
+                libc::_exit(if ok { 0 } else { 1 });
+            }
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above; `status` is writable.
+        let waited = unsafe { libc::waitpid(child, &mut status, 0) };
+        assert_eq!(waited, child);
+        assert!(libc::WIFEXITED(status), "child status {status:#x}");
+        assert_eq!(own_pid(), parent, "the parent's pid after the fork");
+        libc::WEXITSTATUS(status)
+    }
+
+    #[test]
+    fn a_forked_child_sees_its_own_pid_not_the_cached_one() {
+        assert_eq!(child_sees_its_own_pid(false), 0, "libc fork");
+    }
+
+    /// The case glibc's own pid cache got wrong: a fork libc never saw.
+    #[test]
+    fn a_child_of_a_raw_fork_system_call_sees_its_own_pid() {
+        assert_eq!(child_sees_its_own_pid(true), 0, "raw fork syscall");
+    }
 }

@@ -65,7 +65,7 @@ impl MachineDescription {
             .unwrap_or(0);
         let table = sysfs.cpuid.as_deref().and_then(EventTable::for_cpuid);
         MachineDescription {
-            pmu_root: sysfs.pmu_root.clone(),
+            pmu_root: sysfs.pmu_root.to_path_buf(),
             pmus,
             listed,
             core,
@@ -73,7 +73,7 @@ impl MachineDescription {
             online: pmc_linux::system::online_cpus().len(),
             tracefs_root: sysfs.tracefs.clone(),
             located: Mutex::new(None),
-            cpuid: sysfs.cpuid.clone(),
+            cpuid: sysfs.cpuid.as_deref().map(str::to_string),
             table,
             known_names: OnceLock::new(),
         }

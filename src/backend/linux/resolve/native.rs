@@ -37,7 +37,7 @@ pub(super) fn native_event(
     let description = format!("{name} ({}, {})", last.description, table.model());
     Some(Ok(Resolved {
         planned,
-        description,
+        description: description.into(),
         ..last
     }))
 }

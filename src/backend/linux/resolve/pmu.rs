@@ -140,7 +140,7 @@ pub(super) fn pmu_event(
         }],
         class: Class::Pmu(pmu.name.clone()),
         caps: caps::pmu_capabilities(pmu, d),
-        description: format!("{}/{}/", pmu.name, described.join(",")),
+        description: format!("{}/{}/", pmu.name, described.join(",")).into(),
         string: None,
     })
 }

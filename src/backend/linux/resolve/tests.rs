@@ -17,7 +17,7 @@ fn fixture(name: &str) -> PathBuf {
 
 fn sysfs(name: &str) -> Sysfs {
     Sysfs {
-        pmu_root: fixture(name),
+        pmu_root: fixture(name).into(),
         tracefs: Some(fixture("tracefs")),
         cpuid: None,
     }
@@ -148,7 +148,7 @@ fn the_description_is_reread_when_a_pmu_appears() {
     };
     add_pmu("software", 1);
     let s = Sysfs {
-        pmu_root: root.path().to_path_buf(),
+        pmu_root: root.path().to_path_buf().into(),
         tracefs: None,
         cpuid: None,
     };
