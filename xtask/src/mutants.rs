@@ -29,11 +29,13 @@ pub struct Target {
     pub file: &'static str,
     /// The `cargo test` target selection that tests it.
     pub tests: &'static [&'static str],
-    /// With `--test=live`: only the live trials whose name starts with
-    /// one of these comma-separated prefixes (`PMC_LIVE_ONLY`, read by
-    /// tests/live/main.rs; a test-binary filter would filter the lib tests
-    /// of the same `cargo test` too).
-    pub live_only: Option<&'static str>,
+    /// Only the trials of a libtest-mimic binary whose name starts with
+    /// one of these comma-separated prefixes: (variable, prefixes), the
+    /// variable being read by the binary (`PMC_LIVE_ONLY` in
+    /// tests/live/main.rs, `PMC_CLI_ONLY` in tools/tests/cli/main.rs; a
+    /// test-binary filter would filter the lib tests of the same `cargo
+    /// test` too).
+    pub only: Option<(&'static str, &'static str)>,
 }
 
 const fn target(
@@ -45,7 +47,7 @@ const fn target(
         package,
         file,
         tests,
-        live_only: None,
+        only: None,
     }
 }
 
@@ -58,7 +60,10 @@ pub const TARGETS: [Target; 11] = [
     // the hot path (`HotCounter`) and real per-CPU counters, and only the
     // live log tests the log a start needs (0.5 s together).
     Target {
-        live_only: Some("conformance::linux::,sampling::log_required_rules"),
+        only: Some((
+            "PMC_LIVE_ONLY",
+            "conformance::linux::,sampling::log_required_rules",
+        )),
         ..target("hwpmc", "src/pmc{.rs,/**}", &["--lib", "--test=live"])
     },
     // attr.rs and record.rs with the modules split out of them.
@@ -95,12 +100,20 @@ pub const TARGETS: [Target; 11] = [
     target("hwpmc", "src/backend/freebsd/**", &["--lib"]),
     // libpmc for C: the Rust tests and the C programs (tests/c_programs.rs).
     target("hwpmc-capi", "capi/src/**", &["--tests"]),
-    // pmcstat's output formats: the golden tests of FreeBSD's printfs.
-    target(
-        "hwpmc-tools",
-        "tools/src/output.rs",
-        &["--lib", "--test=cli"],
-    ),
+    // pmcstat's output formats: the golden tests of FreeBSD's printfs and
+    // the counting tools' output (the profile comparisons with perf, which
+    // never reach this file, take ten times longer).
+    Target {
+        only: Some((
+            "PMC_CLI_ONLY",
+            "freebsd_counting::,pmcstat_options::,tools::,bad_input::,real_use::,freebsd_pmccontrol::",
+        )),
+        ..target(
+            "hwpmc-tools",
+            "tools/src/output.rs",
+            &["--lib", "--test=cli"],
+        )
+    },
 ];
 
 /// Options of `cargo xtask mutants`.
@@ -322,7 +335,7 @@ pub fn run(args: &MutantsArgs) -> ExitCode {
             package,
             file,
             tests: test_targets,
-            live_only,
+            only,
         } in &targets
         {
             let mut out = args.output.join(slug(file));
@@ -362,8 +375,8 @@ pub fn run(args: &MutantsArgs) -> ExitCode {
             for t in test_targets {
                 cmd.arg(format!("--cargo-test-arg={t}"));
             }
-            if let Some(prefix) = live_only {
-                cmd.env("PMC_LIVE_ONLY", prefix);
+            if let Some((variable, prefixes)) = only {
+                cmd.env(variable, prefixes);
             }
             if let Some(shard) = &args.shard {
                 // Round-robin: every shard is a sample spread over the
