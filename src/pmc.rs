@@ -67,6 +67,9 @@ pub(super) struct Asked<'a> {
     owner: Option<u32>,
     /// The user-stack copy the builder asked for (else the owner's).
     pub(super) user_stack: Option<u32>,
+    /// The event another CPU's PMC of the same request prepared, when it
+    /// serves every CPU (see `PreparedEvent::serves_every_cpu`).
+    prepared: Option<&'a Arc<dyn PreparedEvent>>,
 }
 
 /// One process the PMC is attached to. The source is dropped first: its
@@ -101,7 +104,7 @@ pub struct Pmc {
     /// the backend it was allocated on.
     owner: Owner,
     backend: Arc<dyn Backend>,
-    event: Box<dyn PreparedEvent>,
+    event: Arc<dyn PreparedEvent>,
     /// Process targets (TC/TS).
     targets: Vec<Target>,
     /// What the CPU counter produces for the log (SS, and SC with log
@@ -277,18 +280,21 @@ impl Pmc {
             count
         };
         let id = owner.registry().next_id();
-        let event = backend.prepare(&EventRequest {
-            spec: &spec,
-            mode,
-            flags,
-            sample_period: reload_count,
-            pmcid: id.0,
-            buffer_pages: owner.buffer_pages_setting(),
-            user_stack: asked
-                .user_stack
-                .or_else(|| owner.user_stack())
-                .filter(|_| mode.is_sampling()),
-        })?;
+        let event = match asked.prepared {
+            Some(event) => Arc::clone(event),
+            None => backend.prepare(&EventRequest {
+                spec: &spec,
+                mode,
+                flags,
+                sample_period: reload_count,
+                pmcid: id.0,
+                buffer_pages: owner.buffer_pages_setting(),
+                user_stack: asked
+                    .user_stack
+                    .or_else(|| owner.user_stack())
+                    .filter(|_| mode.is_sampling()),
+            })?,
+        };
         // hwpmc allocates the hardware at allocate, so an event this
         // machine cannot count fails here: system PMCs open their CPU now,
         // process PMCs try the event on the calling thread.

@@ -189,7 +189,7 @@ pub trait Backend: Send + Sync + fmt::Debug {
 
     /// Resolves an event for a mode without opening anything yet (process
     /// PMCs open when they attach).
-    fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>>;
+    fn prepare(&self, request: &EventRequest<'_>) -> Result<Arc<dyn PreparedEvent>>;
 
     /// The pid of the calling process (what pid 0 means).
     fn caller_pid(&self) -> u32;
@@ -289,6 +289,15 @@ pub trait PreparedEvent: Send + Sync + fmt::Debug {
     /// their counters only when they attach.
     fn trial_open(&self) -> Result<()> {
         Ok(())
+    }
+
+    /// Whether this one preparation may serve the same request on every
+    /// CPU (`PerCpu` then prepares once, not once per CPU): true when it
+    /// holds nothing of one PMC's own, as a perf_event attr does not; a
+    /// backend that allocates in the kernel at prepare (hwpmc's
+    /// PMCALLOCATE, one PMC id each) answers false.
+    fn serves_every_cpu(&self) -> bool {
+        false
     }
 }
 

@@ -392,7 +392,10 @@ impl Backend for InvalidSelection {
         "none"
     }
 
-    fn prepare(&self, _request: &super::EventRequest<'_>) -> Result<Box<dyn super::PreparedEvent>> {
+    fn prepare(
+        &self,
+        _request: &super::EventRequest<'_>,
+    ) -> Result<std::sync::Arc<dyn super::PreparedEvent>> {
         Err(self.error())
     }
 

@@ -133,7 +133,7 @@ impl Backend for SimBackend {
         "sim"
     }
 
-    fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+    fn prepare(&self, request: &EventRequest<'_>) -> Result<Arc<dyn PreparedEvent>> {
         if request.user_stack.is_some() {
             return Err(Error::NotSupported {
                 what: "copying user stacks with samples".into(),
@@ -159,7 +159,7 @@ impl Backend for SimBackend {
                 });
             }
         };
-        Ok(Box::new(SimEvent {
+        Ok(Arc::new(SimEvent {
             class,
             clock: self.clock.clone(),
             rdpmc: self.rdpmc.clone(),

@@ -32,7 +32,10 @@ mod refusing {
             "unsupported"
         }
 
-        fn prepare(&self, _request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+        fn prepare(
+            &self,
+            _request: &EventRequest<'_>,
+        ) -> Result<std::sync::Arc<dyn PreparedEvent>> {
             Err(unsupported())
         }
 

@@ -1,6 +1,9 @@
 //! [`PerCpu`]: a system PMC on every online CPU, as `pmcstat -s` clones it.
 
+use std::sync::Arc;
+
 use super::{Asked, Pmc};
+use crate::backend::PreparedEvent;
 use crate::{Error, Flags, Mode, Owner, Reading, Result};
 
 /// A system PMC on every online CPU, as `pmcstat -s` clones them; reads sum
@@ -37,18 +40,23 @@ impl PerCpu {
             ));
         }
         let owner = Owner::global();
-        let asked = Asked {
-            online: Some(online),
-            owner: Some(owner.backend().caller_pid()),
-            user_stack: None,
-        };
-        let pmcs = cpus
-            .iter()
-            .map(|&c| {
-                let pmc = Pmc::allocate_for_per_cpu(owner, spec, mode, flags, c, asked)?;
-                Ok((c, pmc))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let owner_pid = Some(owner.backend().caller_pid());
+        // The first CPU's preparation serves the others when it can.
+        let mut shared: Option<Arc<dyn PreparedEvent>> = None;
+        let mut pmcs = Vec::with_capacity(cpus.len());
+        for &c in cpus {
+            let asked = Asked {
+                online: Some(online),
+                owner: owner_pid,
+                user_stack: None,
+                prepared: shared.as_ref(),
+            };
+            let pmc = Pmc::allocate_for_per_cpu(owner, spec, mode, flags, c, asked)?;
+            if shared.is_none() && pmc.event.serves_every_cpu() {
+                shared = Some(Arc::clone(&pmc.event));
+            }
+            pmcs.push((c, pmc));
+        }
         Ok(PerCpu { pmcs })
     }
 
@@ -101,5 +109,49 @@ impl PerCpu {
     /// The per-CPU PMCs.
     pub fn pmcs(&mut self) -> impl Iterator<Item = (u32, &mut Pmc)> {
         self.pmcs.iter_mut().map(|(c, p)| (*c, p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::sim::SimBackend;
+    use crate::{Cpu, Flags};
+
+    /// A CPU's PMC given another CPU's preparation uses it (no prepare of
+    /// its own) and is still a PMC of its own: its id, its CPU, its
+    /// counter; without one it prepares its own.
+    #[test]
+    fn a_shared_preparation_serves_another_cpus_pmc() {
+        let owner = Owner::new(SimBackend::new(2));
+        let first = owner
+            .allocate("task-clock", Mode::SC, Flags::empty(), Cpu::Id(0))
+            .unwrap();
+        let asked = Asked {
+            prepared: Some(&first.event),
+            ..Asked::default()
+        };
+        let mut second =
+            Pmc::allocate_for_per_cpu(&owner, "task-clock", Mode::SC, Flags::empty(), 1, asked)
+                .unwrap();
+        assert!(Arc::ptr_eq(&first.event, &second.event));
+        assert_ne!(first.id(), second.id());
+        assert_eq!(second.cpu(), Cpu::Id(1));
+        second.start().unwrap();
+        assert_eq!(
+            first.state(),
+            crate::State::Allocated,
+            "only the second started"
+        );
+        let own = Pmc::allocate_for_per_cpu(
+            &owner,
+            "task-clock",
+            Mode::SC,
+            Flags::empty(),
+            1,
+            Asked::default(),
+        )
+        .unwrap();
+        assert!(!Arc::ptr_eq(&first.event, &own.event));
     }
 }

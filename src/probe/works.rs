@@ -285,7 +285,7 @@ mod tests {
         fn prepare(
             &self,
             request: &EventRequest<'_>,
-        ) -> crate::Result<Box<dyn crate::backend::PreparedEvent>> {
+        ) -> crate::Result<std::sync::Arc<dyn crate::backend::PreparedEvent>> {
             match request.spec.qualifiers.privilege {
                 Some(p) if !p.kernel && !p.hypervisor => self.0.prepare(request),
                 _ => Err(Error::PermissionDenied {

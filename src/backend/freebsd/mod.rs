@@ -164,7 +164,7 @@ impl<S: System> Backend for FreeBsdBackend<S> {
         "freebsd-hwpmc"
     }
 
-    fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+    fn prepare(&self, request: &EventRequest<'_>) -> Result<Arc<dyn PreparedEvent>> {
         if request.user_stack.is_some() {
             return Err(Error::NotSupported {
                 what: "copying user stacks with samples".into(),
@@ -194,7 +194,7 @@ impl<S: System> Backend for FreeBsdBackend<S> {
         } else {
             None
         };
-        Ok(Box::new(HwpmcEvent {
+        Ok(Arc::new(HwpmcEvent {
             log,
             pmcid: request.pmcid,
             hwpmc: self.hwpmc.clone(),

@@ -128,7 +128,7 @@ impl Backend for HwpmcUnavailable {
         "freebsd-hwpmc (unavailable)"
     }
 
-    fn prepare(&self, _request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+    fn prepare(&self, _request: &EventRequest<'_>) -> Result<Arc<dyn PreparedEvent>> {
         Err(self.error())
     }
 

@@ -53,8 +53,8 @@ impl Backend for LinuxBackend {
         "linux-perf_event"
     }
 
-    fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
-        Ok(Box::new(resolve::resolve(request, self.shared.clone())?))
+    fn prepare(&self, request: &EventRequest<'_>) -> Result<Arc<dyn PreparedEvent>> {
+        Ok(Arc::new(resolve::resolve(request, self.shared.clone())?))
     }
 
     fn caller_pid(&self) -> u32 {

@@ -61,6 +61,11 @@ impl PreparedEvent for LinuxEvent {
         self.description.to_string()
     }
 
+    fn serves_every_cpu(&self) -> bool {
+        // Attrs, CPU lists and the log plan: nothing is one PMC's.
+        true
+    }
+
     fn open_process(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
         Ok(Box::new(ProcessCounters::open(
             self,

@@ -73,7 +73,7 @@ impl Backend for PortableBackend {
         NAME
     }
 
-    fn prepare(&self, request: &EventRequest<'_>) -> Result<Box<dyn PreparedEvent>> {
+    fn prepare(&self, request: &EventRequest<'_>) -> Result<std::sync::Arc<dyn PreparedEvent>> {
         let why_mode = match request.mode {
             Mode::TC => None,
             Mode::SC => Some(
@@ -98,7 +98,7 @@ impl Backend for PortableBackend {
             ));
         }
         let source = source::resolve(request.spec, &self.reason)?;
-        Ok(Box::new(PortableEvent {
+        Ok(std::sync::Arc::new(PortableEvent {
             source,
             text: request.spec.text.clone(),
             reason: self.reason.clone(),
