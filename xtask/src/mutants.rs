@@ -238,25 +238,36 @@ fn without_position(name: &str) -> String {
 }
 
 /// Replaces, in `full`, the outcome of each mutant that `rerun` tested
-/// again (matched by name without position, one for one in order).
+/// again: matched by its whole name where the file has not moved, else by
+/// name without position (new tests shift lines), one for one, a survivor
+/// of the full run first (a re-run re-tests survivors; several mutants of
+/// one function can share a name without position).
 pub fn overlay(
-    full: Vec<(&'static str, String)>,
+    mut full: Vec<(&'static str, String)>,
     rerun: &[(&'static str, String)],
 ) -> Vec<(&'static str, String)> {
-    let mut pending: Vec<Option<&(&'static str, String)>> = rerun.iter().map(Some).collect();
-    full.into_iter()
-        .map(|(outcome, name)| {
-            let key = without_position(&name);
-            let again = pending
-                .iter_mut()
-                .find(|r| r.is_some_and(|(_, n)| without_position(n) == key))
-                .and_then(Option::take);
-            match again {
-                Some((o, n)) => (*o, n.clone()),
-                None => (outcome, name),
+    let mut replaced = vec![false; full.len()];
+    let mut moved = Vec::new();
+    for again in rerun {
+        match (0..full.len()).find(|&i| !replaced[i] && full[i].1 == again.1) {
+            Some(i) => {
+                full[i] = again.clone();
+                replaced[i] = true;
             }
-        })
-        .collect()
+            None => moved.push(again),
+        }
+    }
+    for again in moved {
+        let key = without_position(&again.1);
+        let pick = (0..full.len())
+            .filter(|&i| !replaced[i] && without_position(&full[i].1) == key)
+            .min_by_key(|&i| full[i].0 == "caught");
+        if let Some(i) = pick {
+            full[i] = again.clone();
+            replaced[i] = true;
+        }
+    }
+    full
 }
 
 /// Reads the outcome lists under `dir` (a target's `--output`), with a
@@ -513,6 +524,30 @@ mod tests {
             without_position("a.rs:9:12: replace | with ^ in g"),
             "a.rs:replace | with ^ in g"
         );
+    }
+
+    /// Where the lines did not move, each re-run outcome replaces the
+    /// mutant of its exact name, not the first one sharing its name
+    /// without position (a caught one listed before the survivors).
+    #[test]
+    fn a_rerun_replaces_the_mutant_of_its_exact_name_first() {
+        let full = vec![
+            ("caught", "b.rs:5:1: replace & with | in f".to_string()),
+            ("missed", "b.rs:25:3: replace & with | in f".to_string()),
+            ("missed", "b.rs:40:3: replace & with | in f".to_string()),
+        ];
+        let rerun = vec![("caught", "b.rs:40:3: replace & with | in f".to_string())];
+        let merged = overlay(full, &rerun);
+        let outcomes: Vec<&str> = merged.iter().map(|(o, _)| *o).collect();
+        assert_eq!(outcomes, ["caught", "missed", "caught"]);
+        // Moved: the first survivor sharing its name takes it.
+        let full = vec![
+            ("caught", "b.rs:5:1: replace & with | in f".to_string()),
+            ("missed", "b.rs:25:3: replace & with | in f".to_string()),
+        ];
+        let rerun = vec![("caught", "b.rs:27:3: replace & with | in f".to_string())];
+        let outcomes: Vec<&str> = overlay(full, &rerun).iter().map(|(o, _)| *o).collect();
+        assert_eq!(outcomes, ["caught", "caught"]);
     }
 
     #[test]
