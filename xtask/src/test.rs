@@ -48,7 +48,23 @@ pub struct Tally {
     reading_message_of: Option<String>,
 }
 
+/// The failure a command's exit status alone says: a test binary without
+/// libtest's harness (`harness = false`) that panicked prints no `test
+/// result:` line, only cargo's `error: … target failed` on stderr.
+const FAILED_OUTSIDE_LIBTEST: &str =
+    "a test target failed without a libtest summary (cargo's error above names it)";
+
 impl Tally {
+    /// Counts a command that failed without any failure in the output
+    /// tallied since `failed_before` as one failed test, so the summary
+    /// never reads "0 failed" for a failing run.
+    pub fn command_ended(&mut self, ok: bool, failed_before: u64) {
+        if !ok && self.failed == failed_before {
+            self.failed += 1;
+            self.failures.push(FAILED_OUTSIDE_LIBTEST.to_string());
+        }
+    }
+
     /// Tests that ran (passed or failed).
     pub fn executed(&self) -> u64 {
         self.passed + self.failed
@@ -149,13 +165,16 @@ fn run_tallied(cmd: &mut Command, tally: &mut Tally) -> bool {
             return false;
         }
     };
+    let failed_before = tally.failed;
     if let Some(out) = child.stdout.take() {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
             println!("{line}");
             tally.line(&line);
         }
     }
-    child.wait().is_ok_and(|s| s.success())
+    let ok = child.wait().is_ok_and(|s| s.success());
+    tally.command_ended(ok, failed_before);
+    ok
 }
 
 /// Runs the suite; the exit code is non-zero on any failure.
@@ -418,6 +437,20 @@ fn reason_tokens(reason: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// A harness-less test binary that panicked leaves no `test result:`
+    /// line: the command's failure is counted, once, with a name that says
+    /// where to look; a passing command adds nothing.
+    #[test]
+    fn a_failure_without_a_libtest_summary_is_counted() {
+        let mut t = Tally::default();
+        t.line("test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out");
+        t.command_ended(true, 0);
+        assert_eq!((t.passed, t.failed), (3, 0));
+        t.command_ended(false, 0);
+        assert_eq!((t.passed, t.failed), (3, 1));
+        assert_eq!(t.failures, vec![FAILED_OUTSIDE_LIBTEST.to_string()]);
+    }
+
     #[test]
     fn tallies_libtest_summaries_and_skip_reasons() {
         let mut t = Tally::default();
@@ -448,6 +481,9 @@ mod tests {
             t.line(l);
         }
         assert_eq!((t.passed, t.failed, t.skipped), (8, 1, 3));
+        // The command's failure is the failure tallied: not counted twice.
+        t.command_ended(false, 0);
+        assert_eq!(t.failed, 1);
         assert_eq!(t.failures, vec!["d".to_string(), "f".to_string()]);
         assert_eq!(t.reasons["no hardware PMU"], vec!["b".to_string()]);
         assert_eq!(t.reasons["needs root"], vec!["c".to_string()]);
