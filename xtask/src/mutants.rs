@@ -36,6 +36,9 @@ pub struct Target {
     /// test-binary filter would filter the lib tests of the same `cargo
     /// test` too).
     pub only: Option<(&'static str, &'static str)>,
+    /// The mutant builds' debug info (`CARGO_PROFILE_DEV_DEBUG`): none
+    /// unless a test reads the binaries' own lines.
+    pub debug: &'static str,
 }
 
 const fn target(
@@ -48,6 +51,7 @@ const fn target(
         file,
         tests,
         only: None,
+        debug: "0",
     }
 }
 
@@ -103,11 +107,14 @@ pub const TARGETS: [Target; 11] = [
     // pmcstat's output formats: the golden tests of FreeBSD's printfs and
     // the counting tools' output (the profile comparisons with perf, which
     // never reach this file, take ten times longer).
+    // (`pmcstat_options::a_names_every_frame_with_its_source_line` reads
+    // the test binary's line tables.)
     Target {
         only: Some((
             "PMC_CLI_ONLY",
             "freebsd_counting::,pmcstat_options::,tools::,bad_input::,real_use::,freebsd_pmccontrol::",
         )),
+        debug: "line-tables-only",
         ..target(
             "hwpmc-tools",
             "tools/src/output.rs",
@@ -347,6 +354,7 @@ pub fn run(args: &MutantsArgs) -> ExitCode {
             file,
             tests: test_targets,
             only,
+            debug,
         } in &targets
         {
             let mut out = args.output.join(slug(file));
@@ -376,9 +384,9 @@ pub fn run(args: &MutantsArgs) -> ExitCode {
             // A caught mutant's panics need no symbolised backtrace: under
             // load that alone took 13 s of a 20 s limit.
             .env("RUST_BACKTRACE", "0")
-            // No debug info: every mutant relinks the test binaries, and
-            // nothing here reads their symbols.
-            .env("CARGO_PROFILE_DEV_DEBUG", "0");
+            // No debug info where nothing reads it: every mutant relinks
+            // the test binaries.
+            .env("CARGO_PROFILE_DEV_DEBUG", debug);
             for re in &args.re {
                 cmd.args(["--re", re]);
             }
