@@ -531,6 +531,10 @@ fn run_inner(verbose: bool) -> Result<bool, String> {
                 "   {} passed, {} failed, {} skipped",
                 cell.tally.passed, cell.tally.failed, cell.tally.skipped
             );
+            // Named as soon as the cell ends: a matrix runs for a long time.
+            for (test, message) in &cell.messages {
+                println!("   FAILED {test}: {message}");
+            }
             cells.insert((level, user.label()), cell);
         }
     }
