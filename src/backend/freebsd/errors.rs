@@ -126,6 +126,64 @@ mod tests {
     }
 
     #[test]
+    fn errnos_with_a_meaning_of_their_own_are_their_variants() {
+        // hwpmc_mod.c pmc_do_op_pmcallocate: EPERM for a system PMC of a
+        // jailed or unprivileged caller (PRIV_PMC_SYSTEM), EOPNOTSUPP when
+        // the class lacks a capability asked for ((pcd_caps & caps) !=
+        // caps), ENXIO for a system PMC on an inactive CPU
+        // (pmc_cpu_is_active); pmc_do_op_pmcattach: EBUSY for a running
+        // PMC; pmc_start: EDOOFUS for a PMC that needs a log file when none
+        // is configured. Each is the variant that says so, with the errno
+        // and what to do.
+        let kernel = |op, errno| pmc_freebsd::Error::Kernel {
+            op,
+            errno,
+            hint: "the advice",
+        };
+        let said = |e: &Error, host: i32| {
+            assert_eq!(e.errno(), host, "{e}");
+            let text = e.to_string();
+            assert!(text.contains("the advice"), "{text}");
+            assert!(text.contains("process 42"), "{text}");
+            text
+        };
+
+        let e = from_freebsd(
+            kernel(Op::PMCALLOCATE, Errno::EPERM),
+            "allocate on process 42",
+        );
+        assert!(matches!(e, Error::PermissionDenied { .. }), "{e:?}");
+        assert_eq!(e.os_errno(), Some(libc::EPERM), "{e}");
+        assert!(e.is_environmental(), "{e}");
+        assert!(said(&e, libc::EPERM).contains("permission denied"));
+
+        let e = from_freebsd(kernel(Op::PMCATTACH, Errno::EBUSY), "attach to process 42");
+        assert!(matches!(e, Error::Busy { .. }), "{e:?}");
+        assert!(!e.is_environmental(), "{e}");
+        said(&e, libc::EBUSY);
+
+        let e = from_freebsd(
+            kernel(Op::PMCALLOCATE, Errno::EOPNOTSUPP),
+            "allocate on process 42",
+        );
+        assert!(matches!(e, Error::NotSupported { .. }), "{e:?}");
+        assert!(e.is_environmental(), "{e}");
+        assert!(said(&e, libc::EOPNOTSUPP).contains("not supported"));
+
+        let e = from_freebsd(
+            kernel(Op::PMCALLOCATE, Errno::ENXIO),
+            "allocate on process 42",
+        );
+        assert!(matches!(e, Error::Unavailable { .. }), "{e:?}");
+        assert!(e.is_environmental(), "{e}");
+        assert!(said(&e, libc::ENXIO).contains("unavailable"));
+
+        let e = from_freebsd(kernel(Op::PMCSTART, Errno::EDOOFUS), "start on process 42");
+        assert!(matches!(e, Error::LogRequired { .. }), "{e:?}");
+        assert!(said(&e, crate::EDOOFUS).contains("configure_logfile"));
+    }
+
+    #[test]
     fn an_unknown_event_is_einval_naming_it() {
         // pmc_allocate(3): EINVAL when the specifier is not recognised.
         let e = from_freebsd(

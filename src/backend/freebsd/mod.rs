@@ -474,4 +474,6 @@ impl<S: System> Drop for HwpmcCounter<S> {
 #[path = "gaps/tests.rs"]
 mod gaps_tests;
 #[cfg(test)]
+mod mutant_tests;
+#[cfg(test)]
 mod tests;
