@@ -282,12 +282,20 @@ mod tests {
         assert_eq!(t.print(&[5, 1234], 256), format!("{header}\n{line}"));
         // The next line: only "\n" and the values.
         assert_eq!(t.print(&[6, 7], 256), format!("\n{:>17} {:>17} ", 6, 7));
-        // After `height` lines the header comes again.
+        // After `height` lines the header comes again (pmcstat_print_pmcs:
+        // `if (++linecount > pmcstat_displayheight)` prints "\n" and
+        // restarts at 1, and line 1 has the header): lines 1, 3, 5 with
+        // height 2, and no header on lines 2 and 4.
         let mut t = Table::new(vec![p("x", 64)]);
         let header = format!("# {}p/x ", " ".repeat(17));
-        t.print(&[1], 2);
-        t.print(&[2], 2);
-        assert_eq!(t.print(&[3], 2), format!("\n{header}\n{:>22} ", 3));
+        for (line, value) in (1..=5).zip([1u64, 2, 3, 4, 5]) {
+            let expected = match line {
+                1 => format!("{header}\n{value:>22} "),
+                3 | 5 => format!("\n{header}\n{value:>22} "),
+                _ => format!("\n{value:>22} "),
+            };
+            assert_eq!(t.print(&[value], 2), expected, "line {line}");
+        }
         // A CPU of three digits widens its column, as "%02d" does.
         let t = Table::new(vec![s("ab", 123, 64)]);
         assert_eq!(t.header(), format!("# {}s/123/ab ", " ".repeat(13)));
