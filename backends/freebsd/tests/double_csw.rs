@@ -9,85 +9,34 @@
 //! `pmc_release_pmc_descriptor` drop what the hardware had;
 //! `pmc_process_exit` saves it. And the record of every request.
 
+mod common;
+
+use common::{ME, admin, attach, detach, kernel_with, pmcinfo, read, release, start, stop, write};
 use pmc_freebsd::abi::*;
-use pmc_freebsd::double::{KernelDouble, Machine, Process};
+use pmc_freebsd::double::{KernelDouble, Process};
 use pmc_freebsd::transport::{Request, Transport};
 
-const ME: i32 = 100;
 const A: i32 = 200;
 const B: i32 = 300;
 
 fn kernel() -> KernelDouble {
-    let k = KernelDouble::new(Machine::intel_2cpu(), ME);
-    for pid in [A, B] {
-        k.add_process(
-            pid,
-            Process {
-                parent: ME,
-                exiting: false,
-                debuggable: true,
-            },
-        );
-    }
-    k
+    kernel_with(&[(A, ME), (B, ME)])
 }
 
+/// A TC or TS PMC of the first registered soft event, with `count`.
 fn allocate(k: &KernelDouble, mode: Mode, count: u64) -> u32 {
-    let mut pa = pmc_op_pmcallocate {
-        pm_class: Class::SOFT as u32,
-        pm_ev: PMC_EV_SOFT_FIRST,
-        pm_mode: mode as u32,
-        pm_cpu: PMC_CPU_ANY,
-        pm_count: count,
-        ..Default::default()
-    };
-    k.call(Request::PmcAllocate(&mut pa)).unwrap();
-    pa.pm_pmcid
-}
-
-fn attach(k: &KernelDouble, id: u32, pid: i32) {
-    k.call(Request::PmcAttach(&mut pmc_op_pmcattach {
-        pm_pmc: id,
-        pm_pid: pid,
-    }))
-    .unwrap();
-}
-
-fn detach(k: &KernelDouble, id: u32, pid: i32) {
-    k.call(Request::PmcDetach(&mut pmc_op_pmcattach {
-        pm_pmc: id,
-        pm_pid: pid,
-    }))
-    .unwrap();
-}
-
-fn start(k: &KernelDouble, id: u32) {
-    k.call(Request::PmcStart(&mut pmc_op_simple { pm_pmcid: id }))
-        .unwrap();
-}
-
-fn stop(k: &KernelDouble, id: u32) {
-    k.call(Request::PmcStop(&mut pmc_op_simple { pm_pmcid: id }))
-        .unwrap();
-}
-
-fn read(k: &KernelDouble, id: u32) -> u64 {
-    let mut rw = pmc_op_pmcrw {
-        pm_pmcid: id,
-        pm_flags: PMC_F_OLDVALUE,
-        pm_value: 0,
-    };
-    k.call(Request::PmcRw(&mut rw)).unwrap();
-    rw.pm_value
-}
-
-fn write(k: &KernelDouble, id: u32, value: u64) {
-    k.call(Request::PmcRw(&mut pmc_op_pmcrw {
-        pm_pmcid: id,
-        pm_flags: PMC_F_NEWVALUE,
-        pm_value: value,
-    }))
-    .unwrap();
+    common::allocate(
+        k,
+        pmc_op_pmcallocate {
+            pm_class: Class::SOFT as u32,
+            pm_ev: PMC_EV_SOFT_FIRST,
+            pm_mode: mode as u32,
+            pm_cpu: PMC_CPU_ANY,
+            pm_count: count,
+            ..Default::default()
+        },
+    )
+    .unwrap()
 }
 
 /// A PMC on another process reads pm_savedvalue: a slice still running is
@@ -96,8 +45,8 @@ fn write(k: &KernelDouble, id: u32, value: u64) {
 fn another_process_is_read_as_of_its_last_switch_out() {
     let k = kernel();
     let id = allocate(&k, Mode::TC, 0);
-    attach(&k, id, A);
-    start(&k, id);
+    attach(&k, id, A).unwrap();
+    start(&k, id).unwrap();
     k.advance(A, 1, 40);
     assert_eq!(read(&k, id), 0, "A is still on CPU 1");
     assert_eq!(k.on_cpu(A), Some(1));
@@ -116,9 +65,9 @@ fn another_process_is_read_as_of_its_last_switch_out() {
 fn the_owner_reads_its_hardware_while_running() {
     let k = kernel();
     let id = allocate(&k, Mode::TC, 0);
-    attach(&k, id, ME);
-    attach(&k, id, A);
-    start(&k, id);
+    attach(&k, id, ME).unwrap();
+    attach(&k, id, A).unwrap();
+    start(&k, id).unwrap();
     k.advance(ME, 0, 3);
     k.advance(A, 1, 20);
     k.switch_out(A);
@@ -128,7 +77,7 @@ fn the_owner_reads_its_hardware_while_running() {
     // STOPPED: pm_savedvalue; the owner's hardware still counts until its
     // switch out (pmc_stop does not take a process PMC off the CPU).
     k.advance(ME, 0, 4);
-    stop(&k, id);
+    stop(&k, id).unwrap();
     k.advance(ME, 0, 1);
     assert_eq!(read(&k, id), 23, "not saved yet");
     k.switch_out(ME);
@@ -145,13 +94,13 @@ fn the_owner_reads_its_hardware_while_running() {
 fn a_write_is_the_value_the_next_switch_in_loads() {
     let k = kernel();
     let id = allocate(&k, Mode::TC, 0);
-    start(&k, id);
+    start(&k, id).unwrap();
     k.advance(ME, 0, 6);
-    stop(&k, id);
-    write(&k, id, 1000);
+    stop(&k, id).unwrap();
+    write(&k, id, 1000).unwrap();
     k.switch_out(ME);
     assert_eq!(read(&k, id), 1006, "the hardware's 6 came after the write");
-    start(&k, id);
+    start(&k, id).unwrap();
     k.advance(ME, 0, 1);
     assert_eq!(read(&k, id), 1007);
 }
@@ -162,17 +111,17 @@ fn a_write_is_the_value_the_next_switch_in_loads() {
 fn detach_drops_a_running_slice_and_exit_keeps_it() {
     let k = kernel();
     let id = allocate(&k, Mode::TC, 0);
-    attach(&k, id, A);
-    attach(&k, id, B);
-    start(&k, id);
+    attach(&k, id, A).unwrap();
+    attach(&k, id, B).unwrap();
+    start(&k, id).unwrap();
     k.advance(A, 1, 5);
     k.switch_out(A);
     k.advance(A, 1, 50);
-    stop(&k, id);
-    detach(&k, id, A);
+    stop(&k, id).unwrap();
+    detach(&k, id, A).unwrap();
     k.switch_out(A);
     assert_eq!(read(&k, id), 5, "the 50 of the slice running at detach");
-    start(&k, id);
+    start(&k, id).unwrap();
     k.advance(B, 1, 7);
     k.exit_process(B);
     assert_eq!(read(&k, id), 12, "exit saved B's running slice");
@@ -184,15 +133,14 @@ fn detach_drops_a_running_slice_and_exit_keeps_it() {
 fn release_takes_the_pmc_off_every_cpu() {
     let k = kernel();
     let id = allocate(&k, Mode::TC, 0);
-    start(&k, id);
+    start(&k, id).unwrap();
     k.advance(ME, 0, 9);
-    k.call(Request::PmcRelease(&mut pmc_op_simple { pm_pmcid: id }))
-        .unwrap();
+    release(&k, id).unwrap();
     let again = allocate(&k, Mode::TC, 0);
     assert_eq!(again, id, "the same row");
     // Its start attaches the owner and forces a switch out and in: the
     // released PMC's 9 must not be saved into it.
-    start(&k, again);
+    start(&k, again).unwrap();
     assert_eq!(read(&k, again), 0);
     k.switch_out(ME);
     assert_eq!(read(&k, again), 0);
@@ -204,8 +152,8 @@ fn release_takes_the_pmc_off_every_cpu() {
 fn switch_in_moves_a_process_and_loads_its_pmcs() {
     let k = kernel();
     let id = allocate(&k, Mode::TC, 0);
-    attach(&k, id, A);
-    start(&k, id);
+    attach(&k, id, A).unwrap();
+    start(&k, id).unwrap();
     k.switch_in(A, 1);
     assert_eq!(k.on_cpu(A), Some(1));
     k.advance(A, 1, 3);
@@ -213,7 +161,7 @@ fn switch_in_moves_a_process_and_loads_its_pmcs() {
     assert_eq!(k.on_cpu(A), Some(0), "moved: switched out of CPU 1");
     assert_eq!(read(&k, id), 3, "saved by the move");
     let ts = allocate(&k, Mode::TS, 1000);
-    start(&k, ts);
+    start(&k, ts).unwrap();
     k.advance(ME, 0, u64::MAX);
     // u64::MAX = …615 (mod 1000): 615 used, 385 left.
     assert_eq!(read(&k, ts), 385);
@@ -226,7 +174,7 @@ fn switch_in_moves_a_process_and_loads_its_pmcs() {
 fn sampling_reads_the_events_left_or_pm_savedvalue() {
     let k = kernel();
     let id = allocate(&k, Mode::TS, 1000);
-    start(&k, id);
+    start(&k, id).unwrap();
     k.advance(ME, 0, 300);
     assert_eq!(read(&k, id), 700);
     k.advance(ME, 0, 1000);
@@ -235,7 +183,7 @@ fn sampling_reads_the_events_left_or_pm_savedvalue() {
     assert_eq!(read(&k, id), 700, "kept in pp_pmcval and loaded again");
     k.advance(ME, 0, 700);
     assert_eq!(read(&k, id), 1000, "reloaded at the overflow");
-    stop(&k, id);
+    stop(&k, id).unwrap();
     assert_eq!(read(&k, id), 0, "STOPPED: pm_savedvalue");
 }
 
@@ -244,13 +192,13 @@ fn sampling_reads_the_events_left_or_pm_savedvalue() {
 fn requests_are_recorded_with_arguments_and_replies() {
     let k = kernel();
     let id = allocate(&k, Mode::TC, 5);
-    attach(&k, id, A);
+    attach(&k, id, A).unwrap();
     let mut again = pmc_op_pmcattach {
         pm_pmc: id,
         pm_pid: A,
     };
     assert_eq!(k.call(Request::PmcAttach(&mut again)), Err(Errno::EEXIST));
-    start(&k, id);
+    start(&k, id).unwrap();
     k.advance(A, 1, 4);
     k.switch_out(A);
     assert_eq!(read(&k, id), 4);
@@ -298,18 +246,10 @@ fn pmcinfo_shows_the_callers_running_process_pmcs_on_the_cpu_asked() {
     let k = kernel();
     let mine = allocate(&k, Mode::TC, 0);
     let theirs = allocate(&k, Mode::TC, 0);
-    attach(&k, theirs, A);
-    start(&k, mine);
-    start(&k, theirs);
-    let rows = |cpu: i32| {
-        let mut rows = vec![pmc_info::default(); 24];
-        k.call(Request::GetPmcInfo {
-            cpu,
-            pmcs: &mut rows,
-        })
-        .unwrap();
-        rows
-    };
+    attach(&k, theirs, A).unwrap();
+    start(&k, mine).unwrap();
+    start(&k, theirs).unwrap();
+    let rows = |cpu: i32| pmcinfo(&k, cpu);
     for cpu in [0, 1] {
         let r = rows(cpu);
         let mine_row = &r[pmc_id_to_rowindex(mine) as usize];
@@ -327,7 +267,7 @@ fn pmcinfo_shows_the_callers_running_process_pmcs_on_the_cpu_asked() {
         );
     }
     assert_eq!(k.on_cpu(ME), Some(0), "back on its CPU");
-    stop(&k, mine);
+    stop(&k, mine).unwrap();
     k.switch_out(ME);
     assert_eq!(rows(1)[pmc_id_to_rowindex(mine) as usize].pm_ownerpid, -1);
 }
@@ -337,42 +277,30 @@ fn pmcinfo_shows_the_callers_running_process_pmcs_on_the_cpu_asked() {
 fn every_request_kind_keeps_its_arguments() {
     let k = kernel();
     let id = allocate(&k, Mode::TC, 0);
-    attach(&k, id, A);
+    attach(&k, id, A).unwrap();
     let mut sc = pmc_op_pmcsetcount {
         pm_count: 1234,
         pm_pmcid: id,
     };
     k.call(Request::PmcSetCount(&mut sc)).unwrap();
-    start(&k, id);
-    stop(&k, id);
-    detach(&k, id, A);
-    write(&k, id, 77);
+    start(&k, id).unwrap();
+    stop(&k, id).unwrap();
+    detach(&k, id, A).unwrap();
+    write(&k, id, 77).unwrap();
     let mut both = pmc_op_pmcrw {
         pm_pmcid: id,
         pm_flags: PMC_F_OLDVALUE | PMC_F_NEWVALUE,
         pm_value: 5,
     };
     k.call(Request::PmcRw(&mut both)).unwrap();
-    let mut rows = vec![pmc_info::default(); 24];
-    k.call(Request::GetPmcInfo {
-        cpu: 1,
-        pmcs: &mut rows,
-    })
-    .unwrap();
-    let mut admin = pmc_op_pmcadmin {
-        pm_cpu: 1,
-        pm_flags: 0,
-        pm_pmc: 0,
-        pm_state: State::DISABLED as u32,
-    };
-    k.call(Request::PmcAdmin(&mut admin)).unwrap();
+    pmcinfo(&k, 1);
+    admin(&k, 1, 0, State::DISABLED).unwrap();
     let mut gm = pmc_op_getmsr {
         pm_msr: 0,
         pm_pmcid: id,
     };
     assert_eq!(k.call(Request::PmcGetMsr(&mut gm)), Err(Errno::EINVAL));
-    k.call(Request::PmcRelease(&mut pmc_op_simple { pm_pmcid: id }))
-        .unwrap();
+    release(&k, id).unwrap();
     let mut refused = pmc_op_pmcallocate {
         pm_class: Class::SOFT as u32,
         pm_ev: PMC_EV_SOFT_FIRST,
@@ -441,7 +369,7 @@ fn every_request_kind_keeps_its_arguments() {
         ..Default::default()
     };
     k.call(Request::PmcAllocate(&mut iaf)).unwrap();
-    attach(&k, iaf.pm_pmcid, ME);
+    attach(&k, iaf.pm_pmcid, ME).unwrap();
     let mut gm = pmc_op_getmsr {
         pm_msr: 0,
         pm_pmcid: iaf.pm_pmcid,
@@ -459,9 +387,9 @@ fn every_request_kind_keeps_its_arguments() {
 fn sampling_periods_are_per_target_process() {
     let k = kernel();
     let id = allocate(&k, Mode::TS, 1000);
-    attach(&k, id, ME);
-    attach(&k, id, A);
-    start(&k, id);
+    attach(&k, id, ME).unwrap();
+    attach(&k, id, A).unwrap();
+    start(&k, id).unwrap();
     k.advance(ME, 0, 100);
     k.switch_out(ME);
     k.advance(A, 1, 300);
@@ -515,10 +443,10 @@ fn the_model_behind_the_requests() {
     assert_eq!(k.calls().len(), 1);
     assert_eq!(k.calls()[0].pmcid, id);
     // The owner exits: its PMC is no longer attached to it.
-    start(&k, id);
+    start(&k, id).unwrap();
     assert_ne!(k.recorded(id).unwrap().1 & PMC_F_ATTACHED_TO_OWNER, 0);
     let other = allocate(&k, Mode::TC, 0);
-    attach(&k, other, B);
+    attach(&k, other, B).unwrap();
     k.exit_process(B);
     assert_ne!(
         k.recorded(id).unwrap().1 & PMC_F_ATTACHED_TO_OWNER,
@@ -548,11 +476,11 @@ fn advance_all_is_a_slice_of_every_process_and_cpu() {
         k.call(Request::PmcAllocate(&mut pa)).unwrap();
         pa.pm_pmcid
     };
-    start(&k, sc.pm_pmcid);
+    start(&k, sc.pm_pmcid).unwrap();
     let tc = allocate(&k, Mode::TC, 0);
-    attach(&k, tc, A);
-    attach(&k, tc, B);
-    start(&k, tc);
+    attach(&k, tc, A).unwrap();
+    attach(&k, tc, B).unwrap();
+    start(&k, tc).unwrap();
     k.advance_all(10);
     assert_eq!(read(&k, sc.pm_pmcid), 10);
     assert_eq!(read(&k, idle), 0, "never started");
@@ -589,12 +517,7 @@ fn cpus_log_flushes_and_row_classes() {
     let mut gci = pmc_op_getcpuinfo::default();
     k.call(Request::GetCpuInfo(&mut gci)).unwrap();
     assert_eq!(gci.pm_cputype, CpuType::INTEL_SKYLAKE as u32);
-    let mut rows = vec![pmc_info::default(); 24];
-    k.call(Request::GetPmcInfo {
-        cpu: 0,
-        pmcs: &mut rows,
-    })
-    .unwrap();
+    let rows = pmcinfo(&k, 0);
     let classes: Vec<u32> = [0, 1, 4, 5, 7, 8, 23]
         .iter()
         .map(|&ri| rows[ri].pm_class)

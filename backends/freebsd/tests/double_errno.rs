@@ -7,82 +7,18 @@
 //! (`pmclog_configure_log`, `pmclog_flush`, `pmclog_close`), cited per test.
 //! Requests go straight through the Transport, as libpmc's PMC_CALL would.
 
+mod common;
+
+use common::{
+    CHILD as OTHER, ME, alloc_req, allocate, attach, configurelog, detach, kernel, pmcinfo,
+    process, release, rw, start, stop,
+};
 use pmc_freebsd::abi::*;
 use pmc_freebsd::double::{KernelDouble, Machine, Process};
 use pmc_freebsd::transport::{Request, Transport};
 
-const ME: i32 = 100;
-const OTHER: i32 = 200;
-
-fn kernel() -> KernelDouble {
-    let k = KernelDouble::new(Machine::intel_2cpu(), ME);
-    k.add_process(
-        OTHER,
-        Process {
-            parent: ME,
-            exiting: false,
-            debuggable: true,
-        },
-    );
-    k
-}
-
-fn alloc_req(class: Class, ev: u32, mode: Mode, cpu: u32, flags: u32) -> pmc_op_pmcallocate {
-    pmc_op_pmcallocate {
-        pm_caps: PMC_CAP_READ | PMC_CAP_WRITE,
-        pm_cpu: cpu,
-        pm_class: class as u32,
-        pm_ev: ev,
-        pm_flags: flags,
-        pm_mode: mode as u32,
-        ..Default::default()
-    }
-}
-
-fn allocate(k: &KernelDouble, mut pa: pmc_op_pmcallocate) -> Result<u32, Errno> {
-    k.call(Request::PmcAllocate(&mut pa)).map(|()| pa.pm_pmcid)
-}
-
 fn soft_tc(k: &KernelDouble) -> u32 {
     allocate(k, alloc_req(Class::SOFT, 0x20000, Mode::TC, PMC_CPU_ANY, 0)).unwrap()
-}
-
-fn attach(k: &KernelDouble, id: u32, pid: i32) -> Result<(), Errno> {
-    k.call(Request::PmcAttach(&mut pmc_op_pmcattach {
-        pm_pmc: id,
-        pm_pid: pid,
-    }))
-}
-
-fn detach(k: &KernelDouble, id: u32, pid: i32) -> Result<(), Errno> {
-    k.call(Request::PmcDetach(&mut pmc_op_pmcattach {
-        pm_pmc: id,
-        pm_pid: pid,
-    }))
-}
-
-fn start(k: &KernelDouble, id: u32) -> Result<(), Errno> {
-    k.call(Request::PmcStart(&mut pmc_op_simple { pm_pmcid: id }))
-}
-
-fn stop(k: &KernelDouble, id: u32) -> Result<(), Errno> {
-    k.call(Request::PmcStop(&mut pmc_op_simple { pm_pmcid: id }))
-}
-
-fn rw(k: &KernelDouble, id: u32, flags: u32, value: u64) -> Result<u64, Errno> {
-    let mut r = pmc_op_pmcrw {
-        pm_flags: flags,
-        pm_pmcid: id,
-        pm_value: value,
-    };
-    k.call(Request::PmcRw(&mut r)).map(|()| r.pm_value)
-}
-
-fn configurelog(k: &KernelDouble, flags: i32, fd: i32) -> Result<(), Errno> {
-    k.call(Request::ConfigureLog(&mut pmc_op_configurelog {
-        pm_flags: flags,
-        pm_logfd: fd,
-    }))
 }
 
 /// pmc_do_op_pmcallocate: "Requested mode must exist", "Requested CPU must
@@ -309,14 +245,7 @@ fn detach_rules() {
 #[test]
 fn descendants_follow_the_process_tree() {
     let k = kernel();
-    k.add_process(
-        201,
-        Process {
-            parent: OTHER,
-            exiting: false,
-            debuggable: true,
-        },
-    );
+    k.add_process(201, process(OTHER));
     let id = allocate(
         &k,
         alloc_req(
@@ -437,12 +366,7 @@ fn setcount_rules() {
         pm_pmcid: ss,
     };
     k.call(Request::PmcSetCount(&mut sc)).unwrap();
-    let mut rows = vec![pmc_info::default(); 24];
-    k.call(Request::GetPmcInfo {
-        cpu: 1,
-        pmcs: &mut rows,
-    })
-    .unwrap();
+    let rows = pmcinfo(&k, 1);
     let row = &rows[pmc_id_to_rowindex(ss) as usize];
     assert_eq!(row.pm_reloadcount, 1000);
     assert_eq!(row.pm_ownerpid, ME);
@@ -459,13 +383,7 @@ fn setcount_rules() {
 #[test]
 fn getmsr_rules() {
     let k = kernel();
-    let getmsr = |id| {
-        let mut gm = pmc_op_getmsr {
-            pm_msr: 0,
-            pm_pmcid: id,
-        };
-        k.call(Request::PmcGetMsr(&mut gm)).map(|()| gm.pm_msr)
-    };
+    let getmsr = |id| common::getmsr(&k, id);
     let soft = soft_tc(&k);
     attach(&k, soft, 0).unwrap();
     assert_eq!(getmsr(soft), Err(Errno::ENOSYS));
@@ -624,13 +542,11 @@ fn information_ops() {
 fn release_frees_rows_and_the_owner() {
     let k = kernel();
     let ids: Vec<u32> = (0..16).map(|_| soft_tc(&k)).collect();
-    k.call(Request::PmcRelease(&mut pmc_op_simple { pm_pmcid: ids[3] }))
-        .unwrap();
+    release(&k, ids[3]).unwrap();
     let again = soft_tc(&k);
     assert_eq!(pmc_id_to_rowindex(again), pmc_id_to_rowindex(ids[3]));
     for id in ids.iter().filter(|&&i| i != ids[3]).chain([&again]) {
-        k.call(Request::PmcRelease(&mut pmc_op_simple { pm_pmcid: *id }))
-            .unwrap();
+        release(&k, *id).unwrap();
     }
     assert_eq!(k.live_pmcs(), 0);
     assert_eq!(start(&k, again), Err(Errno::ESRCH));

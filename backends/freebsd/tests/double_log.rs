@@ -7,38 +7,14 @@
 //! (src/backend/freebsd/sampling/tests.rs); here they are taken apart by
 //! hand, field by field.
 
+mod common;
+
+use common::{
+    CHILD, ME, attach, configure, detach, kernel, logged, read, soft, start, stop, u32_at, u64_at,
+};
 use pmc_freebsd::abi::*;
-use pmc_freebsd::double::{Image, KernelDouble, LOG_BUFFER_BYTES, LogPipe, Machine, Process};
+use pmc_freebsd::double::{Image, LOG_BUFFER_BYTES};
 use pmc_freebsd::transport::{Request, Transport};
-
-const ME: i32 = 100;
-const CHILD: i32 = 200;
-
-fn kernel() -> KernelDouble {
-    let k = KernelDouble::new(Machine::intel_2cpu(), ME);
-    k.add_process(
-        CHILD,
-        Process {
-            parent: ME,
-            exiting: false,
-            debuggable: true,
-        },
-    );
-    k
-}
-
-fn configure(k: &KernelDouble, fd: i32) -> Result<(), Errno> {
-    k.call(Request::ConfigureLog(&mut pmc_op_configurelog {
-        pm_flags: 0,
-        pm_logfd: fd,
-    }))
-}
-
-fn logged(k: &KernelDouble) -> LogPipe {
-    let (fd, pipe) = k.pipe();
-    configure(k, fd).unwrap();
-    pipe
-}
 
 /// One record: its type, its timestamp and its bytes after the header.
 #[derive(Debug)]
@@ -46,14 +22,6 @@ struct Rec {
     kind: u32,
     tsc: u64,
     body: Vec<u8>,
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_ne_bytes(b[at..at + 4].try_into().unwrap())
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_ne_bytes(b[at..at + 8].try_into().unwrap())
 }
 
 /// Splits pmclog bytes into records by their headers.
@@ -74,34 +42,6 @@ fn records(bytes: &[u8]) -> Vec<Rec> {
     }
     assert_eq!(at, bytes.len(), "whole records only");
     out
-}
-
-fn allocate(k: &KernelDouble, mode: Mode, cpu: u32, flags: u32) -> u32 {
-    let mut pa = pmc_op_pmcallocate {
-        pm_caps: PMC_CAP_READ | PMC_CAP_WRITE,
-        pm_cpu: cpu,
-        pm_class: Class::SOFT as u32,
-        pm_ev: PMC_EV_SOFT_FIRST,
-        pm_flags: flags,
-        pm_mode: mode as u32,
-        pm_count: 1000,
-        ..Default::default()
-    };
-    k.call(Request::PmcAllocate(&mut pa)).unwrap();
-    pa.pm_pmcid
-}
-
-fn start(k: &KernelDouble, id: u32) {
-    k.call(Request::PmcStart(&mut pmc_op_simple { pm_pmcid: id }))
-        .unwrap();
-}
-
-fn attach(k: &KernelDouble, id: u32, pid: i32) {
-    k.call(Request::PmcAttach(&mut pmc_op_pmcattach {
-        pm_pmc: id,
-        pm_pid: pid,
-    }))
-    .unwrap();
 }
 
 #[test]
@@ -135,8 +75,8 @@ fn records_wait_in_the_kernels_buffer_until_a_flush_or_a_full_buffer() {
     let k = kernel();
     let pipe = logged(&k);
     pipe.take();
-    let id = allocate(&k, Mode::TS, PMC_CPU_ANY, PMC_F_CALLCHAIN);
-    start(&k, id);
+    let id = soft(&k, Mode::TS, PMC_CPU_ANY, PMC_F_CALLCHAIN);
+    start(&k, id).unwrap();
     k.sample(0, ME, ME, true, &[1, 2, 3]);
     assert!(pipe.take().is_empty(), "buffered (po_curbuf)");
     k.call(Request::FlushLog).unwrap();
@@ -161,8 +101,8 @@ fn callchain_has_pmclog_h_layout() {
     // then the pcs.
     let k = kernel();
     let pipe = logged(&k);
-    let id = allocate(&k, Mode::SS, 1, PMC_F_CALLCHAIN);
-    start(&k, id);
+    let id = soft(&k, Mode::SS, 1, PMC_F_CALLCHAIN);
+    start(&k, id).unwrap();
     k.sample(1, CHILD, 4242, false, &[0xAAAA, 0xBBBB]);
     k.sample(0, CHILD, 4242, false, &[0xCCCC]); // another CPU
     k.call(Request::FlushLog).unwrap();
@@ -197,10 +137,10 @@ fn a_sampling_pmc_logs_pmcattach_and_the_mappings_at_attach() {
     );
     let pipe = logged(&k);
     pipe.take();
-    let counting = allocate(&k, Mode::TC, PMC_CPU_ANY, 0);
-    attach(&k, counting, CHILD);
-    let sampling = allocate(&k, Mode::TS, PMC_CPU_ANY, 0);
-    attach(&k, sampling, CHILD);
+    let counting = soft(&k, Mode::TC, PMC_CPU_ANY, 0);
+    attach(&k, counting, CHILD).unwrap();
+    let sampling = soft(&k, Mode::TS, PMC_CPU_ANY, 0);
+    attach(&k, sampling, CHILD).unwrap();
     k.call(Request::FlushLog).unwrap();
     let recs = records(&pipe.take());
     let kinds: Vec<u32> = recs.iter().map(|r| r.kind).collect();
@@ -221,14 +161,14 @@ fn proccsw_and_procexit_carry_the_slice_and_the_process_value() {
     let k = kernel();
     let pipe = logged(&k);
     pipe.take();
-    let id = allocate(
+    let id = soft(
         &k,
         Mode::TC,
         PMC_CPU_ANY,
         PMC_F_LOG_PROCCSW | PMC_F_LOG_PROCEXIT,
     );
-    attach(&k, id, CHILD);
-    start(&k, id);
+    attach(&k, id, CHILD).unwrap();
+    start(&k, id).unwrap();
     k.run_slice(CHILD, 300, 11);
     // Counted on CPU 0, where the child stays: part of the slice its next
     // switch out ends (pmc_process_csw_out reads what the row counted
@@ -274,8 +214,8 @@ fn proccsw_and_procexit_carry_the_slice_and_the_process_value() {
 #[test]
 fn no_log_no_records_and_close_writes_closelog() {
     let k = kernel();
-    let id = allocate(&k, Mode::TS, PMC_CPU_ANY, 0);
-    start(&k, id);
+    let id = soft(&k, Mode::TS, PMC_CPU_ANY, 0);
+    start(&k, id).unwrap();
     k.sample(0, ME, ME, true, &[1]); // no log: dropped
     assert_eq!(k.log_pending(), 0);
     let pipe = logged(&k);
@@ -312,27 +252,17 @@ fn allocations_can_be_refused_on_demand() {
     assert_eq!(k.call(Request::PmcAllocate(&mut pa)), Ok(()));
 }
 
-fn read(k: &KernelDouble, id: u32) -> u64 {
-    let mut rw = pmc_op_pmcrw {
-        pm_flags: PMC_F_OLDVALUE,
-        pm_pmcid: id,
-        pm_value: 0,
-    };
-    k.call(Request::PmcRw(&mut rw)).unwrap();
-    rw.pm_value
-}
-
 #[test]
 fn a_callchain_without_pmc_f_callchain_holds_only_the_interrupted_pc() {
     // pmc_add_sample: without PMC_F_CALLCHAIN only the interrupted pc is
     // captured (pmclog_process_callchain writes ps_nsamples pcs).
     let k = kernel();
     let pipe = logged(&k);
-    let chain = allocate(&k, Mode::TS, PMC_CPU_ANY, PMC_F_CALLCHAIN);
-    let pc_only = allocate(&k, Mode::TS, PMC_CPU_ANY, 0);
+    let chain = soft(&k, Mode::TS, PMC_CPU_ANY, PMC_F_CALLCHAIN);
+    let pc_only = soft(&k, Mode::TS, PMC_CPU_ANY, 0);
     for id in [chain, pc_only] {
-        attach(&k, id, CHILD);
-        start(&k, id);
+        attach(&k, id, CHILD).unwrap();
+        start(&k, id).unwrap();
     }
     pipe.take();
     k.sample(0, CHILD, 201, true, &[0x10, 0x20, 0x30]);
@@ -351,11 +281,11 @@ fn procexit_is_logged_only_for_counting_pmcs_that_asked_for_it() {
     // PMC_F_NEEDS_LOGFILE (LOG_PROCEXIT/LOG_PROCCSW set it at allocate).
     let k = kernel();
     let pipe = logged(&k);
-    let quiet = allocate(&k, Mode::TC, PMC_CPU_ANY, 0);
-    let logged_exit = allocate(&k, Mode::TC, PMC_CPU_ANY, PMC_F_LOG_PROCEXIT);
+    let quiet = soft(&k, Mode::TC, PMC_CPU_ANY, 0);
+    let logged_exit = soft(&k, Mode::TC, PMC_CPU_ANY, PMC_F_LOG_PROCEXIT);
     for id in [quiet, logged_exit] {
-        attach(&k, id, CHILD);
-        start(&k, id);
+        attach(&k, id, CHILD).unwrap();
+        start(&k, id).unwrap();
     }
     k.run_slice(CHILD, 201, 5);
     pipe.take();
@@ -376,12 +306,11 @@ fn a_running_system_sampling_pmc_reads_the_events_left_in_its_period() {
     // -reloadcount and reloads at each overflow): 1000 - 1300 % 1000.
     let k = kernel();
     let _pipe = logged(&k);
-    let id = allocate(&k, Mode::SS, 0, 0);
-    start(&k, id);
+    let id = soft(&k, Mode::SS, 0, 0);
+    start(&k, id).unwrap();
     k.advance(ME, 0, 1300);
     assert_eq!(read(&k, id), 700);
-    k.call(Request::PmcStop(&mut pmc_op_simple { pm_pmcid: id }))
-        .unwrap();
+    stop(&k, id).unwrap();
     assert_eq!(read(&k, id), 700, "the stopped hardware keeps it");
 }
 
@@ -392,9 +321,9 @@ fn pipes_are_distinct_and_records_wait_in_the_buffer() {
     let (b, _pb) = k.pipe();
     assert_ne!(a, b, "each pipe its own descriptor");
     let pipe = logged(&k);
-    let id = allocate(&k, Mode::TS, PMC_CPU_ANY, 0);
-    attach(&k, id, CHILD);
-    start(&k, id);
+    let id = soft(&k, Mode::TS, PMC_CPU_ANY, 0);
+    attach(&k, id, CHILD).unwrap();
+    start(&k, id).unwrap();
     k.call(Request::FlushLog).unwrap();
     pipe.take();
     assert_eq!(k.log_pending(), 0, "flushed");
@@ -410,9 +339,9 @@ fn system_pmcs_on_two_cpus_share_a_row() {
     // pmc_can_allocate_rowindex: a system PMC conflicts only with a system
     // PMC on the same CPU, so the same row serves CPU 0 and CPU 1.
     let k = kernel();
-    let on0 = allocate(&k, Mode::SC, 0, 0);
-    let on1 = allocate(&k, Mode::SC, 1, 0);
-    let again0 = allocate(&k, Mode::SC, 0, 0);
+    let on0 = soft(&k, Mode::SC, 0, 0);
+    let on1 = soft(&k, Mode::SC, 1, 0);
+    let again0 = soft(&k, Mode::SC, 0, 0);
     let row = |id: u32| id & 0xFF;
     assert_eq!(row(on0), row(on1), "{on0:#x} {on1:#x}");
     assert_ne!(row(on0), row(again0), "CPU 0's row is taken");
@@ -424,15 +353,11 @@ fn detaching_another_process_keeps_the_owners_reading_on_its_hardware() {
     // owner itself is detached; while it is set, PMCRW of a running PMC
     // reads the owner's CPU row (pmc_do_op_pmcrw), not pm_savedvalue.
     let k = kernel();
-    let id = allocate(&k, Mode::TC, PMC_CPU_ANY, 0);
-    attach(&k, id, ME);
-    attach(&k, id, CHILD);
-    start(&k, id);
+    let id = soft(&k, Mode::TC, PMC_CPU_ANY, 0);
+    attach(&k, id, ME).unwrap();
+    attach(&k, id, CHILD).unwrap();
+    start(&k, id).unwrap();
     k.advance(ME, 0, 50);
-    k.call(Request::PmcDetach(&mut pmc_op_pmcattach {
-        pm_pmc: id,
-        pm_pid: CHILD,
-    }))
-    .unwrap();
+    detach(&k, id, CHILD).unwrap();
     assert_eq!(read(&k, id), 50, "the owner's row, not yet saved");
 }

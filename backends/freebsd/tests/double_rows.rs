@@ -6,60 +6,33 @@
 //! owner's hardware is read only while the PMC is attached to it), and the
 //! `kern.proc` sysctl the FreeBSD adapter walks for DESCENDANTS.
 
+mod common;
+
+use common::{ME, attach, detach, kernel_with, read, release, start};
 use pmc_freebsd::abi::*;
-use pmc_freebsd::double::{KernelDouble, Machine, Process};
+use pmc_freebsd::double::KernelDouble;
 use pmc_freebsd::procs::{ProcEntry, parse_kinfo_procs};
 use pmc_freebsd::transport::{Request, Transport};
 
-const ME: i32 = 100;
 const A: i32 = 200;
 const B: i32 = 300;
 
 fn kernel() -> KernelDouble {
-    let k = KernelDouble::new(Machine::intel_2cpu(), ME);
-    k.add_process(
-        A,
-        Process {
-            parent: ME,
-            exiting: false,
-            debuggable: true,
-        },
-    );
-    k.add_process(
-        B,
-        Process {
-            parent: A,
-            exiting: false,
-            debuggable: true,
-        },
-    );
-    k
+    kernel_with(&[(A, ME), (B, A)])
 }
 
 fn allocate(k: &KernelDouble, class: Class, ev: u32, mode: Mode, cpu: u32) -> Result<u32, Errno> {
-    let mut pa = pmc_op_pmcallocate {
-        pm_class: class as u32,
-        pm_ev: ev,
-        pm_mode: mode as u32,
-        pm_cpu: cpu,
-        pm_count: 0,
-        ..Default::default()
-    };
-    k.call(Request::PmcAllocate(&mut pa)).map(|_| pa.pm_pmcid)
-}
-
-fn op(k: &KernelDouble, request: Request<'_>) {
-    k.call(request).expect("request");
-}
-
-fn read(k: &KernelDouble, id: u32) -> u64 {
-    let mut rw = pmc_op_pmcrw {
-        pm_pmcid: id,
-        pm_flags: PMC_F_OLDVALUE,
-        pm_value: 0,
-    };
-    op(k, Request::PmcRw(&mut rw));
-    rw.pm_value
+    common::allocate(
+        k,
+        pmc_op_pmcallocate {
+            pm_class: class as u32,
+            pm_ev: ev,
+            pm_mode: mode as u32,
+            pm_cpu: cpu,
+            pm_count: 0,
+            ..Default::default()
+        },
+    )
 }
 
 /// `pmc_can_allocate_row`: a row in THREAD disposition (process PMCs on
@@ -79,7 +52,7 @@ fn a_row_serves_process_or_system_pmcs_not_both() {
         "every IAP row is THREAD: no row for a system PMC"
     );
     for id in process {
-        op(&k, Request::PmcRelease(&mut pmc_op_simple { pm_pmcid: id }));
+        release(&k, id).expect("request");
     }
     for _ in 0..4 {
         allocate(&k, Class::IAP, iap_ev, Mode::SC, 0).expect("SC on a free row");
@@ -122,24 +95,12 @@ fn after_the_owners_detach_a_read_is_the_saved_value() {
     let k = kernel();
     let id = allocate(&k, Class::IAP, 0x100, Mode::TC, PMC_CPU_ANY).expect("TC");
     for pid in [ME, A] {
-        op(
-            &k,
-            Request::PmcAttach(&mut pmc_op_pmcattach {
-                pm_pmc: id,
-                pm_pid: pid,
-            }),
-        );
+        attach(&k, id, pid).expect("request");
     }
-    op(&k, Request::PmcStart(&mut pmc_op_simple { pm_pmcid: id }));
+    start(&k, id).expect("request");
     k.advance(ME, 0, 7);
     assert_eq!(read(&k, id), 7, "attached to its owner: the hardware");
-    op(
-        &k,
-        Request::PmcDetach(&mut pmc_op_pmcattach {
-            pm_pmc: id,
-            pm_pid: ME,
-        }),
-    );
+    detach(&k, id, ME).expect("request");
     assert_eq!(read(&k, id), 0, "no longer on its owner: pm_savedvalue");
 }
 
@@ -187,13 +148,8 @@ fn a_system_counter_starts_from_its_allocation_count() {
         pm_count: 1000,
         ..Default::default()
     };
-    op(&k, Request::PmcAllocate(&mut pa));
-    op(
-        &k,
-        Request::PmcStart(&mut pmc_op_simple {
-            pm_pmcid: pa.pm_pmcid,
-        }),
-    );
+    k.call(Request::PmcAllocate(&mut pa)).expect("request");
+    start(&k, pa.pm_pmcid).expect("request");
     assert_eq!(read(&k, pa.pm_pmcid), 1000);
     k.advance(A, 1, 5);
     assert_eq!(read(&k, pa.pm_pmcid), 1005);

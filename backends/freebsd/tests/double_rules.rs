@@ -7,108 +7,40 @@
 //! PMCGETMSR, PMCRW's copy-out, what PMCSTART and a log's deconfiguration
 //! do to other PMCs, and which records reach the owner's log.
 
-use pmc_freebsd::abi::*;
-use pmc_freebsd::double::{KERNEL_PATH, KERNEL_START, KernelDouble, LogPipe, Machine, Process};
-use pmc_freebsd::transport::{Request, Transport};
+mod common;
 
-const ME: i32 = 100;
-const CHILD: i32 = 200;
+use common::{
+    CHILD, ME, admin, alloc_req, allocate, attach, configure, detach, getmsr, kernel, kernel_with,
+    logged, pmcinfo, release, soft, start, stop, u32_at, u64_at,
+};
+use pmc_freebsd::abi::*;
+use pmc_freebsd::double::{KERNEL_PATH, KERNEL_START, KernelDouble, LogPipe};
+use pmc_freebsd::transport::{Request, Transport};
 
 /// `PMCLOG_TYPE_*` (sys/sys/pmclog.h).
 const PROCCSW: u32 = 8;
 const MAP_IN: u32 = 14;
 const CALLCHAIN: u32 = 16;
 
-/// The rows of `Machine::intel_2cpu`: TSC×1, IAP×4, IAF×3, SOFT×16.
-const NROWS: usize = 24;
 /// The first IAF row.
 const IAF_ROW0: u32 = 5;
 /// The first SOFT row.
 const SOFT_ROW0: u32 = 8;
 
-fn kernel() -> KernelDouble {
-    let k = KernelDouble::new(Machine::intel_2cpu(), ME);
-    k.add_process(
-        CHILD,
-        Process {
-            parent: ME,
-            exiting: false,
-            debuggable: true,
-        },
-    );
-    k
-}
-
-fn allocate_in(
-    k: &KernelDouble,
-    class: Class,
-    caps: u32,
-    mode: Mode,
-    cpu: u32,
-    flags: u32,
-) -> Result<u32, Errno> {
-    let ev = match class {
-        Class::SOFT => PMC_EV_SOFT_FIRST,
-        _ => 0,
-    };
-    let mut pa = pmc_op_pmcallocate {
-        pm_caps: caps,
-        pm_cpu: cpu,
-        pm_class: class as u32,
-        pm_ev: ev,
-        pm_flags: flags,
-        pm_mode: mode as u32,
-        pm_count: 1000,
-        ..Default::default()
-    };
-    k.call(Request::PmcAllocate(&mut pa)).map(|()| pa.pm_pmcid)
-}
-
-/// A SOFT PMC (the first registered soft event).
-fn soft(k: &KernelDouble, mode: Mode, cpu: u32, flags: u32) -> u32 {
-    allocate_in(
+/// A readable TC PMC of `class`'s event 0, with a count of 1000.
+fn pmu(k: &KernelDouble, class: Class, flags: u32) -> Result<u32, Errno> {
+    allocate(
         k,
-        Class::SOFT,
-        PMC_CAP_READ | PMC_CAP_WRITE,
-        mode,
-        cpu,
-        flags,
+        pmc_op_pmcallocate {
+            pm_caps: PMC_CAP_READ,
+            pm_count: 1000,
+            ..alloc_req(class, 0, Mode::TC, PMC_CPU_ANY, flags)
+        },
     )
-    .unwrap()
-}
-
-fn attach(k: &KernelDouble, id: u32, pid: i32) {
-    k.call(Request::PmcAttach(&mut pmc_op_pmcattach {
-        pm_pmc: id,
-        pm_pid: pid,
-    }))
-    .unwrap();
-}
-
-fn detach(k: &KernelDouble, id: u32, pid: i32) {
-    k.call(Request::PmcDetach(&mut pmc_op_pmcattach {
-        pm_pmc: id,
-        pm_pid: pid,
-    }))
-    .unwrap();
-}
-
-fn start(k: &KernelDouble, id: u32) {
-    k.call(Request::PmcStart(&mut pmc_op_simple { pm_pmcid: id }))
-        .unwrap();
-}
-
-fn stop(k: &KernelDouble, id: u32) -> Result<(), Errno> {
-    k.call(Request::PmcStop(&mut pmc_op_simple { pm_pmcid: id }))
-}
-
-fn release(k: &KernelDouble, id: u32) {
-    k.call(Request::PmcRelease(&mut pmc_op_simple { pm_pmcid: id }))
-        .unwrap();
 }
 
 /// PMCRW: the call's result and the `pm_value` the caller's structure
-/// holds afterwards.
+/// holds afterwards (`common::rw` gives the value only on success).
 fn rw(k: &KernelDouble, id: u32, flags: u32, value: u64) -> (Result<(), Errno>, u64) {
     let mut r = pmc_op_pmcrw {
         pm_flags: flags,
@@ -119,54 +51,10 @@ fn rw(k: &KernelDouble, id: u32, flags: u32, value: u64) -> (Result<(), Errno>, 
     (res, r.pm_value)
 }
 
-fn configure(k: &KernelDouble, fd: i32) -> Result<(), Errno> {
-    k.call(Request::ConfigureLog(&mut pmc_op_configurelog {
-        pm_flags: 0,
-        pm_logfd: fd,
-    }))
-}
-
-fn logged(k: &KernelDouble) -> LogPipe {
-    let (fd, pipe) = k.pipe();
-    configure(k, fd).unwrap();
-    pipe
-}
-
-fn admin(k: &KernelDouble, cpu: i32, ri: u32, state: State) -> Result<(), Errno> {
-    k.call(Request::PmcAdmin(&mut pmc_op_pmcadmin {
-        pm_cpu: cpu,
-        pm_flags: 0,
-        pm_pmc: ri as i32,
-        pm_state: state as u32,
-    }))
-}
-
-fn getmsr(k: &KernelDouble, id: u32) -> Result<u32, Errno> {
-    let mut gm = pmc_op_getmsr {
-        pm_msr: 0,
-        pm_pmcid: id,
-    };
-    k.call(Request::PmcGetMsr(&mut gm)).map(|()| gm.pm_msr)
-}
-
 /// GETPMCINFO's `pm_rowdisp` of row `ri` (the disposition is per row, the
 /// same on every CPU).
 fn rowdisp(k: &KernelDouble, ri: u32) -> u32 {
-    let mut rows = vec![pmc_info::default(); NROWS];
-    k.call(Request::GetPmcInfo {
-        cpu: 0,
-        pmcs: &mut rows,
-    })
-    .unwrap();
-    rows[ri as usize].pm_rowdisp
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_ne_bytes(b[at..at + 4].try_into().unwrap())
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_ne_bytes(b[at..at + 8].try_into().unwrap())
+    pmcinfo(k, 0)[ri as usize].pm_rowdisp
 }
 
 /// The records written out so far, after a FLUSHLOG: (type, the bytes
@@ -239,12 +127,12 @@ fn only_the_first_sampling_start_logs_the_kernel_mappings() {
     pipe.take();
     // A counting PMC: no MAP_IN at its start.
     let counting = soft(&k, Mode::TC, PMC_CPU_ANY, 0);
-    start(&k, counting);
+    start(&k, counting).unwrap();
     let recs = flushed(&k, &pipe);
     assert!(!kinds(&recs).contains(&MAP_IN), "{:?}", kinds(&recs));
     // The first sampling PMC: the kernel's MAP_IN, with pid -1.
     let first = soft(&k, Mode::TS, PMC_CPU_ANY, 0);
-    start(&k, first);
+    start(&k, first).unwrap();
     let maps: Vec<Vec<u8>> = flushed(&k, &pipe)
         .into_iter()
         .filter(|(kind, _)| *kind == MAP_IN)
@@ -257,7 +145,7 @@ fn only_the_first_sampling_start_logs_the_kernel_mappings() {
     assert_eq!(&map[16..16 + KERNEL_PATH.len()], KERNEL_PATH.as_bytes());
     // A second sampling PMC of the same owner: already done.
     let second = soft(&k, Mode::TS, PMC_CPU_ANY, 0);
-    start(&k, second);
+    start(&k, second).unwrap();
     let recs = flushed(&k, &pipe);
     assert!(!kinds(&recs).contains(&MAP_IN), "{:?}", kinds(&recs));
 }
@@ -274,8 +162,8 @@ fn only_running_sampling_pmcs_log_callchains() {
     let counting = soft(&k, Mode::TC, PMC_CPU_ANY, 0);
     let sampling = soft(&k, Mode::TS, PMC_CPU_ANY, 0);
     for id in [counting, sampling] {
-        attach(&k, id, CHILD);
-        start(&k, id);
+        attach(&k, id, CHILD).unwrap();
+        start(&k, id).unwrap();
     }
     stop(&k, sampling).unwrap();
     pipe.take();
@@ -283,7 +171,7 @@ fn only_running_sampling_pmcs_log_callchains() {
     let recs = flushed(&k, &pipe);
     assert!(!kinds(&recs).contains(&CALLCHAIN), "{:?}", kinds(&recs));
     // Running again: the sampling PMC's sample alone is logged.
-    start(&k, sampling);
+    start(&k, sampling).unwrap();
     pipe.take();
     k.sample(0, CHILD, 201, true, &[0x10]);
     let chains: Vec<u32> = flushed(&k, &pipe)
@@ -303,8 +191,8 @@ fn a_switch_out_logs_proccsw_only_for_pmcs_that_asked_for_it() {
     let k = kernel();
     let pipe = logged(&k);
     let quiet = soft(&k, Mode::TC, PMC_CPU_ANY, 0);
-    attach(&k, quiet, CHILD);
-    start(&k, quiet);
+    attach(&k, quiet, CHILD).unwrap();
+    start(&k, quiet).unwrap();
     pipe.take();
     k.run_slice(CHILD, 201, 9);
     assert_eq!(rw(&k, quiet, PMC_F_OLDVALUE, 0), (Ok(()), 9), "counted");
@@ -322,17 +210,17 @@ fn starting_a_pmc_of_another_process_does_not_switch_the_owner() {
     let k = kernel();
     let pipe = logged(&k);
     let csw = soft(&k, Mode::TC, PMC_CPU_ANY, PMC_F_LOG_PROCCSW);
-    start(&k, csw); // attaches the owner and switches it
+    start(&k, csw).unwrap(); // attaches the owner and switches it
     k.advance(ME, 0, 5);
     pipe.take();
     let other = soft(&k, Mode::TC, PMC_CPU_ANY, 0);
-    attach(&k, other, CHILD);
-    start(&k, other);
+    attach(&k, other, CHILD).unwrap();
+    start(&k, other).unwrap();
     let recs = flushed(&k, &pipe);
     assert!(!kinds(&recs).contains(&PROCCSW), "{:?}", kinds(&recs));
     // A PMC attached to the owner: the forced switch out logs the slice.
     let own = soft(&k, Mode::TC, PMC_CPU_ANY, 0);
-    start(&k, own);
+    start(&k, own).unwrap();
     let csws: Vec<(u64, u32)> = flushed(&k, &pipe)
         .into_iter()
         .filter(|(kind, _)| *kind == PROCCSW)
@@ -355,8 +243,8 @@ fn deconfiguring_the_log_stops_only_running_pmcs_that_need_it() {
     let plain = soft(&k, Mode::TC, PMC_CPU_ANY, 0);
     let idle = soft(&k, Mode::TC, PMC_CPU_ANY, PMC_F_LOG_PROCCSW);
     let logging = soft(&k, Mode::TC, PMC_CPU_ANY, PMC_F_LOG_PROCEXIT);
-    start(&k, plain);
-    start(&k, logging);
+    start(&k, plain).unwrap();
+    start(&k, logging).unwrap();
     configure(&k, -1).unwrap();
     assert_eq!(
         rw(&k, plain, PMC_F_NEWVALUE, 1).0,
@@ -411,8 +299,8 @@ fn release_frees_the_row_disposition() {
     assert_ne!(tc_row, sc_row, "a THREAD row refuses a system PMC");
     assert_eq!(rowdisp(&k, tc_row), Disp::THREAD as u32);
     assert_eq!(rowdisp(&k, sc_row), Disp::STANDALONE as u32);
-    release(&k, tc);
-    release(&k, sc);
+    release(&k, tc).unwrap();
+    release(&k, sc).unwrap();
     assert_eq!(rowdisp(&k, tc_row), Disp::FREE as u32);
     assert_eq!(rowdisp(&k, sc_row), Disp::FREE as u32);
 }
@@ -423,17 +311,9 @@ fn release_frees_the_row_disposition() {
 #[test]
 fn getmsr_refuses_a_descendants_pmc() {
     // An owner without children: DESCENDANTS attaches it alone.
-    let k = KernelDouble::new(Machine::intel_2cpu(), ME);
-    let id = allocate_in(
-        &k,
-        Class::IAP,
-        PMC_CAP_READ,
-        Mode::TC,
-        PMC_CPU_ANY,
-        PMC_F_DESCENDANTS | PMC_F_EV_PMU,
-    )
-    .unwrap();
-    attach(&k, id, 0);
+    let k = kernel_with(&[]);
+    let id = pmu(&k, Class::IAP, PMC_F_DESCENDANTS | PMC_F_EV_PMU).unwrap();
+    attach(&k, id, 0).unwrap();
     assert_eq!(getmsr(&k, id), Err(Errno::EINVAL));
 }
 
@@ -442,38 +322,18 @@ fn getmsr_refuses_a_descendants_pmc() {
 #[test]
 fn getmsr_of_the_second_iaf_row() {
     let k = kernel();
-    let iaf = |k: &KernelDouble| {
-        allocate_in(
-            k,
-            Class::IAF,
-            PMC_CAP_READ,
-            Mode::TC,
-            PMC_CPU_ANY,
-            PMC_F_EV_PMU,
-        )
-        .unwrap()
-    };
+    let iaf = |k: &KernelDouble| pmu(k, Class::IAF, PMC_F_EV_PMU).unwrap();
     let first = iaf(&k);
     let second = iaf(&k);
     assert_eq!(pmc_id_to_rowindex(second), IAF_ROW0 + 1);
-    attach(&k, first, 0);
-    attach(&k, second, 0);
+    attach(&k, first, 0).unwrap();
+    attach(&k, second, 0).unwrap();
     assert_eq!(getmsr(&k, first), Ok(1 << 30));
     assert_eq!(getmsr(&k, second), Ok((1 << 30) + 1));
-    let iap = |k: &KernelDouble| {
-        allocate_in(
-            k,
-            Class::IAP,
-            PMC_CAP_READ,
-            Mode::TC,
-            PMC_CPU_ANY,
-            PMC_F_EV_PMU,
-        )
-        .unwrap()
-    };
+    let iap = |k: &KernelDouble| pmu(k, Class::IAP, PMC_F_EV_PMU).unwrap();
     let _iap0 = iap(&k);
     let iap1 = iap(&k);
-    attach(&k, iap1, 0);
+    attach(&k, iap1, 0).unwrap();
     assert_eq!(getmsr(&k, iap1), Ok(1), "iap_get_msr: the row itself");
 }
 
@@ -486,12 +346,12 @@ fn getmsr_of_the_second_iaf_row() {
 fn a_pmc_detached_from_its_owner_reads_its_saved_value() {
     let k = kernel();
     let id = soft(&k, Mode::TC, PMC_CPU_ANY, 0);
-    attach(&k, id, ME);
-    attach(&k, id, CHILD);
-    start(&k, id);
+    attach(&k, id, ME).unwrap();
+    attach(&k, id, CHILD).unwrap();
+    start(&k, id).unwrap();
     k.advance(ME, 0, 50);
     assert_eq!(rw(&k, id, PMC_F_OLDVALUE, 0), (Ok(()), 50), "the hardware");
-    detach(&k, id, ME);
+    detach(&k, id, ME).unwrap();
     assert_eq!(rw(&k, id, PMC_F_OLDVALUE, 0), (Ok(()), 0), "pm_savedvalue");
     k.switch_out(ME);
     assert_eq!(rw(&k, id, PMC_F_OLDVALUE, 0), (Ok(()), 0));

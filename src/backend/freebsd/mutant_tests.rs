@@ -10,14 +10,16 @@ use pmc_freebsd::{Arch, Hwpmc, PmuEvent, PmuEvents, PmuVendor, abi};
 
 use super::*;
 use crate::log::LogRecord;
-use crate::{Cpu, Flags, MemoryLog, Owner};
+use crate::{Cpu, Flags, MemoryLog, Owner, Pmc};
 
-const OWNER: i32 = 1000;
-const CHILD: i32 = 42;
+/// The caller: the owner of the tests' PMCs.
+pub(super) const OWNER: i32 = 1000;
+/// The caller's child.
+pub(super) const CHILD: i32 = 42;
 
-/// The double's 2-CPU Intel machine (or `machine`), with a child of the
-/// caller that may be debugged.
-fn kernel_on(machine: Machine) -> Arc<KernelDouble> {
+/// The double on `machine`, whose caller `OWNER` has a child `CHILD` that
+/// may be debugged and runs `image`.
+pub(super) fn kernel_with_child(machine: Machine, image: Image) -> Arc<KernelDouble> {
     let k = Arc::new(KernelDouble::new(machine, OWNER));
     k.add_process(
         CHILD,
@@ -27,14 +29,20 @@ fn kernel_on(machine: Machine) -> Arc<KernelDouble> {
             debuggable: true,
         },
     );
-    k.set_image(
-        CHILD,
+    k.set_image(CHILD, image);
+    k
+}
+
+/// The double's 2-CPU Intel machine (or `machine`), with a child of the
+/// caller that may be debugged.
+fn kernel_on(machine: Machine) -> Arc<KernelDouble> {
+    kernel_with_child(
+        machine,
         Image {
             path: "/usr/bin/yes".into(),
             mappings: vec![(0x20_0000, "/usr/bin/yes".into())],
         },
-    );
-    k
+    )
 }
 
 fn kernel() -> Arc<KernelDouble> {
@@ -58,6 +66,30 @@ fn backend(k: &Arc<KernelDouble>) -> Arc<FreeBsdBackend<Arc<KernelDouble>>> {
     Arc::new(FreeBsdBackend::from_hwpmc(hwpmc))
 }
 
+/// The backend on four CPUs, CPU 2 inactive.
+fn backend_with_cpu_2_inactive() -> Arc<FreeBsdBackend<Arc<KernelDouble>>> {
+    backend(&kernel_on(Machine {
+        ncpu: 4,
+        inactive_cpus: [2].into(),
+        ..Machine::intel_2cpu()
+    }))
+}
+
+/// An owner over `backend` with a new memory log configured, and the log.
+pub(super) fn owner_with_log(backend: impl Into<crate::backends::Backend>) -> (Owner, MemoryLog) {
+    let owner = Owner::new(backend);
+    let log = MemoryLog::new();
+    owner.configure_logfile(log.clone()).unwrap();
+    (owner, log)
+}
+
+/// A `SOFT-PAGE_FAULT.ALL` PMC of `owner` with a count of 1000.
+pub(super) fn page_faults(owner: &Owner, mode: Mode, flags: Flags, cpu: Cpu) -> Pmc {
+    owner
+        .allocate_with_count("SOFT-PAGE_FAULT.ALL", mode, flags, cpu, 1000)
+        .unwrap()
+}
+
 fn prepare(
     b: &FreeBsdBackend<Arc<KernelDouble>>,
     spec: &str,
@@ -76,6 +108,13 @@ fn prepare(
     .unwrap_or_else(|e| panic!("{spec}: {e}"))
 }
 
+/// `spec`'s counting PMC on process `pid` (not its descendants).
+fn count_on(b: &FreeBsdBackend<Arc<KernelDouble>>, spec: &str, pid: i32) -> Box<dyn Counters> {
+    prepare(b, spec, Mode::TC)
+        .open_process(pid as u32, false)
+        .unwrap()
+}
+
 /// GETCPUINFO's row of `class`, as the backend reports it.
 fn class_row(b: &FreeBsdBackend<Arc<KernelDouble>>, class: &Class) -> ClassInfo {
     b.cpuinfo()
@@ -86,7 +125,8 @@ fn class_row(b: &FreeBsdBackend<Arc<KernelDouble>>, class: &Class) -> ClassInfo 
         .unwrap_or_else(|| panic!("no {class} row"))
 }
 
-fn records(log: &MemoryLog) -> Vec<(u64, LogRecord)> {
+/// The log's records with their times.
+pub(super) fn log_records(log: &MemoryLog) -> Vec<(u64, LogRecord)> {
     log.events()
         .unwrap()
         .into_iter()
@@ -104,12 +144,7 @@ fn possible_cpus_are_every_cpu_getcpuinfo_counts() {
     // hwpmc_mod.c PMC_OP_GETCPUINFO: pm_ncpu = pmc_cpu_max(), the CPUs a
     // PMC may name (pmc_do_op_pmcallocate: EINVAL from pmc_cpu_max() on),
     // whether or not each is active.
-    let k = kernel_on(Machine {
-        ncpu: 4,
-        inactive_cpus: [2].into(),
-        ..Machine::intel_2cpu()
-    });
-    let b = backend(&k);
+    let b = backend_with_cpu_2_inactive();
     assert_eq!(b.possible_cpus(), vec![0, 1, 2, 3]);
     assert_eq!(b.online_cpus(), vec![0, 1, 3]);
 }
@@ -119,12 +154,7 @@ fn an_inactive_cpu_is_enxio_and_the_advice_names_it() {
     // hwpmc_mod.c pmc_do_op_pmcallocate: a system PMC on a CPU for which
     // pmc_cpu_is_active() is false is ENXIO; the way out is to make that
     // CPU active, and the advice says which one.
-    let k = kernel_on(Machine {
-        ncpu: 4,
-        inactive_cpus: [2].into(),
-        ..Machine::intel_2cpu()
-    });
-    let b = backend(&k);
+    let b = backend_with_cpu_2_inactive();
     let advice = b.how_to_online(2);
     assert!(
         advice.contains("CPU 2") && advice.contains("active"),
@@ -213,15 +243,7 @@ fn a_ts_read_stays_within_the_reload_count_when_mincount_is_higher() {
         ..Machine::intel_2cpu()
     });
     let owner = Owner::new(backend(&k));
-    let mut p = owner
-        .allocate_with_count(
-            "SOFT-PAGE_FAULT.ALL",
-            Mode::TS,
-            Flags::empty(),
-            Cpu::Any,
-            1000,
-        )
-        .unwrap();
+    let mut p = page_faults(&owner, Mode::TS, Flags::empty(), Cpu::Any);
     p.start().unwrap();
     let setcount = k
         .calls()
@@ -245,13 +267,9 @@ fn rdpmc_index_is_the_classs_msr_or_none_without_getmsr() {
     // failure. IAF's is IAF_RI_TO_MSR(ri) = ri + (1 << 30) (hwpmc_core.c).
     let k = kernel();
     let b = backend(&k);
-    let mut soft = prepare(&b, "SOFT-PAGE_FAULT.ALL", Mode::TC)
-        .open_process(OWNER as u32, false)
-        .unwrap();
+    let mut soft = count_on(&b, "SOFT-PAGE_FAULT.ALL", OWNER);
     assert_eq!(soft.rdpmc_index().unwrap(), None);
-    let mut iaf = prepare(&b, "inst_retired.any", Mode::TC)
-        .open_process(OWNER as u32, false)
-        .unwrap();
+    let mut iaf = count_on(&b, "inst_retired.any", OWNER);
     assert_eq!(iaf.rdpmc_index().unwrap(), Some(1 << 30));
 }
 
@@ -262,9 +280,7 @@ fn rdpmc_index_of_a_pmc_on_another_process_is_einval() {
     // pcd_get_msr, so even a SOFT PMC gets EINVAL, not ENOSYS.
     let k = kernel();
     let b = backend(&k);
-    let mut c = prepare(&b, "SOFT-PAGE_FAULT.ALL", Mode::TC)
-        .open_process(CHILD as u32, false)
-        .unwrap();
+    let mut c = count_on(&b, "SOFT-PAGE_FAULT.ALL", CHILD);
     let e = c.rdpmc_index().unwrap_err();
     assert_eq!(e.errno(), libc::EINVAL, "{e}");
     assert!(e.to_string().contains("PMCGETMSR"), "{e}");
@@ -279,17 +295,8 @@ fn closing_the_owners_log_stops_the_hwpmc_pmcs_that_need_it() {
     // backend's hwpmc log outlives one owner's log, so closing the owner's
     // log must stop its hwpmc PMCs the same way.
     let k = kernel();
-    let owner = Owner::new(backend(&k));
-    owner.configure_logfile(MemoryLog::new()).unwrap();
-    let mut p = owner
-        .allocate_with_count(
-            "SOFT-PAGE_FAULT.ALL",
-            Mode::SS,
-            Flags::CALLCHAIN,
-            Cpu::Id(0),
-            1000,
-        )
-        .unwrap();
+    let (owner, _log) = owner_with_log(backend(&k));
+    let mut p = page_faults(&owner, Mode::SS, Flags::CALLCHAIN, Cpu::Id(0));
     k.take_calls();
     p.start().unwrap();
     let started = k
@@ -324,24 +331,14 @@ fn record_times_follow_initializes_tsc_frequency() {
         tsc_freq: 1,
         ..Machine::intel_2cpu()
     });
-    let owner = Owner::new(backend(&k));
-    let log = MemoryLog::new();
-    owner.configure_logfile(log.clone()).unwrap();
-    let mut p = owner
-        .allocate_with_count(
-            "SOFT-PAGE_FAULT.ALL",
-            Mode::TS,
-            Flags::CALLCHAIN,
-            Cpu::Any,
-            1000,
-        )
-        .unwrap();
+    let (owner, log) = owner_with_log(backend(&k));
+    let mut p = page_faults(&owner, Mode::TS, Flags::CALLCHAIN, Cpu::Any);
     p.start().unwrap();
     k.sample(0, OWNER, OWNER, true, &[0x10]);
     k.sample(0, OWNER, OWNER, true, &[0x20]);
     p.stop().unwrap();
     owner.close_logfile().unwrap();
-    let times: Vec<u64> = records(&log)
+    let times: Vec<u64> = log_records(&log)
         .into_iter()
         .filter_map(|(t, r)| matches!(r, LogRecord::Callchain { .. }).then_some(t))
         .collect();
@@ -360,35 +357,17 @@ fn a_started_pmc_gets_the_kernel_mappings_after_another_pmc_came_and_went() {
     // releasing another PMC (allocate's trial PMC) in between changes
     // nothing.
     let k = kernel();
-    let owner = Owner::new(backend(&k));
-    let log = MemoryLog::new();
-    owner.configure_logfile(log.clone()).unwrap();
-    let mut p = owner
-        .allocate_with_count(
-            "SOFT-PAGE_FAULT.ALL",
-            Mode::TS,
-            Flags::CALLCHAIN,
-            Cpu::Any,
-            1000,
-        )
-        .unwrap();
+    let (owner, log) = owner_with_log(backend(&k));
+    let mut p = page_faults(&owner, Mode::TS, Flags::CALLCHAIN, Cpu::Any);
     p.attach(CHILD as u32).unwrap();
     // What hwpmc wrote at the attach (PMCATTACH, CHILD's MAP_IN) is read.
     owner.flush_logfile().unwrap();
-    let other = owner
-        .allocate_with_count(
-            "SOFT-PAGE_FAULT.ALL",
-            Mode::TS,
-            Flags::CALLCHAIN,
-            Cpu::Any,
-            1000,
-        )
-        .unwrap();
+    let other = page_faults(&owner, Mode::TS, Flags::CALLCHAIN, Cpu::Any);
     p.start().unwrap();
     p.stop().unwrap();
     other.release().unwrap();
     owner.close_logfile().unwrap();
-    let log: Vec<LogRecord> = records(&log).into_iter().map(|(_, r)| r).collect();
+    let log: Vec<LogRecord> = log_records(&log).into_iter().map(|(_, r)| r).collect();
     assert_eq!(
         log.iter().filter(|r| kernel_map_in(r)).count(),
         1,
@@ -407,52 +386,30 @@ fn a_released_pmcs_reused_id_does_not_take_another_pmcs_records() {
     // pmc_log_process_mappings), once per attach.
     let k = kernel();
     let b = backend(&k);
-    let sampler = Owner::new(b.clone());
-    sampler.configure_logfile(MemoryLog::new()).unwrap();
-    let mut ss = sampler
-        .allocate_with_count(
-            "SOFT-PAGE_FAULT.ALL",
-            Mode::SS,
-            Flags::CALLCHAIN,
-            Cpu::Id(0),
-            1000,
-        )
-        .unwrap();
-    let watcher = Owner::new(b);
-    let log = MemoryLog::new();
-    watcher.configure_logfile(log.clone()).unwrap();
-    let ts = |o: &Owner| {
-        o.allocate_with_count(
-            "SOFT-PAGE_FAULT.ALL",
-            Mode::TS,
-            Flags::CALLCHAIN,
-            Cpu::Any,
-            1000,
-        )
-        .unwrap()
+    let (sampler, _sampler_log) = owner_with_log(b.clone());
+    let mut ss = page_faults(&sampler, Mode::SS, Flags::CALLCHAIN, Cpu::Id(0));
+    let (watcher, log) = owner_with_log(b);
+    let ts = || page_faults(&watcher, Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    // The PMC of the latest PMCATTACH.
+    let attached = || {
+        k.calls()
+            .into_iter()
+            .rfind(|c| c.op == abi::Op::PMCATTACH)
+            .unwrap()
+            .pmcid
     };
-    let mut first = ts(&watcher);
+    let mut first = ts();
     first.attach(CHILD as u32).unwrap();
-    let first_id = k
-        .calls()
-        .into_iter()
-        .rfind(|c| c.op == abi::Op::PMCATTACH)
-        .unwrap()
-        .pmcid;
+    let first_id = attached();
     first.release().unwrap();
     ss.start().unwrap();
-    let mut second = ts(&watcher);
+    let mut second = ts();
     second.attach(CHILD as u32).unwrap();
-    let second_id = k
-        .calls()
-        .into_iter()
-        .rfind(|c| c.op == abi::Op::PMCATTACH)
-        .unwrap()
-        .pmcid;
+    let second_id = attached();
     assert_eq!(second_id, first_id, "the released PMC's row again");
     second.release().unwrap();
     watcher.close_logfile().unwrap();
-    let map_ins: Vec<LogRecord> = records(&log)
+    let map_ins: Vec<LogRecord> = log_records(&log)
         .into_iter()
         .map(|(_, r)| r)
         .filter(|r| matches!(r, LogRecord::MapIn { .. }))

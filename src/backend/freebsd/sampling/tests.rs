@@ -5,14 +5,15 @@
 use std::sync::Arc;
 
 use pmc_freebsd::Hwpmc;
-use pmc_freebsd::double::{Image, KERNEL_PATH, KERNEL_START, KernelDouble, Machine, Process};
+use pmc_freebsd::double::{Image, KERNEL_PATH, KERNEL_START, KernelDouble, Machine};
 use pmc_freebsd::transport::{Request, Transport};
 
 use crate::backend::freebsd::FreeBsdBackend;
+use crate::backend::freebsd::mutant_tests::{
+    CHILD, kernel_with_child, log_records, owner_with_log, page_faults,
+};
 use crate::log::LogRecord;
 use crate::{Cpu, Flags, MemoryLog, Mode, Owner, Pmc};
-
-const CHILD: i32 = 42;
 
 struct Setup {
     kernel: Arc<KernelDouble>,
@@ -28,17 +29,8 @@ fn setup() -> Setup {
 
 /// The double and an owner on it that has not configured its log yet.
 fn setup_without_log() -> Setup {
-    let kernel = Arc::new(KernelDouble::new(Machine::intel_2cpu(), 1000));
-    kernel.add_process(
-        CHILD,
-        Process {
-            parent: 1000,
-            exiting: false,
-            debuggable: true,
-        },
-    );
-    kernel.set_image(
-        CHILD,
+    let kernel = kernel_with_child(
+        Machine::intel_2cpu(),
         Image {
             path: "/usr/bin/yes".into(),
             mappings: vec![
@@ -55,9 +47,7 @@ fn setup_without_log() -> Setup {
 
 impl Setup {
     fn pmc(&self, mode: Mode, flags: Flags, cpu: Cpu) -> Pmc {
-        self.owner
-            .allocate_with_count("SOFT-PAGE_FAULT.ALL", mode, flags, cpu, 1000)
-            .unwrap()
+        page_faults(&self.owner, mode, flags, cpu)
     }
 
     /// The owner's log after it was closed, without INITIALIZE.
@@ -302,18 +292,8 @@ fn a_zero_tsc_rate_stamps_records_when_they_are_read() {
         1000,
     ));
     let hwpmc = Hwpmc::open(kernel.clone()).expect("the double opens");
-    let owner = Owner::new(Arc::new(FreeBsdBackend::from_hwpmc(hwpmc)));
-    let log = MemoryLog::new();
-    owner.configure_logfile(log.clone()).unwrap();
-    let mut p = owner
-        .allocate_with_count(
-            "SOFT-PAGE_FAULT.ALL",
-            Mode::TS,
-            Flags::CALLCHAIN,
-            Cpu::Any,
-            1000,
-        )
-        .unwrap();
+    let (owner, log) = owner_with_log(Arc::new(FreeBsdBackend::from_hwpmc(hwpmc)));
+    let mut p = page_faults(&owner, Mode::TS, Flags::CALLCHAIN, Cpu::Any);
     p.start().unwrap();
     kernel.sample(0, 1000, 1000, true, &[0x10]);
     let before_read = owner.now();
@@ -441,19 +421,9 @@ fn two_owners_on_one_backend_each_log_only_their_own_samples() {
     // One hwpmc log per process, read by the backend and sorted by PMC:
     // each owner's log holds its own PMC's records.
     let s = setup();
-    let other = Owner::new(s.owner.backend().clone());
-    let other_log = MemoryLog::new();
-    other.configure_logfile(other_log.clone()).unwrap();
+    let (other, other_log) = owner_with_log(s.owner.backend());
     let mut a = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
-    let mut b = other
-        .allocate_with_count(
-            "SOFT-PAGE_FAULT.ALL",
-            Mode::SS,
-            Flags::CALLCHAIN,
-            Cpu::Id(1),
-            1000,
-        )
-        .unwrap();
+    let mut b = page_faults(&other, Mode::SS, Flags::CALLCHAIN, Cpu::Id(1));
     a.start().unwrap();
     b.start().unwrap();
     s.kernel.sample(0, 1000, 1000, true, &[0xA]); // a's (its owner, CPU 0)
@@ -470,12 +440,7 @@ fn two_owners_on_one_backend_each_log_only_their_own_samples() {
             .collect()
     };
     assert_eq!(pcs(s.closed_log()), vec![0xA]);
-    let theirs = other_log
-        .events()
-        .unwrap()
-        .into_iter()
-        .map(|e| (e.timestamp, e.record))
-        .collect();
+    let theirs = log_records(&other_log);
     assert_eq!(pcs(theirs), vec![0xB]);
 }
 
