@@ -5,7 +5,7 @@
 //! [`SharedState`], an atomic the PMC and its row share, so the hot path
 //! takes no lock.
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -16,7 +16,11 @@ use crate::{PmcId, State};
 #[derive(Debug)]
 pub(crate) struct Registry {
     next_id: AtomicU32,
-    rows: Mutex<BTreeMap<u32, Row>>,
+    /// By pmcid. A hash map: a PMC's row is written at allocate and removed
+    /// at release, and a tree's node shifts of ~130-byte rows cost more
+    /// than those of the open they go with (`PerCpu`'s many rows);
+    /// listings sort by id.
+    rows: Mutex<HashMap<u32, Row>>,
 }
 
 /// A pmcinfo row and the PMC's shared state.
@@ -95,11 +99,11 @@ impl Registry {
     pub(crate) fn new() -> Registry {
         Registry {
             next_id: AtomicU32::new(1),
-            rows: Mutex::new(BTreeMap::new()),
+            rows: Mutex::new(HashMap::new()),
         }
     }
 
-    fn rows(&self) -> std::sync::MutexGuard<'_, BTreeMap<u32, Row>> {
+    fn rows(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Row>> {
         self.rows.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -139,10 +143,12 @@ impl Registry {
 
     /// Another PMC of this owner than `id` that monitors `pid`.
     pub(crate) fn other_monitor(&self, id: PmcId, pid: u32) -> Option<PmcId> {
+        // The lowest such id, as the tree this was gave.
         self.rows()
             .values()
-            .find(|row| row.info.id != id && row.info.targets.contains(&pid))
+            .filter(|row| row.info.id != id && row.info.targets.contains(&pid))
             .map(|row| row.info.id)
+            .min_by_key(|id| id.0)
     }
 
     /// Marks the running PMCs `ids` Stopped: their log was closed, and
@@ -163,13 +169,16 @@ impl Registry {
 
     /// Every row, with the current states.
     pub(crate) fn snapshot(&self) -> Vec<PmcInfo> {
-        self.rows()
+        let mut rows: Vec<PmcInfo> = self
+            .rows()
             .values()
             .map(|row| PmcInfo {
                 state: row.state.load(),
                 ..row.info.clone()
             })
-            .collect()
+            .collect();
+        rows.sort_by_key(|row| row.id.0);
+        rows
     }
 }
 
