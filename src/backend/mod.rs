@@ -200,6 +200,14 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// The CPUs that are online.
     fn online_cpus(&self) -> Vec<u32>;
 
+    /// The CPUs online when the backend last looked, without looking again
+    /// where it keeps them (Linux: no `sched_getaffinity`): right unless a
+    /// CPU went offline since, whose open then fails — `PerCpu` then asks
+    /// `online_cpus` and allocates again.
+    fn online_cpus_last_seen(&self) -> Vec<u32> {
+        self.online_cpus()
+    }
+
     /// The CPUs that may ever be online (`pmc_cpu_max()` is the highest
     /// plus one): a CPU beyond them is EINVAL at allocate, an existing
     /// offline one ENXIO.

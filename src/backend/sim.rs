@@ -23,7 +23,11 @@ pub struct SimBackend {
     /// child → parent, for DESCENDANTS.
     parents: Mutex<BTreeMap<u32, u32>>,
     cpus: Vec<u32>,
-    offline: Mutex<BTreeSet<u32>>,
+    offline: Arc<Mutex<BTreeSet<u32>>>,
+    /// What `online_cpus_last_seen` answers: the online CPUs of its first
+    /// call, kept as the Linux backend keeps them (stale after a CPU goes
+    /// offline, until `online_cpus` looks again).
+    last_seen: Mutex<Option<Vec<u32>>>,
     caller: u32,
     /// The rdpmc index counters report (0: none, else index + 1).
     rdpmc: Arc<AtomicU32>,
@@ -57,7 +61,8 @@ impl SimBackend {
             processes: Mutex::new(BTreeSet::from([1000])),
             parents: Mutex::new(BTreeMap::new()),
             cpus: (0..cpus).collect(),
-            offline: Mutex::new(BTreeSet::new()),
+            offline: Arc::new(Mutex::new(BTreeSet::new())),
+            last_seen: Mutex::new(None),
             caller: 1000,
             rdpmc: Arc::new(AtomicU32::new(0)),
             refuse: Arc::new(AtomicU32::new(0)),
@@ -161,6 +166,7 @@ impl Backend for SimBackend {
         };
         Ok(Arc::new(SimEvent {
             class,
+            offline: self.offline.clone(),
             clock: self.clock.clone(),
             rdpmc: self.rdpmc.clone(),
             refuse: self.refuse.clone(),
@@ -177,11 +183,19 @@ impl Backend for SimBackend {
 
     fn online_cpus(&self) -> Vec<u32> {
         let offline = self.offline.lock().expect("sim lock");
-        self.cpus
+        let online: Vec<u32> = self
+            .cpus
             .iter()
             .copied()
             .filter(|c| !offline.contains(c))
-            .collect()
+            .collect();
+        *self.last_seen.lock().expect("sim lock") = Some(online.clone());
+        online
+    }
+
+    fn online_cpus_last_seen(&self) -> Vec<u32> {
+        let kept = self.last_seen.lock().expect("sim lock").clone();
+        kept.unwrap_or_else(|| self.online_cpus())
     }
 
     fn possible_cpus(&self) -> Vec<u32> {
@@ -241,6 +255,7 @@ impl Backend for SimBackend {
 #[derive(Debug)]
 struct SimEvent {
     class: Class,
+    offline: Arc<Mutex<BTreeSet<u32>>>,
     clock: Arc<SimClock>,
     rdpmc: Arc<AtomicU32>,
     refuse: Arc<AtomicU32>,
@@ -283,6 +298,13 @@ impl PreparedEvent for SimEvent {
 
     fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {
         self.check_open(&format!("cpu {cpu}"))?;
+        // As perf_event_open on an offline CPU (ENODEV).
+        if self.offline.lock().expect("sim lock").contains(&cpu) {
+            return Err(Error::Unavailable {
+                what: format!("cpu {cpu}"),
+                why: "the CPU is offline".into(),
+            });
+        }
         Ok(Box::new(SimCounter::new(self)))
     }
 

@@ -16,17 +16,41 @@ pub struct PerCpu {
 impl PerCpu {
     /// Allocates `spec` in a system mode on every online CPU.
     pub fn allocate(spec: &str, mode: Mode, flags: Flags) -> Result<PerCpu> {
-        let online = crate::machine::online_cpus();
-        Self::allocate_checked(spec, mode, flags, &online, &online)
+        Self::allocate_on_every_cpu(Owner::global(), spec, mode, flags)
+    }
+
+    /// On the CPUs the backend last saw online (no system call where it
+    /// keeps them); if that fails and the CPUs online now are others (one
+    /// went offline: its open failed), on those.
+    fn allocate_on_every_cpu(
+        owner: &Owner,
+        spec: &str,
+        mode: Mode,
+        flags: Flags,
+    ) -> Result<PerCpu> {
+        let seen = owner.binding().online_cpus_last_seen();
+        match Self::allocate_checked(owner, spec, mode, flags, &seen, &seen) {
+            Err(e) => {
+                let online = owner.binding().online_cpus();
+                if online == seen {
+                    return Err(e);
+                }
+                Self::allocate_checked(owner, spec, mode, flags, &online, &online)
+            }
+            done => done,
+        }
     }
 
     /// Allocates `spec` in a system mode on the given CPUs.
     pub fn allocate_on_cpus(spec: &str, mode: Mode, flags: Flags, cpus: &[u32]) -> Result<PerCpu> {
-        Self::allocate_checked(spec, mode, flags, cpus, &crate::machine::online_cpus())
+        let owner = Owner::global();
+        let online = owner.binding().online_cpus();
+        Self::allocate_checked(owner, spec, mode, flags, cpus, &online)
     }
 
     /// The online CPUs and the owner are asked for once, not once per CPU.
     fn allocate_checked(
+        owner: &Owner,
         spec: &str,
         mode: Mode,
         flags: Flags,
@@ -39,7 +63,6 @@ impl PerCpu {
                 format!("PerCpu needs a system mode (SC, SS), not {mode}"),
             ));
         }
-        let owner = Owner::global();
         let owner_pid = Some(owner.backend().caller_pid());
         // The first CPU's preparation serves the others when it can.
         let mut shared: Option<Arc<dyn PreparedEvent>> = None;
@@ -117,6 +140,36 @@ mod tests {
     use super::*;
     use crate::backend::sim::SimBackend;
     use crate::{Cpu, Flags};
+
+    /// `PerCpu` allocates on the CPUs the backend last saw online (the
+    /// sim keeps them as Linux does); when a CPU went offline since, its
+    /// open fails and the allocation is made again on the CPUs online now.
+    /// A failure with the same CPUs online is the failure.
+    #[test]
+    fn a_cpu_gone_offline_since_it_was_seen_is_left_out() {
+        let sim = SimBackend::new(2);
+        let owner = Owner::new(sim.clone());
+        let cpus = |p: &mut PerCpu| p.pmcs().map(|(c, _)| c).collect::<Vec<_>>();
+        let mut all =
+            PerCpu::allocate_on_every_cpu(&owner, "task-clock", Mode::SC, Flags::empty()).unwrap();
+        assert_eq!(cpus(&mut all), [0, 1]);
+        drop(all);
+        sim.set_online(1, false);
+        assert_eq!(
+            owner.binding().online_cpus_last_seen(),
+            [0, 1],
+            "the kept list is stale"
+        );
+        let mut now =
+            PerCpu::allocate_on_every_cpu(&owner, "task-clock", Mode::SC, Flags::empty()).unwrap();
+        assert_eq!(cpus(&mut now), [0]);
+        assert_eq!(owner.pmcinfo().len(), 1, "CPU 0's first try was released");
+        drop(now);
+        sim.refuse_opens(Some(libc::EACCES));
+        let e = PerCpu::allocate_on_every_cpu(&owner, "task-clock", Mode::SC, Flags::empty())
+            .unwrap_err();
+        assert_eq!(e.errno(), libc::EACCES, "{e}");
+    }
 
     /// A CPU's PMC given another CPU's preparation uses it (no prepare of
     /// its own) and is still a PMC of its own: its id, its CPU, its

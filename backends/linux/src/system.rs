@@ -154,10 +154,8 @@ pub fn parse_cpu_list(s: &str) -> Option<Vec<u32>> {
 /// offline leaves it. Otherwise (CPUs offline, or a thread restricted to
 /// some CPUs, which would not see the change) the list is read each time.
 pub fn online_cpus() -> Vec<u32> {
-    static KEPT: std::sync::Mutex<Option<(nix::sched::CpuSet, Vec<u32>)>> =
-        std::sync::Mutex::new(None);
     let affinity = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
-    let Ok(mut kept) = KEPT.lock() else {
+    let Ok(mut kept) = KEPT_ONLINE.lock() else {
         return read_online_cpus();
     };
     if let (Some(now), Some((then, cpus))) = (affinity, kept.as_ref())
@@ -179,6 +177,22 @@ pub fn online_cpus() -> Vec<u32> {
         .filter(|now| all_online && same_cpus(now, &cpus))
         .map(|now| (now, cpus.clone()));
     cpus
+}
+
+/// [`online_cpus`]' kept list: (the affinity it was kept under, the CPUs).
+static KEPT_ONLINE: std::sync::Mutex<Option<(nix::sched::CpuSet, Vec<u32>)>> =
+    std::sync::Mutex::new(None);
+
+/// The list [`online_cpus`] keeps, without its `sched_getaffinity` check
+/// (else [`online_cpus`]): stale only if a CPU went offline since it was
+/// read, which a caller that opens on every CPU learns from the open
+/// (ENODEV) and then asks [`online_cpus`].
+pub fn online_cpus_last_seen() -> Vec<u32> {
+    let kept = KEPT_ONLINE
+        .lock()
+        .ok()
+        .and_then(|k| k.as_ref().map(|(_, cpus)| cpus.clone()));
+    kept.unwrap_or_else(online_cpus)
 }
 
 fn read_online_cpus() -> Vec<u32> {

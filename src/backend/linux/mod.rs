@@ -73,6 +73,10 @@ impl Backend for LinuxBackend {
         system::online_cpus()
     }
 
+    fn online_cpus_last_seen(&self) -> Vec<u32> {
+        system::online_cpus_last_seen()
+    }
+
     fn possible_cpus(&self) -> Vec<u32> {
         // cpu_possible_mask is fixed at boot: read it once (every SC/SS
         // allocation checks its CPU against it).
