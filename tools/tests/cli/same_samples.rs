@@ -220,9 +220,12 @@ fn compare(dir: &TempDir, comm: &str, command: &[&str]) -> TestResult {
         differ.is_empty(),
         "{comm}: functions perf names hold other counts in pmcstat's report: {differ:?}\npmcstat perf\n{table}"
     );
+    // What the tools name differently first: the matrix shows a failure's
+    // first lines only.
     ensure!(
         u_ours <= u_perf,
-        "{comm}: pmcstat leaves {u_ours} of {total} samples unnamed, perf {u_perf}\n{table}"
+        "{comm}: pmcstat leaves {u_ours} of {total} samples unnamed, perf {u_perf}\n\
+         named differently (pmcstat perf):\n{others}{table}"
     );
     Ok(())
 }
