@@ -215,6 +215,11 @@ pub trait Backend: Send + Sync + fmt::Debug {
         self.online_cpus()
     }
 
+    /// The highest possible CPU (what allocate checks a CPU against).
+    fn highest_possible_cpu(&self) -> u32 {
+        self.possible_cpus().into_iter().max().unwrap_or(0)
+    }
+
     /// The processes descended from `pid` now (children, grandchildren…),
     /// for the overlap rule of DESCENDANTS attaches.
     fn descendants(&self, pid: u32) -> Vec<u32> {

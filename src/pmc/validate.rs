@@ -19,8 +19,7 @@ pub(super) fn validate_allocation(
     online: Option<&[u32]>,
 ) -> Result<()> {
     if let Cpu::Id(n) = cpu {
-        let possible = backend.possible_cpus();
-        let last = possible.iter().max().copied().unwrap_or(0);
+        let last = backend.highest_possible_cpu();
         if n > last {
             // The range as the kernel's CPU lists (and -c) write it, last
             // CPU included.

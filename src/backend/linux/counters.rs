@@ -525,7 +525,7 @@ impl CpuCounters {
     pub(super) fn open(event: &LinuxEvent, cpu: u32) -> Result<CpuCounters> {
         // Each attr counts only on its PMU's CPUs (hybrid core types,
         // uncore cpumasks).
-        let mut events = Vec::new();
+        let mut events = Vec::with_capacity(event.attrs.len());
         for (attr, cpus) in event.attrs.iter().zip(&event.cpus) {
             if cpus.as_ref().is_some_and(|c| !c.contains(&cpu)) {
                 continue;
@@ -539,9 +539,12 @@ impl CpuCounters {
                 why: format!("its PMU counts only on CPUs {cpus:?}; choose one of them"),
             });
         }
-        let cpus = vec![cpu as i32; events.len()];
         let events = Arc::<[Event]>::from(events);
-        let rings = map_rings(event, &cpus, &events, &[], None)?;
+        // Only the rings (logging events) need a CPU per event.
+        let rings = match event.log {
+            Some(_) => map_rings(event, &vec![cpu as i32; events.len()], &events, &[], None)?,
+            None => None,
+        };
         Ok(CpuCounters { events, rings })
     }
 }

@@ -48,6 +48,13 @@ impl LinuxBackend {
     }
 }
 
+/// cpu_possible_mask is fixed at boot: read once (every SC/SS allocation
+/// checks its CPU against it).
+fn possible_cpus() -> &'static [u32] {
+    static POSSIBLE: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
+    POSSIBLE.get_or_init(system::possible_cpus)
+}
+
 impl Backend for LinuxBackend {
     fn name(&self) -> &'static str {
         "linux-perf_event"
@@ -78,10 +85,11 @@ impl Backend for LinuxBackend {
     }
 
     fn possible_cpus(&self) -> Vec<u32> {
-        // cpu_possible_mask is fixed at boot: read it once (every SC/SS
-        // allocation checks its CPU against it).
-        static POSSIBLE: std::sync::OnceLock<Vec<u32>> = std::sync::OnceLock::new();
-        POSSIBLE.get_or_init(system::possible_cpus).clone()
+        possible_cpus().to_vec()
+    }
+
+    fn highest_possible_cpu(&self) -> u32 {
+        possible_cpus().iter().max().copied().unwrap_or(0)
     }
 
     fn descendants(&self, pid: u32) -> Vec<u32> {

@@ -9,7 +9,7 @@ use pmc_freebsd::double::{Image, KERNEL_PATH, KERNEL_START, KernelDouble, Machin
 use pmc_freebsd::transport::{Request, Transport};
 
 use crate::backend::freebsd::FreeBsdBackend;
-use crate::backend::freebsd::mutant_tests::{
+use crate::backend::freebsd::hwpmc_rules_tests::{
     CHILD, kernel_with_child, log_records, owner_with_log, page_faults,
 };
 use crate::log::LogRecord;
