@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use pmc_freebsd::abi;
 use pmc_freebsd::double::{Call, KernelDouble, Machine, Process};
-use pmc_freebsd::{Arch, Hwpmc, Op, PmuEvent, PmuEvents, PmuVendor, Request, Transport};
+use pmc_freebsd::{Op, Request, Transport};
 
 use super::suite::{Cap, KernelRow, Subject};
 use crate::backend::freebsd::FreeBsdBackend;
@@ -126,18 +126,8 @@ impl FreeBsdDoubleSubject {
     pub fn new() -> FreeBsdDoubleSubject {
         let kernel = Arc::new(KernelDouble::new(Machine::intel_2cpu(), 1000));
         // One pmu-events entry: Intel's fixed-counter instructions event
-        // (event 0 → IAF, libpmc_pmu_util.c pmc_pmu_pmcallocate).
-        let pmu = PmuEvents {
-            vendor: PmuVendor::Intel,
-            events: vec![PmuEvent {
-                name: "inst_retired.any".into(),
-                event: "event=0x00,umask=0x01".into(),
-                topic: "pipeline".into(),
-            }],
-        };
-        let mut hwpmc = Hwpmc::open_with_pmu(kernel.clone(), Some(pmu)).expect("double opens");
-        // The double is an amd64 machine whatever the host.
-        hwpmc.resolver_mut().arch = Arch::Amd64;
+        // (event 0 → IAF), on an amd64 libpmc whatever the host.
+        let hwpmc = crate::backend::freebsd::double::intel_hwpmc(&kernel);
         // What opening asked (version, CPU information, soft events) is
         // not a scenario's.
         kernel.take_calls();

@@ -4,9 +4,28 @@
 use std::sync::Arc;
 
 use pmc_freebsd::double::KernelDouble;
+use pmc_freebsd::{Arch, Hwpmc, PmuEvent, PmuEvents, PmuVendor};
 
 use super::{LogPipe, System};
 use crate::Result;
+
+/// hwpmc over `kernel` with one pmu-events entry, Intel's
+/// `inst_retired.any` (event 0: the fixed-function IAF class,
+/// libpmc_pmu_util.c `pmc_pmu_pmcallocate`), on an amd64 libpmc whatever
+/// the host.
+pub(crate) fn intel_hwpmc(kernel: &Arc<KernelDouble>) -> Hwpmc<Arc<KernelDouble>> {
+    let pmu = PmuEvents {
+        vendor: PmuVendor::Intel,
+        events: vec![PmuEvent {
+            name: "inst_retired.any".into(),
+            event: "event=0x00,umask=0x01".into(),
+            topic: "pipeline".into(),
+        }],
+    };
+    let mut hwpmc = Hwpmc::open_with_pmu(kernel.clone(), Some(pmu)).expect("the double opens");
+    hwpmc.resolver_mut().arch = Arch::Amd64;
+    hwpmc
+}
 
 impl System for Arc<KernelDouble> {
     fn caller_pid(&self) -> u32 {

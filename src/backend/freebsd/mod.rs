@@ -48,7 +48,7 @@ mod events;
 mod sampling;
 
 #[cfg(test)]
-mod double;
+pub(crate) mod double;
 
 cfg_if::cfg_if! {
     if #[cfg(any(target_os = "freebsd", all(test, pmc_freebsd_check_sys)))] {

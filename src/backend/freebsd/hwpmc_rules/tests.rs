@@ -5,8 +5,8 @@
 
 use std::sync::Arc;
 
+use pmc_freebsd::abi;
 use pmc_freebsd::double::{Image, KERNEL_PATH, KERNEL_START, KernelDouble, Machine, Process};
-use pmc_freebsd::{Arch, Hwpmc, PmuEvent, PmuEvents, PmuVendor, abi};
 
 use super::*;
 use crate::log::LogRecord;
@@ -49,21 +49,10 @@ fn kernel() -> Arc<KernelDouble> {
     kernel_on(Machine::intel_2cpu())
 }
 
-/// The backend with one pmu-events entry, Intel's `inst_retired.any`
-/// (event 0: the fixed-function IAF class, libpmc_pmu_util.c
-/// `pmc_pmu_pmcallocate`), on an amd64 libpmc whatever the host.
+/// The backend over the double's hwpmc with Intel's `inst_retired.any`
+/// (`double::intel_hwpmc`).
 fn backend(k: &Arc<KernelDouble>) -> Arc<FreeBsdBackend<Arc<KernelDouble>>> {
-    let pmu = PmuEvents {
-        vendor: PmuVendor::Intel,
-        events: vec![PmuEvent {
-            name: "inst_retired.any".into(),
-            event: "event=0x00,umask=0x01".into(),
-            topic: "pipeline".into(),
-        }],
-    };
-    let mut hwpmc = Hwpmc::open_with_pmu(k.clone(), Some(pmu)).expect("the double opens");
-    hwpmc.resolver_mut().arch = Arch::Amd64;
-    Arc::new(FreeBsdBackend::from_hwpmc(hwpmc))
+    Arc::new(FreeBsdBackend::from_hwpmc(super::double::intel_hwpmc(k)))
 }
 
 /// The backend on four CPUs, CPU 2 inactive.
