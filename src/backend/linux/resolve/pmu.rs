@@ -246,7 +246,7 @@ fn known_event(
             planned: vec![Planned { attr, cpus: None }],
             class,
             caps: caps::class_capabilities(&Class::Raw, d),
-            description: format!("{name} (libpfm4)"),
+            description: format!("{name} (libpfm4)").into(),
             string: None,
         }));
     }
