@@ -99,6 +99,18 @@ pub fn gate(requires: &[Requirement], env: &Environment, forced: &Forced) -> Gat
     Gate::Skip(format!("[{}] {}", tokens.join(","), reasons.join("; ")))
 }
 
+/// Keeps only the trials whose name starts with one of the comma-separated
+/// prefixes in the environment variable `variable`, if it is set
+/// (`PMC_LIVE_ONLY`, `PMC_CLI_ONLY`): `cargo xtask mutants` runs a binary's
+/// lib tests in the same `cargo test`, which a test-binary filter would
+/// filter too.
+pub fn keep_only_named_in(variable: &str, trials: &mut Vec<Trial>) {
+    if let Ok(only) = std::env::var(variable) {
+        let prefixes: Vec<&str> = only.split(',').filter(|p| !p.is_empty()).collect();
+        trials.retain(|t| prefixes.iter().any(|p| t.name().starts_with(p)));
+    }
+}
+
 /// Turns the tests into trials that skip, with the reason, when `env`
 /// does not satisfy their requirements, and fail when `env` is broken.
 ///

@@ -44,12 +44,6 @@ fn main() {
     tests.extend(portable::tests());
     let mut trials = harness::trials(tests, &env);
     trials.extend(conformance::trials(&env));
-    // `PMC_LIVE_ONLY=prefix,prefix…`: only the trials named so. A filter of
-    // the binary's own would also filter the lib tests that `cargo test`
-    // runs in the same invocation (`cargo xtask mutants` runs both at once).
-    if let Ok(only) = std::env::var("PMC_LIVE_ONLY") {
-        let prefixes: Vec<&str> = only.split(',').filter(|p| !p.is_empty()).collect();
-        trials.retain(|t| prefixes.iter().any(|p| t.name().starts_with(p)));
-    }
+    harness::keep_only_named_in("PMC_LIVE_ONLY", &mut trials);
     libtest_mimic::run(&args, trials).exit();
 }

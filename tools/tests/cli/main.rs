@@ -96,12 +96,6 @@ fn main() {
     tests.extend(debug_symbols::tests());
     tests.extend(debian_profiles::tests());
     let mut trials = harness::trials(tests, &env);
-    // `PMC_CLI_ONLY=prefix,prefix…`: only the trials named so, as
-    // `PMC_LIVE_ONLY` in the live suite (`cargo xtask mutants` runs the
-    // lib tests in the same `cargo test`, which a filter would filter too).
-    if let Ok(only) = std::env::var("PMC_CLI_ONLY") {
-        let prefixes: Vec<&str> = only.split(',').filter(|p| !p.is_empty()).collect();
-        trials.retain(|t| prefixes.iter().any(|p| t.name().starts_with(p)));
-    }
+    harness::keep_only_named_in("PMC_CLI_ONLY", &mut trials);
     libtest_mimic::run(&args, trials).exit();
 }
