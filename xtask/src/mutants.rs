@@ -112,7 +112,7 @@ pub const TARGETS: [Target; 11] = [
     Target {
         only: Some((
             "PMC_CLI_ONLY",
-            "freebsd_counting::,pmcstat_options::,tools::,bad_input::,real_use::,freebsd_pmccontrol::",
+            "freebsd_counting::,pmcstat_options::,pmcstat::,pmccontrol::,bad_input::,real_use::,freebsd_pmccontrol::",
         )),
         debug: "line-tables-only",
         ..target(
