@@ -235,20 +235,16 @@ impl ProcessCounters {
             Vec::new()
         };
         // Logging events are mapped, and perf maps inherited per-task
-        // events only per CPU: one per (thread, CPU) then.
-        let logged_cpus: Vec<i32> = if event.log.is_some() {
+        // events only per CPU: one per (thread, CPU) then; only the rings
+        // need each event's CPU.
+        let logging = event.log.is_some();
+        let logged_cpus: Option<Vec<i32>> = logging.then(|| {
             system::online_cpus()
                 .into_iter()
                 .map(|c| c as i32)
                 .collect()
-        } else {
-            Vec::new()
-        };
-        let cpus: &[i32] = if event.log.is_some() {
-            &logged_cpus
-        } else {
-            &[-1]
-        };
+        });
+        let cpus = logged_cpus.as_deref().unwrap_or(&[-1]);
         let mut event_cpus: Vec<i32> = Vec::new();
         let mut events: Vec<Event> = Vec::new();
         let mut siblings: Vec<(i32, Event)> = Vec::new();
@@ -265,11 +261,7 @@ impl ProcessCounters {
                     });
                 }
             };
-            let per_thread = event.attrs.len() * cpus.len();
-            events.reserve(tids.len() * per_thread);
-            if event.log.is_some() {
-                event_cpus.reserve(tids.len() * per_thread);
-            }
+            events.reserve(tids.len() * event.attrs.len() * cpus.len());
             for tid in tids {
                 // One chunk per thread: its instances on every core PMU
                 // (hybrid) and CPU (logging) are one counter to scale.
@@ -300,8 +292,7 @@ impl ProcessCounters {
                             break;
                         }
                         siblings.extend(group);
-                        // Only the rings (logging events) need the CPUs.
-                        if event.log.is_some() {
+                        if logging {
                             event_cpus.push(cpu);
                         }
                         events.push(leader);
