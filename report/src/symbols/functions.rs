@@ -112,14 +112,15 @@ pub(crate) fn raw_symbols(file: &object::File<'_>, dynamic: bool) -> Vec<RawSymb
                 _ => false,
             })
     };
+    // An undefined function's value, when it has one, is its canonical
+    // address in a fixed-address executable: its PLT stub (python3's
+    // `acos`), which the stub's own name describes (perf skips SHN_UNDEF).
     symbols
-        .filter(|s| s.address() != 0)
+        .filter(|s| s.address() != 0 && !s.is_undefined())
         .filter(|s| match s.kind() {
             object::SymbolKind::Text => true,
             object::SymbolKind::Unknown => {
-                !s.is_undefined()
-                    && executable(s.section_index())
-                    && !s.name().is_ok_and(|n| n.starts_with('$'))
+                executable(s.section_index()) && !s.name().is_ok_and(|n| n.starts_with('$'))
             }
             _ => false,
         })
@@ -186,36 +187,87 @@ pub(super) const PLT_ENTRY: u64 = 16;
 
 /// `(address, "name@plt")` of an x86-64 object's PLT stubs, named as
 /// objdump names them: each stub's `jmp *disp32(%rip)` reads a GOT slot,
-/// and the `.rela.plt` relocation of that slot names it — `name@plt` for a
-/// JUMP_SLOT, `*ABS*+0xADDEND@plt` for an IRELATIVE one (glibc's calls to
-/// its own IFUNCs; perf prints those as `@plt`). The stubs callers use are
-/// `.plt.sec`'s with IBT, else `.plt`'s after its resolver entry; the
-/// relocations are not in stub order (glibc puts its IRELATIVE ones last),
-/// so only the slot ties a stub to its name. A stub whose jump cannot be
-/// read stays unnamed.
+/// and the relocation of that slot names it — in `.rela.plt`, `name@plt`
+/// for a JUMP_SLOT and `*ABS*+0xADDEND@plt` for an IRELATIVE one (glibc's
+/// calls to its own IFUNCs; perf prints those as `@plt`); in `.rela.dyn`,
+/// `name@plt` for the GLOB_DAT slot of a `.plt.got` stub (a function whose
+/// address the object also takes: libc's `malloc`, a PIE's
+/// `__cxa_finalize`). The stubs callers use are `.plt.sec`'s with IBT, else
+/// `.plt`'s after its resolver entry, and `.plt.got`'s; the relocations
+/// are not in stub order (glibc puts its IRELATIVE ones last), so only the
+/// slot ties a stub to its name. A stub whose jump cannot be read stays
+/// unnamed.
 pub(super) fn plt_stubs(file: &object::File<'_>) -> Vec<(u64, String)> {
-    use object::ObjectSymbol as _;
-    use object::ObjectSymbolTable as _;
     if file.architecture() != object::Architecture::X86_64 || !file.is_little_endian() {
         return Vec::new();
     }
-    let (Some(rela), Some(dynsym)) = (
-        file.section_by_name(".rela.plt"),
-        file.dynamic_symbol_table(),
-    ) else {
+    let mut slots = relocated_slots(file, ".rela.plt", &[R_X86_64_JUMP_SLOT, R_X86_64_IRELATIVE]);
+    slots.extend(relocated_slots(file, ".rela.dyn", &[R_X86_64_GLOB_DAT]));
+    let mut stubs = match (
+        file.section_by_name(".plt.sec"),
+        file.section_by_name(".plt"),
+    ) {
+        (Some(sec), _) => section_stubs(&sec, 0, PLT_ENTRY, &slots),
+        (None, Some(plt)) => section_stubs(&plt, PLT_ENTRY, PLT_ENTRY, &slots),
+        _ => Vec::new(),
+    };
+    if let Some(got) = file.section_by_name(".plt.got") {
+        // `jmp *disp32(%rip)` and a 2-byte nop; with IBT an endbr64 first
+        // and 16 bytes an entry.
+        let entry = match got.data() {
+            Ok(bytes) if bytes.starts_with(&ENDBR64) => PLT_ENTRY,
+            _ => PLT_GOT_ENTRY,
+        };
+        stubs.extend(section_stubs(&got, 0, entry, &slots));
+    }
+    stubs
+}
+
+/// The stubs of one PLT section, `entry` bytes each from `first` on, that
+/// jump through a slot of `slots`.
+fn section_stubs(
+    section: &object::Section<'_, '_>,
+    first: u64,
+    entry: u64,
+    slots: &HashMap<u64, String>,
+) -> Vec<(u64, String)> {
+    let (base, Ok(bytes)) = (section.address(), section.data()) else {
         return Vec::new();
+    };
+    (base + first..base + section.size())
+        .step_by(entry as usize)
+        .filter_map(|stub| {
+            let at = usize::try_from(stub - base).ok()?;
+            let bytes = bytes.get(at..at + entry as usize)?;
+            let slot = stub.wrapping_add_signed(got_jump(bytes)?);
+            Some((stub, slots.get(&slot)?.clone()))
+        })
+        .collect()
+}
+
+/// GOT slot → stub name, for the relocations of `section` of the `kinds`
+/// given.
+fn relocated_slots(file: &object::File<'_>, section: &str, kinds: &[u64]) -> HashMap<u64, String> {
+    use object::ObjectSymbol as _;
+    use object::ObjectSymbolTable as _;
+    let (Some(rela), Some(dynsym)) = (file.section_by_name(section), file.dynamic_symbol_table())
+    else {
+        return HashMap::new();
     };
     let Ok(data) = rela.data() else {
-        return Vec::new();
+        return HashMap::new();
     };
     // Elf64_Rela: r_offset, r_info (symbol << 32 | type), r_addend.
-    let slots: HashMap<u64, String> = data
-        .chunks_exact(24)
+    data.chunks_exact(24)
         .filter_map(|r| {
             let offset = u64::from_le_bytes(r[0..8].try_into().ok()?);
             let info = u64::from_le_bytes(r[8..16].try_into().ok()?);
             let addend = i64::from_le_bytes(r[16..24].try_into().ok()?);
-            let name = match (info >> 32, info & 0xffff_ffff) {
+            let kind = info & 0xffff_ffff;
+            if !kinds.contains(&kind) {
+                return None;
+            }
+            let name = match (info >> 32, kind) {
                 (0, R_X86_64_IRELATIVE) => format!("*ABS*+{addend:#x}@plt"),
                 (index, _) => {
                     let symbol = dynsym
@@ -227,29 +279,19 @@ pub(super) fn plt_stubs(file: &object::File<'_>) -> Vec<(u64, String)> {
             };
             Some((offset, name))
         })
-        .collect();
-    let (section, first) = match (
-        file.section_by_name(".plt.sec"),
-        file.section_by_name(".plt"),
-    ) {
-        (Some(sec), _) => (sec, 0),
-        (None, Some(plt)) => (plt, PLT_ENTRY),
-        _ => return Vec::new(),
-    };
-    let (base, Ok(bytes)) = (section.address(), section.data()) else {
-        return Vec::new();
-    };
-    let stubs = base + first..base + section.size();
-    stubs
-        .step_by(PLT_ENTRY as usize)
-        .filter_map(|stub| {
-            let at = usize::try_from(stub - base).ok()?;
-            let entry = bytes.get(at..at + PLT_ENTRY as usize)?;
-            let slot = stub.wrapping_add_signed(got_jump(entry)?);
-            Some((stub, slots.get(&slot)?.clone()))
-        })
         .collect()
 }
+
+/// Bytes of one `.plt.got` entry without IBT.
+const PLT_GOT_ENTRY: u64 = 8;
+
+/// `endbr64`, which starts every PLT entry of an object built with IBT.
+const ENDBR64: [u8; 4] = [0xf3, 0x0f, 0x1e, 0xfa];
+
+/// `R_X86_64_GLOB_DAT` and `R_X86_64_JUMP_SLOT` (elf.h): the slot gets the
+/// symbol's address, at load time or at the first call.
+const R_X86_64_GLOB_DAT: u64 = 6;
+const R_X86_64_JUMP_SLOT: u64 = 7;
 
 /// `R_X86_64_IRELATIVE` (elf.h): the slot gets what the resolver at the
 /// addend returns.
@@ -259,11 +301,7 @@ const R_X86_64_IRELATIVE: u64 = 37;
 /// `ff 25` at its start, after a `bnd` prefix (`f2`), after an `endbr64`
 /// (`f3 0f 1e fa`), or both.
 fn got_jump(entry: &[u8]) -> Option<i64> {
-    let at = if entry.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]) {
-        4
-    } else {
-        0
-    };
+    let at = if entry.starts_with(&ENDBR64) { 4 } else { 0 };
     let at = if entry.get(at) == Some(&0xf2) {
         at + 1
     } else {

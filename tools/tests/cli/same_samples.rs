@@ -62,6 +62,14 @@ pub fn tests() -> Vec<LiveTest> {
             vec![R::Program("objdump".into()), R::Program("readelf".into())],
             libcs_plt_stubs_are_named_as_objdump_names_them,
         ),
+        test(
+            "same_samples::the_profiled_programs_plt_stubs_are_named_as_objdump_names_them",
+            [R::Program("objdump".into()), R::Program("readelf".into())]
+                .into_iter()
+                .chain(PROFILED.map(|p| R::Program(p.into())))
+                .collect(),
+            the_profiled_programs_plt_stubs_are_named_as_objdump_names_them,
+        ),
     ]
 }
 
@@ -338,12 +346,49 @@ fn libcs_plt_stubs_are_named_as_objdump_names_them() -> TestResult {
         .find(|p| p.ends_with("/libc.so.6"))
         .ok_or("this test program maps no libc.so.6")?
         .to_string();
-    let listing = crate::run_ok("objdump", &["-d", "-j", ".plt", "-j", ".plt.sec", &libc]);
-    // An object without .plt.sec: objdump names only the sections it has.
-    let listing = match listing {
-        Ok(out) => out,
-        Err(_) => crate::run_ok("objdump", &["-d", "-j", ".plt", &libc])?,
-    };
+    plt_stubs_are_named_as_objdump_names_them(&libc)
+}
+
+/// The programs the comparisons above profile: each calls libc through
+/// its own stubs — `.plt`, and `.plt.got` for a slot bound at load time
+/// (dash's `__cxa_finalize@plt`) — and python3 is not position-independent.
+/// A sample on any of them is named with objdump's label.
+fn the_profiled_programs_plt_stubs_are_named_as_objdump_names_them() -> TestResult {
+    let mut failures = Vec::new();
+    for program in PROFILED {
+        let path = on_path(program).ok_or_else(|| format!("{program} is not on PATH"))?;
+        let path = std::fs::canonicalize(&path).ctx("resolve the program's path")?;
+        if let Err(e) = plt_stubs_are_named_as_objdump_names_them(&path.to_string_lossy()) {
+            failures.push(format!("{program}: {}", e.message().unwrap_or("failed")));
+        }
+    }
+    ensure!(failures.is_empty(), "{}", failures.join("\n"));
+    Ok(())
+}
+
+const PROFILED: [&str; 4] = ["dash", "gzip", "sort", "/usr/bin/python3"];
+
+/// Where PATH finds `program` (an absolute path stands for itself).
+fn on_path(program: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// One sample on each PLT stub objdump labels in `object` (`.plt`,
+/// `.plt.sec`, `.plt.got`), mapped as the Linux backend maps it; pmcstat
+/// must name every one with objdump's label.
+fn plt_stubs_are_named_as_objdump_names_them(object: &str) -> TestResult {
+    let headers = crate::run_ok("readelf", &["-hSlW", object])?;
+    let headers = String::from_utf8_lossy(&headers.stdout).into_owned();
+    let mut args = vec!["-d"];
+    for section in [".plt", ".plt.sec", ".plt.got"] {
+        if headers.contains(&format!(" {section} ")) {
+            args.extend(["-j", section]);
+        }
+    }
+    args.push(object);
+    let listing = crate::run_ok("objdump", &args)?;
     let stubs: Vec<(u64, String)> = String::from_utf8_lossy(&listing.stdout)
         .lines()
         .filter_map(|l| {
@@ -356,26 +401,29 @@ fn libcs_plt_stubs_are_named_as_objdump_names_them() -> TestResult {
         .collect();
     ensure!(
         stubs.len() >= 10,
-        "objdump labels only {} PLT stubs in {libc}",
+        "objdump labels only {} PLT stubs in {object}",
         stubs.len()
     );
-    // The MAP_IN maps the first executable PT_LOAD's page there.
-    const BIAS: u64 = 0x7f00_0000_0000;
-    let loads = crate::run_ok("readelf", &["-lW", &libc])?;
-    let text_page = String::from_utf8_lossy(&loads.stdout)
+    // The MAP_IN maps the first executable PT_LOAD's page there: anywhere
+    // for a shared object or PIE, at its own address for a fixed one.
+    let text_page = headers
         .lines()
         .filter(|l| l.trim_start().starts_with("LOAD") && l.contains(" R E "))
         .find_map(|l| {
             let vaddr = l.split_whitespace().nth(2)?;
             u64::from_str_radix(vaddr.trim_start_matches("0x"), 16).ok()
         })
-        .ok_or("readelf -l: no executable PT_LOAD in libc")?
+        .ok_or("readelf -l: no executable PT_LOAD")?
         & !0xfff;
+    let fixed = headers
+        .lines()
+        .any(|l| l.trim_start().starts_with("Type:") && l.contains("EXEC"));
+    let bias: u64 = if fixed { text_page } else { 0x7f00_0000_0000 };
     let dir = TempDir::new("plt-names")?;
     let mut records = vec![LogRecord::MapIn {
         pid: 9,
-        start: BIAS,
-        path: libc.clone(),
+        start: bias,
+        path: object.to_string(),
     }];
     records.extend(stubs.iter().map(|(address, _)| LogRecord::Callchain {
         pid: 9,
@@ -383,17 +431,18 @@ fn libcs_plt_stubs_are_named_as_objdump_names_them() -> TestResult {
         pmcid: 1,
         cpu: 0,
         userspace: true,
-        pcs: vec![address - text_page + BIAS],
+        pcs: vec![address - text_page + bias],
     }));
     let log = dir.path("plt.pmclog");
     write_log(&log, &records)?;
     let graph = crate::run_ok(PMCSTAT, &["-R", &log, "-G", "-"])?;
     let graph = String::from_utf8_lossy(&graph.stdout).into_owned();
     let ours = pmcstat_counts(&graph);
+    let file = object.rsplit('/').next().unwrap_or(object).to_string();
     let mut expected = Counts::new();
     for (_, name) in &stubs {
         *expected
-            .entry(("libc.so.6".to_string(), Some(name.clone())))
+            .entry((file.clone(), Some(name.clone())))
             .or_default() += 1;
     }
     let mut wrong: Vec<String> = expected
@@ -403,7 +452,7 @@ fn libcs_plt_stubs_are_named_as_objdump_names_them() -> TestResult {
             let f = f.as_deref().unwrap_or("");
             format!(
                 "{f}: objdump {n}, pmcstat {}",
-                ours.get(&("libc.so.6".into(), Some(f.into())))
+                ours.get(&(file.clone(), Some(f.into())))
                     .copied()
                     .unwrap_or(0)
             )
@@ -412,7 +461,7 @@ fn libcs_plt_stubs_are_named_as_objdump_names_them() -> TestResult {
     wrong.sort();
     ensure!(
         wrong.is_empty(),
-        "{} of {} PLT stubs named otherwise than objdump names them:\n{}\npmcstat -G:\n{graph}",
+        "{} of {} PLT stubs of {object} named otherwise than objdump names them:\n{}\npmcstat -G:\n{graph}",
         wrong.len(),
         stubs.len(),
         wrong.join("\n")
