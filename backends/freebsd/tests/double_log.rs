@@ -76,13 +76,14 @@ fn records_wait_in_the_kernels_buffer_until_a_flush_or_a_full_buffer() {
     let pipe = logged(&k);
     pipe.take();
     let id = soft(&k, Mode::TS, PMC_CPU_ANY, PMC_F_CALLCHAIN);
+    attach(&k, id, CHILD).unwrap();
     start(&k, id).unwrap();
-    k.sample(0, ME, ME, true, &[1, 2, 3]);
+    k.sample(0, CHILD, CHILD, true, &[1, 2, 3]);
     assert!(pipe.take().is_empty(), "buffered (po_curbuf)");
     k.call(Request::FlushLog).unwrap();
     let recs = records(&pipe.take());
-    // pmc_start attached the owner (PMCATTACH) and logged the kernel's
-    // mapping (MAP_IN) before the sample's CALLCHAIN.
+    // The attach (PMCATTACH) and pmc_start's kernel mapping (MAP_IN)
+    // before the sample's CALLCHAIN.
     assert_eq!(
         recs.iter().map(|r| r.kind).collect::<Vec<_>>(),
         vec![6, 14, 16]
@@ -90,7 +91,7 @@ fn records_wait_in_the_kernels_buffer_until_a_flush_or_a_full_buffer() {
     // Enough samples to fill the buffer are written without a flush.
     let per = 16 + 16 + 3 * 8;
     for _ in 0..LOG_BUFFER_BYTES / per + 1 {
-        k.sample(0, ME, ME, true, &[1, 2, 3]);
+        k.sample(0, CHILD, CHILD, true, &[1, 2, 3]);
     }
     assert!(!pipe.take().is_empty(), "a full buffer goes out");
 }
@@ -211,12 +212,56 @@ fn proccsw_and_procexit_carry_the_slice_and_the_process_value() {
     );
 }
 
+/// hwpmc_mod.c `pmc_process_samples`: a sample of a process PMC attached
+/// to its owner updates the owner's profil(2) buffer (`addupc_intr`); only
+/// a PMC on another process, or a system one, logs a CALLCHAIN.
+#[test]
+fn a_sample_of_a_pmc_on_its_owner_is_not_logged() {
+    let k = kernel();
+    let pipe = logged(&k);
+    let mine = soft(&k, Mode::TS, PMC_CPU_ANY, 0);
+    attach(&k, mine, ME).unwrap();
+    start(&k, mine).unwrap();
+    let child = soft(&k, Mode::TS, PMC_CPU_ANY, 0);
+    attach(&k, child, CHILD).unwrap();
+    start(&k, child).unwrap();
+    let system = soft(&k, Mode::SS, 0, 0);
+    start(&k, system).unwrap();
+    pipe.take();
+    k.sample(0, ME, ME, true, &[0x10]);
+    k.sample(1, CHILD, CHILD, true, &[0x20]);
+    k.call(Request::FlushLog).unwrap();
+    let chains: Vec<(u32, u32, u64)> = records(&pipe.take())
+        .iter()
+        .filter(|r| r.kind == 16)
+        .map(|r| (u32_at(&r.body, 0), u32_at(&r.body, 8), u64_at(&r.body, 16)))
+        .collect();
+    // The owner's sample (CPU 0) is logged by the system PMC only, the
+    // child's (CPU 1) by the child's PMC.
+    assert_eq!(
+        chains,
+        vec![(ME as u32, system, 0x10), (CHILD as u32, child, 0x20)]
+    );
+    // With the PMC on its owner stopped, the same sample logs the same.
+    stop(&k, mine).unwrap();
+    k.sample(0, ME, ME, true, &[0x10]);
+    k.call(Request::FlushLog).unwrap();
+    assert_eq!(
+        records(&pipe.take())
+            .iter()
+            .filter(|r| r.kind == 16)
+            .count(),
+        1
+    );
+}
+
 #[test]
 fn no_log_no_records_and_close_writes_closelog() {
     let k = kernel();
     let id = soft(&k, Mode::TS, PMC_CPU_ANY, 0);
     start(&k, id).unwrap();
-    k.sample(0, ME, ME, true, &[1]); // no log: dropped
+    // No log (and pmc_start attached the PMC to its owner: profil's).
+    k.sample(0, ME, ME, true, &[1]);
     assert_eq!(k.log_pending(), 0);
     let pipe = logged(&k);
     k.call(Request::WriteLog(&mut pmc_op_writelog {

@@ -26,7 +26,11 @@
 //! (`sampling.rs`): the first PMC that needs it configures it
 //! (`PMC_OP_CONFIGURELOG`) on a pipe the backend reads, and each of its
 //! targets hands its owner a [`SampleSource`](crate::backend::source::SampleSource)
-//! of the records hwpmc writes for it.
+//! of the records hwpmc writes for it. hwpmc logs the samples of a PMC on
+//! another process or CPU only: those of a process PMC attached to its own
+//! process go to the process's profil(2) buffer (hwpmc_mod.c
+//! `pmc_process_samples`, `PMC_F_ATTACHED_TO_OWNER`), so sampling the
+//! caller logs no CALLCHAIN there — sample a child, as pmcstat does.
 //!
 //! The backend is generic over [`System`]: the FreeBSD system call
 //! (`native.rs`, compiled only on FreeBSD and type-checked elsewhere with

@@ -19,8 +19,9 @@
 //!   models a machine where hwpmc does not fill it in).
 //!
 //! What writes which record (hwpmc_mod.c): CALLCHAIN for a sample of a
-//! running sampling PMC ([`KernelDouble::sample`], `pmc_process_samples` →
-//! `pmclog_process_callchain`); PROCCSW for a counting process PMC with
+//! running sampling PMC not attached to its owner ([`KernelDouble::sample`],
+//! `pmc_process_samples` → `pmclog_process_callchain`; one on its owner
+//! feeds profil(2) instead); PROCCSW for a counting process PMC with
 //! `PMC_F_LOG_PROCCSW` when its target is switched out
 //! ([`KernelDouble::run_slice`], `pmc_process_csw_out`); PROCEXIT for a
 //! counting PMC that needs the log as its target exits (`pmc_process_exit`);
@@ -208,7 +209,8 @@ impl KernelDouble {
     }
 
     /// A sample: every RUNNING sampling PMC that sees it — a process PMC
-    /// attached to `pid`, a system PMC on `cpu` — logs a CALLCHAIN with
+    /// attached to `pid` (and not to its owner), a system PMC on `cpu` —
+    /// logs a CALLCHAIN with
     /// `pcs` (innermost first; only the first without `PMC_F_CALLCHAIN`,
     /// as hwpmc captures only the interrupted pc then), `user` marking a
     /// user-space chain (`PMC_CC_F_USERSPACE`). Nothing is logged without
@@ -221,6 +223,9 @@ impl KernelDouble {
             .pmcs
             .iter()
             .filter(|p| p.state == State::RUNNING && p.mode.is_sampling())
+            // A process PMC attached to its owner feeds the owner's
+            // profil(2) buffer (`addupc_intr`), not the log.
+            .filter(|p| p.flags & abi::PMC_F_ATTACHED_TO_OWNER == 0)
             .filter(|p| {
                 if p.mode.is_virtual() {
                     p.targets.contains(&pid)

@@ -322,9 +322,10 @@ fn record_times_follow_initializes_tsc_frequency() {
     });
     let (owner, log) = owner_with_log(backend(&k));
     let mut p = page_faults(&owner, Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.attach(CHILD as u32).unwrap();
     p.start().unwrap();
-    k.sample(0, OWNER, OWNER, true, &[0x10]);
-    k.sample(0, OWNER, OWNER, true, &[0x20]);
+    k.sample(0, CHILD, CHILD, true, &[0x10]);
+    k.sample(0, CHILD, CHILD, true, &[0x20]);
     p.stop().unwrap();
     owner.close_logfile().unwrap();
     let times: Vec<u64> = log_records(&log)

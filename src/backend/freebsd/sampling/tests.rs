@@ -118,9 +118,10 @@ fn samples_reach_the_owners_log_with_the_pmcs_id_and_hwpmcs_mappings() {
 fn without_callchain_hwpmc_logs_only_the_interrupted_pc() {
     let s = setup();
     let mut p = s.pmc(Mode::TS, Flags::empty(), Cpu::Any);
+    p.attach(CHILD as u32).unwrap();
     p.start().unwrap();
     s.kernel
-        .sample(0, 1000, 1001, false, &[0xffff_ffff_8030_0000, 0x40_0000]);
+        .sample(0, CHILD, 4242, false, &[0xffff_ffff_8030_0000, 0x40_0000]);
     p.stop().unwrap();
     let chains: Vec<_> = records(&s.closed_log())
         .into_iter()
@@ -205,8 +206,9 @@ fn a_stop_flushes_hwpmcs_buffer_into_the_owners_log() {
     // hwpmc's per-CPU buffers; a stop drains its source completely.
     let s = setup();
     let mut p = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.attach(CHILD as u32).unwrap();
     p.start().unwrap();
-    s.kernel.sample(0, 1000, 1000, true, &[0x10]);
+    s.kernel.sample(0, CHILD, CHILD, true, &[0x10]);
     assert!(s.kernel.log_pending() > 0, "still in hwpmc's buffer");
     p.stop().unwrap();
     assert_eq!(s.kernel.log_pending(), 0, "the stop flushed it");
@@ -217,11 +219,12 @@ fn a_stop_flushes_hwpmcs_buffer_into_the_owners_log() {
 fn many_samples_come_through_whole_buffers_and_the_final_flush() {
     let s = setup();
     let mut p = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.attach(CHILD as u32).unwrap();
     p.start().unwrap();
     let n = 1000u64;
     for i in 0..n {
         s.kernel
-            .sample((i % 2) as u32, 1000, 1000, true, &[i, i + 1, i + 2]);
+            .sample((i % 2) as u32, CHILD, CHILD, true, &[i, i + 1, i + 2]);
     }
     p.stop().unwrap();
     let log = s.closed_log();
@@ -261,9 +264,10 @@ fn timestamps_are_the_backends_clock() {
     // INITIALIZE's pl_tsc_freq onto the CLOCK_MONOTONIC it stamps with.
     let s = setup();
     let mut p = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.attach(CHILD as u32).unwrap();
     p.start().unwrap();
     let before = s.owner.now();
-    s.kernel.sample(0, 1000, 1000, true, &[0x10]);
+    s.kernel.sample(0, CHILD, CHILD, true, &[0x10]);
     let after = s.owner.now();
     p.stop().unwrap();
     let t = s
@@ -284,18 +288,22 @@ fn timestamps_are_the_backends_clock() {
 fn a_zero_tsc_rate_stamps_records_when_they_are_read() {
     // hwpmc fills pl_tsc_freq in on x86 only: with 0 the ticks cannot be
     // converted, and a record's time is when the backend read it.
-    let kernel = Arc::new(KernelDouble::new(
+    let kernel = kernel_with_child(
         Machine {
             tsc_freq: 0,
             ..Machine::intel_2cpu()
         },
-        1000,
-    ));
+        Image {
+            path: "/usr/bin/yes".into(),
+            mappings: vec![],
+        },
+    );
     let hwpmc = Hwpmc::open(kernel.clone()).expect("the double opens");
     let (owner, log) = owner_with_log(Arc::new(FreeBsdBackend::from_hwpmc(hwpmc)));
     let mut p = page_faults(&owner, Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.attach(CHILD as u32).unwrap();
     p.start().unwrap();
-    kernel.sample(0, 1000, 1000, true, &[0x10]);
+    kernel.sample(0, CHILD, CHILD, true, &[0x10]);
     let before_read = owner.now();
     p.stop().unwrap();
     let after_read = owner.now();
@@ -319,11 +327,12 @@ fn closing_the_owners_log_stops_the_hwpmc_pmc() {
     // same way, so a sample after it reaches no log.
     let s = setup();
     let mut p = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.attach(CHILD as u32).unwrap();
     p.start().unwrap();
     s.owner.close_logfile().unwrap();
     let second = MemoryLog::new();
     s.owner.configure_logfile(second.clone()).unwrap();
-    s.kernel.sample(0, 1000, 1000, true, &[0x10]);
+    s.kernel.sample(0, CHILD, CHILD, true, &[0x10]);
     s.owner.flush_logfile().unwrap();
     let samples = second
         .events()
@@ -335,7 +344,7 @@ fn closing_the_owners_log_stops_the_hwpmc_pmc() {
     // Started again, it logs into the new log.
     p.stop().unwrap();
     p.start().unwrap();
-    s.kernel.sample(0, 1000, 1000, true, &[0x10]);
+    s.kernel.sample(0, CHILD, CHILD, true, &[0x10]);
     p.stop().unwrap();
     s.owner.flush_logfile().unwrap();
     let samples = second
@@ -351,11 +360,12 @@ fn closing_the_owners_log_stops_the_hwpmc_pmc() {
 fn two_pmcs_each_get_their_own_records() {
     let s = setup();
     let mut a = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    a.attach(CHILD as u32).unwrap();
     let mut b = s.pmc(Mode::SS, Flags::CALLCHAIN, Cpu::Id(0));
     a.start().unwrap();
     b.start().unwrap();
-    // Seen by both: a's target (the owner) ran on b's CPU.
-    s.kernel.sample(0, 1000, 1000, true, &[0x10]);
+    // Seen by both: a's target ran on b's CPU.
+    s.kernel.sample(0, CHILD, CHILD, true, &[0x10]);
     a.stop().unwrap();
     b.stop().unwrap();
     let mut ids: Vec<u32> = s
@@ -397,12 +407,13 @@ fn the_drain_thread_sweeps_what_hwpmc_wrote_out_while_the_pmc_runs() {
     // PMC runs.
     let s = setup();
     let mut p = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.attach(CHILD as u32).unwrap();
     p.start().unwrap();
     let per = 16 + 16 + 8;
     // One buffer's worth and then some: the rest stays in the kernel.
     let n = (pmc_freebsd::double::LOG_BUFFER_BYTES / per + 2) as u64;
     for i in 0..n {
-        s.kernel.sample(0, 1000, 1000, true, &[i]);
+        s.kernel.sample(0, CHILD, CHILD, true, &[i]);
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while s.owner.stats().0 == 0 && std::time::Instant::now() < deadline {
@@ -423,10 +434,11 @@ fn two_owners_on_one_backend_each_log_only_their_own_samples() {
     let s = setup();
     let (other, other_log) = owner_with_log(s.owner.backend());
     let mut a = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    a.attach(CHILD as u32).unwrap();
     let mut b = page_faults(&other, Mode::SS, Flags::CALLCHAIN, Cpu::Id(1));
     a.start().unwrap();
     b.start().unwrap();
-    s.kernel.sample(0, 1000, 1000, true, &[0xA]); // a's (its owner, CPU 0)
+    s.kernel.sample(0, CHILD, CHILD, true, &[0xA]); // a's (its target, CPU 0)
     s.kernel.sample(1, 7, 7, true, &[0xB]); // b's (CPU 1)
     a.stop().unwrap();
     b.stop().unwrap();
@@ -448,6 +460,7 @@ fn two_owners_on_one_backend_each_log_only_their_own_samples() {
 fn hwpmcs_log_is_deconfigured_with_the_backend() {
     let s = setup();
     let mut p = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.attach(CHILD as u32).unwrap();
     p.start().unwrap();
     p.stop().unwrap();
     let kernel = s.kernel.clone();
@@ -545,9 +558,10 @@ fn a_log_configured_after_the_pmc_ran_gets_hwpmcs_mappings_before_its_samples() 
     // hwpmc writes the MAP_INs once (pmc_attach_one_process →
     // pmc_log_process_mappings; pmc_start → pmc_log_kernel_mappings). A TS
     // PMC on its owner needs no log (PMC_F_NEEDS_LOGFILE is for one on
-    // another process): run once with no owner log, they were drained and
-    // dropped with the samples; the log configured afterwards gets them
-    // before the next sample, which a report needs to name its pcs.
+    // another process; its samples go to profil(2), pmc_process_samples):
+    // run once with no owner log, its MAP_INs were drained and dropped. The
+    // log configured afterwards gets them before the samples of a PMC on
+    // another process, which a report needs to name its pcs.
     const OWNER: i32 = 1000;
     let s = setup_without_log();
     s.kernel.set_image(
@@ -557,29 +571,25 @@ fn a_log_configured_after_the_pmc_ran_gets_hwpmcs_mappings_before_its_samples() 
             mappings: vec![(0x40_0000, "/usr/bin/owner".into())],
         },
     );
-    let mut p = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
-    p.attach(OWNER as u32).unwrap();
-    p.start().unwrap();
+    let mut mine = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    mine.attach(OWNER as u32).unwrap();
+    mine.start().unwrap();
     s.kernel.sample(1, OWNER, OWNER, true, &[0x40_1000]);
-    p.stop().unwrap();
+    mine.stop().unwrap();
     assert_eq!(s.owner.stats(), (0, 0), "no log: nothing written");
     s.owner.configure_logfile(s.log.clone()).unwrap();
+    let mut p = s.pmc(Mode::TS, Flags::CALLCHAIN, Cpu::Any);
+    p.attach(CHILD as u32).unwrap();
     p.start().unwrap();
-    s.kernel.sample(1, OWNER, OWNER, true, &[0x40_2000]);
+    s.kernel.sample(1, CHILD, CHILD, true, &[0x20_2000]);
     p.stop().unwrap();
     let log = records(&s.closed_log());
-    let expected = vec![
-        LogRecord::MapIn {
-            pid: OWNER as u32,
-            start: 0x40_0000,
-            path: "/usr/bin/owner".into(),
-        },
-        LogRecord::MapIn {
-            pid: u32::MAX,
-            start: KERNEL_START,
-            path: KERNEL_PATH.into(),
-        },
-    ];
+    let mut expected = hwpmcs_mappings();
+    expected.push(LogRecord::MapIn {
+        pid: OWNER as u32,
+        start: 0x40_0000,
+        path: "/usr/bin/owner".into(),
+    });
     let mut expected_sorted = expected.clone();
     expected_sorted.sort_by_key(|r| match r {
         LogRecord::MapIn { pid, start, .. } => (*pid, *start),
@@ -592,12 +602,14 @@ fn a_log_configured_after_the_pmc_ran_gets_hwpmcs_mappings_before_its_samples() 
         .filter(|(_, r)| matches!(r, LogRecord::Callchain { .. }))
         .map(|(i, _)| i)
         .collect();
-    assert_eq!(samples.len(), 1, "the first sample had no log: {log:#?}");
-    let last_map_in = log
+    assert_eq!(samples.len(), 1, "the owner's went to profil: {log:#?}");
+    // The child's mappings precede its sample. (The kernel's, which hwpmc
+    // wrote once in the first PMC's stream, come with that stream.)
+    let last_child_map_in = log
         .iter()
-        .rposition(|r| matches!(r, LogRecord::MapIn { .. }))
+        .rposition(|r| matches!(r, LogRecord::MapIn { pid, .. } if *pid == CHILD as u32))
         .unwrap();
-    assert!(last_map_in < samples[0], "{log:#?}");
+    assert!(last_child_map_in < samples[0], "{log:#?}");
 }
 
 #[test]
