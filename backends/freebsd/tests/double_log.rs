@@ -10,7 +10,8 @@
 mod common;
 
 use common::{
-    CHILD, ME, attach, configure, detach, kernel, logged, read, soft, start, stop, u32_at, u64_at,
+    CHILD, ME, attach, configure, detach, kernel, logged, read, release, soft, start, stop, u32_at,
+    u64_at,
 };
 use pmc_freebsd::abi::*;
 use pmc_freebsd::double::{Image, LOG_BUFFER_BYTES};
@@ -253,6 +254,50 @@ fn a_sample_of_a_pmc_on_its_owner_is_not_logged() {
             .count(),
         1
     );
+}
+
+/// hwpmc_mod.c `pmc_log_kernel_mappings`: the kernel's MAP_IN once per
+/// owner descriptor — `PMC_PO_INITIAL_MAPPINGS_DONE` is set at the first
+/// start of a sampling PMC with or without a log to take the record, a
+/// log's close leaves it, and only a new owner descriptor (after
+/// `pmc_maybe_remove_owner`) starts without it.
+#[test]
+fn the_kernels_mappings_are_logged_once_per_owner() {
+    let k = kernel();
+    let kernel_map_ins = |bytes: &[u8]| {
+        records(bytes)
+            .iter()
+            .filter(|r| r.kind == 14 && u32_at(&r.body, 0) == u32::MAX)
+            .count()
+    };
+    // A TS on its owner needs no log: the first start marks them done.
+    let mine = soft(&k, Mode::TS, PMC_CPU_ANY, 0);
+    start(&k, mine).unwrap();
+    stop(&k, mine).unwrap();
+    let pipe = logged(&k);
+    let child = soft(&k, Mode::TS, PMC_CPU_ANY, 0);
+    attach(&k, child, CHILD).unwrap();
+    start(&k, child).unwrap();
+    k.call(Request::FlushLog).unwrap();
+    assert_eq!(kernel_map_ins(&pipe.take()), 0, "done before the log");
+    // Closed and configured again: still done.
+    stop(&k, child).unwrap();
+    k.call(Request::CloseLog).unwrap();
+    let pipe = logged(&k);
+    start(&k, child).unwrap();
+    k.call(Request::FlushLog).unwrap();
+    assert_eq!(kernel_map_ins(&pipe.take()), 0, "a close leaves the flag");
+    // The log gone and then every PMC released: the owner descriptor goes
+    // (PMCRELEASE's pmc_maybe_remove_owner; CONFIGURELOG(-1) keeps it).
+    stop(&k, child).unwrap();
+    configure(&k, -1).unwrap();
+    release(&k, child).unwrap();
+    release(&k, mine).unwrap();
+    let pipe = logged(&k);
+    let again = soft(&k, Mode::SS, 0, 0);
+    start(&k, again).unwrap();
+    k.call(Request::FlushLog).unwrap();
+    assert_eq!(kernel_map_ins(&pipe.take()), 1, "a new owner logs them");
 }
 
 #[test]

@@ -171,6 +171,10 @@ impl Pmclog {
         if let Some(file) = self.file.take() {
             file.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
         }
+    }
+
+    /// The owner descriptor is destroyed: a new one starts with no flags.
+    pub(super) fn forget_owner(&mut self) {
         self.kernel_mappings_done = false;
     }
 
@@ -358,10 +362,12 @@ impl KernelDouble {
         }
     }
 
-    /// `pmc_start` of a sampling PMC with a log: the kernel's mappings,
-    /// once per log (`PMC_PO_INITIAL_MAPPINGS_DONE`).
+    /// `pmc_start` of a sampling PMC: the kernel's mappings, once per
+    /// owner descriptor (`pmc_log_kernel_mappings` sets
+    /// `PMC_PO_INITIAL_MAPPINGS_DONE` whether or not a log takes the
+    /// MAP_IN; a log's close does not clear it).
     pub(super) fn log_start(k: &mut Kernel, idx: usize) {
-        if k.owns_logfile && k.pmcs[idx].mode.is_sampling() && !k.pmclog.kernel_mappings_done {
+        if k.pmcs[idx].mode.is_sampling() && !k.pmclog.kernel_mappings_done {
             k.pmclog.kernel_mappings_done = true;
             k.pmclog.map_in(-1, KERNEL_START, KERNEL_PATH);
         }

@@ -509,10 +509,12 @@ impl KernelDouble {
         }
     }
 
-    /// `pmc_maybe_remove_owner`.
+    /// `pmc_maybe_remove_owner`: the owner descriptor goes, and with it its
+    /// `po_flags` (`PMC_PO_INITIAL_MAPPINGS_DONE`).
     fn maybe_remove_owner(k: &mut Kernel) {
         if k.pmcs.is_empty() && !k.owns_logfile {
             k.owner_exists = false;
+            k.pmclog.forget_owner();
         }
     }
 
