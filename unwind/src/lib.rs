@@ -40,6 +40,9 @@ use std::sync::Arc;
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
 use object::{Object, ObjectSection, ObjectSegment};
 
+mod vdso;
+pub use vdso::{VDSO_PATH, own_vdso_image};
+
 #[cfg(target_arch = "aarch64")]
 use framehop::aarch64::{CacheAarch64 as Cache, UnwindRegsAarch64, UnwinderAarch64 as Native};
 #[cfg(not(target_arch = "aarch64"))]
@@ -260,15 +263,20 @@ impl Unwinder {
     }
 
     /// Process `pid` mapped a file: its CFI is used for addresses in the
-    /// mapping from now on. The file is read at its first mapping; one
-    /// that cannot be read (gone, `[vdso]`, not ELF) leaves the mapping's
-    /// addresses to frame pointers.
+    /// mapping from now on. The file is read at its first mapping (the
+    /// vDSO, [`VDSO_PATH`], from this process's own image: the unwinder
+    /// runs as the samples are taken); one that cannot be read (gone, not
+    /// ELF) leaves the mapping's addresses to frame pointers.
     pub fn add_mapping(&mut self, pid: u32, mapping: &Mapping) {
         let object = match self.objects.get(&mapping.path) {
             Some(known) => known.clone(),
             None => {
-                let read = std::fs::read(&mapping.path)
-                    .ok()
+                let bytes = if mapping.path == VDSO_PATH {
+                    own_vdso_image()
+                } else {
+                    std::fs::read(&mapping.path).ok()
+                };
+                let read = bytes
                     .and_then(|bytes| ObjectInfo::parse(bytes.into()))
                     .map(Arc::new);
                 self.objects.insert(mapping.path.clone(), read.clone());

@@ -531,8 +531,9 @@ fn mini_debuginfo_names_what_dynsym_does_not() -> TestResult {
     Ok(())
 }
 
-fn the_vdso_is_named_from_its_image_in_memory() -> TestResult {
-    let dir = TempDir::new("vdso")?;
+/// A program that calls `clock_gettime` 5 million times: most of its time
+/// is in the vDSO's `__vdso_clock_gettime`. Built with `cc` in `dir`.
+pub fn clock_gettime_loop(dir: &TempDir) -> Result<std::path::PathBuf, libtest_mimic::Failed> {
     let c = dir.join("clock.c");
     std::fs::write(
         &c,
@@ -546,6 +547,12 @@ fn the_vdso_is_named_from_its_image_in_memory() -> TestResult {
         "cc",
         &["-O1", "-o", &exe.to_string_lossy(), &c.to_string_lossy()],
     )?;
+    Ok(exe)
+}
+
+fn the_vdso_is_named_from_its_image_in_memory() -> TestResult {
+    let dir = TempDir::new("vdso")?;
+    let exe = clock_gettime_loop(&dir)?;
     let log = dir.path("clock.pmclog");
     run(
         PMCSTAT,

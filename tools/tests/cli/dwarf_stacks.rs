@@ -59,6 +59,15 @@ pub fn tests() -> Vec<LiveTest> {
             dd_in_the_kernel_unwinds_its_user_stack_as_perf_does,
         ),
         test(
+            "dwarf_stacks::a_clock_gettime_loop_unwinds_through_the_vdso_as_perf_does",
+            vec![
+                R::Paranoid(2),
+                R::Program("perf".into()),
+                R::Program("cc".into()),
+            ],
+            a_clock_gettime_loop_unwinds_through_the_vdso_as_perf_does,
+        ),
+        test(
             "dwarf_stacks::python3_unwinds_as_completely_as_perf",
             // Debian's own, not a python3 earlier on PATH (pyenv's).
             needs("/usr/bin/python3"),
@@ -96,6 +105,16 @@ fn dd_in_the_kernel_unwinds_its_user_stack_as_perf_does() -> TestResult {
         ],
         Modes::KernelAndUser,
     )
+}
+
+/// Most samples are in the vDSO, which no file holds: its frames unwind by
+/// its CFI, read from the profiler's own vDSO image (the same kernel's),
+/// as perf reads the image it saved. Frame pointers alone left the samples
+/// taken in `__vdso_clock_gettime`'s prologue a frame short.
+fn a_clock_gettime_loop_unwinds_through_the_vdso_as_perf_does() -> TestResult {
+    let dir = TempDir::new("dwarf-vdso")?;
+    let exe = crate::debug_symbols::clock_gettime_loop(&dir)?;
+    compare(&dir, &[&exe.to_string_lossy()])
 }
 
 fn gzip_unwinds_as_completely_as_perf() -> TestResult {
