@@ -243,6 +243,14 @@ impl MemoryLog {
     pub fn bytes(&self) -> Vec<u8> {
         self.bytes.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
+
+    /// The bytes written since the last take, removed from the log: a
+    /// reader that follows a long session as it grows (pmcstat's `-T`)
+    /// keeps the log small instead of copying all of it each time. Records
+    /// split across two takes join up in a reader fed both.
+    pub fn take_bytes(&self) -> Vec<u8> {
+        std::mem::take(&mut *self.bytes.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
 impl Write for MemoryLog {

@@ -696,3 +696,34 @@ fn the_parse_memo_answers_as_a_fresh_parse() {
         assert_eq!(memo.ok().map(|s| s.text), fresh.ok().map(|s| s.text));
     }
 }
+
+/// `MemoryLog::take_bytes` hands out each byte once: a reader fed the takes
+/// in turn reads every record, a record split across two takes included,
+/// and what was taken is gone from the log.
+#[test]
+fn a_memory_log_taken_in_parts_reads_whole() {
+    let owner = sim_owner();
+    let log = MemoryLog::new();
+    owner.configure_logfile(log.clone()).unwrap();
+    owner.writelog(1).unwrap();
+    owner.flush_logfile().unwrap();
+    let mut first = log.take_bytes();
+    assert!(!first.is_empty());
+    assert!(log.take_bytes().is_empty(), "taken once");
+    assert!(log.bytes().is_empty(), "and gone from the log");
+    owner.writelog(2).unwrap();
+    owner.close_logfile().unwrap();
+    // Split the first record between two feeds.
+    let tail = first.split_off(first.len() / 2);
+    let mut reader = crate::log::LogReader::from_memory();
+    let mut userdata = Vec::new();
+    for part in [first, tail, log.take_bytes()] {
+        reader.feed(&part);
+        while let crate::log::ReadState::Ok(e) = reader.read() {
+            if let LogRecord::Userdata { value } = e.record {
+                userdata.push(value);
+            }
+        }
+    }
+    assert_eq!(userdata, vec![1, 2]);
+}

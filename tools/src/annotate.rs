@@ -70,8 +70,12 @@ struct ObjectInfo {
     first_text_vaddr: Option<u64>,
     /// Sorted by start ([`pmc_report::function_symbols`]).
     functions: Vec<FunctionSymbol>,
-    /// DWARF line tables, when the object has them.
-    lines: Option<addr2line::Loader>,
+    /// The object's path when it has debug sections: its line tables are
+    /// opened the first time a line is asked for (the top view never asks,
+    /// and a loaded machine's big binaries would each hold theirs).
+    debug_path: Option<String>,
+    /// DWARF line tables, once asked for (`None` inside: none to read).
+    lines: std::cell::OnceCell<Option<addr2line::Loader>>,
 }
 
 impl ObjectInfo {
@@ -80,7 +84,8 @@ impl ObjectInfo {
             segments: Vec::new(),
             first_text_vaddr: None,
             functions: Vec::new(),
-            lines: None,
+            debug_path: None,
+            lines: std::cell::OnceCell::new(),
         };
         let Ok(data) = std::fs::read(path) else {
             return empty();
@@ -103,16 +108,24 @@ impl ObjectInfo {
             })
             .collect();
         let functions = pmc_report::function_symbols(&file);
-        let lines = file
-            .has_debug_symbols()
-            .then(|| addr2line::Loader::new(path).ok())
-            .flatten();
         ObjectInfo {
             segments,
             first_text_vaddr,
             functions,
-            lines,
+            debug_path: file.has_debug_symbols().then(|| path.to_string()),
+            lines: std::cell::OnceCell::new(),
         }
+    }
+
+    /// The line tables, opened at the first call.
+    fn lines(&self) -> Option<&addr2line::Loader> {
+        self.lines
+            .get_or_init(|| {
+                self.debug_path
+                    .as_deref()
+                    .and_then(|path| addr2line::Loader::new(path).ok())
+            })
+            .as_ref()
     }
 
     /// Whether a link-time address lies in one of the loadable segments (a
@@ -290,8 +303,10 @@ impl Resolver {
                 f.end.wrapping_add(bias),
             )
         });
-        let line = match (with_line, vaddr, &info.lines) {
-            (true, Some(v), Some(l)) => l
+        // Only when asked: the first ask opens the object's line tables.
+        let lines = if with_line { info.lines() } else { None };
+        let line = match (vaddr, lines) {
+            (Some(v), Some(l)) => l
                 .find_location(v)
                 .ok()
                 .flatten()

@@ -225,7 +225,23 @@ impl ObjectInfo {
 #[derive(Clone, Default)]
 struct Process {
     mappings: Vec<Mapping>,
+    /// Mappings whose objects are read at the process's next unwind.
+    unread: Vec<Mapping>,
     unwinder: Native<Bytes>,
+}
+
+impl Process {
+    /// Makes room for `mapping`: one seen again (the same event from two
+    /// rings, or the attach-time list after a live record) replaces the
+    /// old one.
+    fn replace(&mut self, mapping: &Mapping) {
+        if let Some(old) = self.mappings.iter().position(|m| m.start == mapping.start) {
+            self.mappings.remove(old);
+            self.unread.retain(|m| m.start != mapping.start);
+            self.unwinder.remove_module(mapping.start);
+        }
+        self.mappings.push(mapping.clone());
+    }
 }
 
 /// Per-process module lists and the objects they map, unwinding samples.
@@ -263,52 +279,46 @@ impl Unwinder {
     }
 
     /// Process `pid` mapped a file: its CFI is used for addresses in the
-    /// mapping from now on. The file is read at its first mapping (the
-    /// vDSO, [`VDSO_PATH`], from this process's own image: the unwinder
-    /// runs as the samples are taken); one that cannot be read (gone, not
-    /// ELF) leaves the mapping's addresses to frame pointers.
+    /// mapping from now on. The file is read when a stack of the process
+    /// is first unwound after the mapping (so a profiler told of every
+    /// process's mappings reads only the objects of those it unwinds), once
+    /// per path; the vDSO, [`VDSO_PATH`], is this process's own image (the
+    /// unwinder runs as the samples are taken). One that cannot be read
+    /// (gone, not ELF) leaves the mapping's addresses to frame pointers.
     pub fn add_mapping(&mut self, pid: u32, mapping: &Mapping) {
-        let object = match self.objects.get(&mapping.path) {
-            Some(known) => known.clone(),
-            None => {
-                let bytes = if mapping.path == VDSO_PATH {
-                    own_vdso_image()
-                } else {
-                    std::fs::read(&mapping.path).ok()
-                };
-                let read = bytes
-                    .and_then(|bytes| ObjectInfo::parse(bytes.into()))
-                    .map(Arc::new);
-                self.objects.insert(mapping.path.clone(), read.clone());
-                read
-            }
-        };
-        self.add(pid, mapping, object);
+        let process = self.processes.entry(pid).or_default();
+        process.replace(mapping);
+        process.unread.push(mapping.clone());
     }
 
     /// [`Unwinder::add_mapping`] with the object's bytes given instead of
     /// read from `mapping.path` (an object no longer on disk, or a test's).
     pub fn add_mapping_with_object(&mut self, pid: u32, mapping: &Mapping, elf: Arc<[u8]>) {
-        let object = ObjectInfo::parse(elf).map(Arc::new);
-        self.add(pid, mapping, object);
-    }
-
-    fn add(&mut self, pid: u32, mapping: &Mapping, object: Option<Arc<ObjectInfo>>) {
         let process = self.processes.entry(pid).or_default();
-        // A mapping seen again (the same event from two rings, or the
-        // attach-time list after a live record) replaces the old one.
-        if let Some(old) = process
-            .mappings
-            .iter()
-            .position(|m| m.start == mapping.start)
-        {
-            process.mappings.remove(old);
-            process.unwinder.remove_module(mapping.start);
-        }
-        process.mappings.push(mapping.clone());
-        if let Some(object) = object {
+        process.replace(mapping);
+        if let Some(object) = ObjectInfo::parse(elf) {
             process.unwinder.add_module(object.module(mapping));
         }
+    }
+
+    /// The object at `path`, read the first time it is asked for.
+    fn object(
+        objects: &mut HashMap<String, Option<Arc<ObjectInfo>>>,
+        path: &str,
+    ) -> Option<Arc<ObjectInfo>> {
+        if let Some(known) = objects.get(path) {
+            return known.clone();
+        }
+        let bytes = if path == VDSO_PATH {
+            own_vdso_image()
+        } else {
+            std::fs::read(path).ok()
+        };
+        let read = bytes
+            .and_then(|bytes| ObjectInfo::parse(bytes.into()))
+            .map(Arc::new);
+        objects.insert(path.to_string(), read.clone());
+        read
     }
 
     /// Process `pid` replaced its image: its old mappings are gone.
@@ -340,6 +350,13 @@ impl Unwinder {
     /// advance, a null return address, or an unmapped pc without a frame
     /// pointer chain.
     pub fn unwind(&mut self, pid: u32, regs: &Regs, stack: &[u8]) -> Vec<u64> {
+        if let Some(process) = self.processes.get_mut(&pid) {
+            for mapping in std::mem::take(&mut process.unread) {
+                if let Some(object) = Self::object(&mut self.objects, &mapping.path) {
+                    process.unwinder.add_module(object.module(&mapping));
+                }
+            }
+        }
         let empty = Process::default();
         let process = self.processes.get(&pid).unwrap_or(&empty);
         let sp = regs.sp;
@@ -398,6 +415,39 @@ mod tests {
             &[],
         );
         assert_eq!(frames, vec![0x1000]);
+    }
+
+    /// A system-wide profiler is told of every process's mappings; only
+    /// those of a process whose stack it unwinds are read (reading all of
+    /// them held 1.5 GB of a loaded machine's objects in `pmcstat -T -S`).
+    #[test]
+    fn objects_are_read_at_their_process_first_unwind() {
+        let exe = std::env::current_exe().expect("this test's path");
+        let mut u = Unwinder::new();
+        let mapping = Mapping {
+            start: 0x5555_0000_0000,
+            len: 0x1000,
+            pgoff: 0,
+            path: exe.to_string_lossy().into_owned(),
+        };
+        u.add_mapping(1, &mapping);
+        u.add_mapping(2, &mapping);
+        let read = |u: &Unwinder| format!("{u:?}");
+        assert!(read(&u).contains("objects: 0"), "{}", read(&u));
+        let regs = Regs {
+            pc: 0x1000,
+            sp: 0x7000,
+            fp: 0,
+            lr: 0,
+        };
+        u.unwind(3, &regs, &[]);
+        assert!(read(&u).contains("objects: 0"), "{}", read(&u));
+        u.unwind(1, &regs, &[]);
+        assert!(read(&u).contains("objects: 1"), "{}", read(&u));
+        // Read once by path: process 2's unwind reads nothing more.
+        u.unwind(2, &regs, &[]);
+        assert!(read(&u).contains("objects: 1"), "{}", read(&u));
+        assert_eq!(u.mappings(2), &[mapping]);
     }
 
     #[test]

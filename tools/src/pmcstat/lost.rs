@@ -10,7 +10,7 @@ use super::TOOL;
 
 /// Samples recorded and lost, as the log's records tell them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct Losses {
+pub(in crate::pmcstat) struct Losses {
     pub(super) recorded: u64,
     pub(super) lost: u64,
     /// DROPNOTIFY records without a count (a log hwpmc wrote): each is
@@ -19,7 +19,7 @@ pub(super) struct Losses {
 }
 
 impl Losses {
-    pub(super) fn add(&mut self, record: &LogRecord) {
+    pub(in crate::pmcstat) fn add(&mut self, record: &LogRecord) {
         match record {
             LogRecord::Callchain { .. } => self.recorded += 1,
             LogRecord::Dropnotify { lost: Some(n) } => self.lost += u64::from(*n),
@@ -31,8 +31,15 @@ impl Losses {
         }
     }
 
+    /// These and `other`'s (two parts of one log).
+    pub(in crate::pmcstat) fn merge(&mut self, other: Losses) {
+        self.recorded += other.recorded;
+        self.lost += other.lost;
+        self.uncounted |= other.uncounted;
+    }
+
     /// The losses in `events`.
-    pub(super) fn of(events: &[LogEvent]) -> Losses {
+    pub(in crate::pmcstat) fn of(events: &[LogEvent]) -> Losses {
         let mut losses = Losses::default();
         for e in events {
             losses.add(&e.record);
@@ -74,7 +81,7 @@ pub(in crate::pmcstat) fn warn_lost(events: &[LogEvent]) {
 
 impl Losses {
     /// Warns on standard error if samples were lost.
-    pub(super) fn warn(&self, ring_kib: Option<usize>) {
+    pub(in crate::pmcstat) fn warn(&self, ring_kib: Option<usize>) {
         if let Some(w) = self.warning(ring_kib) {
             eprintln!("{w}");
         }

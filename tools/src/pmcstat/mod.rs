@@ -28,7 +28,9 @@ use crate::{fail_as, usage};
 use counting::{CountOutput, Counter, Form};
 pub(crate) use options::Args;
 use options::{EventSpec, check_options, find_targets, wants_report};
-use reports::{list_or_describe, print_logged_counts, read_events, read_log, write_reports};
+use reports::{
+    Losses, list_or_describe, print_logged_counts, read_events, read_log, write_reports,
+};
 use watch::watch;
 
 const TOOL: &str = "pmcstat";
@@ -359,12 +361,17 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     // Progress on a terminal only: piped output stays clean.
     let progress = sampling && !args.quiet && !args.top && std::io::stderr().is_terminal();
     let mut last_progress = Instant::now();
+    // What -T took out of the memory log as it showed it (nothing else
+    // reads the log after it then).
+    let keep_log = wants_report(&args) || logging_counts;
+    let mut seen_by_top = Losses::default();
     if let Some((threshold, skiplink)) = top_options {
-        watch(
+        seen_by_top = watch(
             &args,
             threshold,
             skiplink,
             &memory_log,
+            keep_log,
             &mut held,
             &interrupts,
             &targets,
@@ -440,7 +447,9 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         };
         // Said at the end of recording, as FreeBSD warns that sampling was
         // paused and perf that chunks were lost.
-        reports::warn_lost(&events);
+        let mut losses = Losses::of(&events);
+        losses.merge(seen_by_top);
+        losses.warn(pmc::log::sink::smallest_ring_kib());
         if print_log {
             // The log printed as -R prints it, to -o or standard error
             // (pmcstat.c's pa_printfile).

@@ -16,7 +16,7 @@ use super::options::{Args, fs_root, streams_report, wants_report};
 // The lost-samples warning of -R here and of a live run (mod.rs).
 #[path = "lost.rs"]
 mod lost;
-pub(super) use lost::warn_lost;
+pub(super) use lost::{Losses, warn_lost};
 
 pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEvent>, ExitCode> {
     let fail = |(status, message): (u8, String)| {
