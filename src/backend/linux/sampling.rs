@@ -17,6 +17,7 @@
 //! or an exit, but a sibling that samples with `PERF_SAMPLE_READ` of the
 //! group reads the counter at exactly that moment.
 
+mod callchain;
 mod lost;
 mod procfs;
 
@@ -25,11 +26,11 @@ pub(super) use lost::for_this_kernel;
 use std::sync::{Arc, Mutex, Weak};
 
 use pmc_linux::attr::{Attr, AttrBit, EventConfig, ReadFormat, SampleType, Software};
-use pmc_linux::record::{Record, RecordParser, Sample, context, kind};
+use pmc_linux::record::{Record, RecordParser, Sample, kind};
 use pmc_linux::ring::RingBuffer;
 
 use crate::backend::drainer::{self, Drainer};
-use crate::backend::event::{BackendEvent, Callchain};
+use crate::backend::event::BackendEvent;
 use crate::backend::source::{Drain, MappingSource, SampleSource, SourceInfo};
 use crate::sample::{UserRegs, UserStack};
 use crate::{Flags, Mode, Result};
@@ -507,22 +508,7 @@ fn neutral(
     Some(match record {
         Record::Sample(s) if sampling => {
             let user = s.is_user();
-            let callchain = s.callchain().map(|pcs| {
-                // Split the chain at its context markers; frames before
-                // the first marker are in the sample's own mode.
-                let mut chain = Callchain::default();
-                let mut in_user = user;
-                for pc in pcs.iter() {
-                    match pc {
-                        context::KERNEL => in_user = false,
-                        context::USER => in_user = true,
-                        pc if pc >= context::MAX => {}
-                        pc if in_user => chain.user.push(pc),
-                        pc => chain.kernel.push(pc),
-                    }
-                }
-                chain
-            });
+            let callchain = s.callchain().map(|pcs| callchain::split(user, pcs.iter()));
             (
                 s.time().unwrap_or(0),
                 BackendEvent::Sample {
