@@ -161,6 +161,9 @@ pub struct Place {
     pub symbol_range: Option<(u64, u64)>,
     /// Source file and line, when the object has line tables.
     pub line: Option<(String, u32)>,
+    /// The pc's address in its object (link-time), when the object was
+    /// read: the same for every process that maps it, wherever ASLR put it.
+    pub image_address: Option<u64>,
 }
 
 /// Resolves pcs of the processes in a log to objects, functions and lines,
@@ -260,12 +263,14 @@ impl Resolver {
                 function: Some((s.name.clone(), s.start, s.end)),
                 symbol_range: Some((s.start, s.end)),
                 line: None,
+                image_address: None,
             },
             None => Place {
                 object: KERNEL_FRAME.into(),
                 function: None,
                 symbol_range: None,
                 line: None,
+                image_address: None,
             },
         }
     }
@@ -318,6 +323,7 @@ impl Resolver {
             function,
             symbol_range,
             line,
+            image_address: vaddr,
         })
     }
 }

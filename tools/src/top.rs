@@ -174,14 +174,19 @@ impl TopView {
         self.delta = delta;
     }
 
-    /// (image, function) of a pc; `?` image when no mapping covers it.
+    /// (image, function) of a pc; `?` image when no mapping covers it. A
+    /// pc no symbol names is its address in its image, as
+    /// pmcpl_callgraph.c's `pmcstat_cgnode_hash_lookup_pc` keys it ("an
+    /// offset in the image"): one node however many processes run the
+    /// object at other addresses.
     fn frame(&mut self, pid: u32, pc: u64, leaf: bool) -> (String, String) {
         match self.resolver.place(pid, pc, false) {
             Some(p) => {
                 let image = p.object.rsplit('/').next().unwrap_or(&p.object).to_string();
                 let name = match p.function {
                     Some((name, ..)) if !(leaf && self.show_address) => name,
-                    _ => format!("{pc:#x}"),
+                    Some(_) => format!("{pc:#x}"),
+                    None => format!("{:#x}", p.image_address.unwrap_or(pc)),
                 };
                 (image, name)
             }

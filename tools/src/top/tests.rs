@@ -234,3 +234,40 @@ fn a_slow_refresh_skips_the_refreshes_it_overran() {
     assert_eq!(next_refresh(t0, ms(200), t0 + ms(400)), t0 + ms(600));
     assert!(next_refresh(t0, Duration::ZERO, t0 + ms(5)) == t0);
 }
+
+/// An unnamed pc is its address in its image (pmcpl_callgraph.c keys a
+/// node by "an offset in the image"): two processes running one PIE at
+/// other addresses share a row, however many processes there are.
+#[test]
+fn an_unnamed_pc_is_its_image_address_in_every_process() {
+    // Debian's dash (essential) is stripped: its own functions have no
+    // symbol.
+    let dash = "/usr/bin/dash";
+    assert!(std::path::Path::new(dash).exists(), "needs Debian's {dash}");
+    let mut v = TopView::new(0.0, false, false);
+    let mut log = vec![alloc(1, "cpu-clock")];
+    for (pid, start) in [(7u32, 0x5555_5555_4000u64), (8, 0x5600_0000_0000)] {
+        log.push(ev(LogRecord::MapIn {
+            pid,
+            start,
+            path: dash.into(),
+        }));
+        log.push(ev(LogRecord::Callchain {
+            pid,
+            tid: pid,
+            pmcid: 1,
+            cpu: 0,
+            userspace: true,
+            pcs: vec![start + 0x2345],
+        }));
+    }
+    v.update(&log);
+    let screen = v.render(120, 20);
+    let rows: Vec<&String> = screen.iter().filter(|l| l.contains(" dash ")).collect();
+    assert_eq!(rows.len(), 1, "{screen:?}");
+    assert!(rows[0].starts_with("100.0 dash"), "{screen:?}");
+    assert!(
+        !rows[0].contains("0x5555") && !rows[0].contains("0x5600"),
+        "{screen:?}"
+    );
+}
