@@ -29,6 +29,13 @@ pub const DEFAULT_USER_STACK_BYTES: u32 = 8192;
 /// The largest stack copy the kernel takes (its sample size is a `u16`).
 pub const MAX_USER_STACK_BYTES: u32 = 65528;
 
+/// Whether a call-chain pc lies in the kernel's half of the address space
+/// (at or above `1 << 63` on every 64-bit port of Linux and FreeBSD; no
+/// user address reaches it), so no user frame can be there.
+pub fn is_kernel_address(pc: u64) -> bool {
+    pc >= 1 << 63
+}
+
 /// The user registers of a sample, as far as unwinding needs them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct UserRegs {

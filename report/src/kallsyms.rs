@@ -15,16 +15,14 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+use pmc::sample::is_kernel_address;
+
 /// The one frame a stack's unnamed kernel pcs become, perf's name for the
 /// kernel image (and the path of the kernel's MAP_IN in pmc's logs).
 pub const KERNEL_FRAME: &str = "[kernel.kallsyms]";
 
 /// Where the running kernel's symbols are read from.
 const KALLSYMS: &str = "/proc/kallsyms";
-
-/// The first address of the upper half: kernel addresses on every 64-bit
-/// Linux port (user addresses never reach it).
-const KERNEL_HALF: u64 = 1 << 63;
 
 /// A kernel text symbol: `[start, end)`, its name and its module.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,11 +80,6 @@ impl std::error::Error for KernelNamesMissing {}
 
 /// (weak, local, leading underscores, longer name first): lower is better.
 type AliasRank = (bool, bool, usize, std::cmp::Reverse<usize>);
-
-/// Whether a pc lies in the kernel's half of the address space.
-pub fn is_kernel_address(pc: u64) -> bool {
-    pc >= KERNEL_HALF
-}
 
 /// How many pcs of a logged callchain are kernel frames: none for a user
 /// mode sample (`PMC_CC_F_USERSPACE`); for a kernel mode sample, the

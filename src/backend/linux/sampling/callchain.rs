@@ -3,10 +3,7 @@
 use pmc_linux::record::context;
 
 use crate::backend::event::Callchain;
-
-/// Where the kernel's half of the address space starts: no user return
-/// address is at or above it.
-const KERNEL_HALF: u64 = 1 << 63;
+use crate::sample::is_kernel_address;
 
 /// Splits a perf callchain at its context markers (frames before the first
 /// marker are in the sample's own mode, `user`). The user part ends at its
@@ -25,7 +22,7 @@ pub(super) fn split(user: bool, pcs: impl IntoIterator<Item = u64>) -> Callchain
             context::USER => in_user = true,
             pc if pc >= context::MAX => {}
             pc if in_user => {
-                user_ended |= pc >= KERNEL_HALF;
+                user_ended |= is_kernel_address(pc);
                 if !user_ended {
                     chain.user.push(pc);
                 }
