@@ -75,6 +75,8 @@ pub(crate) struct Inner {
     samples: AtomicU64,
     /// Samples the DROPNOTIFY records written to its logs say were lost.
     lost: AtomicU64,
+    /// Records offered to and dropped by its logs on pipes and sockets.
+    log_queue: Arc<crate::log::queue::QueueCounts>,
     /// Data pages per ring for logging targets opened from now on (0: the
     /// backend's default).
     buffer_pages: AtomicUsize,
@@ -108,6 +110,7 @@ impl Owner {
                 drainer: Arc::new(Drainer::new()),
                 samples: AtomicU64::new(0),
                 lost: AtomicU64::new(0),
+                log_queue: Arc::default(),
                 buffer_pages: AtomicUsize::new(0),
                 smallest_ring_kib: AtomicUsize::new(usize::MAX),
                 user_stack: AtomicU32::new(0),
@@ -196,6 +199,13 @@ impl Owner {
             self.inner.samples.load(Ordering::Relaxed),
             self.inner.lost.load(Ordering::Relaxed),
         )
+    }
+
+    /// Records offered to this owner's logs on pipes, FIFOs and sockets,
+    /// and those dropped there for want of buffer space (hwpmc's
+    /// `pm_buffer_requests`/`_failed`; see [`crate::log::queue`]).
+    pub fn log_queue_stats(&self) -> crate::log::queue::QueueStats {
+        self.inner.log_queue.stats()
     }
 
     /// Data pages per CPU ring of logging PMCs attached from now on (a

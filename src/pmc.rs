@@ -279,22 +279,63 @@ impl Pmc {
         } else {
             count
         };
-        let id = owner.registry().next_id();
-        let event = match asked.prepared {
-            Some(event) => Arc::clone(event),
-            None => backend.prepare(&EventRequest {
-                spec: &spec,
-                mode,
-                flags,
-                sample_period: reload_count,
-                pmcid: id.0,
-                buffer_pages: owner.buffer_pages_setting(),
-                user_stack: asked
-                    .user_stack
-                    .or_else(|| owner.user_stack())
-                    .filter(|_| mode.is_sampling()),
-            })?,
+        // The pmcid carries the PMC's CPU, mode and class as FreeBSD's
+        // does. The class is the prepared event's; the request needs the
+        // id first, so it is asked with the class the specifier names and
+        // asked again in the rare case the backend resolves it to another.
+        let registry = owner.registry();
+        let cputype = registry.cputype(|| backend.cpuinfo().map(|i| i.cputype).unwrap_or_default());
+        let class_code = |class: &Class| class.libpmc_class(cputype).code();
+        let cpu_field = match cpu {
+            Cpu::Id(n) => n,
+            Cpu::Any => u32::MAX,
         };
+        let new_id = |class: &Class| {
+            registry
+                .next_id(cpu_field, mode as u32, class_code(class))
+                .map(|id| IdGuard {
+                    registry,
+                    id,
+                    keep: false,
+                })
+                .ok_or_else(|| Error::Busy {
+                    op: "allocate".into(),
+                    why: format!(
+                        "all 256 row indexes of {cpu} {mode} PMCs of class {} are in use; \
+                         release some",
+                        class.libpmc_class(cputype).name()
+                    ),
+                })
+        };
+        let request = |id: PmcId| EventRequest {
+            spec: &spec,
+            mode,
+            flags,
+            sample_period: reload_count,
+            pmcid: id.0,
+            buffer_pages: owner.buffer_pages_setting(),
+            user_stack: asked
+                .user_stack
+                .or_else(|| owner.user_stack())
+                .filter(|_| mode.is_sampling()),
+        };
+        let (mut id_guard, event) = match asked.prepared {
+            Some(event) => (new_id(&event.class())?, Arc::clone(event)),
+            None => {
+                let guess = named_class(&spec);
+                let guard = new_id(&guess)?;
+                let event = backend.prepare(&request(guard.id))?;
+                if class_code(&event.class()) == class_code(&guess) {
+                    (guard, event)
+                } else {
+                    drop(guard);
+                    let guard = new_id(&event.class())?;
+                    let event = backend.prepare(&request(guard.id))?;
+                    (guard, event)
+                }
+            }
+        };
+        let id = id_guard.id;
         // hwpmc allocates the hardware at allocate, so an event this
         // machine cannot count fails here: system PMCs open their CPU now,
         // process PMCs try the event on the calling thread.
@@ -338,6 +379,8 @@ impl Pmc {
             reload_count,
             sample_base: 0,
         };
+        // From here the PMC's release frees its id.
+        id_guard.keep = true;
         pmc.publish();
         owner.write_if_logging(|| crate::log::LogRecord::PmcAllocateDyn {
             pmcid: id.0,
@@ -664,80 +707,36 @@ impl Drop for Pmc {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A pmcid being allocated: given back unless the allocation succeeds.
+struct IdGuard<'a> {
+    registry: &'a crate::owner::registry::Registry,
+    id: PmcId,
+    keep: bool,
+}
 
-    #[test]
-    fn an_allocation_without_a_count_gets_pmcstats_defaults() {
-        // pmcstat.h DEFAULT_SAMPLE_COUNT (65536) is the sampling events'
-        // count when -n is not given; a counting event's ev_count is -1 in
-        // pmcstat.c, i.e. no pmc_set, so hwpmc's pm_initial stays 0 (the
-        // descriptor is zeroed at PMC_OP_PMCALLOCATE).
-        assert_eq!(default_count(Mode::TS), 65_536);
-        assert_eq!(default_count(Mode::SS), 65_536);
-        assert_eq!(default_count(Mode::TC), 0);
-        assert_eq!(default_count(Mode::SC), 0);
-    }
-
-    fn sim(cpus: u32) -> Arc<dyn Backend> {
-        crate::backend::sim::SimBackend::new(cpus)
-    }
-
-    #[test]
-    fn a_cpu_beyond_the_machine_is_named_with_the_machines_cpu_range() {
-        // Was "CPUs 0..2" on a 2-CPU machine, which reads as 0, 1 and 2.
-        for (cpus, range) in [
-            (2, "this machine has CPUs 0-1"),
-            (1, "this machine has CPU 0"),
-        ] {
-            let e = crate::Owner::new(sim(cpus))
-                .allocate_with_count("cpu-clock", Mode::SC, Flags::empty(), Cpu::Id(5), 0)
-                .unwrap_err();
-            assert_eq!(e.errno(), libc::EINVAL, "{e}");
-            assert!(e.to_string().contains(range), "{e}");
+impl Drop for IdGuard<'_> {
+    fn drop(&mut self) {
+        if !self.keep {
+            self.registry.forget_id(self.id);
         }
     }
+}
 
-    #[test]
-    fn a_reload_count_above_the_maximum_names_the_maximum() {
-        // perf_event_open refused it with a bare EINVAL.
-        let e = crate::Owner::new(sim(1))
-            .allocate_with_count("cpu-clock", Mode::TS, Flags::empty(), Cpu::Any, u64::MAX)
-            .unwrap_err();
-        assert_eq!(e.errno(), libc::EINVAL, "{e}");
-        let text = e.to_string();
-        assert!(
-            text.contains("too large") && text.contains(&MAX_RELOAD_COUNT.to_string()),
-            "{text}"
-        );
-        assert!(check_reload_count("set", MAX_RELOAD_COUNT).is_ok());
-    }
-
-    #[test]
-    fn the_detach_rule_sees_only_the_pmcs_of_the_same_owner() {
-        // hwpmc_mod.c pmc_detach_one_process: a process no PMC of this
-        // owner monitors is ESRCH, one that another of its PMCs monitors
-        // EINVAL. Two owners (here on two simulated machines) are apart:
-        // pid 4242 on the one is not the pid 4242 another owner's PMC
-        // monitors.
-        let (one, other) = (
-            crate::backend::sim::SimBackend::new(2),
-            crate::backend::sim::SimBackend::new(2),
-        );
-        one.spawn(4242);
-        other.spawn(4242);
-        let (owner, other_owner) = (Owner::new(one), Owner::new(other));
-        let tc = |o: &Owner| {
-            o.allocate("task-clock", Mode::TC, Flags::empty(), Cpu::Any)
-                .expect("allocate on the simulator")
-        };
-        let mut watcher = tc(&other_owner);
-        watcher.attach(4242).expect("attach by the other owner");
-        let mut p = tc(&owner);
-        assert_eq!(p.detach(4242).unwrap_err().errno(), libc::ESRCH);
-        let mut rival = tc(&owner);
-        rival.attach(4242).expect("attach by this owner");
-        assert_eq!(p.detach(4242).unwrap_err().errno(), libc::EINVAL);
+/// The class a specifier names before the backend resolves it (its kind
+/// of event; a PMU by name is that PMU).
+fn named_class(spec: &EventSpec) -> Class {
+    use crate::spec::EventName;
+    match &spec.event {
+        EventName::Hardware(_) => Class::Hardware,
+        EventName::Cache(_) => Class::Cache,
+        EventName::Raw(_) | EventName::Named(_) => Class::Raw,
+        EventName::Software(_) => Class::Software,
+        EventName::Pmu { pmu, .. } => Class::Pmu(pmu.clone()),
+        EventName::Tracepoint { .. } => Class::Tracepoint,
+        EventName::Breakpoint { .. } => Class::Breakpoint,
+        EventName::Probe(_) => Class::Uprobe,
     }
 }
+
+#[cfg(test)]
+mod tests;

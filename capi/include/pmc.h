@@ -2,7 +2,8 @@
  * pmc.h -- FreeBSD's libpmc interface (pmc(3)) for Linux, implemented by
  * libpmc from the `pmc` Rust workspace over perf_event.
  *
- * Names, values and layouts follow FreeBSD 14's headers so that programs
+ * Names, values and layouts follow FreeBSD's headers of the tree whose
+ * PMC_VERSION is 0x0A000000 (FreeBSD 14 and later), so that programs
  * written for FreeBSD's libpmc compile unchanged:
  *   - sys/sys/pmc.h      (PMC_* constants, enum pmc_mode/class/cputype/
  *                         state/disp/caps, struct pmc_classinfo, pmc_info)
@@ -40,98 +41,141 @@ extern "C" {
 #define PMC_VERSION		(PMC_VERSION_MAJOR << 24 |		\
 	PMC_VERSION_MINOR << 16 | PMC_VERSION_PATCH)
 
-/* sys/sys/pmc.h __PMC_CPUS(): kinds of CPUs, sparse values. */
+/*
+ * sys/sys/pmc.h __PMC_CPUS(): __PMC_CPU(symbol, value, description), the
+ * kinds of CPUs, sparse values. The 0x0A000000 tree dropped AMD_K7 (0x00)
+ * and the Pentium, MIPS and Octeon entries; the last three Intel entries
+ * (0xA0-0xA2) are those FreeBSD added later under the same PMC_VERSION.
+ */
+#define	__PMC_CPUS()	\
+	__PMC_CPU(AMD_K8, 0x01, "AMD K8")	\
+	__PMC_CPU(INTEL_CORE, 0x87, "Intel Core Solo/Duo")	\
+	__PMC_CPU(INTEL_CORE2, 0x88, "Intel Core2")	\
+	__PMC_CPU(INTEL_CORE2EXTREME, 0x89, "Intel Core2 Extreme")	\
+	__PMC_CPU(INTEL_ATOM, 0x8A, "Intel Atom")	\
+	__PMC_CPU(INTEL_COREI7, 0x8B, "Intel Core i7")	\
+	__PMC_CPU(INTEL_WESTMERE, 0x8C, "Intel Westmere")	\
+	__PMC_CPU(INTEL_SANDYBRIDGE, 0x8D, "Intel Sandy Bridge")	\
+	__PMC_CPU(INTEL_IVYBRIDGE, 0x8E, "Intel Ivy Bridge")	\
+	__PMC_CPU(INTEL_SANDYBRIDGE_XEON, 0x8F, "Intel Sandy Bridge Xeon")	\
+	__PMC_CPU(INTEL_IVYBRIDGE_XEON, 0x90, "Intel Ivy Bridge Xeon")	\
+	__PMC_CPU(INTEL_HASWELL, 0x91, "Intel Haswell")	\
+	__PMC_CPU(INTEL_ATOM_SILVERMONT, 0x92, "Intel Atom Silvermont")	\
+	__PMC_CPU(INTEL_NEHALEM_EX, 0x93, "Intel Nehalem Xeon 7500")	\
+	__PMC_CPU(INTEL_WESTMERE_EX, 0x94, "Intel Westmere Xeon E7")	\
+	__PMC_CPU(INTEL_HASWELL_XEON, 0x95, "Intel Haswell Xeon E5 v3")	\
+	__PMC_CPU(INTEL_BROADWELL, 0x96, "Intel Broadwell")	\
+	__PMC_CPU(INTEL_BROADWELL_XEON, 0x97, "Intel Broadwell Xeon")	\
+	__PMC_CPU(INTEL_SKYLAKE, 0x98, "Intel Skylake")	\
+	__PMC_CPU(INTEL_SKYLAKE_XEON, 0x99, "Intel Skylake Xeon")	\
+	__PMC_CPU(INTEL_ATOM_GOLDMONT, 0x9A, "Intel Atom Goldmont")	\
+	__PMC_CPU(INTEL_ICELAKE, 0x9B, "Intel Icelake")	\
+	__PMC_CPU(INTEL_ICELAKE_XEON, 0x9C, "Intel Icelake Xeon")	\
+	__PMC_CPU(INTEL_ALDERLAKE, 0x9D, "Intel Alderlake")	\
+	__PMC_CPU(INTEL_ATOM_GOLDMONT_P, 0x9E, "Intel Atom Goldmont Plus")	\
+	__PMC_CPU(INTEL_ATOM_TREMONT, 0x9F, "Intel Atom Tremont")	\
+	__PMC_CPU(INTEL_EMERALD_RAPIDS, 0xA0, "Intel Emerald Rapids")	\
+	__PMC_CPU(INTEL_ALDERLAKEN, 0xA1, "Intel AlderlakeN")	\
+	__PMC_CPU(INTEL_GRANITE_RAPIDS, 0xA2, "Intel Granite Rapids")	\
+	__PMC_CPU(INTEL_XSCALE, 0x100, "Intel XScale")	\
+	__PMC_CPU(PPC_7450, 0x300, "PowerPC MPC7450")	\
+	__PMC_CPU(PPC_E500, 0x340, "PowerPC e500 Core")	\
+	__PMC_CPU(PPC_970, 0x380, "IBM PowerPC 970")	\
+	__PMC_CPU(PPC_POWER8, 0x390, "IBM POWER8")	\
+	__PMC_CPU(GENERIC, 0x400, "Generic")	\
+	__PMC_CPU(ARMV7_CORTEX_A5, 0x500, "ARMv7 Cortex A5")	\
+	__PMC_CPU(ARMV7_CORTEX_A7, 0x501, "ARMv7 Cortex A7")	\
+	__PMC_CPU(ARMV7_CORTEX_A8, 0x502, "ARMv7 Cortex A8")	\
+	__PMC_CPU(ARMV7_CORTEX_A9, 0x503, "ARMv7 Cortex A9")	\
+	__PMC_CPU(ARMV7_CORTEX_A15, 0x504, "ARMv7 Cortex A15")	\
+	__PMC_CPU(ARMV7_CORTEX_A17, 0x505, "ARMv7 Cortex A17")	\
+	__PMC_CPU(ARMV8_CORTEX_A53, 0x600, "ARMv8 Cortex A53")	\
+	__PMC_CPU(ARMV8_CORTEX_A57, 0x601, "ARMv8 Cortex A57")	\
+	__PMC_CPU(ARMV8_CORTEX_A76, 0x602, "ARMv8 Cortex A76")
+
 enum pmc_cputype {
-	PMC_CPU_AMD_K7			= 0x00,
-	PMC_CPU_AMD_K8			= 0x01,
-	PMC_CPU_INTEL_CORE		= 0x87,
-	PMC_CPU_INTEL_CORE2		= 0x88,
-	PMC_CPU_INTEL_CORE2EXTREME	= 0x89,
-	PMC_CPU_INTEL_ATOM		= 0x8A,
-	PMC_CPU_INTEL_COREI7		= 0x8B,
-	PMC_CPU_INTEL_WESTMERE		= 0x8C,
-	PMC_CPU_INTEL_SANDYBRIDGE	= 0x8D,
-	PMC_CPU_INTEL_IVYBRIDGE		= 0x8E,
-	PMC_CPU_INTEL_SANDYBRIDGE_XEON	= 0x8F,
-	PMC_CPU_INTEL_IVYBRIDGE_XEON	= 0x90,
-	PMC_CPU_INTEL_HASWELL		= 0x91,
-	PMC_CPU_INTEL_ATOM_SILVERMONT	= 0x92,
-	PMC_CPU_INTEL_NEHALEM_EX	= 0x93,
-	PMC_CPU_INTEL_WESTMERE_EX	= 0x94,
-	PMC_CPU_INTEL_HASWELL_XEON	= 0x95,
-	PMC_CPU_INTEL_BROADWELL		= 0x96,
-	PMC_CPU_INTEL_BROADWELL_XEON	= 0x97,
-	PMC_CPU_INTEL_SKYLAKE		= 0x98,
-	PMC_CPU_INTEL_SKYLAKE_XEON	= 0x99,
-	PMC_CPU_INTEL_ATOM_GOLDMONT	= 0x9A,
-	PMC_CPU_INTEL_ICELAKE		= 0x9B,
-	PMC_CPU_INTEL_ICELAKE_XEON	= 0x9C,
-	PMC_CPU_INTEL_ALDERLAKE		= 0x9D,
-	PMC_CPU_INTEL_ATOM_GOLDMONT_P	= 0x9E,
-	PMC_CPU_INTEL_ATOM_TREMONT	= 0x9F,
-	PMC_CPU_INTEL_XSCALE		= 0x100,
-	PMC_CPU_PPC_7450		= 0x300,
-	PMC_CPU_PPC_E500		= 0x340,
-	PMC_CPU_PPC_970			= 0x380,
-	PMC_CPU_PPC_POWER8		= 0x390,
-	PMC_CPU_GENERIC			= 0x400,
-	PMC_CPU_ARMV7_CORTEX_A5		= 0x500,
-	PMC_CPU_ARMV7_CORTEX_A7		= 0x501,
-	PMC_CPU_ARMV7_CORTEX_A8		= 0x502,
-	PMC_CPU_ARMV7_CORTEX_A9		= 0x503,
-	PMC_CPU_ARMV7_CORTEX_A15	= 0x504,
-	PMC_CPU_ARMV7_CORTEX_A17	= 0x505,
-	PMC_CPU_ARMV8_CORTEX_A53	= 0x600,
-	PMC_CPU_ARMV8_CORTEX_A57	= 0x601,
-	PMC_CPU_ARMV8_CORTEX_A76	= 0x602
+#undef	__PMC_CPU
+#define	__PMC_CPU(S, V, D)	PMC_CPU_##S = V,
+	__PMC_CPUS()
 };
-#define PMC_CPU_FIRST	PMC_CPU_AMD_K7
-#define PMC_CPU_LAST	PMC_CPU_ARMV8_CORTEX_A76
 
-/* sys/sys/pmc.h __PMC_CLASSES(): classes of PMCs. */
+#define	PMC_CPU_FIRST	PMC_CPU_AMD_K8
+#define	PMC_CPU_LAST	PMC_CPU_ARMV8_CORTEX_A76
+
+/*
+ * sys/sys/pmc.h __PMC_CLASSES(): __PMC_CLASS(symbol, value, description).
+ * K7 (0x01) is gone; IBS (0x03) is FreeBSD's later addition.
+ */
+#define	__PMC_CLASSES()	\
+	__PMC_CLASS(TSC, 0x00, "CPU Timestamp counter")	\
+	__PMC_CLASS(K8, 0x02, "AMD K8 performance counters")	\
+	__PMC_CLASS(IBS, 0x03, "AMD IBS performance counters")	\
+	__PMC_CLASS(IAF, 0x06, "Intel Core2/Atom, fixed function")	\
+	__PMC_CLASS(IAP, 0x07, "Intel Core...Atom, programmable")	\
+	__PMC_CLASS(UCF, 0x08, "Intel Uncore fixed function")	\
+	__PMC_CLASS(UCP, 0x09, "Intel Uncore programmable")	\
+	__PMC_CLASS(XSCALE, 0x0A, "Intel XScale counters")	\
+	__PMC_CLASS(PPC7450, 0x0D, "Motorola MPC7450 class")	\
+	__PMC_CLASS(PPC970, 0x0E, "IBM PowerPC 970 class")	\
+	__PMC_CLASS(SOFT, 0x0F, "Software events")	\
+	__PMC_CLASS(ARMV7, 0x10, "ARMv7")	\
+	__PMC_CLASS(ARMV8, 0x11, "ARMv8")	\
+	__PMC_CLASS(E500, 0x13, "Freescale e500 class")	\
+	__PMC_CLASS(POWER8, 0x15, "IBM POWER8 class")	\
+	__PMC_CLASS(DMC620_PMU_CD2, 0x16, "ARM DMC620 Memory Controller PMU CLKDIV2")	\
+	__PMC_CLASS(DMC620_PMU_C, 0x17, "ARM DMC620 Memory Controller PMU CLK")	\
+	__PMC_CLASS(CMN600_PMU, 0x18, "Arm CoreLink CMN600 Coherent Mesh Network PMU")
+
 enum pmc_class {
-	PMC_CLASS_TSC		= 0x00,
-	PMC_CLASS_K7		= 0x01,
-	PMC_CLASS_K8		= 0x02,
-	PMC_CLASS_IAF		= 0x06,
-	PMC_CLASS_IAP		= 0x07,
-	PMC_CLASS_UCF		= 0x08,
-	PMC_CLASS_UCP		= 0x09,
-	PMC_CLASS_XSCALE	= 0x0A,
-	PMC_CLASS_PPC7450	= 0x0D,
-	PMC_CLASS_PPC970	= 0x0E,
-	PMC_CLASS_SOFT		= 0x0F,
-	PMC_CLASS_ARMV7		= 0x10,
-	PMC_CLASS_ARMV8		= 0x11,
-	PMC_CLASS_E500		= 0x13,
-	PMC_CLASS_POWER8	= 0x15,
-	PMC_CLASS_DMC620_PMU_CD2 = 0x16,
-	PMC_CLASS_DMC620_PMU_C	= 0x17,
-	PMC_CLASS_CMN600_PMU	= 0x18
+#undef	__PMC_CLASS
+#define	__PMC_CLASS(S, V, D)	PMC_CLASS_##S = V,
+	__PMC_CLASSES()
 };
-#define PMC_CLASS_FIRST	PMC_CLASS_TSC
-#define PMC_CLASS_LAST	PMC_CLASS_CMN600_PMU
 
-/* sys/sys/pmc.h __PMC_STATES(). */
+#define	PMC_CLASS_FIRST	PMC_CLASS_TSC
+#define	PMC_CLASS_LAST	PMC_CLASS_CMN600_PMU
+
+/* sys/sys/pmc.h __PMC_STATES(): hardware, then software states. */
+#define	__PMC_HWSTATES()	\
+	__PMC_STATE(DISABLED)	\
+	__PMC_STATE(FREE)
+
+#define	__PMC_SWSTATES()	\
+	__PMC_STATE(ALLOCATED)	\
+	__PMC_STATE(STOPPED)	\
+	__PMC_STATE(RUNNING)	\
+	__PMC_STATE(DELETED)
+
+#define	__PMC_STATES()		\
+	__PMC_HWSTATES()	\
+	__PMC_SWSTATES()
+
 enum pmc_state {
-	PMC_STATE_DISABLED,
-	PMC_STATE_FREE,
-	PMC_STATE_ALLOCATED,
-	PMC_STATE_STOPPED,
-	PMC_STATE_RUNNING,
-	PMC_STATE_DELETED,
-	PMC_STATE_MAX
+#undef	__PMC_STATE
+#define	__PMC_STATE(S)	PMC_STATE_##S,
+	__PMC_STATES()
+	__PMC_STATE(MAX)
 };
-#define PMC_STATE_FIRST	PMC_STATE_DISABLED
-#define PMC_STATE_LAST	PMC_STATE_DELETED
 
-/* sys/sys/pmc.h __PMC_MODES(). */
+#define	PMC_STATE_FIRST	PMC_STATE_DISABLED
+#define	PMC_STATE_LAST	PMC_STATE_DELETED
+
+/*
+ * sys/sys/pmc.h __PMC_MODES(): system-wide sampling (SS) and counting
+ * (SC), process ("thread virtual") sampling (TS) and counting (TC).
+ */
+#define	__PMC_MODES()		\
+	__PMC_MODE(SS, 0)	\
+	__PMC_MODE(SC, 1)	\
+	__PMC_MODE(TS, 2)	\
+	__PMC_MODE(TC, 3)
+
 enum pmc_mode {
-	PMC_MODE_SS = 0,	/* system-wide sampling */
-	PMC_MODE_SC = 1,	/* system-wide counting */
-	PMC_MODE_TS = 2,	/* process ("thread virtual") sampling */
-	PMC_MODE_TC = 3		/* process counting */
+#undef	__PMC_MODE
+#define	__PMC_MODE(M, N)	PMC_MODE_##M = N,
+	__PMC_MODES()
 };
+
 #define PMC_MODE_FIRST	PMC_MODE_SS
 #define PMC_MODE_LAST	PMC_MODE_TC
 
@@ -144,65 +188,92 @@ enum pmc_mode {
 #define PMC_IS_VIRTUAL_MODE(mode)				\
 	((mode) == PMC_MODE_TS || (mode) == PMC_MODE_TC)
 
-/* sys/sys/pmc.h __PMC_DISPOSITIONS(). */
+/*
+ * sys/sys/pmc.h __PMC_DISPOSITIONS(N) (called with no argument): the
+ * disposition of a row; UNKNOWN is a sentinel after PMC_DISP_LAST.
+ */
+#define	__PMC_DISPOSITIONS(N)		\
+	__PMC_DISP(STANDALONE)		\
+	__PMC_DISP(FREE)		\
+	__PMC_DISP(THREAD)		\
+	__PMC_DISP(UNKNOWN)
+
 enum pmc_disp {
-	PMC_DISP_STANDALONE,
-	PMC_DISP_FREE,
-	PMC_DISP_THREAD,
-	PMC_DISP_UNKNOWN
+#undef	__PMC_DISP
+#define	__PMC_DISP(D)	PMC_DISP_##D,
+	__PMC_DISPOSITIONS()
 };
+
 #define PMC_DISP_FIRST	PMC_DISP_STANDALONE
 #define PMC_DISP_LAST	PMC_DISP_THREAD
 
-/* sys/sys/pmc.h __PMC_CAPS(): one bit each. */
+/* sys/sys/pmc.h __PMC_CAPS(): __PMC_CAP(name, bit, description). */
+#define	__PMC_CAPS()	\
+	__PMC_CAP(INTERRUPT, 0, "generate interrupts")	\
+	__PMC_CAP(USER, 1, "count user-mode events")	\
+	__PMC_CAP(SYSTEM, 2, "count system-mode events")	\
+	__PMC_CAP(EDGE, 3, "do edge detection of events")	\
+	__PMC_CAP(THRESHOLD, 4, "ignore events below a threshold")	\
+	__PMC_CAP(READ, 5, "read PMC counter")	\
+	__PMC_CAP(WRITE, 6, "reprogram PMC counter")	\
+	__PMC_CAP(INVERT, 7, "invert comparison sense")	\
+	__PMC_CAP(QUALIFIER, 8, "further qualify monitored events")	\
+	__PMC_CAP(PRECISE, 9, "perform precise sampling")	\
+	__PMC_CAP(TAGGING, 10, "tag upstream events")	\
+	__PMC_CAP(CASCADE, 11, "cascade counters")	\
+	__PMC_CAP(SYSWIDE, 12, "system wide counter")	\
+	__PMC_CAP(DOMWIDE, 13, "NUMA domain wide counter")
+
 enum pmc_caps {
-	PMC_CAP_INTERRUPT	= (1 << 0),
-	PMC_CAP_USER		= (1 << 1),
-	PMC_CAP_SYSTEM		= (1 << 2),
-	PMC_CAP_EDGE		= (1 << 3),
-	PMC_CAP_THRESHOLD	= (1 << 4),
-	PMC_CAP_READ		= (1 << 5),
-	PMC_CAP_WRITE		= (1 << 6),
-	PMC_CAP_INVERT		= (1 << 7),
-	PMC_CAP_QUALIFIER	= (1 << 8),
-	PMC_CAP_PRECISE		= (1 << 9),
-	PMC_CAP_TAGGING		= (1 << 10),
-	PMC_CAP_CASCADE		= (1 << 11),
-	PMC_CAP_SYSWIDE		= (1 << 12),
-	PMC_CAP_DOMWIDE		= (1 << 13)
+#undef	__PMC_CAP
+#define	__PMC_CAP(NAME, VALUE, DESCR)	PMC_CAP_##NAME = (1 << VALUE),
+	__PMC_CAPS()
 };
+
 #define PMC_CAP_FIRST	PMC_CAP_INTERRUPT
 #define PMC_CAP_LAST	PMC_CAP_DOMWIDE
 
 /*
- * sys/sys/pmc.h: enum pmc_event, FreeBSD's numbers from
- * dev/hwpmc/pmc_events.h (generated: pmc_events.h). pmc_name_of_event()
- * maps a number to the name pmc_allocate() takes here, where one counts
- * the same event (see README, "Using from C").
+ * sys/sys/pmc.h: enum pmc_event from dev/hwpmc/pmc_events.h's
+ * __PMC_EVENTS() (generated: pmc_events.h). pmc_name_of_event() gives
+ * each event's name in its class (the symbol after PMC_EV_<class>_).
  */
 #include "pmc_events.h"
 
+enum pmc_event {
+#undef	__PMC_EV
+#undef	__PMC_EV_BLOCK
+#define	__PMC_EV_BLOCK(C, V)	PMC_EV_##C##__BLOCK_START = (V) - 1,
+#define	__PMC_EV(C, N)		PMC_EV_##C##_##N,
+	__PMC_EVENTS()
+};
+
 /* sys/sys/pmc.h __PMC_OPS(): the hwpmc system call's operations. */
+#define	__PMC_OPS()	\
+	__PMC_OP(CONFIGURELOG, "Set log file")	\
+	__PMC_OP(FLUSHLOG, "Flush log file")	\
+	__PMC_OP(GETCPUINFO, "Get system CPU information")	\
+	__PMC_OP(GETDRIVERSTATS, "Get driver statistics")	\
+	__PMC_OP(GETMODULEVERSION, "Get module version")	\
+	__PMC_OP(GETPMCINFO, "Get per-cpu PMC information")	\
+	__PMC_OP(PMCADMIN, "Set PMC state")	\
+	__PMC_OP(PMCALLOCATE, "Allocate and configure a PMC")	\
+	__PMC_OP(PMCATTACH, "Attach a PMC to a process")	\
+	__PMC_OP(PMCDETACH, "Detach a PMC from a process")	\
+	__PMC_OP(PMCGETMSR, "Get a PMC's hardware address")	\
+	__PMC_OP(PMCRELEASE, "Release a PMC")	\
+	__PMC_OP(PMCRW, "Read/Set a PMC")	\
+	__PMC_OP(PMCSETCOUNT, "Set initial count/sampling rate")	\
+	__PMC_OP(PMCSTART, "Start a PMC")	\
+	__PMC_OP(PMCSTOP, "Stop a PMC")	\
+	__PMC_OP(WRITELOG, "Write a cookie to the log file")	\
+	__PMC_OP(CLOSELOG, "Close log file")	\
+	__PMC_OP(GETDYNEVENTINFO, "Get dynamic events list")
+
 enum pmc_ops {
-	PMC_OP_CONFIGURELOG,
-	PMC_OP_FLUSHLOG,
-	PMC_OP_GETCPUINFO,
-	PMC_OP_GETDRIVERSTATS,
-	PMC_OP_GETMODULEVERSION,
-	PMC_OP_GETPMCINFO,
-	PMC_OP_PMCADMIN,
-	PMC_OP_PMCALLOCATE,
-	PMC_OP_PMCATTACH,
-	PMC_OP_PMCDETACH,
-	PMC_OP_PMCGETMSR,
-	PMC_OP_PMCRELEASE,
-	PMC_OP_PMCRW,
-	PMC_OP_PMCSETCOUNT,
-	PMC_OP_PMCSTART,
-	PMC_OP_PMCSTOP,
-	PMC_OP_WRITELOG,
-	PMC_OP_CLOSELOG,
-	PMC_OP_GETDYNEVENTINFO
+#undef	__PMC_OP
+#define	__PMC_OP(N, D)	PMC_OP_##N,
+	__PMC_OPS()
 };
 
 /* sys/sys/pmc.h: flags of pmc_allocate(3) and internal ones. */
@@ -228,17 +299,19 @@ typedef uint64_t	pmc_value_t;
 #define PMC_ID_INVALID		(~ (pmc_id_t) 0)
 
 /*
- * sys/sys/pmc.h: the fields of a pmc_id_t, CPU (12 bits) | mode (8) |
- * class (4) | row (8). Ids from pmc_allocate() here are the library's own
- * counters, not built from these fields (see README).
+ * sys/sys/pmc.h: the fields of a pmc_id_t, CPU (12 bits) | mode (4) |
+ * class (8) | row index (8). pmc_allocate() here builds its ids from these
+ * fields: the PMC's CPU (0xFFF for a process PMC, PMC_CPU_ANY cut to 12
+ * bits), its mode, its class (as pmc_pmcinfo() reports it) and a row
+ * index unique among this process's live PMCs of that CPU, mode and class.
  */
 #define PMC_ID_TO_ROWINDEX(ID)	((ID) & 0xFF)
-#define PMC_ID_TO_CLASS(ID)	(((ID) & 0xF00) >> 8)
-#define PMC_ID_TO_MODE(ID)	(((ID) & 0xFF000) >> 12)
+#define PMC_ID_TO_CLASS(ID)	(((ID) & 0xFF00) >> 8)
+#define PMC_ID_TO_MODE(ID)	(((ID) & 0xF0000) >> 16)
 #define PMC_ID_TO_CPU(ID)	(((ID) & 0xFFF00000) >> 20)
 #define PMC_ID_MAKE_ID(CPU,MODE,CLASS,ROWINDEX)			\
-	((((CPU) & 0xFFF) << 20) | (((MODE) & 0xFF) << 12) |	\
-	(((CLASS) & 0xF) << 8) | ((ROWINDEX) & 0xFF))
+	((((CPU) & 0xFFF) << 20) | (((MODE) & 0xF) << 16) |	\
+	(((CLASS) & 0xFF) << 8) | ((ROWINDEX) & 0xFF))
 
 #define PMC_CPU_ANY		~0
 
@@ -274,7 +347,8 @@ struct pmc_classinfo {
 /*
  * The machine-dependent part of PMCALLOCATE (amd64 machine/pmc_mdep.h,
  * dev/hwpmc/hwpmc_amd.h, hwpmc_core.h, hwpmc_uncore.h), filled by
- * pmc_pmu_pmcallocate(). Other architectures keep the union's size only.
+ * pmc_pmu_pmcallocate(); arm64's below. Other architectures keep the
+ * union's size only.
  */
 #if defined(__x86_64__) || defined(__i386__)
 enum sub_class {
@@ -306,6 +380,32 @@ union pmc_md_op_pmcallocate {
 	struct pmc_md_iap_op_pmcallocate	pm_iap;
 	struct pmc_md_ucf_op_pmcallocate	pm_ucf;
 	struct pmc_md_ucp_op_pmcallocate	pm_ucp;
+	uint64_t				__pad[4];
+};
+#elif defined(__aarch64__)
+/*
+ * arm64 machine/pmc_mdep.h, dev/hwpmc/hwpmc_cmn600.h, hwpmc_dmc620.h:
+ * the core PMU's event in pm_md_config, the CMN-600 and DMC-620 PMUs'
+ * own arguments.
+ */
+struct pmc_md_cmn600_pmu_op_pmcallocate {
+	uint64_t	pma_cmn600_nodeid;
+	uint64_t	pma_cmn600_occupancy;
+	uint32_t	pma_cmn600_config;
+};
+
+struct pmc_md_dmc620_pmu_op_pmcallocate {
+	uint64_t	pm_dmc620_match;
+	uint64_t	pm_dmc620_mask;
+	uint32_t	pm_dmc620_config;
+};
+
+union pmc_md_op_pmcallocate {
+	struct {
+		uint32_t	pm_md_config;
+	};
+	struct pmc_md_cmn600_pmu_op_pmcallocate	pm_cmn600;
+	struct pmc_md_dmc620_pmu_op_pmcallocate	pm_dmc620;
 	uint64_t				__pad[4];
 };
 #else
@@ -487,7 +587,11 @@ int	pmc_pmu_pmcallocate(const char *_event_name,
     struct pmc_op_pmcallocate *_pm);
 const char *pmc_pmu_event_get_by_idx(const char *_cpuid, int _idx);
 int	pmc_pmu_idx_get_by_event(const char *_cpuid, const char *_event);
-int	pmc_pmu_stat_mode(const char ***_counters);
+/*
+ * pmc_pmu_stat_mode(const char ***) is no longer declared in the 0x0A tree's
+ * lib/libpmc/pmc.h; the library keeps the symbol for programs built
+ * before (declare it yourself to call it).
+ */
 
 /*
  * Extension (perf's `--call-graph dwarf`): sampling PMCs allocated from

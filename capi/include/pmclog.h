@@ -2,10 +2,13 @@
  * pmclog.h -- FreeBSD's pmclog(3) log parser for Linux, implemented by
  * libpmc from the `pmc` Rust workspace.
  *
- * Names, values and layouts follow FreeBSD 14's headers:
- *   - sys/sys/pmclog.h   (enum pmclog_type, the CALLCHAIN cpuflags macros)
+ * Names, values and layouts follow FreeBSD's headers of the tree whose
+ * PMC_VERSION is 0x0A000000 (FreeBSD 14 and later):
+ *   - sys/sys/pmclog.h   (enum pmclog_type, the records, union
+ *                          pmclog_entry, the CALLCHAIN cpuflags macros)
  *   - lib/libpmc/pmclog.h (enum pmclog_state, struct pmclog_ev and every
- *                          struct pmclog_ev_*, the four functions)
+ *                          struct pmclog_ev_*, enum pmclog_parser_state,
+ *                          struct pmclog_parse_state, the four functions)
  * and the behaviour of lib/libpmc/pmclog.c (pl_offset is the stream offset
  * after the record, pl_count counts records from 1, CLOSELOG reads as
  * PMCLOG_EOF, pl_ts.tv_sec carries the record's raw timestamp).
@@ -237,6 +240,26 @@ struct pmclog_pmcallocatedyn {
 	char		pl_evname[PMC_NAME_MAX];
 } __attribute__((__packed__));
 
+/* sys/sys/pmclog.h: a union of the records, to size scratch areas. */
+union pmclog_entry {
+	struct pmclog_callchain		pl_cc;
+	struct pmclog_closelog		pl_cl;
+	struct pmclog_dropnotify	pl_dn;
+	struct pmclog_initialize	pl_i;
+	struct pmclog_map_in		pl_mi;
+	struct pmclog_map_out		pl_mo;
+	struct pmclog_pmcallocate	pl_a;
+	struct pmclog_pmcallocatedyn	pl_ad;
+	struct pmclog_pmcattach		pl_t;
+	struct pmclog_pmcdetach		pl_d;
+	struct pmclog_proccsw		pl_c;
+	struct pmclog_procexec		pl_x;
+	struct pmclog_procexit		pl_e;
+	struct pmclog_procfork		pl_f;
+	struct pmclog_sysexit		pl_se;
+	struct pmclog_userdata		pl_u;
+};
+
 /* lib/libpmc/pmclog.h */
 enum pmclog_state {
 	PMCLOG_OK,
@@ -413,6 +436,34 @@ struct pmclog_ev {
 		struct pmclog_ev_threadexit	pl_te;
 		struct pmclog_ev_userdata	pl_u;
 	} pl_u;
+};
+
+/*
+ * lib/libpmc/pmclog.h: the state of FreeBSD's parser. Declared for
+ * programs that name them; this library's parser keeps its own state
+ * behind pmclog_open()'s cookie and does not fill these.
+ */
+enum pmclog_parser_state {
+	PL_STATE_NEW_RECORD,		/* between records */
+	PL_STATE_EXPECTING_HEADER,	/* reading a header */
+	PL_STATE_PARTIAL_RECORD,	/* header read, record not yet */
+	PL_STATE_ERROR			/* the log could not be parsed */
+};
+
+struct pmclog_parse_state {
+	enum pmclog_parser_state ps_state;
+	enum pmc_cputype	ps_arch;	/* the log's architecture */
+	uint32_t		ps_version;	/* its hwpmc version */
+	int			ps_initialized;
+	int			ps_count;	/* records so far */
+	off_t			ps_offset;	/* stream offset */
+	union pmclog_entry	ps_saved;	/* a partial record */
+	int			ps_svcount;	/* bytes of it saved */
+	int			ps_fd;		/* the fd, or -1 */
+	char			*ps_buffer;	/* read buffer with an fd */
+	char			*ps_data;	/* where parsing is */
+	char			*ps_cpuid;	/* the log's cpuid */
+	size_t			ps_len;		/* bytes buffered */
 };
 
 #define PMCLOG_FD_NONE		(-1)

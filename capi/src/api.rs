@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::fs::File;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use pmc_core::machine::CpuInfo;
@@ -52,9 +53,40 @@ fn einval(message: String) -> Failure {
     Failure::new(libc::EINVAL, message)
 }
 
+/// Whether `pmc_init` succeeded: lib/libpmc/libpmc.c's `pmc_syscall`,
+/// -1 until `pmc_init` finds hwpmc.
+static INITIALIZED: AtomicBool = AtomicBool::new(false);
+
 /// `pmc_init`: checks that performance counters can be described here.
 pub fn init() -> CResult<()> {
-    cpuinfo().map(|_| ())
+    cpuinfo_and_vendor()?;
+    INITIALIZED.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Before `pmc_init`, a call libpmc.c makes through `PMC_CALL` issues
+/// `syscall(-1, …)`, which FreeBSD fails with ENOSYS (and a SIGSYS, not
+/// raised here).
+pub fn require_init(op: &str) -> CResult<()> {
+    if INITIALIZED.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    Err(Failure::new(
+        libc::ENOSYS,
+        format!("{op}: call pmc_init() first (ENOSYS, as libpmc before pmc_init)"),
+    ))
+}
+
+/// Before `pmc_init`, libpmc.c's `pmc_cpuinfo`, `pmc_ncpu`, `pmc_npmc`
+/// (and so `pmc_pmcinfo`) fail with ENXIO.
+fn require_init_for_query(op: &str) -> CResult<()> {
+    if INITIALIZED.load(Ordering::Acquire) {
+        return Ok(());
+    }
+    Err(Failure::new(
+        libc::ENXIO,
+        format!("{op}: call pmc_init() first (ENXIO, as libpmc before pmc_init)"),
+    ))
 }
 
 /// `enum pmc_mode` → [`Mode`].
@@ -75,6 +107,7 @@ pub fn mode_of(mode: i32) -> CResult<Mode> {
 /// `pmc_allocate`, returning the new id.
 pub fn allocate(spec: &str, mode: i32, flags: u32, cpu: i32, count: u64) -> CResult<u32> {
     let mode = mode_of(mode)?;
+    require_init("pmc_allocate")?;
     let flags = Flags::from_bits(flags).ok_or_else(|| {
         einval(format!(
             "pmc_allocate: flags {flags:#x} include bits pmc_allocate(3) does not accept (EINVAL)"
@@ -90,6 +123,10 @@ pub fn allocate(spec: &str, mode: i32, flags: u32, cpu: i32, count: u64) -> CRes
             )));
         }
     };
+    // libpmc takes an event's name in its class (what pmc_name_of_event
+    // gives): here that of an event one of ours counts.
+    let freebsd = crate::names::spec_of_freebsd_name(spec);
+    let spec = freebsd.as_deref().unwrap_or(spec);
     let pmc = Pmc::allocate_with_count(spec, mode, flags, cpu, count)?;
     let id = pmc.id().0;
     registry()
@@ -110,18 +147,21 @@ fn pid_of(op: &str, pid: i32) -> CResult<u32> {
 
 /// `pmc_attach`
 pub fn attach(id: u32, pid: i32) -> CResult<()> {
+    require_init("pmc_attach")?;
     let pid = pid_of("pmc_attach", pid)?;
     with_pmc("pmc_attach", id, |p| p.attach(pid))
 }
 
 /// `pmc_detach`
 pub fn detach(id: u32, pid: i32) -> CResult<()> {
+    require_init("pmc_detach")?;
     let pid = pid_of("pmc_detach", pid)?;
     with_pmc("pmc_detach", id, |p| p.detach(pid))
 }
 
 /// `pmc_release`: the id is invalid afterwards, even when releasing fails.
 pub fn release(id: u32) -> CResult<()> {
+    require_init("pmc_release")?;
     let shared = registry()
         .as_mut()
         .and_then(|m| m.remove(&id))
@@ -139,31 +179,37 @@ pub fn release(id: u32) -> CResult<()> {
 
 /// `pmc_start`
 pub fn start(id: u32) -> CResult<()> {
+    require_init("pmc_start")?;
     with_pmc("pmc_start", id, Pmc::start)
 }
 
 /// `pmc_stop`
 pub fn stop(id: u32) -> CResult<()> {
+    require_init("pmc_stop")?;
     with_pmc("pmc_stop", id, Pmc::stop)
 }
 
 /// `pmc_read`
 pub fn read(id: u32) -> CResult<u64> {
+    require_init("pmc_read")?;
     with_pmc("pmc_read", id, Pmc::read)
 }
 
 /// `pmc_write`
 pub fn write(id: u32, value: u64) -> CResult<()> {
+    require_init("pmc_write")?;
     with_pmc("pmc_write", id, |p| p.write(value))
 }
 
 /// `pmc_rw`: writes `value`, returns the previous value.
 pub fn rw(id: u32, value: u64) -> CResult<u64> {
+    require_init("pmc_rw")?;
     with_pmc("pmc_rw", id, |p| p.rw(value))
 }
 
 /// `pmc_set`
 pub fn set(id: u32, value: u64) -> CResult<()> {
+    require_init("pmc_set")?;
     with_pmc("pmc_set", id, |p| p.set(value))
 }
 
@@ -179,6 +225,7 @@ pub fn width(id: u32) -> CResult<u32> {
 
 /// `pmc_get_msr`
 pub fn get_msr(id: u32) -> CResult<u32> {
+    require_init("pmc_get_msr")?;
     with_pmc("pmc_get_msr", id, |p| p.get_msr())
 }
 
@@ -265,11 +312,13 @@ fn cpuinfo_and_vendor() -> CResult<&'static (pmc_cpuinfo, Vendor)> {
 
 /// `pmc_cpuinfo`: a description that lives as long as the process.
 pub fn cpuinfo() -> CResult<&'static pmc_cpuinfo> {
+    require_init_for_query("pmc_cpuinfo")?;
     cpuinfo_and_vendor().map(|(c, _)| c)
 }
 
 /// `pmc_ncpu`
 pub fn ncpu() -> CResult<u32> {
+    require_init_for_query("pmc_ncpu")?;
     Ok(pmc_core::ncpu()?)
 }
 
@@ -279,6 +328,7 @@ fn cpu_arg(op: &str, cpu: i32) -> CResult<u32> {
 
 /// `pmc_npmc`
 pub fn npmc(cpu: i32) -> CResult<u32> {
+    require_init_for_query("pmc_npmc")?;
     Ok(pmc_core::npmc(cpu_arg("pmc_npmc", cpu)?)?)
 }
 
@@ -287,6 +337,7 @@ pub fn npmc(cpu: i32) -> CResult<u32> {
 /// at least one, so that FreeBSD's loop over `pmc_npmc(cpu)` rows reads
 /// only what was allocated, and a loop to the first FREE row ends.
 pub fn pmcinfo(cpu: i32) -> CResult<Vec<pmc_info>> {
+    require_init_for_query("pmc_pmcinfo")?;
     let cpu = cpu_arg("pmc_pmcinfo", cpu)?;
     let vendor = cpuinfo_and_vendor()?.1;
     let npmc = pmc_core::npmc(cpu)? as usize;
@@ -300,6 +351,7 @@ pub fn pmcinfo(cpu: i32) -> CResult<Vec<pmc_info>> {
         pm_mode: 0,
         pm_event: 0,
         pm_flags: 0,
+        _pad0: 0,
         pm_reloadcount: 0,
     };
     let total = npmc.max(rows.len() + 1);
@@ -318,6 +370,7 @@ pub fn pmcinfo(cpu: i32) -> CResult<Vec<pmc_info>> {
             pm_ownerpid: p.owner_pid as libc::pid_t,
             pm_mode: p.mode as u32,
             pm_flags: p.flags.bits(),
+            _pad0: 0,
             pm_reloadcount: p.reload_count,
         })
         .collect();
@@ -345,21 +398,29 @@ fn freebsd_event_of(spec: &str, class: u32) -> u32 {
     crate::names::event_number(class_name, &name).unwrap_or(0)
 }
 
-/// `pmc_get_driver_stats`: the log's sample and loss counts; the rest
-/// counts kernel work that has no equivalent here and stays 0.
-pub fn driver_stats() -> pmc_driverstats {
+/// `pmc_get_driver_stats`: the log's sample and loss counts, and the
+/// records offered to logs on pipes and sockets and dropped there for want
+/// of buffer space (hwpmc's `pm_buffer_requests`/`_failed`,
+/// [`pmc_core::log::queue`]); the rest counts kernel work that has no
+/// equivalent here and stays 0.
+pub fn driver_stats() -> CResult<pmc_driverstats> {
+    require_init("pmc_get_driver_stats")?;
     let (samples, lost) = pmc_core::log::sink::stats();
+    let queue = pmc_core::log::sink::queue_stats();
     let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
-    pmc_driverstats {
+    Ok(pmc_driverstats {
         pm_intr_processed: clamp(samples),
         pm_intr_bufferfull: clamp(lost),
+        pm_buffer_requests: clamp(queue.buffer_requests),
+        pm_buffer_requests_failed: clamp(queue.buffer_requests_failed),
         ..pmc_driverstats::default()
-    }
+    })
 }
 
 /// `pmc_enable`/`pmc_disable` (hwpmc's PMCADMIN): the CPU and row are
 /// checked as hwpmc does; Linux has no administrative state per counter.
 pub fn admin(op: &str, cpu: i32, row: i32) -> CResult<()> {
+    require_init(op)?;
     let npmc = npmc(cpu).map_err(|f| Failure::new(f.errno, f.message.replace("pmc_npmc", op)))?;
     if row < 0 || row as u32 >= npmc {
         return Err(einval(format!(
@@ -378,24 +439,29 @@ pub fn admin(op: &str, cpu: i32, row: i32) -> CResult<()> {
 /// `pmc_configure_logfile` with a checked, duplicated descriptor, or
 /// `None` for a negative fd (deconfigure).
 pub fn configure_logfile(out: Option<File>) -> CResult<()> {
+    require_init("pmc_configure_logfile")?;
     match out {
-        Some(f) => Ok(pmc_core::log::sink::configure_logfile(f)?),
+        // By descriptor: a pipe or socket gets the never-blocking queue.
+        Some(f) => Ok(pmc_core::log::sink::configure_logfile_fd(&f)?),
         None => Ok(pmc_core::log::sink::deconfigure_logfile()?),
     }
 }
 
 /// `pmc_flush_logfile`
 pub fn flush_logfile() -> CResult<()> {
+    require_init("pmc_flush_logfile")?;
     Ok(pmc_core::log::sink::flush_logfile()?)
 }
 
 /// `pmc_close_logfile`
 pub fn close_logfile() -> CResult<()> {
+    require_init("pmc_close_logfile")?;
     Ok(pmc_core::log::sink::close_logfile()?)
 }
 
 /// `pmc_writelog`
 pub fn writelog(value: u32) -> CResult<()> {
+    require_init("pmc_writelog")?;
     Ok(pmc_core::log::sink::writelog(value)?)
 }
 
@@ -492,6 +558,7 @@ mod tests {
     /// other negative value is the shim's EINVAL, not a huge CPU number.
     #[test]
     fn a_negative_cpu_other_than_any_is_einval() {
+        init().unwrap();
         let e = allocate("task-clock", 1, 0, -2, 0).unwrap_err();
         assert_eq!(e.errno, libc::EINVAL);
         assert!(e.message.contains("cpu -2 is neither"), "{}", e.message);
@@ -501,6 +568,7 @@ mod tests {
     /// nobody (`pm_ownerpid` −1), and there is always one.
     #[test]
     fn free_pmcinfo_rows_have_no_owner() {
+        init().unwrap();
         let rows = pmcinfo(0).unwrap();
         let free: Vec<&pmc_info> = rows.iter().filter(|r| r.pm_rowdisp == disp::FREE).collect();
         assert!(!free.is_empty());
@@ -529,6 +597,7 @@ mod tests {
     /// backend's EOPNOTSUPP for a real row.
     #[test]
     fn admin_rows_are_checked_before_the_refusal() {
+        init().unwrap();
         let rows = npmc(0).unwrap() as i32;
         for row in [rows, -1, rows + 5] {
             let e = admin("pmc_enable", 0, row).unwrap_err();

@@ -3,7 +3,7 @@
 //! lib/libpmc/pmclog.c fills it.
 
 use std::collections::HashMap;
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -18,8 +18,6 @@ use crate::{CResult, Failure};
 pub struct Parser {
     reader: LogReader,
     from_fd: bool,
-    /// The event name `pl_a.pl_evname` points at until the next read.
-    evname: CString,
     /// The stream's bytes not yet handed out as a record, as read or fed
     /// (the reader keeps its own copy).
     mirror: Arc<Mutex<Mirror>>,
@@ -97,7 +95,6 @@ pub fn open(source: Option<File>) -> usize {
     let parser = Parser {
         reader,
         from_fd,
-        evname: CString::default(),
         mirror,
         record: Vec::new(),
     };
@@ -164,6 +161,40 @@ pub fn close(cookie: usize) {
     }
 }
 
+/// Distinct `event-0x…` names kept at most; beyond, [`UNNAMED_EVENT`].
+const UNNAMED_EVENTS_MAX: usize = 4096;
+/// The name of any further event without one.
+const UNNAMED_EVENT: &CStr = c"event-unknown";
+
+/// `pl_evname` of a PMCALLOCATE: a string that lives as long as the
+/// library, as pmclog.c's `pmc_name_of_event` result points into libpmc's
+/// static tables (lib/libpmc/pmclog.c `pmclog_get_event`), so a caller
+/// may keep it past the next record and `pmclog_close`. Where we have no
+/// equivalent the record still reads, with the number in the name
+/// (instead of pmclog.c's error); those names are made once per number,
+/// up to [`UNNAMED_EVENTS_MAX`] numbers, so a hostile log cannot grow them
+/// without bound.
+fn event_name(event: u32) -> &'static CStr {
+    if let Ok(name) = crate::names::event(event) {
+        return name;
+    }
+    static UNNAMED: Mutex<Option<HashMap<u32, &'static CStr>>> = Mutex::new(None);
+    let mut table = UNNAMED.lock().unwrap_or_else(|e| e.into_inner());
+    let table = table.get_or_insert_with(HashMap::new);
+    if let Some(name) = table.get(&event) {
+        return name;
+    }
+    if table.len() >= UNNAMED_EVENTS_MAX {
+        return UNNAMED_EVENT;
+    }
+    let Ok(name) = CString::new(format!("event-{event:#x}")) else {
+        return UNNAMED_EVENT;
+    };
+    let name: &'static CStr = Box::leak(name.into_boxed_c_str());
+    table.insert(event, name);
+    name
+}
+
 fn pid(p: u32) -> libc::pid_t {
     p as libc::pid_t
 }
@@ -219,20 +250,13 @@ fn to_c(p: &mut Parser, ev: LogEvent) -> pmclog_ev {
             flags,
             rate,
         } => {
-            // pmclog.c names the event with pmc_name_of_event (after the
-            // log's CPU's pmu-events table, whose numbering is FreeBSD's
-            // own); where we have no equivalent the record still reads,
-            // with the number in the name, instead of pmclog.c's error.
-            p.evname = match crate::names::event(event) {
-                Ok(name) => name.to_owned(),
-                Err(_) => CString::new(format!("event-{event:#x}")).unwrap_or_default(),
-            };
             out.pl_u.pl_a = pmclog_ev_pmcallocate {
-                pl_evname: p.evname.as_ptr(),
+                pl_evname: event_name(event).as_ptr(),
                 pl_rate: rate,
                 pl_event: event,
                 pl_flags: flags,
                 pl_pmcid: pmcid,
+                _pad0: 0,
             }
         }
         LogRecord::PmcAllocateDyn {
@@ -275,6 +299,7 @@ fn to_c(p: &mut Parser, ev: LogEvent) -> pmclog_ev {
                 pl_pid: pid(target),
                 pl_tid: pid(tid),
                 pl_pmcid: pmcid,
+                _pad0: 0,
                 pl_value: value,
             }
         }
@@ -323,6 +348,7 @@ fn to_c(p: &mut Parser, ev: LogEvent) -> pmclog_ev {
         } => {
             out.pl_u.pl_mi = pmclog_ev_map_in {
                 pl_pid: pid(target),
+                _pad0: 0,
                 pl_start: start,
                 pl_pathname: fill_chars(&path),
             }
@@ -334,6 +360,7 @@ fn to_c(p: &mut Parser, ev: LogEvent) -> pmclog_ev {
         } => {
             out.pl_u.pl_mo = pmclog_ev_map_out {
                 pl_pid: pid(target),
+                _pad0: 0,
                 pl_start: start,
                 pl_end: end,
             }

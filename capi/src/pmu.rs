@@ -253,6 +253,7 @@ impl PmuList {
                 }
                 pm.pm_md.pm_iap = crate::types::pmc_md_iap_op_pmcallocate {
                     pm_iap_config: config,
+                    _pad0: 0,
                     pm_iap_rsp: ped.offcore_rsp,
                 };
             }
@@ -276,6 +277,7 @@ impl PmuList {
                 pm.pm_md.pm_amd = crate::types::pmc_md_amd_op_pmcallocate {
                     pm_amd_config: config,
                     pm_amd_sub_class: 0,
+                    _pad0: 0,
                 };
             }
             Vendor::Invalid => return libc::ENOENT,
@@ -691,14 +693,28 @@ mod tests {
         assert_eq!(got.events.len(), want.events.len());
         assert_eq!(got.vendor, Vendor::Intel);
         // Lists are kept per model: asked again after another one, each
-        // model still gets its own.
-        let amd = "AuthenticAMD-25-1-1";
-        let zen = for_cpuid(Some(amd)).expect("a Zen 3 table");
-        assert_eq!(zen.vendor, Vendor::Amd);
+        // model still gets its own. Haswell, unless this machine is one
+        // (only Intel tables ship: an AMD cpuid has a list only as the
+        // host's, so the second model cannot be AMD's on every machine).
+        let second = if pmc_linux::pmu_events::host_cpuid() == Some("GenuineIntel-6-3C-3") {
+            "GenuineIntel-6-3F-2"
+        } else {
+            "GenuineIntel-6-3C-3"
+        };
+        let haswell = for_cpuid(Some(second)).expect("a Haswell list");
+        assert_ne!(haswell.events.len(), want.events.len());
         let again = for_cpuid(Some(other)).unwrap();
         assert_eq!(again.events.len(), want.events.len());
         assert_eq!(again.vendor, Vendor::Intel);
-        assert_eq!(for_cpuid(Some(amd)).unwrap().vendor, Vendor::Amd);
+        assert_eq!(
+            for_cpuid(Some(second)).unwrap().events.len(),
+            haswell.events.len()
+        );
+        // An AMD model other than this machine's has no table here.
+        let amd = "AuthenticAMD-25-1-1";
+        if pmc_linux::pmu_events::host_cpuid() != Some(amd) {
+            assert!(for_cpuid(Some(amd)).is_none());
+        }
     }
 
     #[test]

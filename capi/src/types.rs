@@ -76,6 +76,9 @@ pub struct pmc_info {
     pub pm_mode: u32,
     pub pm_event: u32,
     pub pm_flags: u32,
+    /// The padding C leaves before `pm_reloadcount`, as a field so that
+    /// every byte handed to C is written (valgrind, MSan).
+    pub _pad0: u32,
     pub pm_reloadcount: u64,
 }
 
@@ -85,6 +88,8 @@ pub struct pmc_info {
 #[derive(Debug, Clone, Copy)]
 pub struct pmc_pmcinfo {
     pub pm_cpu: i32,
+    /// The padding before the 8-aligned `pm_pmcs[]`.
+    pub _pad0: u32,
     pub pm_pmcs: [pmc_info; 0],
 }
 
@@ -128,6 +133,7 @@ pub struct pmclog_ev_initialize {
 #[derive(Clone, Copy)]
 pub struct pmclog_ev_map_in {
     pub pl_pid: libc::pid_t,
+    pub _pad0: u32,
     pub pl_start: u64,
     pub pl_pathname: [c_char; FREEBSD_PATH_MAX],
 }
@@ -136,6 +142,7 @@ pub struct pmclog_ev_map_in {
 #[derive(Clone, Copy)]
 pub struct pmclog_ev_map_out {
     pub pl_pid: libc::pid_t,
+    pub _pad0: u32,
     pub pl_start: u64,
     pub pl_end: u64,
 }
@@ -148,6 +155,7 @@ pub struct pmclog_ev_pmcallocate {
     pub pl_event: u32,
     pub pl_flags: u32,
     pub pl_pmcid: u32,
+    pub _pad0: u32,
 }
 
 #[repr(C)]
@@ -180,6 +188,7 @@ pub struct pmclog_ev_proccsw {
     pub pl_pid: libc::pid_t,
     pub pl_tid: libc::pid_t,
     pub pl_pmcid: u32,
+    pub _pad0: u32,
     pub pl_value: u64,
 }
 
@@ -282,17 +291,23 @@ pub const ZERO_EV_U: pmclog_ev_u = pmclog_ev_u {
     },
 };
 
-/// `struct pmclog_ev`
+/// `struct pmclog_ev`. The `_pad` fields are where C pads, written as
+/// fields (and the union from [`ZERO_EV_U`]) so that every byte copied to
+/// the caller is initialised: the structs here have no implicit padding
+/// ([`no_implicit_padding`] checks it).
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct pmclog_ev {
     pub pl_state: u32,
+    pub _pad0: u32,
     pub pl_offset: libc::off_t,
     pub pl_count: usize,
     pub pl_ts: libc::timespec,
     pub pl_type: u32,
+    pub _pad1: u32,
     pub pl_data: *mut c_void,
     pub pl_len: c_int,
+    pub _pad2: u32,
     pub pl_u: pmclog_ev_u,
 }
 
@@ -301,6 +316,7 @@ impl pmclog_ev {
     pub fn with_state(state: u32) -> pmclog_ev {
         pmclog_ev {
             pl_state: state,
+            _pad0: 0,
             pl_offset: 0,
             pl_count: 0,
             pl_ts: libc::timespec {
@@ -308,8 +324,10 @@ impl pmclog_ev {
                 tv_nsec: 0,
             },
             pl_type: 0,
+            _pad1: 0,
             pl_data: std::ptr::null_mut(),
             pl_len: 0,
+            _pad2: 0,
             pl_u: ZERO_EV_U,
         }
     }
@@ -330,6 +348,7 @@ pub fn fill_chars<const N: usize>(s: &str) -> [c_char; N] {
 pub struct pmc_md_amd_op_pmcallocate {
     pub pm_amd_config: u64,
     pub pm_amd_sub_class: u32,
+    pub _pad0: u32,
 }
 
 /// `struct pmc_md_iap_op_pmcallocate` (dev/hwpmc/hwpmc_core.h)
@@ -337,6 +356,7 @@ pub struct pmc_md_amd_op_pmcallocate {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct pmc_md_iap_op_pmcallocate {
     pub pm_iap_config: u32,
+    pub _pad0: u32,
     pub pm_iap_rsp: u64,
 }
 
@@ -364,3 +384,33 @@ pub struct pmc_op_pmcallocate {
     pub pm_count: u64,
     pub pm_md: pmc_md_op_pmcallocate,
 }
+
+/// Fails to compile where a struct handed to C has implicit padding (a
+/// target whose sizes differ from amd64's and arm64's): each is the sum
+/// of its fields.
+#[allow(dead_code)]
+const fn no_implicit_padding() {
+    use std::mem::size_of as sz;
+    const P: usize = size_of::<*const c_char>();
+    assert!(sz::<pmc_info>() == PMC_NAME_MAX + 8 * 4 + 8);
+    assert!(sz::<pmc_pmcinfo>() == 8);
+    assert!(sz::<pmclog_ev_map_in>() == 8 + 8 + FREEBSD_PATH_MAX);
+    assert!(sz::<pmclog_ev_map_out>() == 8 + 8 + 8);
+    assert!(sz::<pmclog_ev_pmcallocate>() == P + 8 + 4 * 4);
+    assert!(sz::<pmclog_ev_proccsw>() == 4 * 4 + 8);
+    assert!(sz::<pmclog_ev_callchain>() == 6 * 4 + 8 * PMC_CALLCHAIN_DEPTH_MAX);
+    assert!(sz::<pmclog_ev_u>() == sz::<pmclog_ev_callchain>());
+    assert!(
+        sz::<pmclog_ev>()
+            == 8 + sz::<libc::off_t>()
+                + sz::<usize>()
+                + sz::<libc::timespec>()
+                + 8
+                + P
+                + 8
+                + sz::<pmclog_ev_u>()
+    );
+    assert!(sz::<pmc_md_amd_op_pmcallocate>() == 16);
+    assert!(sz::<pmc_md_iap_op_pmcallocate>() == 16);
+}
+const _: () = no_implicit_padding();

@@ -37,10 +37,12 @@ pub use gmon_writer::{GmonFile, gmon};
 pub use kallsyms::{
     KERNEL_FRAME, KernelNames, KernelNamesMissing, KernelSymbol, KernelSymbols, kernel_frames,
 };
+/// The one door to the object files a log names ([`ObjectFile::open`]).
+pub use pmc_unwind::{MAX_OBJECT_BYTES, ObjectFile, open_untrusted_object};
 pub use pprof_writer::{pprof, pprof_uncompressed};
 pub use symbols::{
-    DEBUG_DIR, DebugFiles, Frame, FunctionSymbol, MapStart, Mapping, Resolved, Symbolizer,
-    function_at, function_symbols,
+    DEBUG_DIR, DebugFiles, Frame, FunctionSymbol, LineTables, MapStart, Mapping, Resolved,
+    Symbolizer, function_at, function_symbols,
 };
 pub use text::{callgraph, flamegraph, folded};
 

@@ -24,7 +24,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use object::{Object, ObjectSection, ObjectSegment};
+use object::{Object, ObjectSection, ObjectSegment, ReadRef};
 use pmc::log::{LogEvent, LogRecord};
 
 use crate::kallsyms::{KERNEL_FRAME, KernelNames, KernelNamesMissing, KernelSymbols};
@@ -32,6 +32,7 @@ use crate::kallsyms::{KERNEL_FRAME, KernelNames, KernelNamesMissing, KernelSymbo
 mod debuginfo;
 mod exec;
 mod functions;
+mod inflate;
 mod jit;
 mod names;
 mod vdso;
@@ -39,7 +40,8 @@ use debuginfo::DebugRefs;
 pub use debuginfo::{DEBUG_DIR, DebugFiles};
 use exec::exec_images;
 pub use functions::{FunctionSymbol, function_at, function_symbols};
-use names::{Names, changed_at};
+use names::Names;
+use vdso::ObjectData;
 
 /// INITIALIZE version of logs written by pmc before it logged MAP_IN the
 /// way hwpmc does (those logs carry the address of file offset 0).
@@ -172,9 +174,17 @@ impl std::fmt::Debug for ObjectInfo {
 }
 
 impl ObjectInfo {
-    fn load(path: &str) -> Option<ObjectInfo> {
-        let data = vdso::read_object(path)?;
-        let file = object::File::parse(&*data).ok()?;
+    /// The object at `path` (refusals noted in `notes`), `None` when it
+    /// cannot be read or is not an object file.
+    fn load(path: &str, notes: &mut DebugFiles) -> Option<ObjectInfo> {
+        match vdso::open_object(path, notes)? {
+            ObjectData::Image(image) => ObjectInfo::parse(&*image),
+            ObjectData::File(file) => ObjectInfo::parse(&*file),
+        }
+    }
+
+    fn parse<'d, R: ReadRef<'d>>(data: R) -> Option<ObjectInfo> {
+        let file = object::File::parse(data).ok()?;
         let mut text_segments = Vec::new();
         let mut segments = Vec::new();
         let mut interpreter = None;
@@ -184,7 +194,7 @@ impl ObjectInfo {
             for ph in elf.elf_program_headers() {
                 if ph.p_type(endian) == object::elf::PT_INTERP {
                     interpreter = ph
-                        .data(endian, &*data)
+                        .data(endian, data)
                         .ok()
                         .and_then(|d| std::ffi::CStr::from_bytes_until_nul(d).ok())
                         .map(|c| c.to_string_lossy().into_owned());
@@ -198,7 +208,7 @@ impl ObjectInfo {
                     ph.p_offset(endian),
                     ph.p_filesz(endian),
                 );
-                segments.push((off, off + filesz, vaddr));
+                segments.push((off, off.saturating_add(filesz), vaddr));
                 if ph.p_flags(endian) & object::elf::PF_X != 0 {
                     text_segments.push((vaddr, memsz, off));
                 }
@@ -206,7 +216,7 @@ impl ObjectInfo {
         } else {
             for s in file.segments() {
                 let (off, size) = s.file_range();
-                segments.push((off, off + size, s.address()));
+                segments.push((off, off.saturating_add(size), s.address()));
             }
         }
         text_segments.sort_unstable();
@@ -215,7 +225,7 @@ impl ObjectInfo {
             if let object::SectionFlags::Elf { sh_flags } = s.flags()
                 && sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0
             {
-                let (lo, hi) = (s.address(), s.address() + s.size());
+                let (lo, hi) = (s.address(), s.address().saturating_add(s.size()));
                 text_range = Some(match text_range {
                     Some((a, b)) => (a.min(lo), b.max(hi)),
                     None => (lo, hi),
@@ -291,19 +301,10 @@ impl ObjectInfo {
         path: &str,
         debug: &mut DebugFiles,
         recorded_until: Option<std::time::SystemTime>,
+        names_only: bool,
     ) -> &Names {
-        self.names.get_or_insert_with(|| {
-            if let Some(logged) = recorded_until
-                && let Some(changed) = changed_at(path)
-                && changed > logged
-            {
-                debug.note(format!(
-                    "{path}: changed on disk after the log was written; its frames stay unnamed (pmclog records no build ids to tell the builds apart)"
-                ));
-                return Names::none();
-            }
-            Names::load(path, debug)
-        })
+        self.names
+            .get_or_insert_with(|| Names::load(path, debug, names_only, recorded_until))
     }
 }
 
@@ -349,6 +350,8 @@ impl Symbolizer {
         let mut version = pmc::log::PMC_VERSION;
         let mut kernel = KernelNames::running();
         let mut log_started = None;
+        // Notes of the objects refused while placing execs, for -v.
+        let mut debug = DebugFiles::default();
         for e in events {
             match &e.record {
                 LogRecord::Initialize {
@@ -391,7 +394,8 @@ impl Symbolizer {
                 } => {
                     maps.remove(pid);
                     if convention == MapStart::FirstExecutableMapping {
-                        let images = exec_images(&mut objects, version, path, *entry, *dynaddr);
+                        let images =
+                            exec_images(&mut objects, &mut debug, version, path, *entry, *dynaddr);
                         for (start, image) in images {
                             maps.entry(*pid).or_default().push((start, image.clone()));
                             placed.push((*pid, start, image));
@@ -426,7 +430,7 @@ impl Symbolizer {
             cache: HashMap::new(),
             kernel,
             kernel_cache: HashMap::new(),
-            debug: DebugFiles::default(),
+            debug,
             recorded_until: None,
             perf_maps: HashMap::new(),
             log_started,
@@ -437,7 +441,9 @@ impl Symbolizer {
     /// Looks separate debug files up under `root` (pmcstat's `-r`: the
     /// log's paths are already under it) instead of [`DEBUG_DIR`].
     pub fn with_debug_root(mut self, root: Option<std::path::PathBuf>) -> Symbolizer {
+        let notes = std::mem::take(&mut self.debug);
         self.debug = DebugFiles::under_root(root);
+        self.debug.keep_notes_of(notes);
         self.cache.clear();
         self
     }
@@ -615,10 +621,11 @@ impl Symbolizer {
         let Some((start, path)) = found else {
             return raw();
         };
+        let debug = &mut self.debug;
         let info = self
             .objects
             .entry(path.clone())
-            .or_insert_with(|| ObjectInfo::load(&path));
+            .or_insert_with(|| ObjectInfo::load(&path, debug));
         let file_name = path.rsplit('/').next().unwrap_or(&path).to_string();
         let Some(info) = info else {
             return Resolved {
@@ -643,7 +650,7 @@ impl Symbolizer {
         if !(mapping.memory_start..mapping.memory_limit).contains(&pc) {
             return raw();
         }
-        let names = info.names(&path, &mut self.debug, self.recorded_until);
+        let names = info.names(&path, &mut self.debug, self.recorded_until, self.names_only);
         let symbol = names.symbol_at(addr);
         let mut frames = names.frames(addr, symbol.map(|s| s.1), self.names_only);
         if frames.is_empty() {
@@ -665,10 +672,42 @@ impl Symbolizer {
     /// `path`, libpmcstat's `pi_start`/`pi_end`.
     pub fn text_range(&mut self, path: &str) -> Option<(u64, u64)> {
         let key: Arc<str> = Arc::from(path);
+        let debug = &mut self.debug;
         self.objects
             .entry(key)
-            .or_insert_with(|| ObjectInfo::load(path))
+            .or_insert_with(|| ObjectInfo::load(path, debug))
             .as_ref()?
             .text_range
+    }
+}
+
+/// An object's own DWARF line tables (`pmcstat -a`): its `.debug_*`
+/// sections read through [`pmc_unwind::ObjectFile`] and inflated within
+/// the cap of compressed sections.
+pub struct LineTables(debuginfo::OwnedDwarf);
+
+impl std::fmt::Debug for LineTables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LineTables").finish_non_exhaustive()
+    }
+}
+
+impl LineTables {
+    /// The line tables of the object `file` (already opened), when it has
+    /// DWARF; what was refused (a compressed section above the cap) is
+    /// added to `notes`.
+    pub fn load(file: &pmc_unwind::ObjectFile, notes: &mut Vec<String>) -> Option<LineTables> {
+        let elf = object::File::parse(file).ok()?;
+        let mut noted = DebugFiles::default();
+        let path = file.path().display().to_string();
+        let dwarf = debuginfo::owned_dwarf(&elf, &|o, n| file.read_range(o, n), &path, &mut noted);
+        notes.extend(noted.notes().iter().cloned());
+        dwarf.map(LineTables)
+    }
+
+    /// The source file and line of an object address.
+    pub fn find_location(&self, addr: u64) -> Option<(String, u32)> {
+        let location = self.0.find_location(addr).ok()??;
+        Some((location.file?.to_string(), location.line?))
     }
 }

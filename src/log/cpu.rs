@@ -119,10 +119,10 @@ pub fn identity_from_cpuinfo(text: &str) -> Option<CpuIdentity> {
 /// libpmc's `pmc_name_of_cputype`: the `enum pmc_cputype` member of
 /// `sys/sys/pmc.h` `__PMC_CPUS` without its `PMC_CPU_` prefix (libpmc.c
 /// builds `pmc_cputype_names` with `__STRING(S)`); `None` where libpmc
-/// says EINVAL. pmcstat -R prints it in `initlog` lines.
+/// says EINVAL (AMD_K7, 0x00, is gone from the PMC_VERSION 0x0A000000
+/// tree). pmcstat -R prints it in `initlog` lines.
 pub fn cputype_name(cputype: u32) -> Option<&'static str> {
     Some(match cputype {
-        0x00 => "AMD_K7",
         0x01 => "AMD_K8",
         0x87 => "INTEL_CORE",
         0x88 => "INTEL_CORE2",
@@ -149,6 +149,9 @@ pub fn cputype_name(cputype: u32) -> Option<&'static str> {
         0x9D => "INTEL_ALDERLAKE",
         0x9E => "INTEL_ATOM_GOLDMONT_P",
         0x9F => "INTEL_ATOM_TREMONT",
+        0xA0 => "INTEL_EMERALD_RAPIDS",
+        0xA1 => "INTEL_ALDERLAKEN",
+        0xA2 => "INTEL_GRANITE_RAPIDS",
         0x100 => "INTEL_XSCALE",
         0x300 => "PPC_7450",
         0x340 => "PPC_E500",

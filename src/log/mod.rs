@@ -56,11 +56,14 @@
 //! - [`LogReader`]: reads from a file/pipe or from memory fed piecewise,
 //!   with libpmc's OK / EOF / REQUIRE_DATA / ERROR (sticky) states and its
 //!   `pl_offset` / `pl_count`;
-//! - [`sink`]: the process-wide log of `pmc_configure_logfile`.
+//! - [`sink`]: the process-wide log of `pmc_configure_logfile`;
+//! - [`queue`]: the bounded, never-blocking writer of logs on pipes and
+//!   sockets (hwpmc's log buffers and DROPNOTIFY).
 
 pub mod cpu;
 mod decode;
 mod encode;
+pub mod queue;
 mod reader;
 mod record;
 pub mod sink;

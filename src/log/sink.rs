@@ -55,6 +55,12 @@ pub fn flush_logfile() -> Result<()> {
     Owner::global().flush_logfile()
 }
 
+/// The process's log's write error, if its destination failed; see
+/// [`Owner::log_write_error`].
+pub fn write_error() -> Option<crate::Error> {
+    Owner::global().log_write_error()
+}
+
 /// `pmc_close_logfile`; see [`Owner::close_logfile`].
 pub fn close_logfile() -> Result<()> {
     Owner::global().close_logfile()
@@ -74,6 +80,12 @@ pub fn writelog(value: u32) -> Result<()> {
 /// [`Owner::stats`].
 pub fn stats() -> (u64, u64) {
     Owner::global().stats()
+}
+
+/// The process's records offered to and dropped by logs on pipes and
+/// sockets; see [`Owner::log_queue_stats`].
+pub fn queue_stats() -> crate::log::queue::QueueStats {
+    Owner::global().log_queue_stats()
 }
 
 /// The process's log clock; see [`Owner::now`].

@@ -737,6 +737,23 @@ fn a_write_error_reaches_flush_with_its_errno() {
     assert_eq!(w.write_error(), Some(libc::ENOSPC));
 }
 
+/// `LogWriter::error` tells the failure without writing: nothing before
+/// the first write out, the flush's error after it.
+#[test]
+fn a_write_error_is_told_without_writing() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full exists on Linux");
+    let mut w = LogWriter::new(full).unwrap();
+    w.writelog(1, 1).unwrap();
+    assert!(w.error().is_none(), "nothing was written yet");
+    let flushed = w.flush().unwrap_err().to_string();
+    let told = w.error().expect("the write error, kept");
+    assert_eq!(told.os_errno(), Some(libc::ENOSPC), "{told}");
+    assert_eq!(told.to_string(), flushed);
+}
+
 /// usr.sbin/pmcstat/pmcstat_log.c `pmcstat_print_log` through pmcstat.h
 /// `PMCSTAT_PRINT_ENTRY` (`"%-9s"`, `" "`, the record's format).
 #[test]

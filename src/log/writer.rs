@@ -102,16 +102,22 @@ impl<W: Write> LogWriter<W> {
     /// happened now or earlier, with its errno.
     pub fn flush(&mut self) -> Result<()> {
         self.write_out();
-        match &self.error {
-            None => Ok(()),
-            Some((errno, msg)) => Err(Error::Log {
-                what: format!(
-                    "writing the log failed: {msg}; records after the failure were dropped \
-                     (free space on the destination or configure another log)"
-                ),
-                source: errno.map(std::io::Error::from_raw_os_error),
-            }),
-        }
+        self.error().map_or(Ok(()), Err)
+    }
+
+    /// The destination's first write error as [`LogWriter::flush`] returns
+    /// it, without writing anything: what a recorder polls to stop at
+    /// once, as hwpmc's log thread signals its owner (SIGIO) at its first
+    /// write error.
+    pub fn error(&self) -> Option<Error> {
+        let (errno, msg) = self.error.as_ref()?;
+        Some(Error::Log {
+            what: format!(
+                "writing the log failed: {msg}; records after the failure were dropped \
+                 (free space on the destination or configure another log)"
+            ),
+            source: errno.map(std::io::Error::from_raw_os_error),
+        })
     }
 
     /// The first write error's errno, if the destination failed.

@@ -72,6 +72,12 @@ impl Owner {
     /// as `pmc_configure_logfile(fd)`: the log holds its own reference to
     /// the open file (a duplicate, as hwpmc's `fget_write`), so the caller
     /// may close its descriptor and the log keeps working.
+    ///
+    /// A pipe, FIFO or socket (a destination a reader drains) is written
+    /// by a thread of the log's own through a bounded queue
+    /// ([`crate::log::queue`], hwpmc's log buffers): records that find the
+    /// queue full are dropped, counted and reported by a DROPNOTIFY, and
+    /// only the close waits for the reader, while it takes data.
     pub fn configure_logfile_fd(&self, fd: impl std::os::fd::AsFd) -> Result<()> {
         let own = fd.as_fd().try_clone_to_owned().map_err(|e| Error::Log {
             what: format!(
@@ -80,7 +86,16 @@ impl Owner {
             ),
             source: Some(e),
         })?;
-        self.configure_logfile(std::fs::File::from(own))
+        let file = std::fs::File::from(own);
+        if crate::log::queue::wants_queue(&file) {
+            let ncpu = self.binding().highest_possible_cpu() as usize + 1;
+            return self.configure_logfile(crate::log::queue::QueuedWriter::for_log(
+                file,
+                ncpu,
+                self.inner.log_queue.clone(),
+            )?);
+        }
+        self.configure_logfile(file)
     }
 
     /// Whether a log is configured.
@@ -99,6 +114,15 @@ impl Owner {
             Some(log) => log.writer.flush(),
             None => Err(no_log("flush_logfile")),
         }
+    }
+
+    /// The log destination's write error (ENOSPC, EIO, …), if it failed:
+    /// the error [`Owner::flush_logfile`] would return, found without
+    /// writing or draining, so cheap enough to poll (hwpmc's log thread
+    /// signals its owner SIGIO at its first write error). `None` without
+    /// a log.
+    pub fn log_write_error(&self) -> Option<Error> {
+        self.inner.log().as_ref()?.writer.error()
     }
 
     /// Writes out what is buffered, without draining the sources: the

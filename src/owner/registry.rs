@@ -5,8 +5,8 @@
 //! [`SharedState`], an atomic the PMC and its row share, so the hot path
 //! takes no lock.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::machine::PmcInfo;
@@ -15,7 +15,12 @@ use crate::{PmcId, State};
 /// One owner's PMCs: hwpmc's `po_pmcs` list and the pmcid counter.
 #[derive(Debug)]
 pub(crate) struct Registry {
-    next_id: AtomicU32,
+    /// The pmcids handed out and not yet released (allocated, or being
+    /// allocated), and the row index to try next for each CPU, mode and
+    /// class (keyed by the id with row 0).
+    ids: Mutex<Ids>,
+    /// The backend's `cputype` (which picks the core PMU's class).
+    cputype: std::sync::OnceLock<String>,
     /// By pmcid. A hash map: a PMC's row is written at allocate and removed
     /// at release, and a tree's node shifts of ~130-byte rows cost more
     /// than those of the open they go with (`PerCpu`'s many rows);
@@ -80,6 +85,18 @@ impl SharedState {
     }
 }
 
+/// [`Registry::next_id`]'s book-keeping.
+#[derive(Debug, Default)]
+struct Ids {
+    taken: HashSet<u32>,
+    cursor: HashMap<u32, u32>,
+}
+
+/// sys/sys/pmc.h (PMC_VERSION 0x0A000000) `PMC_ID_MAKE_ID`.
+pub(crate) fn make_id(cpu: u32, mode: u32, class: u32, row: u32) -> u32 {
+    ((cpu & 0xFFF) << 20) | ((mode & 0xF) << 16) | ((class & 0xFF) << 8) | (row & 0xFF)
+}
+
 fn state_from_u8(v: u8) -> State {
     const STATES: [State; 6] = [
         State::Disabled,
@@ -98,7 +115,8 @@ fn state_from_u8(v: u8) -> State {
 impl Registry {
     pub(crate) fn new() -> Registry {
         Registry {
-            next_id: AtomicU32::new(1),
+            ids: Mutex::new(Ids::default()),
+            cputype: std::sync::OnceLock::new(),
             rows: Mutex::new(HashMap::new()),
         }
     }
@@ -107,9 +125,36 @@ impl Registry {
         self.rows.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A fresh pmcid: ids are never reused within an owner.
-    pub(crate) fn next_id(&self) -> PmcId {
-        PmcId(self.next_id.fetch_add(1, Ordering::Relaxed))
+    /// A fresh pmcid in FreeBSD's format (sys/sys/pmc.h `PMC_ID_MAKE_ID`:
+    /// CPU 12 bits, mode 4, class 8, row index 8), so that a program's
+    /// `PMC_ID_TO_CPU`/`_MODE`/`_CLASS`/`_ROWINDEX` read the PMC's own: `cpu`
+    /// (0xFFF, `PMC_CPU_ANY` cut to 12 bits, for a process PMC), `mode`,
+    /// `class` (`enum pmc_class`) and a row index no live PMC of this owner
+    /// with the same CPU, mode and class has. Rows go round: an id comes
+    /// back only after the 255 others of its CPU, mode and class were
+    /// handed out. None when all 256 rows are in use.
+    pub(crate) fn next_id(&self, cpu: u32, mode: u32, class: u32) -> Option<PmcId> {
+        let key = make_id(cpu, mode, class, 0);
+        let mut ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        let start = ids.cursor.get(&key).copied().unwrap_or(0);
+        let row = (0..256)
+            .map(|i| (start + i) % 256)
+            .find(|&row| !ids.taken.contains(&(key | row)))?;
+        ids.cursor.insert(key, row + 1);
+        ids.taken.insert(key | row);
+        Some(PmcId(key | row))
+    }
+
+    /// The owner's backend's `cputype`, asked once.
+    pub(crate) fn cputype(&self, ask: impl FnOnce() -> String) -> &str {
+        self.cputype.get_or_init(ask)
+    }
+
+    /// Gives back an id [`Registry::next_id`] handed out (the PMC was
+    /// released, or its allocation failed).
+    pub(crate) fn forget_id(&self, id: PmcId) {
+        let mut ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
+        ids.taken.remove(&id.0);
     }
 
     /// Writes (or replaces) a PMC's row.
@@ -136,9 +181,10 @@ impl Registry {
         }
     }
 
-    /// Removes a released PMC's row.
+    /// Removes a released PMC's row and frees its id.
     pub(crate) fn remove(&self, id: PmcId) {
         self.rows().remove(&id.0);
+        self.forget_id(id);
     }
 
     /// Another PMC of this owner than `id` that monitors `pid`.

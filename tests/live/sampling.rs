@@ -23,6 +23,11 @@ pub fn tests() -> Vec<LiveTest> {
             a_traced_childs_fork_exec_exit_appear_in_order,
         ),
         test(
+            "sampling::procexec_names_the_image_of_a_process_gone_before_the_drain",
+            vec![R::Paranoid(1)],
+            procexec_names_the_image_of_a_process_gone_before_the_drain,
+        ),
+        test(
             "sampling::a_tiny_buffer_loses_samples_as_dropnotify",
             vec![R::Paranoid(2)],
             a_tiny_buffer_loses_samples_as_dropnotify,
@@ -286,6 +291,52 @@ fn a_traced_childs_fork_exec_exit_appear_in_order() -> TestResult {
             .iter()
             .any(|e| matches!(&e.record, LogRecord::MapIn { pid, .. } if *pid == newpid)),
         "no MAP_IN for the grandchild's exec"
+    );
+    Ok(())
+}
+
+/// hwpmc's PROCEXEC carries the image's full path; a COMM carries only
+/// the program's name, and `/proc/PID/exe` is gone by the time a drain
+/// reads a short-lived process's exec. Fifty runs of `true`: each PROCEXEC
+/// names `true`'s absolute path (before: "true", which `pmcstat -R` then
+/// looked for in the reader's own directory).
+fn procexec_names_the_image_of_a_process_gone_before_the_drain() -> TestResult {
+    const RUNS: usize = 50;
+    let mut workload_pid = 0;
+    let events = with_log(|| {
+        let mut w = Workload::spawn("exec-true", &[&RUNS.to_string()])?;
+        workload_pid = w.pid();
+        let mut pmc =
+            Pmc::allocate("cpu-clock", Mode::TS, Flags::DESCENDANTS, Cpu::Any).ctx("allocate")?;
+        pmc.attach(w.pid()).ctx("attach")?;
+        pmc.start().ctx("start")?;
+        w.go()?;
+        w.wait()?;
+        pmc.stop().ctx("stop")?;
+        Ok(())
+    })?;
+    let true_path = crate::workloads::system_true();
+    let true_path = true_path.to_str().ok_or("true's path is not UTF-8")?;
+    let execs: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.record {
+            LogRecord::ProcExec { pid, path, .. } if *pid != workload_pid => Some(path.as_str()),
+            _ => None,
+        })
+        .collect();
+    let named_true = execs.iter().filter(|p| **p == true_path).count();
+    let not_absolute: Vec<&&str> = execs.iter().filter(|p| !p.starts_with('/')).collect();
+    ensure!(
+        not_absolute.is_empty(),
+        "{} of {} PROCEXECs of the workload's children name no absolute path: {:?}",
+        not_absolute.len(),
+        execs.len(),
+        &not_absolute[..not_absolute.len().min(5)]
+    );
+    ensure!(
+        named_true == RUNS,
+        "{named_true} of {RUNS} runs of true logged as {true_path}; the children's PROCEXECs: {:?}",
+        &execs[..execs.len().min(5)]
     );
     Ok(())
 }

@@ -304,6 +304,18 @@ pub fn run_if_requested() {
             std::hint::black_box(touch_fresh_pages(own as usize));
             println!("{}", Usage::line_since(start));
         }
+        // Runs `true` (the system's, by its absolute path) `n` times, one
+        // after the other: short-lived programs, gone before a drain.
+        "exec-true" => {
+            let n = arg(1, 50);
+            ready_then_wait();
+            let start = Usage::now();
+            for _ in 0..n {
+                let status = Command::new(system_true()).status().expect("spawn true");
+                assert!(status.success());
+            }
+            println!("{}", Usage::line_since(start));
+        }
         // Touches `n` fresh pages (no handshake: for `perf stat`).
         "touch" => {
             std::hint::black_box(touch_fresh_pages(arg(1, 1000) as usize));
@@ -426,4 +438,13 @@ fn self_bracket() -> Result<String, String> {
     Ok(format!(
         "running {running} stopped {stopped} resumed {resumed} written {written} late {late} rewritten {rewritten}"
     ))
+}
+
+/// The system's `true`, by the path the kernel names its image with
+/// (`/bin` is a link to `/usr/bin` on merged-/usr systems).
+pub fn system_true() -> std::path::PathBuf {
+    ["/usr/bin/true", "/bin/true"]
+        .iter()
+        .find_map(|p| std::fs::canonicalize(p).ok())
+        .expect("a true(1) in /usr/bin or /bin")
 }

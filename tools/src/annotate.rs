@@ -75,7 +75,7 @@ struct ObjectInfo {
     /// and a loaded machine's big binaries would each hold theirs).
     debug_path: Option<String>,
     /// DWARF line tables, once asked for (`None` inside: none to read).
-    lines: std::cell::OnceCell<Option<addr2line::Loader>>,
+    lines: std::cell::OnceCell<Option<pmc_report::LineTables>>,
 }
 
 impl ObjectInfo {
@@ -87,10 +87,12 @@ impl ObjectInfo {
             debug_path: None,
             lines: std::cell::OnceCell::new(),
         };
-        let Ok(data) = std::fs::read(path) else {
+        // The log names it: an absolute path to a regular file, read as
+        // parsed (pmc_report::ObjectFile).
+        let Ok(data) = pmc_report::ObjectFile::open(Path::new(path)) else {
             return empty();
         };
-        let Ok(file) = object::File::parse(&*data) else {
+        let Ok(file) = object::File::parse(&data) else {
             return empty();
         };
         let first_text_vaddr = file
@@ -104,7 +106,7 @@ impl ObjectInfo {
             .segments()
             .map(|s| {
                 let (off, size) = s.file_range();
-                (off, off + size, s.address())
+                (off, off.saturating_add(size), s.address())
             })
             .collect();
         let functions = pmc_report::function_symbols(&file);
@@ -117,13 +119,14 @@ impl ObjectInfo {
         }
     }
 
-    /// The line tables, opened at the first call.
-    fn lines(&self) -> Option<&addr2line::Loader> {
+    /// The line tables, opened at the first call (the object opened again
+    /// by the same rules; compressed sections inflated within the cap).
+    fn lines(&self) -> Option<&pmc_report::LineTables> {
         self.lines
             .get_or_init(|| {
-                self.debug_path
-                    .as_deref()
-                    .and_then(|path| addr2line::Loader::new(path).ok())
+                let path = self.debug_path.as_deref()?;
+                let file = pmc_report::ObjectFile::open(Path::new(path)).ok()?;
+                pmc_report::LineTables::load(&file, &mut Vec::new())
             })
             .as_ref()
     }
@@ -166,6 +169,17 @@ pub struct Place {
     pub image_address: Option<u64>,
 }
 
+/// Counts of what a [`Resolver`] holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retained {
+    /// Processes whose mappings it knows.
+    pub processes: usize,
+    /// Their mappings, summed.
+    pub mappings: usize,
+    /// Objects read (symbols, segments), one per path.
+    pub objects: usize,
+}
+
 /// Resolves pcs of the processes in a log to objects, functions and lines,
 /// following MAP_IN, fork and exec records like `report::Symbolizer`, and
 /// kernel pcs through the running kernel's kallsyms
@@ -173,6 +187,10 @@ pub struct Place {
 pub struct Resolver {
     maps: HashMap<u32, Vec<(u64, String)>>,
     objects: HashMap<String, ObjectInfo>,
+    /// The [`Resolver::drop_unmapped_objects`] sweep each object path was
+    /// last seen mapped at, and the sweeps so far.
+    last_mapped: HashMap<String, u32>,
+    sweeps: u32,
     /// What MAP_IN's `start` is the address of in this log.
     convention: MapStart,
     kernel: KernelNames,
@@ -183,6 +201,8 @@ impl Default for Resolver {
         Resolver {
             maps: HashMap::new(),
             objects: HashMap::new(),
+            last_mapped: HashMap::new(),
+            sweeps: 0,
             convention: MapStart::FirstExecutableMapping,
             kernel: KernelNames::running(),
         }
@@ -236,6 +256,52 @@ impl Resolver {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// Lets go of a process's mappings (it exited, or its pid starts over
+    /// as another process). Objects stay until
+    /// [`Resolver::drop_unmapped_objects`].
+    pub fn forget_process(&mut self, pid: u32) {
+        self.maps.remove(&pid);
+    }
+
+    /// The processes whose mappings it holds (the kernel's, `u32::MAX`, too).
+    pub fn processes(&self) -> impl Iterator<Item = u32> + '_ {
+        self.maps.keys().copied()
+    }
+
+    /// Lets go of the objects (symbols, segments, line tables) no process
+    /// it knows has mapped in its last `sweeps` calls: one copy per object
+    /// file while mapped, none once unmapped that long. The grace keeps an
+    /// object that short-lived processes map one after another (a build's
+    /// compilers, a shell loop's commands) from being read again for each.
+    pub fn drop_unmapped_objects(&mut self, sweeps: u32) {
+        self.sweeps += 1;
+        let now = self.sweeps;
+        for path in self.maps.values().flatten().map(|(_, path)| path) {
+            match self.last_mapped.get_mut(path.as_str()) {
+                Some(seen) => *seen = now,
+                None => {
+                    self.last_mapped.insert(path.clone(), now);
+                }
+            }
+        }
+        self.last_mapped
+            .retain(|_, seen| now.saturating_sub(*seen) < sweeps.max(1));
+        let last_mapped = &self.last_mapped;
+        self.objects
+            .retain(|path, _| last_mapped.contains_key(path.as_str()));
+    }
+
+    /// What the resolver holds: processes with mappings, their mappings,
+    /// and objects read (counted, not sized: what a long session must keep
+    /// bounded by the live processes).
+    pub fn retained(&self) -> Retained {
+        Retained {
+            processes: self.maps.len(),
+            mappings: self.maps.values().map(Vec::len).sum(),
+            objects: self.objects.len(),
         }
     }
 
@@ -311,11 +377,7 @@ impl Resolver {
         // Only when asked: the first ask opens the object's line tables.
         let lines = if with_line { info.lines() } else { None };
         let line = match (vaddr, lines) {
-            (Some(v), Some(l)) => l
-                .find_location(v)
-                .ok()
-                .flatten()
-                .and_then(|loc| Some((loc.file?.to_string(), loc.line?))),
+            (Some(v), Some(l)) => l.find_location(v),
             _ => None,
         };
         Some(Place {

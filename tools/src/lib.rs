@@ -6,6 +6,7 @@
 
 pub mod annotate;
 pub mod cli;
+pub mod destination;
 pub mod events;
 pub mod gate;
 pub mod output;

@@ -87,31 +87,38 @@ impl ProfileArgs {
         let mut builder = ProfileBuilder::new(options);
         let reader =
             pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 20, file));
-        let mut records = 0u64;
+        let mut end = LogEnd::default();
         for event in reader {
             match event {
                 Ok(event) => {
-                    records += 1;
+                    end.saw(&event.record);
                     each_record(&event.record);
                     builder.push(&event);
                 }
                 // Damage at the first record: not a pmclog at all (a
                 // perf.data, say), which fails before any output is made.
-                Err(e) if records == 0 => return Err(log_parse_failed(log, &e)),
-                // A log cut short (the writer crashed, the disk filled)
-                // still holds every record before the damage: report them.
-                Err(e) => {
-                    eprintln!(
-                        "pmcstat: warning: {}: {e}; reporting the records before it",
-                        log.display()
-                    );
-                    break;
-                }
+                Err(e) if end.records == 0 => return Err(log_parse_failed(log, &e)),
+                // The writer stopped inside a record: said below.
+                Err(e) => match end.ended_inside_a_record(e) {
+                    Ok(()) => break,
+                    // A corrupt record still leaves every record before
+                    // it: report them.
+                    Err(e) => {
+                        eprintln!(
+                            "pmcstat: warning: {}: record {}: {e}; reporting the records before it",
+                            log.display(),
+                            end.records + 1
+                        );
+                        end.damaged = true;
+                        break;
+                    }
+                },
             }
         }
-        if records == 0 {
+        if end.records == 0 {
             return Err((1, empty_log(log)));
         }
+        end.warn_if_cut_short(log);
         let profile = builder.finish();
         if profile.samples.is_empty() {
             eprintln!("pmcstat: warning: {}", no_samples(log));
@@ -225,6 +232,74 @@ pub(crate) fn no_samples(log: &Path) -> String {
     )
 }
 
+/// The warning for a log that ends without CLOSELOG (its recording was
+/// killed, or its disk filled), said once by the dump and every report:
+/// libpmc's `pmclog_read` ends such a stream at `PMCLOG_EOF` as if it were
+/// whole, dropping an incomplete last record, and pmcstat.c says nothing;
+/// its records are read, but the reader must know the log is partial.
+/// `partial`: the incomplete record after the last whole one (its offset
+/// and the bytes there are of it).
+pub(crate) fn cut_short(log: &Path, records: u64, partial: Option<(u64, usize)>) -> String {
+    let mut text = format!(
+        "{} ends without CLOSELOG: the recording was cut short (killed or out of space); \
+         reporting the {records} records it holds",
+        log.display()
+    );
+    if let Some((offset, bytes)) = partial {
+        text.push_str(&format!(
+            " (the {bytes} bytes from offset {offset:#x} are an incomplete record, left out)"
+        ));
+    }
+    text
+}
+
+/// How far a log was read: the records seen, whether CLOSELOG was among
+/// them, an incomplete record at its end, a corrupt one.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LogEnd {
+    pub(crate) records: u64,
+    pub(crate) closed: bool,
+    pub(crate) partial: Option<(u64, usize)>,
+    /// A corrupt record ended the reading (said on its own: the missing
+    /// CLOSELOG is no news then).
+    pub(crate) damaged: bool,
+}
+
+impl LogEnd {
+    /// Counts a record read.
+    pub(crate) fn saw(&mut self, record: &pmc::log::LogRecord) {
+        self.records += 1;
+        self.closed |= matches!(record, pmc::log::LogRecord::Closelog);
+    }
+
+    /// Takes a read error that only says the stream ended inside a record
+    /// (a log cut short); any other error is given back.
+    pub(crate) fn ended_inside_a_record(
+        &mut self,
+        e: pmc::log::ReadError,
+    ) -> Result<(), pmc::log::ReadError> {
+        match e {
+            pmc::log::ReadError::Truncated { offset, bytes } => {
+                self.partial = Some((offset, bytes));
+                Ok(())
+            }
+            other => Err(other),
+        }
+    }
+
+    /// Says on standard error, once, that the log `log` was cut short, if
+    /// it was (no CLOSELOG).
+    pub(crate) fn warn_if_cut_short(&self, log: &Path) {
+        if !self.closed && !self.damaged && self.records > 0 {
+            let _ = writeln!(
+                std::io::stderr(),
+                "pmcstat: warning: {}",
+                cut_short(log, self.records, self.partial)
+            );
+        }
+    }
+}
+
 /// The status pmcstat ends with when the reader of its standard output
 /// goes away (`pmcstat -R log | head -1`): FreeBSD's pmcstat is killed by
 /// SIGPIPE there, which a shell reports as 128 + SIGPIPE (13). Rust
@@ -256,6 +331,24 @@ pub fn log_parse_failed(log: &Path, e: &dyn std::fmt::Display) -> (u8, String) {
     )
 }
 
+/// [`log_parse_failed`] at a record: pmcstat_print_log's `"(record %jd,
+/// offset 0x%jx)"`, the record counted from 1 (`pl_count + 1`) and the
+/// offset where it starts (`pl_offset`, the end of the last good one).
+pub fn log_parse_failed_at(
+    log: &Path,
+    record: u64,
+    offset: u64,
+    e: &dyn std::fmt::Display,
+) -> (u8, String) {
+    (
+        crate::sysexits::EX_DATAERR,
+        format!(
+            "ERROR: event parsing failed: {}: record {record}, offset {offset:#x}: {e}",
+            log.display()
+        ),
+    )
+}
+
 fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let r = if path.as_os_str() == "-" {
         let mut out = std::io::stdout().lock();
@@ -268,7 +361,7 @@ fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {
         }
         r
     } else {
-        std::fs::write(path, bytes)
+        crate::destination::write_file(path, bytes)
     };
     r.map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

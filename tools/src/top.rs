@@ -11,9 +11,9 @@
 //! there). `-f threshold=P` hides rows under P% and `-f skiplink=1` shows
 //! the call tree's nodes under it as a dot, as pmcstat's plugin options do.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::time::{Duration, Instant};
 
 use pmc::log::{LogEvent, LogRecord};
@@ -22,7 +22,10 @@ use pmc_report::KERNEL_FRAME;
 use crate::annotate::Resolver;
 
 mod calltree;
+pub mod feed;
+mod screen;
 use calltree::{CallTree, cut};
+use screen::{Frames, Screen, Terminal, terminal_error};
 
 /// Samples of one PMC, aggregated by function.
 #[derive(Debug, Default, Clone)]
@@ -36,6 +39,24 @@ struct PmcAgg {
 }
 
 impl PmcAgg {
+    /// One sample's frames, leaf first.
+    fn add(&mut self, frames: &[(String, String)]) {
+        self.samples += 1;
+        let Some(leaf) = frames.first() else {
+            self.unresolved += 1;
+            return;
+        };
+        if leaf.0 == "?" || leaf.1 == KERNEL_FRAME {
+            self.unresolved += 1;
+        }
+        let entry = self.leaves.entry(leaf.clone()).or_default();
+        entry.0 += 1;
+        if let Some(caller) = frames.get(1) {
+            *entry.1.entry(caller.1.clone()).or_default() += 1;
+        }
+        self.calltree.add(frames);
+    }
+
     fn merge(&mut self, other: &PmcAgg) {
         self.samples += other.samples;
         self.unresolved += other.unresolved;
@@ -87,7 +108,28 @@ pub struct TopView {
     pmcs: Vec<(u32, String)>,
     total: HashMap<u32, PmcAgg>,
     delta: HashMap<u32, PmcAgg>,
+    /// What was absorbed since the last refresh: the next delta.
+    pending: HashMap<u32, PmcAgg>,
+    /// Processes that exited since the last refresh.
+    exiting: HashSet<u32>,
+    /// Processes that exited in the interval before: let go at the next
+    /// refresh.
+    exited: HashSet<u32>,
+    /// Whether a process still exists, and when that was last asked.
+    liveness: Option<(Exists, Instant)>,
 }
+
+/// The refreshes an object no process maps any longer is kept for: the
+/// short-lived processes of a loop or a build map the same objects one
+/// after another, and reading a large one's symbols again for each took
+/// seconds.
+pub const OBJECT_GRACE: u32 = 10;
+
+/// Whether a process exists (`pmc::process_exists`).
+type Exists = fn(u32) -> bool;
+
+/// How often the view asks whether the processes it holds still exist.
+const LIVENESS_SWEEP: Duration = Duration::from_secs(5);
 
 impl TopView {
     /// A view: `threshold` in percent (rows below it are hidden),
@@ -109,6 +151,10 @@ impl TopView {
             pmcs: Vec::new(),
             total: HashMap::new(),
             delta: HashMap::new(),
+            pending: HashMap::new(),
+            exiting: HashSet::new(),
+            exited: HashSet::new(),
+            liveness: None,
         }
     }
 
@@ -118,11 +164,33 @@ impl TopView {
     }
 
     /// Takes in the records logged since the last update; they become the
-    /// new delta.
+    /// new delta (one refresh: [`TopView::absorb`], then
+    /// [`TopView::refresh`]).
     pub fn update(&mut self, new: &[LogEvent]) {
-        self.resolver.learn(new);
-        let mut delta: HashMap<u32, PmcAgg> = HashMap::new();
+        self.absorb(new);
+        self.refresh();
+    }
+
+    /// Takes in records, in log order, into the interval being gathered:
+    /// each mapping, fork and exec is learnt where it stands, so a sample
+    /// is named by the mappings its process had when it was taken.
+    pub fn absorb(&mut self, new: &[LogEvent]) {
         for e in new {
+            match &e.record {
+                LogRecord::ProcFork { newpid, .. } => {
+                    // A new process, whatever its pid held before (an
+                    // exit not yet let go, or one never logged): it starts
+                    // with its parent's mappings only.
+                    self.exiting.remove(newpid);
+                    self.exited.remove(newpid);
+                    self.resolver.forget_process(*newpid);
+                }
+                LogRecord::ProcExit { pid, .. } | LogRecord::SysExit { pid } => {
+                    self.exiting.insert(*pid);
+                }
+                _ => {}
+            }
+            self.resolver.learn(std::slice::from_ref(e));
             match &e.record {
                 LogRecord::PmcAllocateDyn { pmcid, name, .. } => {
                     self.pmcs.push((*pmcid, name.clone()));
@@ -134,8 +202,6 @@ impl TopView {
                     userspace,
                     ..
                 } => {
-                    let agg = delta.entry(*pmcid).or_default();
-                    agg.samples += 1;
                     let in_kernel = pmc_report::kernel_frames(*userspace, pcs);
                     let mut frames: Vec<(String, String)> = Vec::with_capacity(pcs.len());
                     for (i, &pc) in pcs.iter().enumerate() {
@@ -151,27 +217,67 @@ impl TopView {
                             frames.push(frame);
                         }
                     }
-                    let Some(leaf) = frames.first() else {
-                        agg.unresolved += 1;
-                        continue;
-                    };
-                    if leaf.0 == "?" || leaf.1 == KERNEL_FRAME {
-                        agg.unresolved += 1;
-                    }
-                    let entry = agg.leaves.entry(leaf.clone()).or_default();
-                    entry.0 += 1;
-                    if let Some(caller) = frames.get(1) {
-                        *entry.1.entry(caller.1.clone()).or_default() += 1;
-                    }
-                    agg.calltree.add(&frames);
+                    self.pending.entry(*pmcid).or_default().add(&frames);
+                    self.total.entry(*pmcid).or_default().add(&frames);
                 }
                 _ => {}
             }
         }
-        for (id, agg) in &delta {
-            self.total.entry(*id).or_default().merge(agg);
+    }
+
+    /// Absorbs records from the front of `queue` until it is empty or
+    /// `budget` is spent, so that the keyboard is read between steps. (A
+    /// sample in an object not read yet reads its symbols first: a large
+    /// library's take a second or more, keys waiting.)
+    fn absorb_for(&mut self, queue: &mut VecDeque<LogEvent>, budget: Duration) {
+        let start = Instant::now();
+        while let Some(e) = queue.pop_front() {
+            self.absorb(std::slice::from_ref(&e));
+            if start.elapsed() >= budget {
+                break;
+            }
         }
-        self.delta = delta;
+    }
+
+    /// Ends the interval: what was absorbed since the last refresh becomes
+    /// the delta. The processes whose exit came before the last refresh
+    /// are let go; those that exited since are kept one interval more, for
+    /// samples of their last moments logged after their exit. An object
+    /// is let go once no process the view holds has mapped it for
+    /// [`OBJECT_GRACE`] refreshes. So the view holds the live processes,
+    /// one or two intervals' exits and the objects of the last few
+    /// intervals, however many came and went before.
+    pub fn refresh(&mut self) {
+        self.delta = std::mem::take(&mut self.pending);
+        for pid in self.exited.drain() {
+            self.resolver.forget_process(pid);
+        }
+        self.resolver.drop_unmapped_objects(OBJECT_GRACE);
+        self.exited = std::mem::take(&mut self.exiting);
+        if let Some((exists, last)) = self.liveness
+            && last.elapsed() >= LIVENESS_SWEEP
+        {
+            self.liveness = Some((exists, Instant::now()));
+            self.forget_gone(exists);
+        }
+    }
+
+    /// Has each refresh, every `LIVENESS_SWEEP` (5 s) at most, let go of the
+    /// processes `exists` says are gone ([`TopView::forget_gone`]).
+    pub fn check_liveness(&mut self, exists: Exists) {
+        self.liveness = Some((exists, Instant::now()));
+    }
+
+    /// Lets go, as exited ones, of the processes `exists` says are gone,
+    /// however their end was missed (a lost PROCEXIT; a log that does not
+    /// write exits). The kernel's mappings stay.
+    pub fn forget_gone(&mut self, exists: impl Fn(u32) -> bool) {
+        let gone: Vec<u32> = self
+            .resolver
+            .processes()
+            .filter(|&pid| pid != u32::MAX && !self.exited.contains(&pid) && !exists(pid))
+            .collect();
+        self.exiting.extend(gone);
     }
 
     /// (image, function) of a pc; `?` image when no mapping covers it. A
@@ -204,6 +310,11 @@ impl TopView {
             None => KERNEL_FRAME.to_string(),
         };
         (p.object, name)
+    }
+
+    /// What the view's resolver holds (processes, mappings, objects).
+    pub fn retained(&self) -> crate::annotate::Retained {
+        self.resolver.retained()
     }
 
     /// Why kernel frames went unnamed, once one needed a name and got none.
@@ -259,6 +370,7 @@ impl TopView {
                 // Merging changes what a row counts: start again.
                 self.total.clear();
                 self.delta.clear();
+                self.pending.clear();
                 self.selected = 0;
                 let _ = write!(
                     self.status,
@@ -275,6 +387,7 @@ impl TopView {
                 // pmcstat_stats_reset, pl_init).
                 self.total.clear();
                 self.delta.clear();
+                self.pending.clear();
                 let _ = write!(
                     self.status,
                     "switching to plugin {}",
@@ -468,117 +581,140 @@ pub enum Ended {
     TargetDone,
 }
 
-/// Puts the terminal back however the view ends (errors, panics).
-struct Screen;
+/// The most records the view takes in between two looks at the keyboard
+/// (and at `done`): naming a sample's frames is the view's costly work,
+/// and under a flood of samples (system-wide, every CPU busy) a refresh's
+/// worth took seconds, keys waiting all along. A few thousand take
+/// milliseconds.
+pub const RECORDS_PER_STEP: usize = 4096;
 
-impl Screen {
-    fn enter() -> std::io::Result<Screen> {
-        crossterm::terminal::enable_raw_mode()?;
-        let s = Screen;
-        crossterm::execute!(
-            std::io::stdout(),
-            crossterm::terminal::EnterAlternateScreen,
-            crossterm::cursor::Hide
-        )?;
-        Ok(s)
+/// The most time the view spends taking in records between two looks at
+/// the keyboard, unless one record takes longer (the first sample in a
+/// large object reads its symbols).
+const STEP_TIME: Duration = Duration::from_millis(50);
+
+/// Where the view's records come from.
+pub trait Feed {
+    /// Takes in what was logged since the last pull, to be handed out by
+    /// [`Feed::take`]; `refresh`: at a refresh (push out what the recorder
+    /// holds first).
+    fn pull(&mut self, refresh: bool) -> Result<(), String>;
+    /// At most `limit` of the records pulled and not yet taken, in log
+    /// order.
+    fn take(&mut self, limit: usize) -> Result<Vec<LogEvent>, String>;
+    /// Whether records pulled wait to be taken.
+    fn behind(&self) -> bool;
+}
+
+/// What the loop asks of the screen: the terminal, standard output, or a
+/// test's double.
+trait Ui {
+    /// Shows the view.
+    fn draw(&mut self, view: &TopView) -> Result<(), String>;
+    /// A key pressed within `wait`, if any (Ctrl-C is `Input::Interrupt`).
+    fn input(&mut self, view: &TopView, wait: Duration) -> Result<Option<Input>, String>;
+    /// Whether the whole run is shown once more when the target is gone:
+    /// frames printed for a reader, who keeps the last one (a terminal's
+    /// screen closes at once).
+    fn shows_final_frame(&self) -> bool {
+        false
     }
 }
 
-impl Drop for Screen {
-    fn drop(&mut self) {
-        let _ = crossterm::execute!(
-            std::io::stdout(),
-            crossterm::cursor::Show,
-            crossterm::terminal::LeaveAlternateScreen
-        );
-        let _ = crossterm::terminal::disable_raw_mode();
-    }
-}
-
-fn draw(view: &TopView) -> std::io::Result<()> {
-    use crossterm::{cursor::MoveTo, queue, terminal};
-    let (w, h) = terminal::size().unwrap_or((80, 24));
-    let mut out = std::io::stdout().lock();
-    queue!(out, terminal::Clear(terminal::ClearType::All))?;
-    for (row, line) in view.render(w as usize, h as usize).iter().enumerate() {
-        queue!(out, MoveTo(0, row as u16))?;
-        out.write_all(line.as_bytes())?;
-    }
-    out.flush()
+/// An input the loop acts on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Input {
+    Key(char),
+    Interrupt,
 }
 
 /// Runs the view until `q` or until `done()` says the target is gone:
-/// every `interval`, `fetch()` gives the records logged since its last call. On a terminal the
-/// view takes the screen and reads keys; otherwise it prints one frame per
-/// interval to standard output.
+/// every `interval` a refresh shows what `feed` gave since the last one.
+/// On a terminal the view takes the screen and reads keys; otherwise it
+/// prints one frame per interval to standard output.
 pub fn run(
     view: &mut TopView,
     interval: Duration,
-    mut fetch: impl FnMut() -> Result<Vec<LogEvent>, String>,
-    mut done: impl FnMut() -> bool,
+    feed: &mut dyn Feed,
+    done: impl FnMut() -> bool,
 ) -> Result<Ended, String> {
-    use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
     let interactive = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
-    let io = |e: std::io::Error| format!("top view: terminal: {e}");
-    let _screen = if interactive {
-        Some(Screen::enter().map_err(io)?)
+    if interactive {
+        let mut ui = Terminal {
+            _screen: Screen::enter().map_err(terminal_error)?,
+        };
+        run_on(view, interval, feed, done, &mut ui)
     } else {
-        None
-    };
+        run_on(view, interval, feed, done, &mut Frames)
+    }
+}
+
+/// The loop of [`run`] on a screen. Each turn takes in records for
+/// [`STEP_TIME`] at most (from [`RECORDS_PER_STEP`] taken at once), then
+/// looks at `done` and the keyboard (without waiting while records wait):
+/// a key is answered after one step's work, however far behind the
+/// recording the view is. Between
+/// refreshes it takes in what the log holds as it comes, so a refresh
+/// finds little left to do.
+fn run_on(
+    view: &mut TopView,
+    interval: Duration,
+    feed: &mut dyn Feed,
+    mut done: impl FnMut() -> bool,
+    ui: &mut dyn Ui,
+) -> Result<Ended, String> {
     let mut next = Instant::now();
+    // Taken from the feed, not yet absorbed.
+    let mut queue: VecDeque<LogEvent> = VecDeque::new();
     loop {
         if done() {
+            if ui.shows_final_frame() {
+                // What the target did last, however far behind the view
+                // was: the steps above take in records as time allows.
+                feed.pull(true)?;
+                loop {
+                    view.absorb_for(&mut queue, Duration::MAX);
+                    queue.extend(feed.take(RECORDS_PER_STEP)?);
+                    if queue.is_empty() {
+                        break;
+                    }
+                }
+                view.refresh();
+                ui.draw(view)?;
+            }
             return Ok(Ended::TargetDone);
         }
-        if Instant::now() >= next {
+        let due = Instant::now() >= next;
+        if due || (queue.is_empty() && !feed.behind()) {
+            feed.pull(due)?;
+        }
+        if queue.is_empty() {
+            queue.extend(feed.take(RECORDS_PER_STEP)?);
+        }
+        view.absorb_for(&mut queue, STEP_TIME);
+        if due {
             next = next_refresh(next, interval, Instant::now());
-            view.update(&fetch()?);
-            if interactive {
-                if !view.paused() {
-                    draw(view).map_err(io)?;
-                }
-            } else {
-                // pmcstat.c sets the display size from the terminal only:
-                // elsewhere it stays pmcstat.h's file virtual size (render
-                // takes the window's, one more than pmcstat's).
-                let mut frame = view
-                    .render(
-                        crate::output::DEFAULT_DISPLAY_WIDTH + 1,
-                        crate::output::DEFAULT_DISPLAY_HEIGHT + 1,
-                    )
-                    .join("\n");
-                frame.push_str("\n\n");
-                std::io::stdout()
-                    .write_all(frame.as_bytes())
-                    .map_err(|e| format!("top view: writing: {e}"))?;
+            view.refresh();
+            // Space holds the screen as it is.
+            if !view.paused() {
+                ui.draw(view)?;
             }
         }
-        let wait = next
-            .saturating_duration_since(Instant::now())
-            .min(Duration::from_millis(50));
-        if !interactive {
-            std::thread::sleep(wait);
-            continue;
-        }
-        if !event::poll(wait).map_err(io)? {
-            continue;
-        }
-        match event::read().map_err(io)? {
-            Event::Key(k) if k.kind != KeyEventKind::Release => {
-                let c = match k.code {
-                    KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => {
-                        return Ok(Ended::Quit);
-                    }
-                    KeyCode::Char(c) => c,
-                    _ => continue,
-                };
+        let wait = if !queue.is_empty() || feed.behind() {
+            Duration::ZERO
+        } else {
+            next.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(50))
+        };
+        match ui.input(view, wait)? {
+            None => {}
+            Some(Input::Interrupt) => return Ok(Ended::Quit),
+            Some(Input::Key(c)) => {
                 if view.key(c) == KeyOutcome::Quit {
                     return Ok(Ended::Quit);
                 }
-                draw(view).map_err(io)?;
+                ui.draw(view)?;
             }
-            Event::Resize(..) => draw(view).map_err(io)?,
-            _ => {}
         }
     }
 }

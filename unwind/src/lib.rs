@@ -40,7 +40,9 @@ use std::sync::Arc;
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
 use object::{Object, ObjectSection, ObjectSegment};
 
+mod object_file;
 mod vdso;
+pub use object_file::{MAX_OBJECT_BYTES, ObjectFile, open_untrusted_object};
 pub use vdso::{VDSO_PATH, own_vdso_image};
 
 #[cfg(target_arch = "aarch64")]
@@ -80,9 +82,8 @@ pub struct Mapping {
     pub path: String,
 }
 
-/// Shared bytes of an object file: each section handed to framehop is a
-/// range of one buffer, so an object read once serves every process that
-/// maps it.
+/// Shared bytes of an object file's section: an object read once serves
+/// every process that maps it.
 #[derive(Clone, Default)]
 struct Bytes {
     data: Arc<[u8]>,
@@ -96,19 +97,19 @@ impl Deref for Bytes {
     }
 }
 
-/// What unwinding needs of one object, read once.
+/// What unwinding needs of one object, read once: its segments and the
+/// bytes of the sections framehop uses (each read alone, so an object
+/// costs those sections, not the whole file).
 struct ObjectInfo {
-    data: Arc<[u8]>,
     /// `PT_LOAD` segments: (file offset, vaddr, memsz, executable).
     segments: Vec<(u64, u64, u64, bool)>,
-    /// Sections by name: (svma range, file range).
-    sections: HashMap<&'static str, (Range<u64>, Range<usize>)>,
+    /// Sections by name: (svma range, bytes).
+    sections: HashMap<&'static str, (Range<u64>, Arc<[u8]>)>,
 }
 
 impl fmt::Debug for ObjectInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ObjectInfo")
-            .field("bytes", &self.data.len())
             .field("segments", &self.segments)
             .field("sections", &self.sections.keys().collect::<Vec<_>>())
             .finish()
@@ -124,10 +125,32 @@ const SECTIONS: [&str; 5] = [
 ];
 
 impl ObjectInfo {
-    /// Parses an ELF image; `None` when it is not one (a corrupt section
-    /// table leaves those sections out).
-    fn parse(data: Arc<[u8]>) -> Option<ObjectInfo> {
-        let file = object::File::parse(&*data).ok()?;
+    /// Parses an ELF image in memory; `None` when it is not one (a corrupt
+    /// section table leaves those sections out).
+    fn parse(data: &[u8]) -> Option<ObjectInfo> {
+        ObjectInfo::parse_with(data, |offset, size| {
+            let lo = usize::try_from(offset).ok()?;
+            let hi = lo.checked_add(usize::try_from(size).ok()?)?;
+            data.get(lo..hi).map(Arc::from)
+        })
+    }
+
+    /// Parses the object file at `path`, read through [`ObjectFile`]
+    /// (an absolute path to a regular file; only what is used is read).
+    fn read(path: &str) -> Option<ObjectInfo> {
+        let file = ObjectFile::open(std::path::Path::new(path)).ok()?;
+        ObjectInfo::parse_with(&file, |offset, size| {
+            file.read_range(offset, size).map(Arc::from)
+        })
+    }
+
+    /// Parses an ELF object from `data`, copying each used section out with
+    /// `read` (file offset, size), which refuses ranges past the file.
+    fn parse_with<'d, R: object::ReadRef<'d>>(
+        data: R,
+        read: impl Fn(u64, u64) -> Option<Arc<[u8]>>,
+    ) -> Option<ObjectInfo> {
+        let file = object::File::parse(data).ok()?;
         let segments = file
             .segments()
             .map(|s| {
@@ -148,29 +171,22 @@ impl ObjectInfo {
             let Some((offset, size)) = s.file_range() else {
                 continue;
             };
-            let (Ok(lo), Ok(len)) = (usize::try_from(offset), usize::try_from(size)) else {
-                continue;
-            };
-            let Some(hi) = lo.checked_add(len).filter(|&hi| hi <= data.len()) else {
+            let Some(bytes) = read(offset, size) else {
                 continue;
             };
             let Some(end) = s.address().checked_add(s.size()) else {
                 continue;
             };
-            sections.insert(name, (s.address()..end, lo..hi));
+            sections.insert(name, (s.address()..end, bytes));
         }
-        Some(ObjectInfo {
-            data,
-            segments,
-            sections,
-        })
+        Some(ObjectInfo { segments, sections })
     }
 
     fn section(&self, name: &str) -> Option<Bytes> {
-        let (_, range) = self.sections.get(name)?;
+        let (_, data) = self.sections.get(name)?;
         Some(Bytes {
-            data: self.data.clone(),
-            range: range.clone(),
+            data: data.clone(),
+            range: 0..data.len(),
         })
     }
 
@@ -296,7 +312,7 @@ impl Unwinder {
     pub fn add_mapping_with_object(&mut self, pid: u32, mapping: &Mapping, elf: Arc<[u8]>) {
         let process = self.processes.entry(pid).or_default();
         process.replace(mapping);
-        if let Some(object) = ObjectInfo::parse(elf) {
+        if let Some(object) = ObjectInfo::parse(&elf) {
             process.unwinder.add_module(object.module(mapping));
         }
     }
@@ -309,14 +325,12 @@ impl Unwinder {
         if let Some(known) = objects.get(path) {
             return known.clone();
         }
-        let bytes = if path == VDSO_PATH {
-            own_vdso_image()
+        let read = if path == VDSO_PATH {
+            own_vdso_image().and_then(|image| ObjectInfo::parse(&image))
         } else {
-            std::fs::read(path).ok()
-        };
-        let read = bytes
-            .and_then(|bytes| ObjectInfo::parse(bytes.into()))
-            .map(Arc::new);
+            ObjectInfo::read(path)
+        }
+        .map(Arc::new);
         objects.insert(path.to_string(), read.clone());
         read
     }

@@ -439,6 +439,7 @@ pub extern "C" fn pmc_pmcinfo(cpu: c_int, pmc_info_out: *mut *mut pmc_pmcinfo) -
             let rows = api::pmcinfo(cpu)?;
             let head = pmc_pmcinfo {
                 pm_cpu: cpu,
+                _pad0: 0,
                 pm_pmcs: [],
             };
             let p = malloc_flex::<_, pmc_info>(
@@ -455,11 +456,10 @@ pub extern "C" fn pmc_pmcinfo(cpu: c_int, pmc_info_out: *mut *mut pmc_pmcinfo) -
 #[unsafe(no_mangle)]
 pub extern "C" fn pmc_get_driver_stats(gms: *mut pmc_driverstats) -> c_int {
     guard("pmc_get_driver_stats", -1, || {
-        status(put(
-            gms,
-            api::driver_stats(),
-            "pmc_get_driver_stats: the stats pointer",
-        ))
+        status(
+            api::driver_stats()
+                .and_then(|stats| put(gms, stats, "pmc_get_driver_stats: the stats pointer")),
+        )
     })
 }
 
@@ -485,6 +485,7 @@ pub extern "C" fn pmc_disable(cpu: c_int, pmc: c_int) -> c_int {
 pub extern "C" fn pmc_configure_logfile(fd: c_int) -> c_int {
     guard("pmc_configure_logfile", -1, || {
         status((|| {
+            api::require_init("pmc_configure_logfile")?;
             let out = if fd < 0 {
                 None
             } else {

@@ -299,11 +299,13 @@ fn flexible_arrays_are_written_as_typed_values() {
         pm_mode: 3,
         pm_event: 0x1000 + u32::from(n),
         pm_flags: 0,
+        _pad0: 0,
         pm_reloadcount: u64::MAX - u64::from(n),
     };
     let rows = [row(1), row(2), row(3)];
     let head = pmc_pmcinfo {
         pm_cpu: 7,
+        _pad0: 0,
         pm_pmcs: [],
     };
     let offset = std::mem::offset_of!(pmc_pmcinfo, pm_pmcs);

@@ -10,6 +10,8 @@ main(void)
 {
 	pmc_id_t id = PMC_ID_INVALID;
 
+	if (pmc_init() != 0)
+		return 40;
 	errno = 0;
 	int r = pmc_allocate("instructions", PMC_MODE_TC, 0, PMC_CPU_ANY, &id, 0);
 	if (r != -1 || errno == 0)

@@ -7,6 +7,9 @@
  */
 #include "check.h"
 
+/* Still exported, no longer declared by the 0x0A tree's lib/libpmc/pmc.h. */
+int	pmc_pmu_stat_mode(const char ***_counters);
+
 int
 main(int argc, char **argv)
 {

@@ -14,9 +14,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use object::{Object, ObjectSection};
+use object::{Object, ObjectSection, ReadRef};
+use pmc_unwind::ObjectFile;
 
 use super::functions::{RawSymbol, raw_symbols};
+use super::inflate;
 
 /// Where distributions install separate debug info.
 pub const DEBUG_DIR: &str = "/usr/lib/debug";
@@ -25,26 +27,41 @@ pub const DEBUG_DIR: &str = "/usr/lib/debug";
 pub(crate) type OwnedDwarf = addr2line::Context<gimli::EndianArcSlice<gimli::RunTimeEndian>>;
 
 /// What a separate debug file gives: its symbol table and its DWARF. The
-/// DWARF is parsed the first time a frame needs it (inline frames,
-/// file:line), from the bytes read once; a report of names alone never
-/// inflates a distribution's compressed `.debug_*` sections.
+/// DWARF is parsed when a report first needs frames (inline frames,
+/// file:line), from the file opened again (and proved unchanged); a
+/// report of names alone never inflates a distribution's compressed
+/// `.debug_*` sections.
 pub(crate) struct DebugFile {
     pub(crate) path: PathBuf,
     pub(crate) symtab: Vec<RawSymbol>,
     pub(crate) has_dwarf: bool,
-    bytes: std::cell::RefCell<Option<Vec<u8>>>,
+    /// The file as it was read, to reopen it for its DWARF.
+    identity: Option<std::fs::Metadata>,
     dwarf: std::cell::OnceCell<Option<OwnedDwarf>>,
 }
 
 impl DebugFile {
-    /// The DWARF, parsed on first use.
+    /// The DWARF, when [`DebugFile::load_dwarf`] found one.
     pub(crate) fn dwarf(&self) -> Option<&OwnedDwarf> {
-        self.dwarf
-            .get_or_init(|| {
-                let bytes = self.bytes.borrow_mut().take()?;
-                owned_dwarf(&object::File::parse(&*bytes).ok()?)
-            })
-            .as_ref()
+        self.dwarf.get()?.as_ref()
+    }
+
+    /// Parses the DWARF, once (what was capped or skipped noted in `notes`).
+    pub(crate) fn load_dwarf(&self, object: &str, notes: &mut DebugFiles) {
+        self.dwarf.get_or_init(|| {
+            let identity = self.identity.as_ref()?;
+            let file = ObjectFile::open(&self.path).ok()?;
+            if !file.is_same_as(identity) {
+                notes.note(format!(
+                    "{object}: skipped the DWARF of debug file {}: it changed while the report ran",
+                    self.path.display()
+                ));
+                return None;
+            }
+            let elf = object::File::parse(&file).ok()?;
+            let shown = self.path.display().to_string();
+            owned_dwarf(&elf, &|o, n| file.read_range(o, n), &shown, notes)
+        });
     }
 }
 
@@ -67,7 +84,7 @@ pub(crate) struct DebugRefs {
 }
 
 impl DebugRefs {
-    pub(crate) fn of(file: &object::File<'_>) -> DebugRefs {
+    pub(crate) fn of<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> DebugRefs {
         DebugRefs {
             build_id: file.build_id().ok().flatten().map(hex),
             debuglink: file
@@ -112,6 +129,13 @@ impl DebugFiles {
     /// What was skipped and why, for a verbose report.
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// Takes over the notes of `other` (made before the root was known).
+    pub(crate) fn keep_notes_of(&mut self, other: DebugFiles) {
+        for note in other.notes {
+            self.note(note);
+        }
     }
 
     pub(crate) fn note(&mut self, note: String) {
@@ -217,20 +241,27 @@ impl DebugFiles {
         refs: &DebugRefs,
         crc: Option<u32>,
     ) -> Option<DebugFile> {
-        if !candidate.is_file() {
-            return None;
-        }
-        self.opened += 1;
-        let shown = candidate.display();
-        let data = match std::fs::read(candidate) {
+        let data = match ObjectFile::open(candidate) {
             Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
             Err(e) => {
-                self.note(format!("{object}: skipped debug file {shown}: {e}"));
+                self.opened += 1;
+                self.note(format!(
+                    "{object}: skipped debug file {}: {e}",
+                    candidate.display()
+                ));
                 return None;
             }
         };
+        self.opened += 1;
+        let shown = candidate.display();
         if let Some(want) = crc {
-            let got = crc32fast::hash(&data);
+            let mut hasher = crc32fast::Hasher::new();
+            if let Err(e) = data.for_each_block(|block| hasher.update(block)) {
+                self.note(format!("{object}: skipped debug file {shown}: {e}"));
+                return None;
+            }
+            let got = hasher.finalize();
             if got != want {
                 self.note(format!(
                     "{object}: skipped debug file {shown}: CRC-32 {got:08x}, the object's .gnu_debuglink says {want:08x} (a debug file of another build)"
@@ -238,7 +269,7 @@ impl DebugFiles {
                 return None;
             }
         }
-        let file = match object::File::parse(&*data) {
+        let file = match object::File::parse(&data) {
             Ok(f) => f,
             Err(e) => {
                 self.note(format!(
@@ -280,7 +311,7 @@ impl DebugFiles {
             path: candidate.to_path_buf(),
             symtab,
             has_dwarf,
-            bytes: std::cell::RefCell::new(has_dwarf.then_some(data)),
+            identity: has_dwarf.then(|| data.metadata().clone()),
             dwarf: std::cell::OnceCell::new(),
         })
     }
@@ -293,16 +324,23 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// The DWARF of an ELF in memory, its sections copied out (decompressed
-/// where `SHF_COMPRESSED`), or `None` without `.debug_info`.
-pub(crate) fn owned_dwarf(file: &object::File<'_>) -> Option<OwnedDwarf> {
+/// The DWARF of an ELF object, its sections copied out with `read` (file
+/// offset, size → bytes) and inflated within [`inflate::cap`] where
+/// compressed, or `None` without `.debug_info`. A section refused or
+/// broken is noted (`path` names the object) and left empty.
+pub(crate) fn owned_dwarf<'d, R: ReadRef<'d>>(
+    file: &object::File<'d, R>,
+    read: &dyn Fn(u64, u64) -> Option<Vec<u8>>,
+    path: &str,
+    notes: &mut DebugFiles,
+) -> Option<OwnedDwarf> {
     file.section_by_name(".debug_info")?;
     let endian = if file.is_little_endian() {
         gimli::RunTimeEndian::Little
     } else {
         gimli::RunTimeEndian::Big
     };
-    let load = |id: gimli::SectionId| -> Result<_, gimli::Error> {
+    let mut load = |id: gimli::SectionId| -> Result<_, gimli::Error> {
         // Variable locations name no function: not inflated (the largest
         // compressed sections of a distribution's debug file after
         // .debug_info).
@@ -313,21 +351,48 @@ pub(crate) fn owned_dwarf(file: &object::File<'_>) -> Option<OwnedDwarf> {
         let data: Arc<[u8]> = file
             .section_by_name(id.name())
             .filter(|_| !unused)
-            .and_then(|s| s.uncompressed_data().ok())
-            .map(|d| Arc::from(&*d))
+            .and_then(|s| section_bytes(&s, read, path, notes))
+            .map(Arc::from)
             .unwrap_or_else(|| Arc::from(&[][..]));
         Ok(gimli::EndianArcSlice::new(data, endian))
     };
-    let dwarf = gimli::Dwarf::load(load).ok()?;
+    let dwarf = gimli::Dwarf::load(&mut load).ok()?;
     addr2line::Context::from_dwarf(dwarf).ok()
+}
+
+/// A section's bytes, inflated when compressed and the claim is within
+/// the cap; `None` (noted) otherwise.
+fn section_bytes<'d, R: ReadRef<'d>>(
+    section: &object::Section<'d, '_, R>,
+    read: &dyn Fn(u64, u64) -> Option<Vec<u8>>,
+    path: &str,
+    notes: &mut DebugFiles,
+) -> Option<Vec<u8>> {
+    let range = section.compressed_file_range().ok()?;
+    let name = section.name().unwrap_or("?");
+    if range.format == object::CompressionFormat::None {
+        return read(range.offset, range.compressed_size);
+    }
+    if let Some(why) = inflate::refusal(range.compressed_size, range.uncompressed_size) {
+        notes.note(format!("{path}: {name} {why}"));
+        return None;
+    }
+    let compressed = read(range.offset, range.compressed_size)?;
+    match inflate::inflate(range.format, &compressed, range.uncompressed_size) {
+        Ok(bytes) => Some(bytes),
+        Err(e) => {
+            notes.note(format!("{path}: {name} not inflated: {e}"));
+            None
+        }
+    }
 }
 
 /// MiniDebugInfo: the `.symtab` of the xz-compressed ELF in
 /// `.gnu_debugdata` (Fedora's stripped objects keep their local function
 /// symbols there). A section that does not decompress to an ELF file is
 /// noted and ignored.
-pub(crate) fn mini_debuginfo(
-    file: &object::File<'_>,
+pub(crate) fn mini_debuginfo<'d, R: ReadRef<'d>>(
+    file: &object::File<'d, R>,
     path: &str,
     debug: &mut DebugFiles,
 ) -> Vec<RawSymbol> {
@@ -337,13 +402,19 @@ pub(crate) fn mini_debuginfo(
     let Ok(compressed) = section.data() else {
         return Vec::new();
     };
-    let mut elf = Vec::new();
+    // xz says no size up front: inflating stops at the cap.
+    let limit = inflate::cap(compressed.len() as u64);
+    let mut elf = inflate::Bounded {
+        out: Vec::new(),
+        limit: usize::try_from(limit).unwrap_or(usize::MAX),
+    };
     if let Err(e) = lzma_rs::xz_decompress(&mut std::io::Cursor::new(compressed), &mut elf) {
         debug.note(format!(
-            "{path}: skipped .gnu_debugdata (MiniDebugInfo): not xz data ({e})"
+            "{path}: skipped .gnu_debugdata (MiniDebugInfo): not xz data, or more than the cap ({e})"
         ));
         return Vec::new();
     }
+    let elf = elf.out;
     match object::File::parse(&*elf) {
         Ok(inner) => raw_symbols(&inner, false),
         Err(e) => {

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::ObjectInfo;
+use super::{DebugFiles, ObjectInfo};
 
 /// Where an exec places the program and its run-time linker, as
 /// libpmcstat_process.c `pmcstat_process_elf_exec` does: `(MAP_IN start,
@@ -15,6 +15,7 @@ use super::ObjectInfo;
 /// the run-time linker at `pl_start` less its `e_entry`.
 pub(super) fn exec_images(
     objects: &mut HashMap<Arc<str>, Option<ObjectInfo>>,
+    notes: &mut DebugFiles,
     version: u32,
     path: &str,
     base: u64,
@@ -24,7 +25,7 @@ pub(super) fn exec_images(
         let key: Arc<str> = Arc::from(path);
         let o = objects
             .entry(key.clone())
-            .or_insert_with(|| ObjectInfo::load(path))
+            .or_insert_with(|| ObjectInfo::load(path, notes))
             .as_ref()?;
         Some(ExecImage {
             entry: o.entry,
@@ -49,8 +50,11 @@ pub(super) fn exec_images(
             program.path.clone(),
         ));
     }
+    // A relative PT_INTERP would be resolved against the reader's
+    // directory: the kernel refuses it, and so does the object opener.
     if let Some(interpreter) = program.interpreter
         && base != 0
+        && interpreter.starts_with('/')
     {
         // The kernel logs the file it opened; name it as the kernel does.
         let resolved = std::fs::canonicalize(&interpreter)

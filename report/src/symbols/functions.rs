@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use object::{Object, ObjectSection};
+use object::{Object, ObjectSection, ReadRef};
 
 fn demangle(name: &str) -> String {
     format!("{:#}", rustc_demangle::demangle(name))
@@ -29,7 +29,7 @@ pub struct FunctionSymbol {
 /// crti's `_init` and `_fini`) reaches the next function or the end of its
 /// section, whichever comes first, so that a pc in a stub section after
 /// it (lld puts `.plt` after `.fini`) is not taken for it.
-pub fn function_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
+pub fn function_symbols<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> Vec<FunctionSymbol> {
     let mut raw = raw_symbols(file, false);
     raw.extend(raw_symbols(file, true));
     raw.extend(plt_symbols(file));
@@ -37,7 +37,9 @@ pub fn function_symbols(file: &object::File<'_>) -> Vec<FunctionSymbol> {
 }
 
 /// The PLT stubs as symbols of the last tier.
-pub(super) fn plt_symbols(file: &object::File<'_>) -> impl Iterator<Item = RawSymbol> {
+pub(super) fn plt_symbols<'d, R: ReadRef<'d>>(
+    file: &object::File<'d, R>,
+) -> impl Iterator<Item = RawSymbol> + use<R> {
     plt_stubs(file).into_iter().map(|(start, name)| RawSymbol {
         start,
         size: PLT_ENTRY,
@@ -87,7 +89,10 @@ pub(crate) struct RawSymbol {
 }
 
 /// The text symbols of `.symtab`, or with `dynamic` of `.dynsym`.
-pub(crate) fn raw_symbols(file: &object::File<'_>, dynamic: bool) -> Vec<RawSymbol> {
+pub(crate) fn raw_symbols<'d, R: ReadRef<'d>>(
+    file: &object::File<'d, R>,
+    dynamic: bool,
+) -> Vec<RawSymbol> {
     use object::ObjectSymbol as _;
     let section_end = |index: Option<object::SectionIndex>| {
         let section = file.section_by_index(index?).ok()?;
@@ -197,7 +202,7 @@ pub(super) const PLT_ENTRY: u64 = 16;
 /// are not in stub order (glibc puts its IRELATIVE ones last), so only the
 /// slot ties a stub to its name. A stub whose jump cannot be read stays
 /// unnamed.
-pub(super) fn plt_stubs(file: &object::File<'_>) -> Vec<(u64, String)> {
+pub(super) fn plt_stubs<'d, R: ReadRef<'d>>(file: &object::File<'d, R>) -> Vec<(u64, String)> {
     if file.architecture() != object::Architecture::X86_64 || !file.is_little_endian() {
         return Vec::new();
     }
@@ -225,8 +230,8 @@ pub(super) fn plt_stubs(file: &object::File<'_>) -> Vec<(u64, String)> {
 
 /// The stubs of one PLT section, `entry` bytes each from `first` on, that
 /// jump through a slot of `slots`.
-fn section_stubs(
-    section: &object::Section<'_, '_>,
+fn section_stubs<'d, R: ReadRef<'d>>(
+    section: &object::Section<'d, '_, R>,
     first: u64,
     entry: u64,
     slots: &HashMap<u64, String>,
@@ -247,7 +252,11 @@ fn section_stubs(
 
 /// GOT slot → stub name, for the relocations of `section` of the `kinds`
 /// given.
-fn relocated_slots(file: &object::File<'_>, section: &str, kinds: &[u64]) -> HashMap<u64, String> {
+fn relocated_slots<'d, R: ReadRef<'d>>(
+    file: &object::File<'d, R>,
+    section: &str,
+    kinds: &[u64],
+) -> HashMap<u64, String> {
     use object::ObjectSymbol as _;
     use object::ObjectSymbolTable as _;
     let (Some(rela), Some(dynsym)) = (file.section_by_name(section), file.dynamic_symbol_table())

@@ -18,7 +18,11 @@ pub(crate) fn perf_map_path(pid: u32) -> String {
 /// seconds since the epoch): then it is an earlier process's of the same
 /// pid. Lines that do not parse are skipped (a runtime may be writing it).
 pub(crate) fn read_perf_map(path: &Path, log_started: Option<u64>) -> Option<Vec<FunctionSymbol>> {
-    let written = std::fs::metadata(path).and_then(|m| m.modified()).ok()?;
+    use std::io::{BufRead as _, Read as _};
+    // Any user may make /tmp/perf-PID.map: a FIFO or a device there must
+    // neither block nor flood the report (the object opener's rules).
+    let (file, metadata) = pmc_unwind::open_untrusted_object(path).ok()?;
+    let written = metadata.modified().ok()?;
     let written = written
         .duration_since(std::time::UNIX_EPOCH)
         .ok()?
@@ -26,9 +30,43 @@ pub(crate) fn read_perf_map(path: &Path, log_started: Option<u64>) -> Option<Vec
     if log_started.is_some_and(|started| written < started) {
         return None;
     }
-    let text = std::fs::read_to_string(path).ok()?;
+    // Line by line, each at most MAX_LINE (a file of one endless line is
+    // not one endless string).
+    let mut reader = std::io::BufReader::new(file);
+    let mut text = String::new();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = (&mut reader)
+            .take(MAX_LINE)
+            .read_until(b'\n', &mut line)
+            .ok()?;
+        if n == 0 {
+            break;
+        }
+        if line.last() == Some(&b'\n') {
+            text.push_str(&String::from_utf8_lossy(&line));
+        } else if n as u64 == MAX_LINE {
+            // Too long: skip the rest of the line.
+            let mut skipped = Vec::new();
+            while (&mut reader)
+                .take(MAX_LINE)
+                .read_until(b'\n', &mut skipped)
+                .ok()?
+                == MAX_LINE as usize
+                && skipped.last() != Some(&b'\n')
+            {
+                skipped.clear();
+            }
+        } else {
+            text.push_str(&String::from_utf8_lossy(&line));
+        }
+    }
     Some(parse_perf_map(&text))
 }
+
+/// The longest perf map line read (a C++ name of a few kilobytes fits).
+const MAX_LINE: u64 = 64 << 10;
 
 fn hex(word: &str) -> Option<u64> {
     let digits = word.strip_prefix("0x").unwrap_or(word);

@@ -3,16 +3,17 @@
 
 use std::sync::Arc;
 
-use object::Object;
+use object::{Object, ReadRef};
 
+use super::Frame;
 use super::debuginfo::{self, DebugFile, DebugFiles, DebugRefs, OwnedDwarf};
 use super::functions::{FunctionSymbol, function_at, plt_symbols, raw_symbols, sized_functions};
-use super::{Frame, vdso};
+use super::vdso::{self, ObjectData};
 
 /// Where an object's DWARF comes from.
 enum Dwarf {
     /// The object's own `.debug_*` sections.
-    Own(Box<addr2line::Loader>),
+    Own(Box<OwnedDwarf>),
     /// A separate debug file's.
     Separate(Arc<DebugFile>),
 }
@@ -20,7 +21,7 @@ enum Dwarf {
 impl Dwarf {
     fn context(&self) -> Option<&OwnedDwarf> {
         match self {
-            Dwarf::Own(_) => None,
+            Dwarf::Own(own) => Some(own),
             Dwarf::Separate(file) => file.dwarf(),
         }
     }
@@ -53,30 +54,67 @@ impl Names {
     /// Reads the names of the object at `path`, in issue 19's order (first
     /// hit wins): its own `.symtab`, then its DWARF; a separate debug file
     /// (by build id, then `.gnu_debuglink`); MiniDebugInfo; `.dynsym` (and
-    /// PLT stubs) last, below every other source at the same address.
-    pub(super) fn load(path: &str, debug: &mut DebugFiles) -> Names {
-        let Some(data) = vdso::read_object(path) else {
-            return Names::none();
-        };
-        let Ok(file) = object::File::parse(&*data) else {
+    /// PLT stubs) last, below every other source at the same address. With
+    /// `names_only` no DWARF is parsed. An object changed on disk after
+    /// `recorded_until` (its ctime, from the descriptor read) gets none.
+    pub(super) fn load(
+        path: &str,
+        debug: &mut DebugFiles,
+        names_only: bool,
+        recorded_until: Option<std::time::SystemTime>,
+    ) -> Names {
+        match vdso::open_object(path, debug) {
+            Some(ObjectData::Image(image)) => Names::parse(path, &*image, None, debug, names_only),
+            Some(ObjectData::File(file)) => {
+                if let Some(logged) = recorded_until
+                    && let Some(changed) = changed_at(file.metadata())
+                    && changed > logged
+                {
+                    debug.note(format!(
+                        "{path}: changed on disk after the log was written; its frames stay unnamed (pmclog records no build ids to tell the builds apart)"
+                    ));
+                    return Names::none();
+                }
+                let read = |o, n| file.read_range(o, n);
+                Names::parse(path, &*file, Some(&read), debug, names_only)
+            }
+            None => Names::none(),
+        }
+    }
+
+    /// [`Names::load`] of the object in `data`; `read` copies its file
+    /// ranges out for its own DWARF (none for the vDSO).
+    fn parse<'d, R: ReadRef<'d>>(
+        path: &str,
+        data: R,
+        read: Option<&dyn Fn(u64, u64) -> Option<Vec<u8>>>,
+        debug: &mut DebugFiles,
+        names_only: bool,
+    ) -> Names {
+        let Ok(file) = object::File::parse(data) else {
             return Names::none();
         };
         let mut symbols = raw_symbols(&file, false);
-        let own_dwarf = file.section_by_name(".debug_info").is_some() && path != vdso::VDSO;
-        let mut dwarf = if own_dwarf {
-            addr2line::Loader::new(path)
-                .ok()
-                .map(|l| Dwarf::Own(Box::new(l)))
-        } else {
-            None
+        let own_dwarf = file.section_by_name(".debug_info").is_some();
+        let mut dwarf = match read {
+            Some(read) if own_dwarf && !names_only => {
+                debuginfo::owned_dwarf(&file, read, path, debug).map(|d| Dwarf::Own(Box::new(d)))
+            }
+            _ => None,
         };
-        if symbols.is_empty() || dwarf.is_none() {
+        // An own DWARF not parsed (names only) still counts as found: a
+        // separate debug file is not looked for it.
+        let dwarf_found = dwarf.is_some() || (own_dwarf && read.is_some() && names_only);
+        if symbols.is_empty() || !dwarf_found {
             let refs = DebugRefs::of(&file);
             if let Some(separate) = debug.find(path, &refs) {
                 if symbols.is_empty() {
                     symbols.clone_from(&separate.symtab);
                 }
-                if dwarf.is_none() && separate.has_dwarf {
+                if !dwarf_found && separate.has_dwarf {
+                    if !names_only {
+                        separate.load_dwarf(path, debug);
+                    }
                     dwarf = Some(Dwarf::Separate(separate));
                 }
             }
@@ -93,12 +131,11 @@ impl Names {
     }
 }
 
-/// When the file at `path` last changed (its inode's ctime: a replacement
-/// by rename, as package managers install, sets it even when the file
-/// keeps its packaged mtime).
-pub(super) fn changed_at(path: &str) -> Option<std::time::SystemTime> {
+/// When a file last changed (its inode's ctime: a replacement by rename,
+/// as package managers install, sets it even when the file keeps its
+/// packaged mtime).
+pub(super) fn changed_at(m: &std::fs::Metadata) -> Option<std::time::SystemTime> {
     use std::os::unix::fs::MetadataExt as _;
-    let m = std::fs::metadata(path).ok()?;
     let secs = u64::try_from(m.ctime()).ok()?;
     let nanos = u32::try_from(m.ctime_nsec()).ok()?;
     std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
@@ -119,20 +156,10 @@ impl Names {
         } else {
             self.dwarf.as_ref()
         };
-        match dwarf {
-            Some(Dwarf::Own(loader)) => {
-                if let Ok(frames) = loader.find_frames(addr) {
-                    collect_frames(frames, symbol, &mut out);
-                }
-            }
-            Some(separate) => {
-                if let Some(context) = separate.context()
-                    && let Ok(frames) = context.find_frames(addr).skip_all_loads()
-                {
-                    collect_frames(frames, symbol, &mut out);
-                }
-            }
-            None => {}
+        if let Some(context) = dwarf.and_then(Dwarf::context)
+            && let Ok(frames) = context.find_frames(addr).skip_all_loads()
+        {
+            collect_frames(frames, symbol, &mut out);
         }
         // The real (outermost) function is named by its symbol, as perf
         // names it: DWARF has glibc's internal alias (`__GI___libc_malloc`)

@@ -1,15 +1,34 @@
 //! The vDSO: no file holds it, so its image is this process's own (the
 //! kernel maps the same one into every process of a boot).
 
+use pmc_unwind::ObjectFile;
 pub(crate) use pmc_unwind::VDSO_PATH as VDSO;
 
-/// The bytes of an object: the file at `path`, or for [`VDSO`] this
-/// process's vDSO.
-pub(crate) fn read_object(path: &str) -> Option<Vec<u8>> {
+use super::DebugFiles;
+
+/// An object to parse: this process's vDSO image, or a file opened by
+/// [`ObjectFile::open`]'s rules (absolute path, regular file, ranges read
+/// as parsed).
+pub(crate) enum ObjectData {
+    Image(Vec<u8>),
+    File(Box<ObjectFile>),
+}
+
+/// Opens the object a log names: for [`VDSO`] this process's vDSO. A
+/// refusal of the path (relative, not a regular file, too large) is
+/// noted for `-v`, once per path; a missing file is not.
+pub(crate) fn open_object(path: &str, notes: &mut DebugFiles) -> Option<ObjectData> {
     if path == VDSO {
-        pmc_unwind::own_vdso_image()
-    } else {
-        std::fs::read(path).ok()
+        return pmc_unwind::own_vdso_image().map(ObjectData::Image);
+    }
+    match ObjectFile::open(std::path::Path::new(path)) {
+        Ok(file) => Some(ObjectData::File(Box::new(file))),
+        Err(e) => {
+            if e.kind() == std::io::ErrorKind::InvalidInput {
+                notes.note(format!("{path}: not opened: {e}"));
+            }
+            None
+        }
     }
 }
 

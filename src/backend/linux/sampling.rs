@@ -18,6 +18,7 @@
 //! group reads the counter at exactly that moment.
 
 mod callchain;
+mod exec_path;
 mod lost;
 mod procfs;
 
@@ -34,8 +35,9 @@ use crate::backend::event::BackendEvent;
 use crate::backend::source::{Drain, MappingSource, SampleSource, SourceInfo};
 use crate::sample::{UserRegs, UserStack};
 use crate::{Flags, Mode, Result};
+use exec_path::{PendingExec, mapped_image};
 use lost::RingLosses;
-use procfs::{ProcMappings, exec_addresses};
+use procfs::ProcMappings;
 
 /// The siblings that sample a counter's per-thread value, each reading the
 /// group (the counter leads it) when it fires:
@@ -124,6 +126,8 @@ pub(super) struct RingSet {
     losses: Option<RingLosses>,
     /// Each ring's records moved from the intake, not yet decoded.
     spools: Vec<Spool>,
+    /// Each ring's execs waiting for their executable's mapping.
+    pending_execs: Vec<Vec<PendingExec>>,
 }
 
 /// A logging target's source: its ring set, decoded under its own lock.
@@ -374,6 +378,7 @@ impl RingSet {
             ring_cut_to_kib,
         };
         let spools = rings.iter().map(|_| Spool::default()).collect();
+        let pending_execs = rings.iter().map(|_| Vec::new()).collect();
         let intake = Arc::new(Mutex::new(Intake {
             taken: rings.iter().map(|_| Vec::new()).collect(),
             rings,
@@ -389,6 +394,7 @@ impl RingSet {
             slice_parser: slices.map(|s| RecordParser::for_attr(&s.switch)),
             losses,
             spools,
+            pending_execs,
         }))))
     }
 
@@ -481,11 +487,50 @@ impl RingSet {
                     }
                     continue;
                 }
+                let pending = &mut self.pending_execs[index];
+                match &record {
+                    Record::Comm {
+                        pid,
+                        tid,
+                        comm,
+                        exec: true,
+                        sample_id,
+                    } if pid == tid => {
+                        // A second exec before the first one's mapping
+                        // (lost): the first keeps what /proc says.
+                        if let Some(i) = pending.iter().position(|p| p.pid == *pid) {
+                            events.push(pending.swap_remove(i).into_event(None));
+                        }
+                        pending.push(PendingExec {
+                            pid: *pid,
+                            time: sample_id.time.unwrap_or(0),
+                            comm: String::from_utf8_lossy(comm).into_owned(),
+                        });
+                        continue;
+                    }
+                    Record::Exit { pid, tid, .. } if pid == tid => {
+                        if let Some(i) = pending.iter().position(|p| p.pid == *pid) {
+                            events.push(pending.swap_remove(i).into_event(None));
+                        }
+                    }
+                    _ => {
+                        if let Some((pid, path)) = mapped_image(&record)
+                            && let Some(i) = pending.iter().position(|p| p.pid == pid)
+                        {
+                            events.push(pending.swap_remove(i).into_event(Some(path)));
+                        }
+                    }
+                }
                 if let Some(event) = neutral(&record, sampling, root) {
                     events.push(event);
                 }
             }
             spool.end_if_corrupt();
+        }
+        if last {
+            for pending in &mut self.pending_execs {
+                events.extend(pending.drain(..).map(|p| p.into_event(None)));
+            }
         }
         if last && let Some(losses) = &mut self.losses {
             // Read after the rings were emptied: every loss before now.
@@ -555,26 +600,6 @@ fn neutral(
                 path: String::from_utf8_lossy(filename).into_owned(),
             },
         ),
-        Record::Comm {
-            pid,
-            tid,
-            comm,
-            exec: true,
-            sample_id,
-        } if pid == tid => {
-            let path = super::executable_path(*pid)
-                .unwrap_or_else(|| String::from_utf8_lossy(comm).into_owned());
-            let addresses = exec_addresses(*pid);
-            (
-                sample_id.time.unwrap_or(0),
-                BackendEvent::Exec {
-                    pid: *pid,
-                    path,
-                    base: addresses.base,
-                    dynaddr: addresses.dynaddr,
-                },
-            )
-        }
         Record::Fork {
             pid, ppid, time, ..
         } if pid != ppid => (

@@ -178,7 +178,7 @@ struct Parsed {
 }
 
 fn run(args: &[String], out: &mut Out<'_>) -> Run {
-    let parsed = parse(args, out)?;
+    let parsed = parse(args, out, &mut io::stderr())?;
     let Some(p) = parsed else {
         return Ok(());
     };
@@ -227,8 +227,23 @@ fn run(args: &[String], out: &mut Out<'_>) -> Run {
 }
 
 /// pmccontrol.c's getopt loop over `:c:d:e:lLs`, plus our long options.
-/// `Ok(None)`: `--help` or `--version` has been answered.
-fn parse(args: &[String], out: &mut Out<'_>) -> Result<Option<Parsed>, Stop> {
+/// `Ok(None)`: `--help` or `--version` has been answered (on `out`). A
+/// refusal is EX_USAGE, or pmccontrol.c's EX_DATAERR for an id that is not
+/// a number or does not fit an int, its message written to `err` (errx's
+/// `pmccontrol: message`); nothing else is touched, so the property test
+/// (`pmccontrol/argv_properties.rs`) runs it on generated vectors.
+fn parse(
+    args: &[String],
+    out: &mut impl Write,
+    err: &mut impl Write,
+) -> Result<Option<Parsed>, Stop> {
+    // errx(3) onto `err`.
+    let mut refuse = |code: u8, message: &str| -> Stop {
+        match writeln!(err, "{TOOL}: {message}") {
+            Ok(()) => Stop::Status(code),
+            Err(e) => Stop::Io(e),
+        }
+    };
     let mut p = Parsed {
         command: Command::Usage,
         ops: Vec::new(),
@@ -271,8 +286,10 @@ fn parse(args: &[String], out: &mut Out<'_>) -> Result<Option<Parsed>, Stop> {
                     return Ok(None);
                 }
                 _ => {
-                    eprintln!("{TOOL}: Unrecognized option \"{arg}\"");
-                    return Err(errx(EX_USAGE, USAGE));
+                    return Err(refuse(
+                        EX_USAGE,
+                        &format!("Unrecognized option \"{arg}\"\n{TOOL}: {USAGE}"),
+                    ));
                 }
             }
             continue;
@@ -300,7 +317,7 @@ fn parse(args: &[String], out: &mut Out<'_>) -> Result<Option<Parsed>, Stop> {
                         i += 1;
                         args[i - 1].clone()
                     } else {
-                        return Err(errx(
+                        return Err(refuse(
                             EX_USAGE,
                             &format!("Missing argument to option '-{c}'"),
                         ));
@@ -314,12 +331,17 @@ fn parse(args: &[String], out: &mut Out<'_>) -> Result<Option<Parsed>, Stop> {
                     let id = if optarg.starts_with('*') {
                         None
                     } else {
-                        Some(c_id(&optarg).ok_or_else(|| {
-                            errx(
+                        // pmccontrol.c's line, then the range (ours).
+                        let Some(id) = c_id(&optarg) else {
+                            return Err(refuse(
                                 EX_DATAERR,
-                                &format!("\"{optarg}\" is not a valid {what} id"),
-                            )
-                        })?)
+                                &format!(
+                                    "\"{optarg}\" is not a valid {what} id\n{TOOL}: a {what} id is a number from 0 to {} (decimal, 0x hex or 0 octal), or * for every {what}",
+                                    i32::MAX
+                                ),
+                            ));
+                        };
+                        Some(id)
                     };
                     if c == 'c' {
                         current_cpu = id;
@@ -332,8 +354,10 @@ fn parse(args: &[String], out: &mut Out<'_>) -> Result<Option<Parsed>, Stop> {
                     }
                 }
                 _ => {
-                    eprintln!("{TOOL}: Unrecognized option \"-{c}\"");
-                    return Err(errx(EX_USAGE, USAGE));
+                    return Err(refuse(
+                        EX_USAGE,
+                        &format!("Unrecognized option \"-{c}\"\n{TOOL}: {USAGE}"),
+                    ));
                 }
             }
         }
@@ -640,6 +664,11 @@ fn limits(json: bool, out: &mut Out<'_>) -> Run {
     Ok(())
 }
 
+// Beside the binary, not in src/bin/ (where every file is a binary).
+#[cfg(test)]
+#[path = "pmccontrol/argv_properties.rs"]
+mod argv_properties;
+
 #[cfg(test)]
 mod tests {
     use super::{Stop, c_id, parse};
@@ -650,7 +679,7 @@ mod tests {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
-        match parse(&args, &mut out) {
+        match parse(&args, &mut out, &mut std::io::sink()) {
             Ok(_) => true,
             Err(Stop::Status(_)) => false,
             Err(Stop::Io(e)) => panic!("stdout: {e}"),

@@ -31,6 +31,16 @@ impl Losses {
         }
     }
 
+    /// `recorded` samples and `lost` lost, as a log's writer counted
+    /// them (a log that cannot be read back: a device, FIFO or socket).
+    pub(in crate::pmcstat) fn counted(recorded: u64, lost: u64) -> Losses {
+        Losses {
+            recorded,
+            lost,
+            uncounted: false,
+        }
+    }
+
     /// These and `other`'s (two parts of one log).
     pub(in crate::pmcstat) fn merge(&mut self, other: Losses) {
         self.recorded += other.recorded;

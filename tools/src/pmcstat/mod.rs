@@ -8,18 +8,20 @@
 //! the live mode: allocate, attach, start, wait, stop, report.
 
 mod counting;
+mod distinct;
 mod options;
 mod reports;
+mod signals;
 mod watch;
+mod write_failure;
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use pmc::{Flags, Mode, PerCpu, Pmc};
 
+use crate::destination::HeldOutput;
 use crate::gate::{self, HeldCommand};
 use crate::output::{Format, Printer};
 use crate::sysexits::{EX_DATAERR, EX_OSERR, EX_UNAVAILABLE};
@@ -68,6 +70,7 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         return list_or_describe(&args);
     }
     let top_options = check_options(&args)?;
+    distinct::check_outputs_distinct(&args)?;
     if let Some(log) = &args.read_log {
         return read_log(&args, log);
     }
@@ -119,24 +122,17 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     if targeted && !args.command.is_empty() {
         return Err(usage(TOOL, "-t and a command exclude each other"));
     }
-    for (flag, v) in [("-w", args.interval), ("-l", args.duration)] {
-        if v.is_some_and(|s| !(s > 0.0 && s.is_finite())) {
-            return Err(usage(
-                TOOL,
-                &format!("{flag} needs a positive number of seconds"),
-            ));
-        }
-    }
-    // -t: every process id and every process whose name matches, as
-    // pmcstat_find_targets; none is EX_DATAERR ("No matching target
-    // processes.").
+    // -w and -l were range-checked as they were parsed (options/ranges.rs).
+    // -t: every process id that exists and every process whose name
+    // matches, as pmcstat_find_targets; none is EX_DATAERR ("No matching
+    // target processes.").
     let mut targets = Vec::new();
     for spec in &args.targets {
         targets.extend(find_targets(spec)?);
     }
     if targeted && targets.is_empty() {
         eprintln!(
-            "{TOOL}: -t {}: no matching target processes",
+            "{TOOL}: no process matches -t {}: give the id of a running process or a pattern over process names",
             args.targets.join(" -t ")
         );
         return Err(ExitCode::from(EX_DATAERR));
@@ -155,25 +151,24 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     }
 
     // The log first: LOG_PROC* counters need it, and allocations are logged.
-    // An -O file is written beside its destination and renamed into place
-    // once recording runs, so a failed run leaves an existing log alone.
+    // An -O log is held in memory until every check has passed (see
+    // open_outputs), so a failed run leaves an existing log alone.
     let memory_log = pmc::log::sink::MemoryLog::new();
-    let mut pending_log = None;
+    let held_log = args
+        .log_out
+        .as_ref()
+        .filter(|_| logging)
+        // A device, FIFO or socket cannot be read back: what the reports
+        // and -v's statistics read is copied as it goes.
+        .map(|_| HeldOutput::new(wants_report(&args) || args.verbose > 0));
     if logging {
-        let configured = match &args.log_out {
-            Some(path) => {
-                let temp = PendingLog::create(path)?;
-                let file = temp.file().map_err(|e| {
-                    eprintln!("{TOOL}: cannot create {}: {e}", path.display());
-                    ExitCode::from(EX_OSERR)
-                })?;
-                pending_log = Some(temp);
-                pmc::log::sink::configure_logfile(file).map_err(|e| os_fail(&e))
-            }
-            None => pmc::log::sink::configure_logfile(memory_log.clone()).map_err(|e| os_fail(&e)),
-        };
-        configured?;
+        match &held_log {
+            Some(held) => pmc::log::sink::configure_logfile(held.clone()),
+            None => pmc::log::sink::configure_logfile(memory_log.clone()),
+        }
+        .map_err(|e| os_fail(&e))?;
     }
+    flush_log_now(logging);
 
     // Allocate everything first, in command-line order, each with the
     // toggles in force where it was given: a bad specifier fails before
@@ -247,33 +242,24 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         .find(|ev| matches!(ev.mode, Mode::TS | Mode::SS))
         .map_or(options::DEFAULT_SAMPLE_COUNT, |ev| ev.reload);
 
-    // Before the command starts: from its exec on, a Ctrl-C must not kill
-    // pmcstat before it has reported. pmcstat.c on SIGINT: signal the
-    // command it started (pmcstat_kill_process), then report once it exits.
-    // Started with SIGINT ignored (a background job of a shell without job
-    // control, nohup-like wrappers), the command inherits that as from any
-    // parent: it is started before the handler, whose installation would
-    // reset it to the default at the command's exec. Nothing can interrupt
-    // pmcstat meanwhile: SIGINT is still ignored then.
-    let interrupts = Arc::new(AtomicUsize::new(0));
-    let install_handler = || {
-        let count = interrupts.clone();
-        let _ = ctrlc::set_handler(move || {
-            count.fetch_add(1, Ordering::SeqCst);
-        });
-    };
-    let inherit_ignored_sigint = sigint_ignored();
-    if !inherit_ignored_sigint {
-        install_handler();
-    }
+    // Before the command starts: from its exec on, a Ctrl-C, SIGTERM,
+    // SIGHUP or SIGQUIT must not kill pmcstat before it has reported
+    // (signals.rs). pmcstat.c on SIGINT: signal the command it started
+    // (pmcstat_kill_process), then report once it exits. A signal ignored
+    // at start (a background job of a shell without job control, nohup)
+    // is passed on ignored, as from any parent: the command is started
+    // after the handlers, which its exec resets to the default, and
+    // ignored signals are not caught then. Nothing can interrupt pmcstat
+    // meanwhile: SIGINT is still ignored then.
+    let interrupts = signals::Interrupts::catch()?;
+    // Any of them ends a wait for the reader of an output FIFO.
+    crate::destination::give_up_waiting_when(interrupts.arrived());
     let held = if args.command.is_empty() {
         None
     } else {
         Some(HeldCommand::spawn(&args.command).map_err(|e| cannot_run(&args.command[0], &e)))
     };
-    if inherit_ignored_sigint {
-        install_handler();
-    }
+    interrupts.catch_sigint_if_ignored()?;
     let mut held = held.transpose()?;
     // A command is counted from its exec on (attach_at_exec): pmcstat's own
     // start-up of it is not the command's work. Targets of -t that exited
@@ -308,30 +294,20 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         eprintln!("{TOOL}: no processes were attached to: the targets of -t exited");
         return Err(ExitCode::from(EX_DATAERR));
     }
+    let sink = open_outputs(&args, held_log.as_ref())?;
     for c in &mut counters {
         c.start().map_err(|e| os_fail(&e))?;
     }
     for p in &mut samplers {
         p.start().map_err(|e| os_fail(&e))?;
     }
+    flush_log_now(logging);
     if let Some(h) = &mut held {
         h.release().map_err(|e| cannot_run(&args.command[0], &e))?;
-    }
-    // Recording runs: the log takes its name now.
-    if let (Some(pending), Some(path)) = (pending_log.take(), &args.log_out) {
-        pending.persist(path)?;
     }
 
     let mut interrupts_seen = 0;
 
-    let sink: Box<dyn Write> = match &args.output {
-        // pmcstat.c: errx(EX_OSERR, "ERROR: cannot open \"%s\" for writing.").
-        Some(path) => Box::new(std::fs::File::create(path).map_err(|e| {
-            eprintln!("{TOOL}: cannot create {}: {e}", path.display());
-            ExitCode::from(EX_OSERR)
-        })?),
-        None => Box::new(std::io::stderr()),
-    };
     let form = if args.json {
         Form::Lines(Printer::new(Format::Json))
     } else if args.csv {
@@ -396,13 +372,13 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         if targeted && !targets.iter().any(|&pid| pmc::process_exists(pid)) {
             break;
         }
-        let now_interrupted = interrupts.load(Ordering::SeqCst);
+        let now_interrupted = interrupts.count();
         if now_interrupted > interrupts_seen {
             interrupts_seen = now_interrupted;
             match &held {
-                // The first Ctrl-C asks the command to stop, a second one
-                // kills it; its exit ends the loop above.
-                Some(h) => forward_interrupt(h, interrupts_seen)?,
+                // The first Ctrl-C (or SIGTERM, …) asks the command to
+                // stop, a second one kills it; its exit ends the loop above.
+                Some(h) => forward_interrupt(h, interrupts_seen, interrupts.last())?,
                 None => break,
             }
         }
@@ -413,13 +389,46 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
             && Instant::now() >= tick
             && !counters.is_empty()
         {
-            out.interval(&mut counters, start, false)?;
+            if let Err(code) = out.interval(&mut counters, start, false) {
+                let run = write_failure::Run {
+                    counters: &mut counters,
+                    samplers: &mut samplers,
+                    held: held.as_mut(),
+                    out: &mut out,
+                    start,
+                    log_out: args.log_out.as_deref(),
+                    interrupts: &interrupts,
+                };
+                return Err(write_failure::counts_failed(code, run));
+            }
             next_tick = interval.map(|i| tick + i);
+        }
+        // -O's write error ends the run at once, as -o's does (hwpmc's
+        // log thread signals its owner SIGIO at its first write error).
+        if let Some(path) = &args.log_out
+            && let Some(e) = pmc::log::sink::write_error()
+        {
+            let run = write_failure::Run {
+                counters: &mut counters,
+                samplers: &mut samplers,
+                held: held.as_mut(),
+                out: &mut out,
+                start,
+                log_out: Some(path),
+                interrupts: &interrupts,
+            };
+            return Err(write_failure::stop(
+                write_failure::Failed::Log(path, e),
+                run,
+            ));
         }
         if progress && last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
             let (samples, lost) = pmc::log::sink::stats();
-            eprint!(
+            // A hung-up terminal (EIO) must not panic: SIGHUP still
+            // closes the log.
+            let _ = write!(
+                std::io::stderr(),
                 "\r{TOOL}: {:.0} s elapsed, {samples} samples, {lost} lost",
                 start.elapsed().as_secs_f64()
             );
@@ -435,19 +444,29 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     drop(samplers);
     if logging {
         if progress {
-            eprintln!();
+            let _ = writeln!(std::io::stderr());
         }
-        pmc::log::sink::close_logfile().map_err(|e| os_fail(&e))?;
-        let events = match &args.log_out {
-            Some(path) => read_events(path)?,
-            None => memory_log.events().map_err(|e| {
-                eprintln!("{TOOL}: {e}");
-                ExitCode::from(crate::sysexits::EX_SOFTWARE)
-            })?,
-        };
+        if let Err(e) = pmc::log::sink::close_logfile() {
+            return Err(match (&args.log_out, e) {
+                // The last records met the write error: as in the loop.
+                (Some(path), e @ pmc::Error::Log { .. }) => {
+                    let run = write_failure::Run {
+                        counters: &mut counters,
+                        samplers: &mut [],
+                        held: held.as_mut(),
+                        out: &mut out,
+                        start,
+                        log_out: Some(path),
+                        interrupts: &interrupts,
+                    };
+                    write_failure::stop(write_failure::Failed::Log(path, e), run)
+                }
+                (_, e) => os_fail(&e),
+            });
+        }
+        let (events, mut losses) = recorded_events(&args, held_log.as_ref(), &memory_log)?;
         // Said at the end of recording, as FreeBSD warns that sampling was
         // paused and perf that chunks were lost.
-        let mut losses = Losses::of(&events);
         losses.merge(seen_by_top);
         losses.warn(pmc::log::sink::smallest_ring_kib());
         if print_log {
@@ -479,10 +498,15 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Sends the command SIGINT at the first interrupt, SIGKILL after.
-fn forward_interrupt(held: &HeldCommand, interrupts: usize) -> Result<(), ExitCode> {
+/// Sends the command the signal pmcstat got (`got`) at the first
+/// interrupt, SIGKILL after.
+fn forward_interrupt(
+    held: &HeldCommand,
+    interrupts: usize,
+    got: nix::sys::signal::Signal,
+) -> Result<(), ExitCode> {
     let signal = if interrupts <= 1 {
-        nix::sys::signal::Signal::SIGINT
+        got
     } else {
         nix::sys::signal::Signal::SIGKILL
     };
@@ -495,6 +519,17 @@ fn forward_interrupt(held: &HeldCommand, interrupts: usize) -> Result<(), ExitCo
             eprintln!("{TOOL}: cannot signal the command: {e}");
             Err(ExitCode::from(EX_OSERR))
         }
+    }
+}
+
+/// Writes out what the log holds now, `logging`: its INITIALIZE once it
+/// is configured, then the PMCs' allocations and initial MAP_INs once they
+/// run, so that a recording killed before its first 64 KiB (`kill -9`)
+/// still leaves a log whose beginning reads. A write error stays with the
+/// log and is said where it closes.
+fn flush_log_now(logging: bool) {
+    if logging {
+        let _ = pmc::log::sink::flush_logfile();
     }
 }
 
@@ -575,68 +610,74 @@ fn allocate_process_pmc(
     }
 }
 
-/// An `-O` log being written under a temporary name beside its
-/// destination; dropped before [`PendingLog::persist`], it is removed.
-struct PendingLog(tempfile::NamedTempFile);
-
-impl PendingLog {
-    fn create(path: &std::path::Path) -> Result<PendingLog, ExitCode> {
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => std::path::Path::new("."),
-        };
-        let name = path
-            .file_name()
-            .map_or_else(|| "pmclog".into(), |n| n.to_string_lossy().into_owned());
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".partial")
-            .permissions(new_file_permissions())
-            .tempfile_in(dir)
-            .map_err(|e| {
-                eprintln!("{TOOL}: cannot create {}: {e}", path.display());
-                ExitCode::from(EX_OSERR)
-            })?;
-        Ok(PendingLog(temp))
+/// Opens the outputs of a live run once nothing the user asked for can
+/// fail any more (the specifiers, CPUs, command and targets are checked):
+/// the `-O` log gets what was held in memory since its configuration, and
+/// the `-o` sink (standard error without one) is returned. Both are
+/// opened in place (`destination.rs`); a FIFO's open waits for its
+/// reader, before the PMCs start and the command runs, as pmcstat.c opens
+/// its files before it starts anything.
+fn open_outputs(args: &Args, held_log: Option<&HeldOutput>) -> Result<Box<dyn Write>, ExitCode> {
+    if let (Some(held), Some(path)) = (held_log, &args.log_out) {
+        // The records so far (INITIALIZE, the allocations) reach the file
+        // at once.
+        pmc::log::sink::flush_logfile().map_err(|e| os_fail(&e))?;
+        let file = crate::destination::create(path).map_err(|e| cannot_open("-O", path, &e))?;
+        held.open(file).map_err(|e| {
+            crate::output::io_failure(TOOL, &e, &format!("the log to {}", path.display()))
+        })?;
     }
-
-    fn file(&self) -> std::io::Result<std::fs::File> {
-        self.0.as_file().try_clone()
-    }
-
-    fn persist(self, path: &std::path::Path) -> Result<(), ExitCode> {
-        self.0.persist(path).map(drop).map_err(|e| {
-            eprintln!("{TOOL}: cannot write {}: {}", path.display(), e.error);
-            ExitCode::from(EX_OSERR)
-        })
-    }
+    Ok(match &args.output {
+        Some(path) => {
+            Box::new(crate::destination::create(path).map_err(|e| cannot_open("-o", path, &e))?)
+        }
+        None => Box::new(std::io::stderr()),
+    })
 }
 
-/// The mode `File::create` would give a new file: 0666 less the umask
-/// (a temporary file is 0600 otherwise).
-fn new_file_permissions() -> std::fs::Permissions {
-    use nix::sys::stat::{Mode, umask};
-    use std::os::unix::fs::PermissionsExt;
-    // umask can only be read by setting it; no other thread creates files
-    // yet (the log's drainer starts with the first sampling attach).
-    let mask = umask(Mode::from_bits_truncate(0o022));
-    umask(mask);
-    // mode_t is u32 on Linux, u16 on FreeBSD.
-    #[allow(clippy::useless_conversion)]
-    let mask = u32::from(mask.bits());
-    std::fs::Permissions::from_mode(0o666 & !mask)
+/// An output that cannot be opened: pmcstat_log.c's `errx(EX_OSERR,
+/// "ERROR: Cannot open \"%s\" for %s: %s.")`, with the option;
+/// interrupted while it waited for a FIFO's reader, the status of a Ctrl-C
+/// (128 + SIGINT).
+fn cannot_open(flag: &str, path: &std::path::Path, e: &std::io::Error) -> ExitCode {
+    eprintln!(
+        "{TOOL}: ERROR: Cannot open \"{}\" for writing ({flag}): {e}.",
+        path.display()
+    );
+    if e.kind() == std::io::ErrorKind::Interrupted {
+        return ExitCode::from(128 + nix::sys::signal::Signal::SIGINT as u8);
+    }
+    ExitCode::from(EX_OSERR)
 }
 
-/// Whether this process started with SIGINT ignored (Linux's
-/// `/proc/self/status` `SigIgn` mask; elsewhere assumed not).
-fn sigint_ignored() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix("SigIgn:"))
-                .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
-        })
-        .is_some_and(|mask| mask & (1 << (nix::sys::signal::Signal::SIGINT as u64 - 1)) != 0)
+/// The records of the finished recording, for its reports and the
+/// losses warning: the `-O` file read back, or the copy kept of a
+/// destination that cannot be read back (a device, FIFO or socket; the
+/// losses then as the log's statistics counted them), or the memory log.
+fn recorded_events(
+    args: &Args,
+    held_log: Option<&HeldOutput>,
+    memory_log: &pmc::log::sink::MemoryLog,
+) -> Result<(Vec<pmc::log::LogEvent>, Losses), ExitCode> {
+    let events = match (held_log, &args.log_out) {
+        (Some(held), Some(path)) if held.is_regular_file() => read_events(path)?,
+        (Some(held), Some(_)) => {
+            let Some(bytes) = held.copy() else {
+                let (samples, lost) = pmc::log::sink::stats();
+                return Ok((Vec::new(), Losses::counted(samples, lost)));
+            };
+            let mut reader = pmc::log::LogReader::from_memory();
+            reader.feed(&bytes);
+            reader.collect::<Result<Vec<_>, _>>().map_err(|e| {
+                eprintln!("{TOOL}: {e}");
+                ExitCode::from(crate::sysexits::EX_SOFTWARE)
+            })?
+        }
+        _ => memory_log.events().map_err(|e| {
+            eprintln!("{TOOL}: {e}");
+            ExitCode::from(crate::sysexits::EX_SOFTWARE)
+        })?,
+    };
+    let losses = Losses::of(&events);
+    Ok((events, losses))
 }

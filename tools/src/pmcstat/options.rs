@@ -10,13 +10,23 @@ use crate::usage;
 
 use super::TOOL;
 
+#[cfg(test)]
+mod argv_properties;
+mod ranges;
+
 /// Count hardware and software events with hwpmc semantics on Linux perf_event.
 #[derive(Parser, Debug)]
 #[command(
     name = "pmcstat",
     version,
     after_help = "Examples:\n  pmcstat -p instructions,usr -- ./a.out\n  \
-                  pmcstat -s page-faults -c '*' -l 5\n  pmcstat -p task-clock -t 1234 -w 1"
+                  pmcstat -s page-faults -c '*' -l 5\n  pmcstat -p task-clock -t 1234 -w 1\n\n\
+                  Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT end the run: the command \
+                  pmcstat started gets the same signal (a second one kills it), the counts \
+                  are printed, an -O log is closed and pmcstat exits 0. A signal ignored at \
+                  start stays ignored for the command, and SIGTERM, SIGHUP and SIGQUIT for \
+                  pmcstat too (nohup). The -O log's first records are written at once: even \
+                  after kill -9 the log's beginning reads."
 )]
 pub(crate) struct Args {
     /// Count SPEC in the target process(es) (process counting mode, TC).
@@ -31,9 +41,10 @@ pub(crate) struct Args {
     /// Sample SPEC system-wide on the CPUs of -c (system sampling mode, SS).
     #[arg(short = 'S', value_name = "SPEC")]
     pub(super) system_sampling: Vec<String>,
-    /// Reload count of the sampling PMCs after it: events between samples
-    /// (default 65536).
-    #[arg(short = 'n', value_name = "COUNT", value_parser = reload_count)]
+    /// Reload count of the sampling PMCs after it: events between samples,
+    /// 1 to 9223372036854775807 (default 65536).
+    #[arg(short = 'n', value_name = "COUNT", value_parser = ranges::reload_count,
+          allow_hyphen_values = true)]
     pub(super) reload: Vec<u64>,
     /// (toggle) Callchain capture of the sampling PMCs after it (on at
     /// first).
@@ -44,10 +55,35 @@ pub(crate) struct Args {
     #[arg(short = 'U', action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub(super) user_callchain_toggles: Vec<bool>,
     /// Write the samples' pmclog to FILE.
+    ///
+    /// FILE is opened once the specifiers, CPUs, command and targets are
+    /// checked (a failed run leaves an existing FILE as it was), before the
+    /// PMCs start. It is opened in place, as FreeBSD's pmcstat opens it
+    /// (perf record would move an existing perf.data aside): a device, FIFO, Unix socket or the target of a symlink
+    /// is written through (a FIFO's open waits for its reader); an existing
+    /// regular file is truncated and keeps its inode, mode, owner and links.
+    /// The same holds for every output file (-o, -G, --folded, -m, -a, -F,
+    /// --pprof, --flamegraph, -M, -D's files). An output that is the -R log
+    /// or another output is a usage error (exit 64) before anything is
+    /// written.
+    ///
+    /// A write error of FILE or of -o's (a full disk, an I/O error) ends
+    /// the run at once, the same way for both: the error is said with its
+    /// errno, the PMCs stop, FILE keeps what was written (-R reads it, with
+    /// a warning that it was cut short), the command pmcstat started is
+    /// sent SIGTERM and waited for (Ctrl-C kills it), and pmcstat exits 74
+    /// (EX_IOERR). The command is ended as perf record ends its workload:
+    /// it ran to be measured and no more of it can be recorded; left
+    /// running it would either outlive pmcstat behind the shell's back or
+    /// keep pmcstat waiting for an unmeasured run. Processes of -t are left
+    /// alone.
     #[arg(short = 'O', value_name = "FILE", conflicts_with = "read_log")]
     pub(super) log_out: Option<std::path::PathBuf>,
     /// Read a pmclog FILE instead of measuring: dump its records, or report
-    /// with -G / --folded.
+    /// with -G / --folded. The dump prints each record as it is read; a
+    /// corrupt record ends it with its number and offset (exit 65). A log
+    /// without CLOSELOG (its recording was killed or ran out of space) is
+    /// read with a warning that it was cut short.
     #[arg(short = 'R', value_name = "FILE")]
     pub(super) read_log: Option<std::path::PathBuf>,
     /// Write a call graph with symbols to FILE (`-`: the -o file, else standard
@@ -66,8 +102,8 @@ pub(crate) struct Args {
     pub(super) call_graph: Option<CallGraph>,
     #[command(flatten)]
     pub(super) profile: ProfileArgs,
-    /// CPUs of the system PMCs after it: a list such as `0-3,6`, or `*`
-    /// for all (the default).
+    /// CPUs of the system PMCs after it: a list such as `0-3,6` (CPU
+    /// numbers 0 to 65535), or `*` for all (the default).
     #[arg(short = 'c', value_name = "CPUS")]
     pub(super) cpus: Vec<String>,
     /// (toggle) Also count the target's current and future child
@@ -79,21 +115,33 @@ pub(crate) struct Args {
     pub(super) descendants: bool,
     /// Attach process PMCs to running processes instead of a command: a
     /// process id, or an extended regular expression matched against the
-    /// names of the running processes (every match is a target).
-    #[arg(short = 't', value_name = "PID|REGEX")]
+    /// names of the running processes (every match is a target; the
+    /// empty pattern is refused).
+    #[arg(short = 't', value_name = "PID|REGEX", value_parser = ranges::target)]
     pub(super) targets: Vec<String>,
-    /// Print counts every SECS seconds.
-    // Negative numbers reach run()'s check, which says what -w takes.
-    #[arg(short = 'w', value_name = "SECS", allow_negative_numbers = true)]
+    /// Print counts every SECS seconds (0.001 to 4294967295).
+    // As getopt, the next word is the value even with a hyphen (`-w -1`,
+    // `-w -inf`): the value parser says what -w takes.
+    #[arg(short = 'w', value_name = "SECS", allow_hyphen_values = true,
+          value_parser = ranges::interval_seconds)]
     pub(super) interval: Option<f64>,
-    /// Stop counting after SECS seconds (the command keeps running).
-    #[arg(short = 'l', value_name = "SECS", allow_negative_numbers = true)]
+    /// Stop counting after SECS seconds, more than 0 and at most 4294967295
+    /// (the command keeps running).
+    #[arg(short = 'l', value_name = "SECS", allow_hyphen_values = true,
+          value_parser = ranges::duration_seconds)]
     pub(super) duration: Option<f64>,
     /// (toggle) Print totals since the start instead of deltas, for the
     /// counting PMCs after it.
     #[arg(short = 'C', action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub(super) cumulative_toggles: Vec<bool>,
     /// Write counts to FILE instead of standard error.
+    ///
+    /// Opened in place when -O's log is, as -O describes: a device or FIFO
+    /// is written through, an existing file keeps its inode, mode and owner.
+    ///
+    /// A write error of FILE ends the run as one of -O's does (see -O): the
+    /// PMCs stop, the -O log is closed whole, the command pmcstat started
+    /// is sent SIGTERM and waited for, exit 74 (EX_IOERR).
     #[arg(short = 'o', value_name = "FILE")]
     pub(super) output: Option<std::path::PathBuf>,
     /// Print counts as JSON lines.
@@ -108,6 +156,8 @@ pub(crate) struct Args {
     /// Top-like live view of the sampling PMCs, refreshed every -w SECS
     /// (default 5). Keys: q quit, space pause, c then a/d accumulate/delta,
     /// p next PMC, m merge PMCs of one name, n next view, f skip-link.
+    /// Samples the view falls far behind on are passed over and counted in
+    /// a warning at the end.
     #[arg(short = 'T', conflicts_with_all = ["duration", "read_log", "log_out"])]
     pub(super) top: bool,
     /// Write each sample's pc with its function and the function's start and
@@ -118,8 +168,10 @@ pub(crate) struct Args {
     /// file:line to FILE (`-` for standard output).
     #[arg(short = 'a', value_name = "FILE")]
     pub(super) annotated: Option<std::path::PathBuf>,
-    /// Keep at most DEPTH frames (innermost first) of each callchain.
-    #[arg(short = 'z', value_name = "DEPTH", value_parser = clap::value_parser!(u32).range(1..))]
+    /// Keep at most DEPTH frames (innermost first) of each callchain, 1 to
+    /// 4294967295.
+    #[arg(short = 'z', value_name = "DEPTH", value_parser = clap::value_parser!(u32).range(1..),
+          allow_hyphen_values = true)]
     pub(super) depth: Option<u32>,
     /// (toggle) Log each count of the process PMCs after it per process at
     /// its exit (LOG_PROCEXIT); printed as `exitval` records, or kept in
@@ -155,19 +207,28 @@ pub(crate) struct Args {
     /// still come from the running kernel's /proc/kallsyms).
     #[arg(short = 'r', value_name = "ROOT")]
     pub(super) fs_root: Option<std::path::PathBuf>,
-    /// More diagnostics: conversion statistics after reports.
+    /// More diagnostics: conversion statistics after reports, and why
+    /// objects the log names were not read (not an absolute path, not a
+    /// regular file, a compressed section above the inflation cap).
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub(super) verbose: u8,
     /// Wide history counters for gprof output (-g).
     #[arg(short = 'e')]
     pub(super) wide_gprof: bool,
-    /// Plugin option: `threshold=PCT` (hide rows under PCT%) or
+    /// Plugin option: `threshold=PCT` (hide rows under PCT%, 0 to 100) or
     /// `skiplink=0|1` (show hidden rows as a dot), for the top view.
     #[arg(short = 'f', value_name = "OPTION")]
     pub(super) plugin_options: Vec<String>,
-    /// Keep only the samples of thread TID in reports.
-    #[arg(short = 'i', value_name = "TID")]
+    /// Keep only the samples of thread TID (0 to 2147483647) in reports.
+    #[arg(short = 'i', value_name = "TID", allow_hyphen_values = true,
+          value_parser = clap::value_parser!(u32).range(0..=ranges::MAX_TID))]
     pub(super) thread: Option<u32>,
+    /// Read a -R log owned by a user other than you and root. Without it
+    /// such a log is refused with status 77 (EX_NOPERM), as perf report
+    /// refuses one: the paths a log names are the files its report opens.
+    /// Long only (-f is the plugin option).
+    #[arg(long)]
+    pub(super) force: bool,
     /// The command to run and count (after `--`).
     #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub(super) command: Vec<OsString>,
@@ -177,26 +238,72 @@ pub(crate) struct Args {
 /// before any `-n`.
 pub(super) const DEFAULT_SAMPLE_COUNT: u64 = 65536;
 
-/// Parses the command line as pmcstat.c's `getopt` loop does: clap for the
-/// spellings, then the specifiers with the toggles and settings in force
-/// where each appears. A clap error exits `EX_USAGE` (pmcstat.c's
+/// Parses pmcstat's own command line ([`try_parse_from`]), printing what
+/// ends the run: a usage error exits `EX_USAGE` (pmcstat.c's
 /// `pmcstat_show_usage`); `--help` and `--version` exit 0.
 pub(super) fn parse() -> Result<(Args, Vec<EventSpec>), ExitCode> {
-    let matches = Args::command().try_get_matches().map_err(clap_exit)?;
-    let mut args = Args::from_arg_matches(&matches).map_err(clap_exit)?;
-    let specs = ordered_specs(&matches).map_err(|e| usage(TOOL, &e))?;
+    try_parse_from(std::env::args_os()).map_err(Refusal::report)
+}
+
+/// Parses `argv` (the program name first) as pmcstat.c's `getopt` loop
+/// does: clap for the spellings, then the specifiers with the toggles and
+/// settings in force where each appears. Every number is range-checked
+/// here (`ranges.rs`); nothing is printed, opened or exited, so a caller
+/// (the property tests) can run it on any vector.
+pub(super) fn try_parse_from<I, T>(argv: I) -> Result<(Args, Vec<EventSpec>), Refusal>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    parse_with(Args::command(), argv)
+}
+
+/// [`try_parse_from`] with pmcstat's clap command given: the property
+/// tests build it once and parse with clones of it.
+fn parse_with<I, T>(command: clap::Command, argv: I) -> Result<(Args, Vec<EventSpec>), Refusal>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let matches = command.try_get_matches_from(argv).map_err(Refusal::Clap)?;
+    let mut args = Args::from_arg_matches(&matches).map_err(Refusal::Clap)?;
+    let specs = ordered_specs(&matches).map_err(Refusal::Usage)?;
     args.descendants = specs.iter().any(|s| s.descendants);
     args.log_exit = specs.iter().any(|s| s.log_exit);
     args.log_csw = specs.iter().any(|s| s.log_csw);
     Ok((args, specs))
 }
 
-fn clap_exit(e: clap::Error) -> ExitCode {
-    let _ = e.print();
-    if e.use_stderr() {
-        ExitCode::from(crate::sysexits::EX_USAGE)
-    } else {
-        ExitCode::SUCCESS
+/// Why [`try_parse_from`] ends the run.
+#[derive(Debug)]
+pub(super) enum Refusal {
+    /// clap's error, or its `--help`/`--version` text.
+    Clap(clap::Error),
+    /// A value clap passed that pmcstat's own checks refuse.
+    Usage(String),
+}
+
+impl Refusal {
+    /// The exit status: `EX_USAGE`, or 0 for `--help` and `--version`.
+    pub(super) fn status(&self) -> u8 {
+        match self {
+            Refusal::Clap(e) if !e.use_stderr() => 0,
+            _ => crate::sysexits::EX_USAGE,
+        }
+    }
+
+    /// Prints the message (clap's to its stream) and gives the status.
+    fn report(self) -> ExitCode {
+        let status = self.status();
+        match self {
+            Refusal::Clap(e) => {
+                let _ = e.print();
+            }
+            Refusal::Usage(message) => {
+                usage(TOOL, &message);
+            }
+        }
+        ExitCode::from(status)
     }
 }
 
@@ -294,7 +401,10 @@ pub(super) fn ordered_specs(matches: &ArgMatches) -> Result<Vec<EventSpec>, Stri
     let mut specs = Vec::new();
     for (_, item) in items {
         match item {
-            Item::Cpus(list) => cpus = Some(crate::parse_cpus(list)?),
+            Item::Cpus(list) => {
+                ranges::check_cpu_list(list)?;
+                cpus = Some(crate::parse_cpus(list)?);
+            }
             Item::Reload(count) => state.reload = count,
             Item::Toggle(id) => {
                 let flag = match id {
@@ -331,10 +441,19 @@ pub(super) fn ordered_specs(matches: &ArgMatches) -> Result<Vec<EventSpec>, Stri
 /// anything else is an extended regular expression searched for in the
 /// name of each running process, every match a target. A pattern that
 /// does not compile exits `EX_DATAERR`, as pmcstat.c's
-/// `err(EX_DATAERR, "ERROR: Failed to compile regex …")`.
+/// `err(EX_DATAERR, "ERROR: Failed to compile regex …")`. A process id no
+/// running process has is said and matches nothing, as pmcstat.c skips a
+/// target whose attach fails with ESRCH (the caller refuses a run left
+/// with no target at all).
 pub(super) fn find_targets(spec: &str) -> Result<Vec<u32>, ExitCode> {
-    if let Some(pid) = leading_number(spec).filter(|&p| p >= 0) {
-        return Ok(vec![u32::try_from(pid).unwrap_or(u32::MAX)]);
+    if let Some(number) = leading_number(spec).filter(|&p| p >= 0) {
+        // Past pid_t: no process has it (process_exists says so).
+        let pid = u32::try_from(number).unwrap_or(u32::MAX);
+        if !pmc::process_exists(pid) {
+            eprintln!("{TOOL}: -t {spec}: process {number} does not exist");
+            return Ok(Vec::new());
+        }
+        return Ok(vec![pid]);
     }
     let pattern = regex::Regex::new(spec).map_err(|e| {
         eprintln!(
@@ -391,8 +510,6 @@ fn process_names() -> Vec<(u32, String)> {
     .collect()
 }
 
-/// `-n COUNT`: pmcstat.c refuses a count <= 0 ("Illegal count value",
-/// EX_USAGE); the largest is perf_event's (and strtol's) 2^63 - 1.
 /// `--call-graph`'s mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum CallGraph {
@@ -429,26 +546,6 @@ fn call_graph(text: &str) -> Result<CallGraph, String> {
             "`{text}` is not a call-graph mode: give `fp` or `dwarf[,SIZE]`"
         )),
     }
-}
-
-fn reload_count(text: &str) -> Result<u64, String> {
-    let count: u64 = text.parse().map_err(|e| {
-        format!("not a reload count ({e}): give the events between samples, e.g. 65536")
-    })?;
-    if count == 0 {
-        return Err(format!(
-            "the reload count must be at least 1 (hwpmc raises counts under {} to {})",
-            pmc::MIN_RELOAD_COUNT,
-            pmc::MIN_RELOAD_COUNT
-        ));
-    }
-    if count > pmc::MAX_RELOAD_COUNT {
-        return Err(format!(
-            "the reload count is too large: the maximum is {}",
-            pmc::MAX_RELOAD_COUNT
-        ));
-    }
-    Ok(count)
 }
 
 /// `-D DIR` (with -g): FreeBSD's pmcstat takes an existing directory
@@ -545,7 +642,7 @@ pub(super) fn check_options(args: &Args) -> Result<Option<(f64, bool)>, ExitCode
         let bad = || {
             usage(
                 TOOL,
-                &format!("-f {opt}: expected threshold=PERCENT or skiplink=0|1"),
+                &format!("-f {opt}: expected threshold=PERCENT (0 to 100) or skiplink=0|1"),
             )
         };
         match opt.split_once('=') {
@@ -599,107 +696,4 @@ pub(super) fn fs_root(args: &Args) -> Result<Option<std::path::PathBuf>, ExitCod
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn specs(argv: &[&str]) -> Vec<EventSpec> {
-        let matches = Args::command()
-            .try_get_matches_from(std::iter::once("pmcstat").chain(argv.iter().copied()))
-            .unwrap();
-        ordered_specs(&matches).unwrap()
-    }
-
-    #[test]
-    fn toggles_apply_to_the_specs_after_them() {
-        // pmcstat.c's getopt loop: `-d`, `-E`, `-W`, `-C`, `-N`, `-U` flip a
-        // variable copied into each pmcstat_ev parsed after them.
-        let s = specs(&[
-            "-p", "a", "-d", "-C", "-p", "b", "-E", "-d", "-p", "c", "-W", "-C", "-C", "-N", "-U",
-            "-P", "d", "--", "true",
-        ]);
-        let row = |e: &EventSpec| {
-            (
-                e.spec.clone(),
-                e.mode,
-                e.descendants,
-                e.cumulative,
-                e.log_exit,
-                e.log_csw,
-                e.callchain,
-                e.user_callchain,
-            )
-        };
-        const TC: pmc::Mode = pmc::Mode::TC;
-        const TS: pmc::Mode = pmc::Mode::TS;
-        assert_eq!(
-            s.iter().map(row).collect::<Vec<_>>(),
-            vec![
-                ("a".into(), TC, false, false, false, false, true, false),
-                ("b".into(), TC, true, true, false, false, true, false),
-                ("c".into(), TC, false, true, true, false, true, false),
-                ("d".into(), TS, false, true, true, true, false, true),
-            ]
-        );
-    }
-
-    #[test]
-    fn clustered_toggles_count_each_letter() {
-        // `-dC` is `-d -C`; `-dd` toggles twice.
-        let s = specs(&["-dC", "-p", "a", "-dd", "-p", "b", "--", "true"]);
-        assert!(s[0].descendants && s[0].cumulative);
-        assert!(s[1].descendants && s[1].cumulative);
-        let s = specs(&["-dd", "-p", "a", "--", "true"]);
-        assert!(!s[0].descendants);
-    }
-
-    #[test]
-    fn c_and_n_set_the_cpus_and_count_of_later_specs() {
-        let s = specs(&[
-            "-S", "x", "-c", "0", "-s", "y", "-n", "5000", "-c", "0,0", "-S", "z", "-P", "w", "--",
-            "true",
-        ]);
-        // Before any -c: every CPU (pmcstat.c's root set).
-        assert_eq!(s[0].cpus, pmc::machine::online_cpus());
-        assert_eq!(s[0].reload, DEFAULT_SAMPLE_COUNT);
-        assert_eq!((s[1].spec.as_str(), s[1].cpus.as_slice()), ("y", &[0][..]));
-        assert_eq!(s[1].reload, DEFAULT_SAMPLE_COUNT);
-        assert_eq!((s[2].cpus.as_slice(), s[2].reload), (&[0][..], 5000));
-        // Process modes have no CPUs; the count carries on.
-        assert_eq!((s[3].cpus.len(), s[3].reload), (0, 5000));
-    }
-
-    #[test]
-    fn t_numbers_are_read_as_strtol_base_0_reads_them() {
-        assert_eq!(leading_number("1234"), Some(1234));
-        assert_eq!(leading_number("  42"), Some(42));
-        assert_eq!(leading_number("0x1f"), Some(31));
-        assert_eq!(leading_number("010"), Some(8));
-        assert_eq!(leading_number("0"), Some(0));
-        // strtol stops at the first non-digit; pmcstat.c ignores the rest.
-        assert_eq!(leading_number("12abc"), Some(12));
-        assert_eq!(leading_number("-3"), Some(-3));
-        assert_eq!(leading_number("sleep"), None);
-        assert_eq!(leading_number("^sl.*"), None);
-        assert_eq!(leading_number(""), None);
-        assert_eq!(leading_number("0x"), Some(0));
-    }
-
-    /// perf record's `--call-graph` spelling: `fp`, `dwarf`, `dwarf,SIZE`
-    /// with the kernel's size rules; anything else is refused with what
-    /// to give.
-    #[test]
-    fn call_graph_modes_are_perfs() {
-        assert_eq!(call_graph("fp"), Ok(CallGraph::FramePointers));
-        assert_eq!(call_graph("dwarf"), Ok(CallGraph::Dwarf(8192)));
-        assert_eq!(call_graph("dwarf,4096"), Ok(CallGraph::Dwarf(4096)));
-        assert_eq!(call_graph("dwarf,65528"), Ok(CallGraph::Dwarf(65528)));
-        for bad in ["dwarf,0", "dwarf,12", "dwarf,65536", "dwarf,x", "dwarf,"] {
-            let e = call_graph(bad).expect_err(bad);
-            assert!(e.contains("multiple of 8"), "{bad}: {e}");
-        }
-        for bad in ["lbr", "fp,8", "", "DWARF"] {
-            let e = call_graph(bad).expect_err(bad);
-            assert!(e.contains("`fp` or `dwarf[,SIZE]`"), "{bad}: {e}");
-        }
-    }
-}
+mod tests;

@@ -18,6 +18,12 @@ use super::options::{Args, fs_root, streams_report, wants_report};
 mod lost;
 pub(super) use lost::{Losses, warn_lost};
 
+/// Every record of the log at `path`, for the reports that need them all
+/// at once (`-m`, `-a`, `-v`, the filters, and a live run's reports). A log
+/// without CLOSELOG, or cut inside a record, gives the records it holds with
+/// the warning that it was cut short; a corrupt record after the first, the
+/// records before it with a warning (as `-G`); a file whose first record is
+/// bad is no pmclog (EX_DATAERR).
 pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEvent>, ExitCode> {
     let fail = |(status, message): (u8, String)| {
         eprintln!("{TOOL}: {message}");
@@ -25,14 +31,136 @@ pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEve
     };
     let file = std::fs::File::open(path)
         .map_err(|e| fail(crate::profile_args::log_open_failed(path, &e)))?;
-    let events = pmc::log::LogReader::from_reader(file)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| fail(crate::profile_args::log_parse_failed(path, &e)))?;
+    let mut end = crate::profile_args::LogEnd::default();
+    let mut events = Vec::new();
+    let mut reader =
+        pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 16, file));
+    for event in &mut reader {
+        match event {
+            Ok(e) => {
+                end.saw(&e.record);
+                events.push(e);
+            }
+            Err(e) if end.records == 0 => {
+                return Err(fail(crate::profile_args::log_parse_failed(path, &e)));
+            }
+            Err(e) => {
+                if let Err(e) = end.ended_inside_a_record(e) {
+                    eprintln!(
+                        "{TOOL}: warning: {}: record {}: {e}; reporting the records before it",
+                        path.display(),
+                        end.records + 1
+                    );
+                    end.damaged = true;
+                }
+                break;
+            }
+        }
+    }
     if events.is_empty() {
         eprintln!("{TOOL}: {}", crate::profile_args::empty_log(path));
         return Err(ExitCode::FAILURE);
     }
+    end.warn_if_cut_short(path);
     Ok(events)
+}
+
+/// `-R FILE` without a report: pmcstat_print_log, each record printed as it
+/// is read (memory independent of the log's length). A corrupt record ends
+/// the dump after the records before it with pmcstat_print_log's
+/// `errx(EX_DATAERR, "ERROR: event parsing failed (record %jd, offset
+/// 0x%jx).")`; a log cut short is printed whole, with the warning. A file
+/// whose first record is bad fails before the output is touched.
+fn dump_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
+    use crate::profile_args::{LogEnd, empty_log, log_open_failed, log_parse_failed_at};
+    let fail = |(status, message): (u8, String)| {
+        eprintln!("{TOOL}: {message}");
+        ExitCode::from(status)
+    };
+    let file = std::fs::File::open(path).map_err(|e| fail(log_open_failed(path, &e)))?;
+    let mut reader =
+        pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 16, file));
+    let first = match reader.next() {
+        None => {
+            eprintln!("{TOOL}: {}", empty_log(path));
+            return Err(ExitCode::FAILURE);
+        }
+        Some(Err(e)) => return Err(fail(log_parse_failed_at(path, 1, 0, &e))),
+        Some(Ok(first)) => first,
+    };
+    let out_path = args.output.as_deref().unwrap_or(std::path::Path::new("-"));
+    let mut out = DumpOutput::open(out_path)?;
+    let mut losses = lost::Losses::default();
+    let mut end = LogEnd::default();
+    let mut corrupt = None;
+    for event in std::iter::once(Ok(first)).chain(&mut reader) {
+        match event {
+            Ok(e) => {
+                end.saw(&e.record);
+                losses.add(&e.record);
+                out.record(&e.record)?;
+            }
+            Err(e) => {
+                corrupt = end.ended_inside_a_record(e).err();
+                break;
+            }
+        }
+    }
+    out.finish()?;
+    losses.warn(None);
+    if let Some(e) = corrupt {
+        return Err(fail(log_parse_failed_at(
+            path,
+            end.records + 1,
+            reader.offset(),
+            &e,
+        )));
+    }
+    end.warn_if_cut_short(path);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where the dump goes: standard output or the `-o` file, buffered.
+struct DumpOutput<'a> {
+    path: &'a std::path::Path,
+    out: std::io::BufWriter<Box<dyn Write + 'a>>,
+}
+
+impl<'a> DumpOutput<'a> {
+    fn open(path: &'a std::path::Path) -> Result<DumpOutput<'a>, ExitCode> {
+        let out: Box<dyn Write> = if path.as_os_str() == "-" {
+            Box::new(std::io::stdout().lock())
+        } else {
+            Box::new(std::fs::File::create(path).map_err(|e| {
+                eprintln!("{TOOL}: cannot write {}: {e}", path.display());
+                ExitCode::FAILURE
+            })?)
+        };
+        Ok(DumpOutput {
+            path,
+            out: std::io::BufWriter::with_capacity(1 << 16, out),
+        })
+    }
+
+    fn record(&mut self, record: &pmc::log::LogRecord) -> Result<(), ExitCode> {
+        let r = writeln!(self.out, "{record}");
+        r.map_err(|e| self.failed(&e))
+    }
+
+    fn finish(&mut self) -> Result<(), ExitCode> {
+        let r = self.out.flush();
+        r.map_err(|e| self.failed(&e))
+    }
+
+    fn failed(&self, e: &std::io::Error) -> ExitCode {
+        if self.path.as_os_str() == "-" && crate::profile_args::is_closed_pipe(e) {
+            // The reader went away (`| head`): stop quietly, as FreeBSD's
+            // pmcstat does when SIGPIPE ends it.
+            return ExitCode::from(crate::profile_args::CLOSED_PIPE_STATUS);
+        }
+        eprintln!("{TOOL}: cannot write {}: {e}", self.path.display());
+        ExitCode::FAILURE
+    }
 }
 
 pub(super) fn write_to(path: &std::path::Path, text: &str) -> Result<(), ExitCode> {
@@ -48,7 +176,7 @@ pub(super) fn write_to(path: &std::path::Path, text: &str) -> Result<(), ExitCod
         }
         r
     } else {
-        std::fs::write(path, text)
+        crate::destination::write_file(path, text.as_bytes())
     };
     r.map_err(|e| {
         eprintln!("{TOOL}: cannot write {}: {e}", path.display());
@@ -259,6 +387,33 @@ pub(super) fn list_or_describe(args: &Args) -> Result<ExitCode, ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// perf's rule for `perf report` (tools/perf/util/data.c: "File perf.data
+/// not owned by current user or root (use -f to override)"): a log owned
+/// by neither the caller nor root is read only with `--force`, so that a
+/// local user cannot steer root's report at files of their choosing. The
+/// refusal exits with `EX_NOPERM` (77; perf's -1 is no sysexit). A log
+/// that cannot be `stat`ed is left to the open that follows, which says
+/// why; standard input (`-`) is the caller's own.
+fn check_log_owner(path: &std::path::Path, force: bool) -> Result<(), ExitCode> {
+    use std::os::unix::fs::MetadataExt as _;
+    if force || path.as_os_str() == "-" {
+        return Ok(());
+    }
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let (owner, me) = (metadata.uid(), nix::unistd::geteuid().as_raw());
+    if owner == 0 || owner == me {
+        return Ok(());
+    }
+    eprintln!(
+        "{TOOL}: {}: owned by uid {owner}, not by you (uid {me}) or root: a log chooses the files \
+         its report opens, so another user's log is not read (use --force to read it anyway)",
+        path.display()
+    );
+    Err(ExitCode::from(crate::sysexits::EX_NOPERM))
+}
+
 /// `-R FILE`: dump the log's records, or write the reports asked for.
 /// Whether `-G` is the only profile asked for: it prints function names,
 /// so DWARF (inline frames, file:line) need not be read.
@@ -273,6 +428,7 @@ fn log_written(path: &std::path::Path) -> Option<std::time::SystemTime> {
 }
 
 pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
+    check_log_owner(path, args.force)?;
     if !(args.process.is_empty()
         && args.system.is_empty()
         && args.process_sampling.is_empty()
@@ -307,20 +463,11 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
         })?;
         return Ok(ExitCode::SUCCESS);
     }
+    if !(wants_report(args) || args.verbose > 0) {
+        return dump_log(args, path);
+    }
     let events = read_events(path)?;
     warn_lost(&events);
-    if wants_report(args) || args.verbose > 0 {
-        write_reports(args, &events, None, None)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mut text = String::new();
-    for e in &events {
-        text.push_str(&e.record.to_string());
-        text.push('\n');
-    }
-    match &args.output {
-        Some(p) => write_to(p, &text)?,
-        None => write_to(std::path::Path::new("-"), &text)?,
-    }
+    write_reports(args, &events, None, None)?;
     Ok(ExitCode::SUCCESS)
 }

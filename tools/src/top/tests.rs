@@ -271,3 +271,255 @@ fn an_unnamed_pc_is_its_image_address_in_every_process() {
         "{screen:?}"
     );
 }
+
+/// One short-lived process as a system-wide log shows it: forked from
+/// `parent`, exec'd, its own objects mapped in, sampled in them, exited.
+fn lifetime(parent: u32, pid: u32) -> Vec<LogEvent> {
+    let own = format!("/nonexistent/pmc-top-churn/{pid}/a.out");
+    let lib = format!("/nonexistent/pmc-top-churn/{pid}/libown.so");
+    let mut log = vec![
+        ev(LogRecord::ProcFork {
+            oldpid: parent,
+            newpid: pid,
+        }),
+        ev(LogRecord::ProcExec {
+            pid,
+            pmcid: 1,
+            entry: 0x1000,
+            dynaddr: 0,
+            path: own.clone(),
+        }),
+    ];
+    for (start, path) in [
+        (0x40_0000u64, own),
+        (0x7f00_0000_0000, lib),
+        (
+            0x7f10_0000_0000,
+            "/nonexistent/pmc-top-churn/libc.so.6".into(),
+        ),
+    ] {
+        log.push(ev(LogRecord::MapIn { pid, start, path }));
+        log.push(ev(LogRecord::Callchain {
+            pid,
+            tid: pid,
+            pmcid: 1,
+            cpu: 0,
+            userspace: true,
+            pcs: vec![start + 0x123, start + 0x456],
+        }));
+    }
+    log.push(ev(LogRecord::ProcExit {
+        pmcid: 1,
+        pid,
+        value: 0,
+    }));
+    log
+}
+
+/// `-T` under process churn (`while :; do /bin/true; done` system-wide):
+/// 5000 processes come and go, each with its own objects, beside a few
+/// that live throughout. What the view keeps is bounded by the live
+/// processes (and the few that exited since the last refresh), not by
+/// every process the session saw: exited processes' maps and the objects
+/// only they mapped are let go.
+#[test]
+fn exited_processes_leave_no_maps_or_objects_behind() {
+    const LIVE: u32 = 5;
+    const PER_REFRESH: u32 = 50;
+    let mut v = TopView::new(0.0, false, false);
+    let mut log = vec![alloc(1, "cpu-clock")];
+    for pid in 1..=LIVE {
+        log.push(ev(LogRecord::MapIn {
+            pid,
+            start: 0x7f10_0000_0000,
+            path: "/nonexistent/pmc-top-churn/libc.so.6".into(),
+        }));
+        log.push(ev(LogRecord::Callchain {
+            pid,
+            tid: pid,
+            pmcid: 1,
+            cpu: 0,
+            userspace: true,
+            pcs: vec![0x7f10_0000_0100],
+        }));
+    }
+    v.update(&log);
+    let mut most = crate::annotate::Retained::default();
+    let mut pid = 1000;
+    for _ in 0..100 {
+        let mut batch = Vec::new();
+        for _ in 0..PER_REFRESH {
+            pid += 1;
+            batch.extend(lifetime(1, pid));
+        }
+        v.update(&batch);
+        let r = v.retained();
+        most.processes = most.processes.max(r.processes);
+        most.mappings = most.mappings.max(r.mappings);
+        most.objects = most.objects.max(r.objects);
+    }
+    // At most the live ones and two refreshes' worth of exits (an exited
+    // process is let go a refresh later: samples of its last moments may
+    // follow its exit record); each short-lived one maps 3 objects, 2 its
+    // own, kept OBJECT_GRACE refreshes after.
+    let recent = 2 * PER_REFRESH as usize;
+    assert!(
+        most.processes <= LIVE as usize + recent,
+        "5000 processes came and went, {} live: {most:?} retained",
+        LIVE
+    );
+    assert!(most.mappings <= LIVE as usize + 3 * recent, "{most:?}");
+    let graced = (OBJECT_GRACE as usize + 2) * PER_REFRESH as usize;
+    assert!(most.objects <= 1 + 2 * graced, "{most:?}");
+    // Quiet refreshes after the last exit: only the live ones are left,
+    // with the one object they map.
+    for _ in 0..OBJECT_GRACE + 2 {
+        v.update(&[]);
+    }
+    assert_eq!(
+        v.retained(),
+        crate::annotate::Retained {
+            processes: LIVE as usize,
+            mappings: LIVE as usize,
+            objects: 1,
+        },
+        "after every short-lived process exited"
+    );
+    // The live processes keep their mappings: a sample of one is still
+    // in its object, not `?`.
+    v.update(&[ev(LogRecord::Callchain {
+        pid: LIVE,
+        tid: LIVE,
+        pmcid: 1,
+        cpu: 0,
+        userspace: true,
+        pcs: vec![0x7f10_0000_0200],
+    })]);
+    let screen = v.render(100, 20);
+    assert!(screen[3].starts_with("100.0 libc.so.6"), "{screen:?}");
+}
+
+/// A feed that never catches up: every take is full, as when the
+/// recording logs faster than the view names samples.
+struct Flood {
+    taken: usize,
+}
+
+impl Feed for Flood {
+    fn pull(&mut self, _: bool) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn take(&mut self, limit: usize) -> Result<Vec<LogEvent>, String> {
+        self.taken += limit;
+        let mut records = vec![alloc(1, "cpu-clock")];
+        records.extend((1..limit).map(|i| sample(1, vec![0x1000 + i as u64])));
+        Ok(records)
+    }
+
+    fn behind(&self) -> bool {
+        true
+    }
+}
+
+/// A screen double: `q` pressed before anything was drawn.
+struct QuitAtOnce {
+    asked: usize,
+}
+
+impl Ui for QuitAtOnce {
+    fn draw(&mut self, _: &TopView) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn input(&mut self, _: &TopView, _: Duration) -> Result<Option<Input>, String> {
+        self.asked += 1;
+        Ok(Some(Input::Key('q')))
+    }
+}
+
+/// A key waits for one step's records, not for the view to catch up
+/// with the recording: `q` under a flood that never ends still quits,
+/// after at most [`RECORDS_PER_STEP`] records.
+#[test]
+fn q_is_answered_while_the_view_is_behind() {
+    let mut v = TopView::new(0.0, false, false);
+    let mut feed = Flood { taken: 0 };
+    let mut ui = QuitAtOnce { asked: 0 };
+    let ended = run_on(&mut v, Duration::from_secs(1), &mut feed, || false, &mut ui);
+    assert_eq!(ended, Ok(Ended::Quit));
+    assert_eq!(ui.asked, 1);
+    assert_eq!(feed.taken, RECORDS_PER_STEP);
+}
+
+/// A feed of `left` samples of pc 0x1000, [`RECORDS_PER_STEP`] a take.
+struct Backlog {
+    left: usize,
+    allocated: bool,
+}
+
+impl Feed for Backlog {
+    fn pull(&mut self, _: bool) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn take(&mut self, limit: usize) -> Result<Vec<LogEvent>, String> {
+        let mut records = Vec::new();
+        if !self.allocated {
+            self.allocated = true;
+            records.push(alloc(1, "cpu-clock"));
+        }
+        let n = self.left.min(limit);
+        self.left -= n;
+        records.extend((0..n).map(|_| sample(1, vec![0x1000])));
+        Ok(records)
+    }
+
+    fn behind(&self) -> bool {
+        self.left > 0
+    }
+}
+
+/// Frames off a terminal: the frames drawn, as rendered.
+struct Printed {
+    frames: Vec<Vec<String>>,
+}
+
+impl Ui for Printed {
+    fn draw(&mut self, view: &TopView) -> Result<(), String> {
+        self.frames.push(view.render(100, 20));
+        Ok(())
+    }
+
+    fn input(&mut self, _: &TopView, _: Duration) -> Result<Option<Input>, String> {
+        Ok(None)
+    }
+
+    fn shows_final_frame(&self) -> bool {
+        true
+    }
+}
+
+/// When the target is gone while the view is behind (a matrix run's -T
+/// frames showed 1 sample of a whole run), frames printed for a reader
+/// end with one that holds every sample logged.
+#[test]
+fn the_last_frame_off_a_terminal_holds_every_sample() {
+    let mut v = TopView::new(0.0, false, false);
+    let mut feed = Backlog {
+        left: 3 * RECORDS_PER_STEP + 7,
+        allocated: false,
+    };
+    let mut ui = Printed { frames: Vec::new() };
+    let ended = run_on(
+        &mut v,
+        Duration::from_secs(3600),
+        &mut feed,
+        || true,
+        &mut ui,
+    );
+    assert_eq!(ended, Ok(Ended::TargetDone));
+    let last = ui.frames.last().expect("a final frame");
+    let expected = format!("Samples: {}", 3 * RECORDS_PER_STEP + 7);
+    assert!(last[0].contains(&expected), "{last:?}");
+}

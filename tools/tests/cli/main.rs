@@ -14,6 +14,7 @@ mod workloads;
 // The probe types `machine` fills (the requirement checker's input).
 use pmc::probe::{Environment, Tracefs};
 
+mod argument_ranges;
 mod bad_input;
 mod debian_profiles;
 mod debug_symbols;
@@ -22,13 +23,18 @@ mod freebsd_annotate;
 mod freebsd_counting;
 mod freebsd_pmccontrol;
 mod freebsd_reports;
+mod full_disk;
+mod hostile_logs;
 mod kernel_frames;
+mod log_endings;
 mod lost_samples;
+mod outputs;
 mod pmcstat_options;
 mod profiles;
 mod readme;
 mod real_use;
 mod same_samples;
+mod signals;
 mod temp;
 mod tools;
 
@@ -85,6 +91,7 @@ fn main() {
     tests.extend(real_use::tests());
     tests.extend(same_samples::tests());
     tests.extend(bad_input::tests());
+    tests.extend(argument_ranges::tests());
     tests.extend(freebsd_pmccontrol::tests());
     tests.extend(freebsd_reports::tests());
     tests.extend(freebsd_annotate::tests());
@@ -92,10 +99,16 @@ fn main() {
     tests.extend(kernel_frames::tests());
     tests.extend(freebsd_counting::tests());
     tests.extend(lost_samples::tests());
+    tests.extend(log_endings::tests());
+    tests.extend(full_disk::tests());
     tests.extend(dwarf_stacks::tests());
     tests.extend(debug_symbols::tests());
     tests.extend(debian_profiles::tests());
+    tests.extend(outputs::tests());
+    tests.extend(signals::tests());
+    tests.extend(hostile_logs::tests());
     let mut trials = harness::trials(tests, &env);
+    trials.extend(full_disk::trials(&env));
     harness::keep_only_named_in("PMC_CLI_ONLY", &mut trials);
     libtest_mimic::run(&args, trials).exit();
 }

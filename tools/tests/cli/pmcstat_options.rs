@@ -83,6 +83,15 @@ pub fn tests() -> Vec<LiveTest> {
             vec![R::Paranoid(2), R::Program("tmux".into())],
             top_view_in_tmux_shows_the_hot_function_and_q_quits,
         ),
+        test(
+            "pmcstat_options::top_view_under_process_churn_quits_on_q",
+            vec![
+                R::Paranoid(2),
+                R::Program("tmux".into()),
+                R::Program("true".into()),
+            ],
+            top_view_under_process_churn_quits_on_q,
+        ),
     ]
 }
 
@@ -844,6 +853,39 @@ fn top_view_in_tmux_shows_the_hot_function_and_q_quits() -> TestResult {
         after.contains("EXIT:0"),
         "q with a SIGINT-proof command: {after}"
     );
+    Ok(())
+}
+
+/// `-T` on a shell that runs `true` over and over (`env true`: the
+/// shell's own is a builtin; thousands of processes
+/// a second come and go, each followed, mapped and exited in the log):
+/// after a while of it the view still shows frames, and `q` ends pmcstat
+/// and the loop. Before the view let go of exited processes and took its
+/// records a bounded number at a time, this view grew by megabytes a
+/// second and `q` waited for it to catch up (more than 15 s after a
+/// minute). The guard below only marks a hang.
+fn top_view_under_process_churn_quits_on_q() -> TestResult {
+    let tmux = Tmux(format!("pmcstat-top-churn-{}", std::process::id()));
+    let mark = format!("PMC_TOP_CHURN_TEST={}", std::process::id());
+    let script = format!(
+        "env {mark} {PMCSTAT} -T -P cpu-clock -w 0.5 -- sh -c 'while :; do env true; done'; \
+         echo EXIT:$?; sleep 60"
+    );
+    tmux.run(&["new-session", "-d", "-x", "150", "-y", "30", &script])?;
+    tmux.wait_for(30, |s| s.starts_with("PMC: [cpu-clock]"))?;
+    // Let the churn run, then see the view still refreshes.
+    std::thread::sleep(Duration::from_secs(10));
+    let before = samples_shown(&tmux.run(&["capture-pane", "-p"])?);
+    tmux.wait_for(30, |s| {
+        s.starts_with("PMC: [cpu-clock]") && samples_shown(s) != before
+    })?;
+    let asked = Instant::now();
+    tmux.run(&["send-keys", "q"])?;
+    let after = tmux.wait_for(30, |s| s.contains("EXIT:"))?;
+    println!("q answered within {:?}", asked.elapsed());
+    ensure!(after.contains("EXIT:0"), "q under churn: {after}");
+    let left = processes_with_env(&mark);
+    ensure!(left.is_empty(), "the loop still runs: {left:?}");
     Ok(())
 }
 

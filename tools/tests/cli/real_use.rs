@@ -27,6 +27,11 @@ pub fn tests() -> Vec<LiveTest> {
             a_recording_replaces_the_log_only_once_it_runs,
         ),
         test(
+            "real_use::a_system_log_names_short_lived_programs_by_their_path",
+            vec![R::Paranoid(0)],
+            a_system_log_names_short_lived_programs_by_their_path,
+        ),
+        test(
             "real_use::a_command_that_cannot_start_prints_only_its_error",
             vec![],
             a_command_that_cannot_start_prints_only_its_error,
@@ -366,20 +371,28 @@ fn counts_of_a_command_are_its_own_as_perf_stat_counts_them() -> TestResult {
     Ok(())
 }
 
+/// The child of `parent` that runs `comm`, if one does, and the list of
+/// its children (for a failure's message).
+pub fn child_with_comm(parent: u32, comm: &str) -> (Option<u32>, String) {
+    let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
+        .unwrap_or_default();
+    let found = children
+        .split_whitespace()
+        .filter_map(|p| p.parse::<u32>().ok())
+        .find(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .is_ok_and(|name| name.trim() == comm)
+        });
+    (found, children)
+}
+
 /// The pid of `parent`'s one child, once it runs `comm` (after its exec).
 fn child_running(parent: u32, comm: &str) -> Result<u32, libtest_mimic::Failed> {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let children = std::fs::read_to_string(format!("/proc/{parent}/task/{parent}/children"))
-            .unwrap_or_default();
-        for pid in children
-            .split_whitespace()
-            .filter_map(|p| p.parse::<u32>().ok())
-        {
-            let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
-            if name.trim() == comm {
-                return Ok(pid);
-            }
+        let (found, children) = child_with_comm(parent, comm);
+        if let Some(pid) = found {
+            return Ok(pid);
         }
         ensure!(
             Instant::now() < deadline,
@@ -545,5 +558,49 @@ fn the_portable_backend_is_refused_for_a_command_with_the_reason() -> TestResult
         );
         ensure!(!log.exists(), "a refused run left {}", log.display());
     }
+    Ok(())
+}
+
+/// `-S` logs every exec on the machine; a program that lives a millisecond
+/// is gone before the log is written, and its PROCEXEC named it by `comm`
+/// ("true"), which `-R` then opened relative to the reader's directory.
+/// hwpmc logs the image's path: so must we, for all 100 runs of `true`.
+fn a_system_log_names_short_lived_programs_by_their_path() -> TestResult {
+    let dir = TempDir::new("system-exec")?;
+    let log = dir.join("s.pmclog");
+    let log_arg = log.to_string_lossy().into_owned();
+    let true_path = ["/usr/bin/true", "/bin/true"]
+        .iter()
+        .find_map(|p| std::fs::canonicalize(p).ok())
+        .ok_or("no true(1) in /usr/bin or /bin")?;
+    let true_path = true_path.to_string_lossy().into_owned();
+    let script = format!("i=0; while [ $i -lt 100 ]; do {true_path}; i=$((i+1)); done");
+    let out = run(
+        &["-S", "cpu-clock", "-O", &log_arg, "--", "sh", "-c", &script],
+        &[],
+    )?;
+    ensure!(out.status.success(), "{}", describe(&out));
+    let dump = run(&["-R", &log_arg], &[])?;
+    ensure!(dump.status.success(), "-R: {}", describe(&dump));
+    let dump = text(&dump.stdout);
+    let paths: Vec<&str> = dump
+        .lines()
+        .filter(|l| l.starts_with("exec "))
+        .filter_map(|l| l.rsplit_once(' ').map(|(_, path)| path.trim_matches('"')))
+        .collect();
+    let relative: Vec<&&str> = paths.iter().filter(|p| !p.starts_with('/')).collect();
+    ensure!(
+        relative.is_empty(),
+        "{} of {} exec records name no absolute path, e.g. {:?}",
+        relative.len(),
+        paths.len(),
+        &relative[..relative.len().min(5)]
+    );
+    // (A ring that overflows drops records, COMMs too: most, not all.)
+    let runs = paths.iter().filter(|p| **p == true_path).count();
+    ensure!(
+        runs >= 90,
+        "{runs} exec records name {true_path}; 100 runs, at least 90 expected"
+    );
     Ok(())
 }

@@ -1,0 +1,74 @@
+use super::*;
+
+#[test]
+fn an_allocation_without_a_count_gets_pmcstats_defaults() {
+    // pmcstat.h DEFAULT_SAMPLE_COUNT (65536) is the sampling events'
+    // count when -n is not given; a counting event's ev_count is -1 in
+    // pmcstat.c, i.e. no pmc_set, so hwpmc's pm_initial stays 0 (the
+    // descriptor is zeroed at PMC_OP_PMCALLOCATE).
+    assert_eq!(default_count(Mode::TS), 65_536);
+    assert_eq!(default_count(Mode::SS), 65_536);
+    assert_eq!(default_count(Mode::TC), 0);
+    assert_eq!(default_count(Mode::SC), 0);
+}
+
+fn sim(cpus: u32) -> Arc<dyn Backend> {
+    crate::backend::sim::SimBackend::new(cpus)
+}
+
+#[test]
+fn a_cpu_beyond_the_machine_is_named_with_the_machines_cpu_range() {
+    // Was "CPUs 0..2" on a 2-CPU machine, which reads as 0, 1 and 2.
+    for (cpus, range) in [
+        (2, "this machine has CPUs 0-1"),
+        (1, "this machine has CPU 0"),
+    ] {
+        let e = crate::Owner::new(sim(cpus))
+            .allocate_with_count("cpu-clock", Mode::SC, Flags::empty(), Cpu::Id(5), 0)
+            .unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL, "{e}");
+        assert!(e.to_string().contains(range), "{e}");
+    }
+}
+
+#[test]
+fn a_reload_count_above_the_maximum_names_the_maximum() {
+    // perf_event_open refused it with a bare EINVAL.
+    let e = crate::Owner::new(sim(1))
+        .allocate_with_count("cpu-clock", Mode::TS, Flags::empty(), Cpu::Any, u64::MAX)
+        .unwrap_err();
+    assert_eq!(e.errno(), libc::EINVAL, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("too large") && text.contains(&MAX_RELOAD_COUNT.to_string()),
+        "{text}"
+    );
+    assert!(check_reload_count("set", MAX_RELOAD_COUNT).is_ok());
+}
+
+#[test]
+fn the_detach_rule_sees_only_the_pmcs_of_the_same_owner() {
+    // hwpmc_mod.c pmc_detach_one_process: a process no PMC of this
+    // owner monitors is ESRCH, one that another of its PMCs monitors
+    // EINVAL. Two owners (here on two simulated machines) are apart:
+    // pid 4242 on the one is not the pid 4242 another owner's PMC
+    // monitors.
+    let (one, other) = (
+        crate::backend::sim::SimBackend::new(2),
+        crate::backend::sim::SimBackend::new(2),
+    );
+    one.spawn(4242);
+    other.spawn(4242);
+    let (owner, other_owner) = (Owner::new(one), Owner::new(other));
+    let tc = |o: &Owner| {
+        o.allocate("task-clock", Mode::TC, Flags::empty(), Cpu::Any)
+            .expect("allocate on the simulator")
+    };
+    let mut watcher = tc(&other_owner);
+    watcher.attach(4242).expect("attach by the other owner");
+    let mut p = tc(&owner);
+    assert_eq!(p.detach(4242).unwrap_err().errno(), libc::ESRCH);
+    let mut rival = tc(&owner);
+    rival.attach(4242).expect("attach by this owner");
+    assert_eq!(p.detach(4242).unwrap_err().errno(), libc::EINVAL);
+}

@@ -1,0 +1,102 @@
+use super::*;
+
+fn specs(argv: &[&str]) -> Vec<EventSpec> {
+    let matches = Args::command()
+        .try_get_matches_from(std::iter::once("pmcstat").chain(argv.iter().copied()))
+        .unwrap();
+    ordered_specs(&matches).unwrap()
+}
+
+#[test]
+fn toggles_apply_to_the_specs_after_them() {
+    // pmcstat.c's getopt loop: `-d`, `-E`, `-W`, `-C`, `-N`, `-U` flip a
+    // variable copied into each pmcstat_ev parsed after them.
+    let s = specs(&[
+        "-p", "a", "-d", "-C", "-p", "b", "-E", "-d", "-p", "c", "-W", "-C", "-C", "-N", "-U",
+        "-P", "d", "--", "true",
+    ]);
+    let row = |e: &EventSpec| {
+        (
+            e.spec.clone(),
+            e.mode,
+            e.descendants,
+            e.cumulative,
+            e.log_exit,
+            e.log_csw,
+            e.callchain,
+            e.user_callchain,
+        )
+    };
+    const TC: pmc::Mode = pmc::Mode::TC;
+    const TS: pmc::Mode = pmc::Mode::TS;
+    assert_eq!(
+        s.iter().map(row).collect::<Vec<_>>(),
+        vec![
+            ("a".into(), TC, false, false, false, false, true, false),
+            ("b".into(), TC, true, true, false, false, true, false),
+            ("c".into(), TC, false, true, true, false, true, false),
+            ("d".into(), TS, false, true, true, true, false, true),
+        ]
+    );
+}
+
+#[test]
+fn clustered_toggles_count_each_letter() {
+    // `-dC` is `-d -C`; `-dd` toggles twice.
+    let s = specs(&["-dC", "-p", "a", "-dd", "-p", "b", "--", "true"]);
+    assert!(s[0].descendants && s[0].cumulative);
+    assert!(s[1].descendants && s[1].cumulative);
+    let s = specs(&["-dd", "-p", "a", "--", "true"]);
+    assert!(!s[0].descendants);
+}
+
+#[test]
+fn c_and_n_set_the_cpus_and_count_of_later_specs() {
+    let s = specs(&[
+        "-S", "x", "-c", "0", "-s", "y", "-n", "5000", "-c", "0,0", "-S", "z", "-P", "w", "--",
+        "true",
+    ]);
+    // Before any -c: every CPU (pmcstat.c's root set).
+    assert_eq!(s[0].cpus, pmc::machine::online_cpus());
+    assert_eq!(s[0].reload, DEFAULT_SAMPLE_COUNT);
+    assert_eq!((s[1].spec.as_str(), s[1].cpus.as_slice()), ("y", &[0][..]));
+    assert_eq!(s[1].reload, DEFAULT_SAMPLE_COUNT);
+    assert_eq!((s[2].cpus.as_slice(), s[2].reload), (&[0][..], 5000));
+    // Process modes have no CPUs; the count carries on.
+    assert_eq!((s[3].cpus.len(), s[3].reload), (0, 5000));
+}
+
+#[test]
+fn t_numbers_are_read_as_strtol_base_0_reads_them() {
+    assert_eq!(leading_number("1234"), Some(1234));
+    assert_eq!(leading_number("  42"), Some(42));
+    assert_eq!(leading_number("0x1f"), Some(31));
+    assert_eq!(leading_number("010"), Some(8));
+    assert_eq!(leading_number("0"), Some(0));
+    // strtol stops at the first non-digit; pmcstat.c ignores the rest.
+    assert_eq!(leading_number("12abc"), Some(12));
+    assert_eq!(leading_number("-3"), Some(-3));
+    assert_eq!(leading_number("sleep"), None);
+    assert_eq!(leading_number("^sl.*"), None);
+    assert_eq!(leading_number(""), None);
+    assert_eq!(leading_number("0x"), Some(0));
+}
+
+/// perf record's `--call-graph` spelling: `fp`, `dwarf`, `dwarf,SIZE`
+/// with the kernel's size rules; anything else is refused with what
+/// to give.
+#[test]
+fn call_graph_modes_are_perfs() {
+    assert_eq!(call_graph("fp"), Ok(CallGraph::FramePointers));
+    assert_eq!(call_graph("dwarf"), Ok(CallGraph::Dwarf(8192)));
+    assert_eq!(call_graph("dwarf,4096"), Ok(CallGraph::Dwarf(4096)));
+    assert_eq!(call_graph("dwarf,65528"), Ok(CallGraph::Dwarf(65528)));
+    for bad in ["dwarf,0", "dwarf,12", "dwarf,65536", "dwarf,x", "dwarf,"] {
+        let e = call_graph(bad).expect_err(bad);
+        assert!(e.contains("multiple of 8"), "{bad}: {e}");
+    }
+    for bad in ["lbr", "fp,8", "", "DWARF"] {
+        let e = call_graph(bad).expect_err(bad);
+        assert!(e.contains("`fp` or `dwarf[,SIZE]`"), "{bad}: {e}");
+    }
+}
