@@ -474,8 +474,9 @@ fn root_refuses_a_log_another_user_owns_without_force() -> TestResult {
     let dir = TempDir::new("hostile")?;
     let log = dir.join("theirs.log");
     write_log(&log, vec![map_in("/usr/bin/true")], &[BIAS + 0x1000])?;
-    // nobody (65534 on Debian and FreeBSD).
-    std::os::unix::fs::chown(&log, Some(65534), Some(65534)).ctx("chown the log to nobody")?;
+    let owner = crate::temp::another_user();
+    std::os::unix::fs::chown(&log, Some(owner), Some(owner))
+        .ctx(&format!("chown the log to {owner}"))?;
     let (log, graph) = (log.to_string_lossy().into_owned(), dir.path("g"));
     let refused = Command::new(PMCSTAT)
         .args(["-R", &log, "-G", &graph])
@@ -484,11 +485,11 @@ fn root_refuses_a_log_another_user_owns_without_force() -> TestResult {
     let err = String::from_utf8_lossy(&refused.stderr);
     ensure!(
         refused.status.code() == Some(77),
-        "a log of uid 65534 read as root: status {:?}, expected 77 (EX_NOPERM); stderr: {err}",
+        "a log of uid {owner} read as root: status {:?}, expected 77 (EX_NOPERM); stderr: {err}",
         refused.status
     );
     ensure!(
-        err.contains("65534") && err.contains("--force") && !Path::new(&graph).exists(),
+        err.contains(&owner.to_string()) && err.contains("--force") && !Path::new(&graph).exists(),
         "the refusal does not name the owner and --force, or wrote {graph}: {err}"
     );
     // The dump too reads the log.

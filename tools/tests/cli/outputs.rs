@@ -377,12 +377,13 @@ fn o_log_keeps_an_existing_files_mode_and_owner() -> TestResult {
     let log = dir.join("nobody.pmclog");
     std::fs::write(&log, b"old").ctx("write the log")?;
     std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).ctx("chmod")?;
-    std::os::unix::fs::chown(&log, Some(65534), Some(65534)).ctx("chown 65534")?;
+    let owner = crate::temp::another_user();
+    std::os::unix::fs::chown(&log, Some(owner), Some(owner)).ctx(&format!("chown {owner}"))?;
     record(&dir.path("nobody.pmclog"), &[])?;
     let m = std::fs::metadata(&log).ctx("stat")?;
     ensure!(
-        (m.mode() & 0o7777, m.uid(), m.gid()) == (0o600, 65534, 65534),
-        "-O left the log with mode {:o}, owner {}:{}; it was 600 65534:65534",
+        (m.mode() & 0o7777, m.uid(), m.gid()) == (0o600, owner, owner),
+        "-O left the log with mode {:o}, owner {}:{}; it was 600 {owner}:{owner}",
         m.mode() & 0o7777,
         m.uid(),
         m.gid()
