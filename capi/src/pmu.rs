@@ -8,7 +8,7 @@
 
 use std::ffi::{CStr, CString};
 use std::sync::Arc;
-#[cfg(all(target_os = "linux", not(pmc_freebsd_check_sys)))]
+#[cfg(target_os = "linux")]
 use std::sync::{Mutex, OnceLock};
 
 use crate::types::{class, pmc_md_op_pmcallocate, pmc_op_pmcallocate};
@@ -63,7 +63,7 @@ impl Vendor {
     }
 }
 
-#[cfg(all(target_os = "linux", not(pmc_freebsd_check_sys)))]
+#[cfg(target_os = "linux")]
 fn terms_text(terms: &[pmc_linux::pmu::Term]) -> String {
     use pmc_linux::pmu::TermValue;
     terms
@@ -77,13 +77,13 @@ fn terms_text(terms: &[pmc_linux::pmu::Term]) -> String {
         .join(",")
 }
 
-#[cfg(all(target_os = "linux", not(pmc_freebsd_check_sys)))]
+#[cfg(target_os = "linux")]
 fn cstring(s: &str) -> CString {
     CString::new(s.replace('\0', "")).unwrap_or_default()
 }
 
 impl PmuList {
-    #[cfg(all(target_os = "linux", not(pmc_freebsd_check_sys)))]
+    #[cfg(target_os = "linux")]
     /// The list of a machine with these core PMUs and this table: each
     /// core PMU's sysfs events as `pmu/name/`, then the table's names
     /// where a core PMU counts them (as the raw class's listing).
@@ -120,7 +120,7 @@ impl PmuList {
         PmuList { events, vendor }
     }
 
-    #[cfg(all(target_os = "linux", not(pmc_freebsd_check_sys)))]
+    #[cfg(target_os = "linux")]
     /// A CPU model's table alone (another machine's cpuid: its sysfs is
     /// not this one's).
     pub fn from_table(table: &pmc_linux::pmu_events::EventTable, vendor: Vendor) -> PmuList {
@@ -352,7 +352,7 @@ impl PmuEvent {
 }
 
 /// This machine's list (read once).
-#[cfg(all(target_os = "linux", not(pmc_freebsd_check_sys)))]
+#[cfg(target_os = "linux")]
 pub fn host() -> Arc<PmuList> {
     static HOST: OnceLock<Arc<PmuList>> = OnceLock::new();
     HOST.get_or_init(|| {
@@ -367,20 +367,20 @@ pub fn host() -> Arc<PmuList> {
 }
 
 /// This machine's list: none without the Linux tables.
-#[cfg(any(not(target_os = "linux"), pmc_freebsd_check_sys))]
+#[cfg(not(target_os = "linux"))]
 pub fn host() -> Arc<PmuList> {
     Arc::new(PmuList::default())
 }
 
 /// Another machine's list: none without the Linux tables.
-#[cfg(any(not(target_os = "linux"), pmc_freebsd_check_sys))]
+#[cfg(not(target_os = "linux"))]
 pub fn for_cpuid(cpuid: Option<&str>) -> Option<Arc<PmuList>> {
     cpuid.is_none().then(host)
 }
 
 /// The list for a cpuid argument: NULL or this machine's cpuid is this
 /// machine's list; another is that model's table, if we have it.
-#[cfg(all(target_os = "linux", not(pmc_freebsd_check_sys)))]
+#[cfg(target_os = "linux")]
 pub fn for_cpuid(cpuid: Option<&str>) -> Option<Arc<PmuList>> {
     let host_id = pmc_linux::pmu_events::host_cpuid();
     match cpuid {
@@ -456,7 +456,7 @@ pub static STAT_MODE_COUNTERS: [&CStr; 6] = [
     c"longest_lat_cache.miss",
 ];
 
-#[cfg(all(test, target_os = "linux", not(pmc_freebsd_check_sys)))]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
     use pmc_linux::pmu_events::EventTable;

@@ -3,23 +3,14 @@
 //! is named differently per C library.
 //!
 //! FreeBSD (sys/sys/errno.h): `int *__error(void);` with
-//! `#define errno (* __error())`. On other hosts `--cfg pmc_freebsd_check_sys`
-//! compiles this FreeBSD arm (with the prototype declared here, as libc's
-//! own binding is FreeBSD-only) so that CI type-checks it (`.ci/run`); such
-//! a build is never linked.
+//! `#define errno (* __error())` (`.ci/run` type-checks this arm with
+//! `--target x86_64-unknown-freebsd`).
 
 use std::ffi::c_int;
 
 cfg_if::cfg_if! {
-    if #[cfg(any(target_os = "freebsd", pmc_freebsd_check_sys))] {
-        #[cfg(target_os = "freebsd")]
+    if #[cfg(target_os = "freebsd")] {
         use libc::__error as location;
-        #[cfg(not(target_os = "freebsd"))]
-        unsafe extern "C" {
-            /// sys/sys/errno.h's `int *__error(void)`.
-            #[link_name = "__error"]
-            fn location() -> *mut c_int;
-        }
     } else if #[cfg(any(target_os = "macos", target_os = "ios"))] {
         use libc::__error as location;
     } else if #[cfg(any(target_os = "linux", target_os = "dragonfly", target_os = "redox"))] {

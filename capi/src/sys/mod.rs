@@ -34,7 +34,7 @@ mod pmu_util;
 #[cfg(test)]
 mod tests;
 
-#[cfg(all(test, target_os = "linux", not(pmc_freebsd_check_sys)))]
+#[cfg(all(test, target_os = "linux"))]
 pub(crate) use pmu_util::{amd_config, iap_config, iap_rsp};
 
 thread_local! {

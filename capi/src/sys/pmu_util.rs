@@ -161,7 +161,7 @@ pub extern "C" fn pmc_pmu_stat_mode(counters: *mut *const *const c_char) -> c_in
 }
 
 /// The IAP config word of a union filled by `pmc_pmu_pmcallocate`.
-#[cfg(all(test, target_os = "linux", not(pmc_freebsd_check_sys)))]
+#[cfg(all(test, target_os = "linux"))]
 pub(crate) fn iap_config(md: &crate::types::pmc_md_op_pmcallocate) -> u32 {
     // SAFETY: read after PmuList::pmcallocate wrote pm_iap, whose fields
     // are plain integers.
@@ -169,7 +169,7 @@ pub(crate) fn iap_config(md: &crate::types::pmc_md_op_pmcallocate) -> u32 {
 }
 
 /// The IAP response word of a union filled by `pmc_pmu_pmcallocate`.
-#[cfg(all(test, target_os = "linux", not(pmc_freebsd_check_sys)))]
+#[cfg(all(test, target_os = "linux"))]
 pub(crate) fn iap_rsp(md: &crate::types::pmc_md_op_pmcallocate) -> u64 {
     // SAFETY: as iap_config.
     unsafe { md.pm_iap.pm_iap_rsp }
@@ -177,7 +177,7 @@ pub(crate) fn iap_rsp(md: &crate::types::pmc_md_op_pmcallocate) -> u64 {
 
 /// The AMD config word and sub-class of a union filled by
 /// `pmc_pmu_pmcallocate`.
-#[cfg(all(test, target_os = "linux", not(pmc_freebsd_check_sys)))]
+#[cfg(all(test, target_os = "linux"))]
 pub(crate) fn amd_config(md: &crate::types::pmc_md_op_pmcallocate) -> (u64, u32) {
     // SAFETY: read after PmuList::pmcallocate wrote pm_amd, whose fields
     // are plain integers.

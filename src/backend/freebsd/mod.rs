@@ -33,8 +33,8 @@
 //! caller logs no CALLCHAIN there — sample a child, as pmcstat does.
 //!
 //! The backend is generic over [`System`]: the FreeBSD system call
-//! (`native.rs`, compiled only on FreeBSD and type-checked elsewhere with
-//! `--cfg pmc_freebsd_check_sys`) or, in tests, `pmc_freebsd`'s kernel
+//! (`native.rs`, compiled only on FreeBSD; CI type-checks it with
+//! `--target x86_64-unknown-freebsd`) or, in tests, `pmc_freebsd`'s kernel
 //! double (`double.rs`).
 
 use std::fmt;
@@ -55,10 +55,8 @@ mod sampling;
 pub(crate) mod double;
 
 cfg_if::cfg_if! {
-    if #[cfg(any(target_os = "freebsd", all(test, pmc_freebsd_check_sys)))] {
-        // Selected on FreeBSD (`select.rs`); elsewhere only type-checked,
-        // so nothing uses it there.
-        #[cfg_attr(not(target_os = "freebsd"), allow(dead_code))]
+    if #[cfg(target_os = "freebsd")] {
+        // Selected on FreeBSD (`select.rs`).
         mod native;
         #[cfg_attr(not(target_os = "freebsd"), allow(unused_imports))]
         pub use native::{NativeFreeBsd, open_default};

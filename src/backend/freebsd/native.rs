@@ -1,9 +1,9 @@
 //! FreeBSD itself: hwpmc's system call as the [`System`], the
 //! [`Platform`] of the build, and the default backend.
 //!
-//! Compiled on FreeBSD; elsewhere only type-checked, in tests, with
-//! `RUSTFLAGS="--cfg pmc_freebsd_check_sys" cargo clippy -p hwpmc --tests`
-//! (`.ci/run`), since no FreeBSD target can be built here.
+//! Compiled on FreeBSD only; `.ci/run` type-checks it, with the unit
+//! tests, by `cargo clippy --target x86_64-unknown-freebsd` (linking would
+//! need a FreeBSD sysroot).
 
 use std::sync::Arc;
 
