@@ -368,6 +368,7 @@ cfg_if::cfg_if! {
                     hardware_counting: false,
                     tracefs: Tracefs::NotMounted,
                     tracefs_mount_command: None,
+                    kernel_release: String::new(),
                 }
             }
 

@@ -60,6 +60,9 @@ pub struct Environment {
     /// advice of a skip; `None` on a platform without tracefs.
     #[serde(default)]
     pub tracefs_mount_command: Option<String>,
+    /// The kernel release (`uname -r`, e.g. `6.1.0-57-arm64`).
+    #[serde(default)]
+    pub kernel_release: String,
 }
 
 impl Environment {
@@ -133,6 +136,9 @@ pub enum Requirement {
     RestrictedTo(i32),
     /// A program on `PATH` (e.g. `perf` for cross-checks).
     Program(String),
+    /// A Linux kernel of at least this (major, minor) release, for kernel
+    /// features a test needs (6.12: `PERF_SAMPLE_READ` on inherited events).
+    Kernel(u32, u32),
 }
 
 impl fmt::Display for Requirement {
@@ -149,6 +155,7 @@ impl fmt::Display for Requirement {
             Requirement::IpcLock => f.write_str("CAP_IPC_LOCK"),
             Requirement::RestrictedTo(n) => write!(f, "effective perf_event_paranoid >= {n}"),
             Requirement::Program(p) => write!(f, "`{p}` on PATH"),
+            Requirement::Kernel(major, minor) => write!(f, "Linux >= {major}.{minor}"),
         }
     }
 }
@@ -171,6 +178,7 @@ impl Requirement {
             Requirement::IpcLock => "ipc-lock".into(),
             Requirement::RestrictedTo(n) => format!("restricted:{n}"),
             Requirement::Program(p) => format!("program:{p}"),
+            Requirement::Kernel(major, minor) => format!("kernel:{major}.{minor}"),
         }
     }
 
@@ -318,6 +326,7 @@ impl Requirement {
                     None => Err("perf_event is not available".into()),
                 }
             }
+            Requirement::Kernel(major, minor) => Self::check_kernel(*major, *minor, env),
             Requirement::Program(p) => {
                 if on_path(p) {
                     Ok(())
@@ -328,10 +337,28 @@ impl Requirement {
         }
     }
 
+    /// Checks a kernel-release requirement against `env.kernel_release`.
+    fn check_kernel(major: u32, minor: u32, env: &Environment) -> Result<(), String> {
+        let running = kernel_version(&env.kernel_release);
+        match running {
+            Some(v) if env.os == "linux" && v >= (major, minor) => Ok(()),
+            _ => Err(format!(
+                "needs Linux {major}.{minor} or later; this is {} {}",
+                env.os, env.kernel_release
+            )),
+        }
+    }
+
     /// Checks all requirements; the first unmet one gives the reason.
     pub fn check_all(reqs: &[Requirement], env: &Environment) -> Result<(), String> {
         reqs.iter().try_for_each(|r| r.check(env))
     }
+}
+
+/// `(major, minor)` of a release string such as `6.1.0-57-arm64`.
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 fn on_path(program: &str) -> bool {
@@ -356,6 +383,7 @@ mod tests {
             hardware_counting: false,
             tracefs: Tracefs::NotMounted,
             tracefs_mount_command: Some(MOUNT.into()),
+            kernel_release: "6.18.44".into(),
         }
     }
 
@@ -565,6 +593,25 @@ mod tests {
         for t in &tokens {
             assert!(!t.contains([' ', ',', '[', ']']), "{t}");
         }
+    }
+
+    #[test]
+    fn kernel_requirements_compare_major_then_minor() {
+        let mut e = env(2, false, false);
+        assert!(Requirement::Kernel(6, 12).check(&e).is_ok());
+        e.kernel_release = "6.1.0-57-arm64".into();
+        let err = Requirement::Kernel(6, 12).check(&e).unwrap_err();
+        assert!(
+            err.contains("6.12") && err.contains("6.1.0-57-arm64"),
+            "{err}"
+        );
+        assert!(Requirement::Kernel(5, 13).check(&e).is_ok());
+        e.kernel_release = "7.0.0".into();
+        assert!(Requirement::Kernel(6, 12).check(&e).is_ok());
+        e.kernel_release = String::new();
+        assert!(Requirement::Kernel(6, 12).check(&e).is_err());
+        assert_eq!(Requirement::Kernel(6, 12).token(), "kernel:6.12");
+        assert_eq!(kernel_version("6.12.0"), Some((6, 12)));
     }
 
     #[test]

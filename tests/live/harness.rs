@@ -287,6 +287,7 @@ fn synthetic_user() -> Environment {
         hardware_counting: false,
         tracefs: pmc::probe::Tracefs::NotMounted,
         tracefs_mount_command: Some("mount -t tracefs nodev /sys/kernel/tracing".into()),
+        kernel_release: "6.1.0-57-arm64".into(),
     }
 }
 

@@ -46,6 +46,9 @@ pub fn environment() -> Environment {
         pmus,
         tracefs: tracefs(&mounts),
         tracefs_mount_command: Some(MOUNT_COMMAND.into()),
+        kernel_release: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|r| r.trim().to_string())
+            .unwrap_or_default(),
     }
 }
 

@@ -152,6 +152,10 @@ fn signature(token: &str) -> Option<Vec<Vec<String>>> {
             ])
         }
         "tracefs" => alts(&[&["tracefs"]]),
+        // A kernel feature forced on an older kernel: refused, and said so.
+        "kernel" if !arg.is_empty() => {
+            Some(vec![vec![format!("from {arg}")], vec!["EINVAL".into()]])
+        }
         "program" if !arg.is_empty() => Some(vec![
             vec![arg.to_string(), "not found".into()],
             vec![arg.to_string(), "ENOENT".into()],

@@ -45,6 +45,7 @@ pub(crate) fn environment() -> Environment {
             MountState::NotMounted => Tracefs::NotMounted,
         },
         tracefs_mount_command: Some(tracefs::MOUNT_COMMAND.into()),
+        kernel_release: system::kernel_release(),
     }
 }
 
