@@ -76,6 +76,26 @@ pub fn hwpmc_cpuid(vendor: &str, family: u32, model: u32, stepping: u32) -> Stri
     format!("{vendor}-{family}-{model:02X}-{stepping:X}")
 }
 
+/// The `enum pmc_cputype` hwpmc_arm64.c's `pmc_arm64_initialize` gives
+/// an arm64 CPU. It reads PMCR_EL0's implementer and IDCODE, which Linux
+/// does not show user space; on Arm's own cores IDCODE names the same
+/// core as MIDR_EL1's part number, so the part stands in for it: Cortex-A76
+/// and Neoverse-N1 are `PMC_CPU_ARMV8_CORTEX_A76` (0x602), Cortex-A57 and
+/// -A72 `PMC_CPU_ARMV8_CORTEX_A57` (0x601), every other CPU (other
+/// implementers too) `PMC_CPU_ARMV8_CORTEX_A53` (0x600), hwpmc's default.
+/// (QEMU's `-cpu max` has implementer 0 in MIDR, hence A53 here, but
+/// Cortex-A57's PMCR value, which hwpmc on that guest reads as A57.)
+pub fn arm64_cputype(midr: u64) -> u32 {
+    const ARM_LTD: u64 = 0x41;
+    let implementer = (midr >> 24) & 0xFF;
+    let part = (midr >> 4) & 0xFFF;
+    match (implementer, part) {
+        (ARM_LTD, 0xD0B | 0xD0C) => 0x602,
+        (ARM_LTD, 0xD07 | 0xD08) => 0x601,
+        _ => 0x600,
+    }
+}
+
 /// `kern.hwpmc.cpuid` of an arm64 CPU: hwpmc_arm64.c writes MIDR_EL1 with
 /// its variant (bits 20–23) and revision (bits 0–3) zeroed, as `0x%016lx`.
 pub fn hwpmc_cpuid_arm64(midr: u64) -> String {

@@ -821,6 +821,17 @@ fn cpu_identity_is_hwpmcs() {
     assert_eq!(cpu::pmc_cputype("CentaurHauls", 6, 15, 0), 0x400);
     // hwpmc_arm64.c: MIDR_EL1 without variant and revision, "0x%016lx".
     assert_eq!(cpu::hwpmc_cpuid_arm64(0x413f_d0c1), "0x00000000410fd0c0");
+    // hwpmc_arm64.c pmc_arm64_initialize: A76/N1 → PMC_CPU_ARMV8_CORTEX_A76
+    // (0x602), A57/A72 → _A57 (0x601), the rest → _A53 (0x600,
+    // sys/sys/pmc.h __PMC_CPUS); MIDR parts D0B, D0C, D07, D08, D03.
+    assert_eq!(cpu::arm64_cputype(0x413f_d0c1), 0x602); // Neoverse-N1
+    assert_eq!(cpu::arm64_cputype(0x414f_d0b0), 0x602); // Cortex-A76
+    assert_eq!(cpu::arm64_cputype(0x411f_d071), 0x601); // Cortex-A57
+    assert_eq!(cpu::arm64_cputype(0x410f_d083), 0x601); // Cortex-A72
+    assert_eq!(cpu::arm64_cputype(0x410f_d034), 0x600); // Cortex-A53
+    assert_eq!(cpu::arm64_cputype(0x000f_0510), 0x600); // QEMU -cpu max
+    assert_eq!(cpu::arm64_cputype(0x610f_0000), 0x600); // Apple: not Arm Ltd
+    assert_eq!(cpu::arm64_cputype(0x460f_d0c0), 0x600); // Fujitsu, same part
     let cpuinfo = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n\
                    model\t\t: 85\nmodel name\t: Intel(R) Xeon(R)\nstepping\t: 4\n";
     assert_eq!(

@@ -294,6 +294,8 @@ fn requirements(needs: &[Cap]) -> Vec<Requirement> {
     if needs.contains(&Cap::LogFlags) {
         r.push(Requirement::Paranoid(1));
         r.push(Requirement::TracefsReadable);
+        // Process-mode LOG_PROCCSW: PERF_SAMPLE_READ on inherited events.
+        r.push(Requirement::Kernel(6, 12));
     }
     if needs.contains(&Cap::SystemMode) && !needs.contains(&Cap::InjectedOpenFailure) {
         r.push(Requirement::Paranoid(0));

@@ -44,7 +44,7 @@ pub fn tests() -> Vec<LiveTest> {
         ),
         test(
             "sampling::log_proccsw_slices_add_up_to_the_counted_value",
-            vec![R::Paranoid(1), R::TracefsReadable],
+            vec![R::Paranoid(1), R::TracefsReadable, R::Kernel(6, 12)],
             log_proccsw_slices_add_up_to_the_counted_value,
         ),
         test(
@@ -54,7 +54,7 @@ pub fn tests() -> Vec<LiveTest> {
         ),
         test(
             "sampling::log_procexit_with_descendants_gives_each_process_its_own_value",
-            vec![R::Paranoid(1), R::TracefsReadable],
+            vec![R::Paranoid(1), R::TracefsReadable, R::Kernel(6, 12)],
             log_procexit_with_descendants_gives_each_process_its_own_value,
         ),
         test(

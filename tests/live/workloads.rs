@@ -172,6 +172,10 @@ pub fn known_loop(iterations: u64) -> u64 {
 /// the writes are not optimized away.
 pub fn touch_fresh_pages(pages: usize) -> u64 {
     const PAGE: usize = 4096;
+    // One fault per page needs transparent huge pages off for this
+    // process: Debian's arm64 kernel (and others) default THP to `always`,
+    // where a 64 MiB zeroed buffer takes 2 MiB pages and faults 512× less.
+    nix::sys::prctl::set_thp_disable(true).expect("PR_SET_THP_DISABLE");
     let mut buf = vec![0u8; (pages * PAGE).max(64 << 20)];
     let buf = &mut buf[..pages * PAGE];
     for i in (0..buf.len()).step_by(PAGE) {

@@ -401,10 +401,13 @@ impl Pmu {
         }
     }
 
-    /// Whether this is a core (CPU) PMU: `cpu`, or a hybrid core PMU
-    /// (`cpu_core`, `cpu_atom`, … with a `cpus` file).
+    /// Whether this is a core (CPU) PMU: `cpu`, or one with a `cpus` file,
+    /// as perf tells them (`is_sysfs_pmu_core`): the hybrid `cpu_core` and
+    /// `cpu_atom`, and Arm's (`armv8_pmuv3`, `armv8_cortex_a57`, …), which
+    /// name the CPUs of their core type there. Uncore PMUs have a
+    /// `cpumask` instead: the CPU each counter is opened on.
     pub fn is_core(&self) -> bool {
-        self.name == "cpu" || (self.name.starts_with("cpu_") && self.dir.join("cpus").exists())
+        self.name == "cpu" || self.dir.join("cpus").exists()
     }
 }
 

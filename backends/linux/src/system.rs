@@ -298,9 +298,11 @@ impl OwnTasks {
     }
 
     /// The directory's link count, if the descriptor still names it.
+    // nlink_t is u64 on x86_64 and u32 on aarch64.
+    #[allow(clippy::useless_conversion)]
     fn links(&self) -> Option<u64> {
         let st = nix::sys::stat::fstat(&self.dir).ok()?;
-        (st.st_dev == self.dev && st.st_ino == self.ino).then_some(st.st_nlink)
+        (st.st_dev == self.dev && st.st_ino == self.ino).then_some(u64::from(st.st_nlink))
     }
 
     /// The threads of `pid` if it is the process that opened the kept

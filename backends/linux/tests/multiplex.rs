@@ -39,6 +39,10 @@ fn run_on(cpu: usize) {
 
 /// Touches `pages` fresh anonymous pages: one minor fault each.
 fn touch_fresh_pages(pages: usize) {
+    // One fault per page needs transparent huge pages off for this
+    // process: Debian's arm64 kernel (and others) default THP to `always`,
+    // where a 64 MiB zeroed buffer takes 2 MiB pages and faults 512× less.
+    nix::sys::prctl::set_thp_disable(true).expect("PR_SET_THP_DISABLE");
     let page = pmc_linux::system::page_size();
     // A zeroed allocation above glibc's largest mmap threshold (32 MiB) is
     // always a new anonymous mapping, whatever was freed before.

@@ -38,6 +38,10 @@ fn self_monitoring_unavailable() -> Option<String> {
 /// The allocation is above glibc's largest mmap threshold (32 MiB), so it
 /// is a fresh mapping every time, never recycled heap.
 fn fault_pages(pages: usize) {
+    // One fault per page needs transparent huge pages off for this
+    // process: Debian's arm64 kernel (and others) default THP to `always`,
+    // where a 64 MiB zeroed buffer takes 2 MiB pages and faults 512× less.
+    nix::sys::prctl::set_thp_disable(true).expect("PR_SET_THP_DISABLE");
     let mut v = vec![0u8; (40 << 20).max(pages * 4096)];
     for i in 0..pages {
         v[i * 4096] = 1;

@@ -23,7 +23,7 @@ use crate::backend::source::SampleSource;
 use crate::backend::{CounterValue, Counters, HotHandle};
 use crate::{Error, Result};
 pub(super) use open::{TrialCache, trial_open};
-use open::{open_one, open_with_fallback, sibling_error};
+use open::{open_one, open_sibling, open_with_fallback};
 
 /// Sums the events of a target. `chunks` splits `events` into the
 /// instances of one thread's counter (empty: one event each): its per-CPU
@@ -130,11 +130,19 @@ pub(super) fn rdpmc_index_from_page(
         hint: Some(why.into()),
     };
     if !caps.user_rdpmc {
-        return Err(no(
+        return Err(no(if cfg!(target_arch = "aarch64") {
+            // arch/arm64/kernel/perf_event.c grants PMEVCNTR<n>_EL0 reads
+            // only to events opened with config1 bit 1 while the sysctl
+            // perf_user_access is 1; PMCs are opened without it, so
+            // pmc_get_msr has no counter to give on arm64.
+            "arm64 grants user-space counter reads only to events opened with config1:1 \
+             (the `rdpmc` format bit) while /proc/sys/kernel/perf_user_access is 1; PMCs \
+             are opened without it: read the counter with Pmc::read"
+        } else {
             "the kernel does not let user space read this counter with rdpmc (software \
              events, no hardware PMU, or /sys/bus/event_source/devices/cpu/rdpmc is 0); \
-             read it with Pmc::read",
-        ));
+             read it with Pmc::read"
+        }));
     }
     match caps.index {
         0 if !enabled => Err(no(
@@ -278,10 +286,10 @@ impl ProcessCounters {
                         };
                         let mut group = Vec::new();
                         for sibling in event.slices.iter().flat_map(|s| s.attrs()) {
-                            match Event::open(sibling, target, Some(&leader), OpenFlags::empty()) {
+                            match open_sibling(sibling, target, &leader) {
                                 Ok(e) => group.push((cpu, e)),
-                                Err(e) if e.errno() == libc::ESRCH && tid != p => break,
-                                Err(e) => return Err(sibling_error(from_linux(e))),
+                                Err(e) if e.os_errno() == Some(libc::ESRCH) && tid != p => break,
+                                Err(e) => return Err(e),
                             }
                         }
                         if event

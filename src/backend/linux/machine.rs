@@ -1,6 +1,7 @@
 //! Machine description and event listing on Linux.
 
-use pmc_linux::attr::{CacheEvent, Hardware, Software};
+use pmc_linux::attr::{Attr, CacheEvent, EventConfig, Hardware, Software};
+use pmc_linux::event::{Event, OpenFlags, Target};
 use pmc_linux::system;
 
 use super::resolve::caps::class_capabilities;
@@ -71,8 +72,12 @@ pub(super) fn cpuinfo() -> CpuInfo {
         num,
     };
     if system::has_hardware_pmu() {
+        // `read` gives 64-bit values whatever the counters' own width
+        // (the kernel extends them), so no value wraps at `width` bits:
+        // the class width is 64, as for every other class.
+        let _ = width;
         for class in [Class::Hardware, Class::Cache, Class::Raw] {
-            classes.push(row(class, width, Some(npmc)));
+            classes.push(row(class, 64, Some(npmc)));
         }
     }
     classes.push(row(Class::Software, 64, None));
@@ -95,10 +100,26 @@ pub(super) fn cpuinfo() -> CpuInfo {
     }
 }
 
+/// Whether a user-mode counter of `config` opens on this thread (disabled).
+fn opens(config: EventConfig) -> bool {
+    let attr = Attr::new(config).exclude_kernel(true).exclude_hv(true);
+    Event::open(&attr, Target::CALLER, None, OpenFlags::empty()).is_ok()
+}
+
 pub(super) fn event_names(class: &Class) -> Result<Vec<String>> {
     Ok(match class {
-        Class::Hardware => Hardware::ALL.iter().map(|h| h.name().to_string()).collect(),
-        Class::Cache => CacheEvent::all().map(|c| c.name()).collect(),
+        // The generic events this CPU's PMU counts, as `perf list` shows
+        // them (is_event_supported: each opened once on this thread); a
+        // PMUv3, for one, has no L1-icache stores.
+        Class::Hardware => Hardware::ALL
+            .iter()
+            .filter(|&&event| opens(EventConfig::Hardware { event, pmu: None }))
+            .map(|h| h.name().to_string())
+            .collect(),
+        Class::Cache => CacheEvent::all()
+            .filter(|&event| opens(EventConfig::Cache { event, pmu: None }))
+            .map(|c| c.name())
+            .collect(),
         Class::Software => Software::ALL.iter().map(|s| s.name().to_string()).collect(),
         Class::Raw => {
             let mut v = vec!["r<hex config>".to_string()];

@@ -126,7 +126,7 @@ impl Backend for LinuxBackend {
             .ok()
             .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok())
             .map_or_else(CpuIdentity::unknown, |midr| CpuIdentity {
-                cputype: crate::log::cpu::PMC_CPU_GENERIC,
+                cputype: crate::log::cpu::arm64_cputype(midr),
                 cpuid: crate::log::cpu::hwpmc_cpuid_arm64(midr),
             });
         }

@@ -428,6 +428,7 @@ impl RingSet {
         let parser = self.parser;
         let slice_parser = self.slice_parser;
         let sampling = self.sampling;
+        let user_only = !self.info.kernel_samples;
         // The attached process's value at its exit, where neither exit
         // slices nor a READ record give it: its events, final once it
         // has exited.
@@ -521,7 +522,7 @@ impl RingSet {
                         }
                     }
                 }
-                if let Some(event) = neutral(&record, sampling, root) {
+                if let Some(event) = neutral(&record, sampling, user_only, root) {
                     events.push(event);
                 }
             }
@@ -548,12 +549,37 @@ impl RingSet {
 fn neutral(
     record: &Record<'_>,
     sampling: bool,
+    user_only: bool,
     root: Option<&(u32, Arc<[pmc_linux::event::Event]>)>,
 ) -> Option<(u64, BackendEvent)> {
     Some(match record {
         Record::Sample(s) if sampling => {
-            let user = s.is_user();
-            let callchain = s.callchain().map(|pcs| callchain::split(user, pcs.iter()));
+            let mut user = s.is_user();
+            let mut pc = s.ip().unwrap_or(0);
+            let mut callchain = s.callchain().map(|pcs| callchain::split(user, pcs.iter()));
+            // A kernel-mode sample's user registers are the ones it
+            // entered the kernel with: its user stack unwinds from there
+            // (perf's `--call-graph dwarf` does too).
+            let user_stack = user_stack(s);
+            if user_only && !user {
+                // Skid: a user-only counter overflowed in user mode but
+                // its interrupt came after the entry to the kernel (a
+                // system call), whose pc the kernel then reports. The
+                // sample is the user pc the kernel was entered from (the
+                // callchain's user part starts with it), as hwpmc, which
+                // takes a `usr` PMC's pc from the trap frame, logs it.
+                let entered_from = callchain
+                    .as_ref()
+                    .and_then(|c| c.user.first().copied())
+                    .or_else(|| user_stack.as_ref().map(|u| u.regs.pc));
+                if let Some(user_pc) = entered_from {
+                    pc = user_pc;
+                    user = true;
+                    if let Some(c) = &mut callchain {
+                        c.kernel.clear();
+                    }
+                }
+            }
             (
                 s.time().unwrap_or(0),
                 BackendEvent::Sample {
@@ -561,12 +587,9 @@ fn neutral(
                     tid: s.tid().unwrap_or(0),
                     cpu: s.cpu().unwrap_or(0),
                     user,
-                    pc: s.ip().unwrap_or(0),
+                    pc,
                     callchain,
-                    // A kernel-mode sample's user registers are the ones
-                    // it entered the kernel with: its user stack unwinds
-                    // from there (perf's `--call-graph dwarf` does too).
-                    user_stack: user_stack(s),
+                    user_stack,
                 },
             )
         }

@@ -1,7 +1,7 @@
 //! Opening one counter: the kernel-version fallbacks, the trial open that
 //! `allocate` makes, and what a refused slice sibling means.
 
-use pmc_linux::attr::{Attr, AttrBit};
+use pmc_linux::attr::{Attr, AttrBit, EventConfig, SampleType, Software};
 use pmc_linux::event::{Event, OpenFlags, Target};
 use pmc_linux::system;
 use std::sync::Mutex;
@@ -196,8 +196,7 @@ fn trial_open_uncached(event: &LinuxEvent) -> Result<()> {
     for attr in &event.attrs {
         let leader = open_with_fallback(attr, target, event)?;
         for sibling in event.slices.iter().flat_map(|s| s.attrs()) {
-            Event::open(sibling, target, Some(&leader), OpenFlags::empty())
-                .map_err(|e| sibling_error(from_linux(e)))?;
+            open_sibling(sibling, target, &leader)?;
         }
     }
     Ok(())
@@ -223,6 +222,49 @@ pub(super) fn sibling_error(e: Error) -> Error {
         },
         other => other,
     }
+}
+
+/// Opens a slice sibling into `leader`'s group. A sibling must inherit as
+/// its leader does, and an inherited event with `PERF_SAMPLE_READ` — how
+/// a sibling's sample carries each thread's count — is refused (EINVAL)
+/// by kernels before 6.12 ("We currently do not support PERF_SAMPLE_READ
+/// on inherited events", kernel/events/core.c): there the flags that need
+/// it are not supported, and the error says so.
+pub(super) fn open_sibling(sibling: &Attr, target: Target, leader: &Event) -> Result<Event> {
+    Event::open(sibling, target, Some(leader), OpenFlags::empty()).map_err(|e| {
+        if e.errno() == libc::EINVAL
+            && sibling.is_set(AttrBit::INHERIT)
+            && sibling.get_sample_type().contains(SampleType::READ)
+            && !inherited_sample_read_supported()
+        {
+            Error::NotSupported {
+                what: "LOG_PROCCSW, and LOG_PROCEXIT with DESCENDANTS, on a process PMC".into(),
+                why: format!(
+                    "they read each thread's count at its context switches and exit with \
+                     PERF_SAMPLE_READ on an inherited event, which Linux accepts from 6.12 on; \
+                     this kernel ({}) refuses it (EINVAL). Use a system-mode PMC, or leave \
+                     out the flag",
+                    system::kernel_release()
+                ),
+            }
+        } else {
+            sibling_error(from_linux(e))
+        }
+    })
+}
+
+/// Whether this kernel opens an inherited event with `PERF_SAMPLE_READ`
+/// (and `PERF_SAMPLE_TID`, as 6.12's rule asks): a user-only dummy event
+/// on the calling thread, tried once.
+pub(super) fn inherited_sample_read_supported() -> bool {
+    let attr = Attr::new(EventConfig::Software(Software::Dummy))
+        .disabled(true)
+        .exclude_kernel(true)
+        .exclude_hv(true)
+        .inherit(true)
+        .sample_period(1)
+        .sample_type(SampleType::TID | SampleType::READ);
+    Event::open(&attr, Target::CALLER, None, OpenFlags::empty()).is_ok()
 }
 
 /// Opens, retrying without `inherit_thread` on kernels older than 5.13 that
