@@ -8,6 +8,7 @@ mod counting;
 mod drainer;
 mod events;
 mod fd_leak;
+mod hardware;
 mod harness;
 mod machine;
 mod native;
@@ -39,6 +40,7 @@ fn main() {
     tests.extend(probe::tests());
     tests.extend(fd_leak::tests());
     tests.extend(native::tests());
+    tests.extend(hardware::tests());
     tests.extend(sampling::tests());
     tests.extend(scaling::tests());
     tests.extend(portable::tests());

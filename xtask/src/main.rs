@@ -3,6 +3,8 @@
 //! - `cargo xtask probe [--json]`: what this machine can count, and why not.
 //! - `cargo xtask test`: builds and runs every test, prints each skip reason
 //!   once and ends with `N passed, N failed, N skipped`.
+//! - `cargo xtask test --vm arm64`: the live suite in a QEMU guest with an
+//!   emulated PMUv3 (Debian's arm64 kernel), tallied here.
 //! - `cargo xtask test --matrix`: the suite under every perf_event_paranoid
 //!   level × {root, nobody}, proving each skip is needed.
 //! - `cargo xtask bench`: runs the benchmarks and prints the ratios against
@@ -31,6 +33,7 @@ mod pmu_events;
 mod readme;
 mod test;
 mod tidy;
+mod vm;
 
 use std::process::ExitCode;
 

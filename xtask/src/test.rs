@@ -23,6 +23,13 @@ pub struct TestArgs {
     /// `--expect` reads (to refresh `.ci/expected-skips`).
     #[arg(long, value_name = "FILE", conflicts_with = "matrix")]
     pub record_skips: Option<std::path::PathBuf>,
+    /// Run the live suite in a QEMU guest with an emulated PMU instead of on
+    /// this machine (`arm64`: Debian's arm64 kernel, PMUv3; see xtask/src/vm.rs).
+    #[arg(long, value_name = "ARCH", value_parser = ["arm64"], conflicts_with = "matrix")]
+    pub vm: Option<String>,
+    /// With --vm: stop a guest that has not finished after this many minutes.
+    #[arg(long, value_name = "MINUTES", default_value_t = 60, requires = "vm")]
+    pub vm_timeout: u64,
     /// Extra arguments passed to every test binary (after `--`), e.g. a filter.
     #[arg(last = true)]
     pub test_args: Vec<String>,
@@ -182,6 +189,26 @@ pub fn run(args: &TestArgs) -> ExitCode {
     if args.matrix {
         return crate::matrix::run(args.verbose);
     }
+    let (tally, ok) = if args.vm.is_some() {
+        let vm = crate::vm::VmArgs {
+            timeout: std::time::Duration::from_secs(args.vm_timeout.saturating_mul(60)),
+            test_args: args.test_args.clone(),
+        };
+        match crate::vm::run(&vm) {
+            Ok(tally) => (tally, true),
+            Err(e) => {
+                eprintln!("xtask test --vm: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        host_suite(args)
+    };
+    summarize(tally, ok, args)
+}
+
+/// Every test target of the workspace on this machine.
+fn host_suite(args: &TestArgs) -> (Tally, bool) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut tally = Tally::default();
     let mut ok = true;
@@ -227,7 +254,11 @@ pub fn run(args: &TestArgs) -> ExitCode {
             .or_default()
             .push("feature libpfm: pfm::tests, golden_attrs::libpfm_native_names_resolve".into());
     }
+    (tally, ok)
+}
 
+/// Prints the skips, failures and totals, and checks `--expect`.
+fn summarize(tally: Tally, mut ok: bool, args: &TestArgs) -> ExitCode {
     if !tally.reasons.is_empty() {
         println!("\nskipped tests, by reason:");
         for (reason, tests) in &tally.reasons {

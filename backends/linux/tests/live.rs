@@ -22,6 +22,9 @@ use pmc_linux::ring::{RingBuffer, Wait};
 use pmc_linux::selfmon::{FastReader, PageView, ReadPath, UserPage};
 use pmc_linux::system;
 
+#[path = "live/hardware.rs"]
+mod hardware;
+
 type Outcome = Result<Completion, Failed>;
 type LiveTest = (&'static str, fn() -> Outcome);
 
@@ -837,7 +840,15 @@ fn main() {
     let mut args = Arguments::from_args();
     // Probes and self-monitoring count this process: one test at a time.
     args.test_threads = Some(1);
-    let tests: [LiveTest; 16] = [
+    let tests: [LiveTest; 18] = [
+        (
+            "hardware::a_group_of_cycles_and_instructions_reads_in_one_call",
+            hardware::a_group_of_cycles_and_instructions_reads_in_one_call,
+        ),
+        (
+            "hardware::more_events_than_counters_are_multiplexed_and_scaled_like_perf_stat",
+            hardware::more_events_than_counters_are_multiplexed_and_scaled_like_perf_stat,
+        ),
         (
             "ring::sizes_must_be_powers_of_two",
             ring_sizes_must_be_powers_of_two,

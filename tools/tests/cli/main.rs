@@ -24,6 +24,7 @@ mod freebsd_counting;
 mod freebsd_pmccontrol;
 mod freebsd_reports;
 mod full_disk;
+mod hardware;
 mod hostile_logs;
 mod kernel_frames;
 mod log_endings;
@@ -107,6 +108,7 @@ fn main() {
     tests.extend(outputs::tests());
     tests.extend(signals::tests());
     tests.extend(hostile_logs::tests());
+    tests.extend(hardware::tests());
     let mut trials = harness::trials(tests, &env);
     trials.extend(full_disk::trials(&env));
     harness::keep_only_named_in("PMC_CLI_ONLY", &mut trials);

@@ -94,7 +94,11 @@ fn csv_value(csv: &str, label: &str) -> Result<u64, libtest_mimic::Failed> {
 }
 
 /// perf stat's count of `event` over this binary running `workload arg`.
-fn perf_stat(event: &str, workload: &str, arg: &str) -> Result<u64, libtest_mimic::Failed> {
+pub(crate) fn perf_stat(
+    event: &str,
+    workload: &str,
+    arg: &str,
+) -> Result<u64, libtest_mimic::Failed> {
     let exe = std::env::current_exe().ctx("current_exe")?;
     let out = Command::new("perf")
         .args(["stat", "-x,", "-e", event, "--"])
@@ -112,7 +116,11 @@ fn perf_stat(event: &str, workload: &str, arg: &str) -> Result<u64, libtest_mimi
 }
 
 /// pmcstat's count of `spec` over the same workload.
-fn pmcstat_count(spec: &str, workload: &str, arg: &str) -> Result<u64, libtest_mimic::Failed> {
+pub(crate) fn pmcstat_count(
+    spec: &str,
+    workload: &str,
+    arg: &str,
+) -> Result<u64, libtest_mimic::Failed> {
     let exe = std::env::current_exe().ctx("current_exe")?;
     let exe = exe.to_string_lossy().into_owned();
     let out = Command::new(PMCSTAT)

@@ -1,0 +1,192 @@
+//! pmcstat on a core PMU: a program's instructions as perf stat counts
+//! them (exactly, where the machine is deterministic), and sampling on
+//! counter overflow whose callchains `-R` reads back. They skip without a
+//! counting PMU (`[hardware]`); `cargo xtask test --vm arm64` runs them on
+//! QEMU's emulated PMUv3, where `-icount` makes every run count the same.
+
+use std::process::Command;
+
+use pmc::probe::Requirement as R;
+
+use crate::ensure;
+use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::temp::TempDir;
+
+const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
+/// The most user instructions pmcstat's held child runs between its gate
+/// and its exec: the return from read(2) and execve(2)'s argument arrays
+/// (tools/src/gate.rs builds the rest before the gate).
+const GATE_INSTRUCTIONS: u64 = 5_000;
+
+pub fn tests() -> Vec<LiveTest> {
+    vec![
+        test(
+            "hardware::pmcstat_counts_a_programs_instructions_as_perf_stat_does",
+            vec![
+                R::HardwareCounting,
+                R::Paranoid(2),
+                R::Program("perf".into()),
+            ],
+            pmcstat_counts_a_programs_instructions_as_perf_stat_does,
+        ),
+        test(
+            "hardware::overflow_sampling_logs_callchains_that_r_reads_back",
+            vec![
+                R::HardwareCounting,
+                R::Paranoid(2),
+                R::Program("perf".into()),
+            ],
+            overflow_sampling_logs_callchains_that_r_reads_back,
+        ),
+    ]
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Both tools count `instructions:u` of this binary's "loop" workload to
+/// its exit: perf stat from the exec (enable_on_exec), pmcstat, as
+/// pmcstat.c, from the moment it lets its held child go (the child's last
+/// instructions before its exec count too). Whether the machine repeats a
+/// count exactly is perf's own answer (two runs of perf stat, not our
+/// code): when it does (QEMU under `-icount`, ASLR off), pmcstat's count is
+/// perf's plus the held child's last few hundred instructions; otherwise
+/// the two are within 0.5 % (skid on real PMUs).
+fn pmcstat_counts_a_programs_instructions_as_perf_stat_does() -> TestResult {
+    let (workload, arg) = ("loop", "20000000");
+    let first = crate::tools::perf_stat("instructions:u", workload, arg)?;
+    let second = crate::tools::perf_stat("instructions:u", workload, arg)?;
+    let ours = crate::tools::pmcstat_count("instructions,usr", workload, arg)?;
+    println!("perf stat -e instructions:u: {first}, {second}; pmcstat -p instructions,usr: {ours}");
+    if first == second {
+        ensure!(
+            ours >= first && ours - first <= GATE_INSTRUCTIONS,
+            "perf counts {first} twice (a deterministic machine) but pmcstat {ours} ({:+}; \
+             the held child's exec path is at most {GATE_INSTRUCTIONS})",
+            ours as i64 - first as i64
+        );
+    } else {
+        let diff = (ours as f64 - first as f64).abs() / first as f64;
+        ensure!(
+            diff < 0.005,
+            "pmcstat {ours} vs perf {first}: {:.3}% apart",
+            diff * 100.0
+        );
+    }
+    Ok(())
+}
+
+/// `-P instructions,usr -n N` samples every N user instructions on the
+/// PMU's overflow interrupt, with callchains; `-R -G` reads the log back:
+/// the loop function tops the call graph with its callers below it, the
+/// sample count is the work over N, and no sample of a `usr` PMC is in
+/// the kernel (an overflow whose interrupt skids past a system call's
+/// entry is the user pc it entered from).
+fn overflow_sampling_logs_callchains_that_r_reads_back() -> TestResult {
+    let dir = TempDir::new("hw-sampling")?;
+    let (log, graph) = (dir.path("hw.pmclog"), dir.path("graph"));
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let period = 1_000_000u64;
+    const ITERATIONS: &str = "50000000";
+    let out = Command::new(PMCSTAT)
+        .args([
+            "-n",
+            &period.to_string(),
+            "-P",
+            "instructions,usr",
+            "-O",
+            &log,
+            "--",
+        ])
+        .arg(&exe)
+        .arg(ITERATIONS)
+        .env(crate::workloads::ENV, "loop")
+        .output()
+        .ctx("pmcstat -P")?;
+    ensure!(out.status.success(), "pmcstat -P: {}", text(&out.stderr));
+    // How many samples the same work gives perf record at the same period:
+    // the count over the period, less what the kernel throttles (its
+    // perf_event_max_sample_rate falls when interrupts look slow, as under
+    // emulation).
+    let counted = crate::tools::pmcstat_count("instructions,usr", "loop", ITERATIONS)?;
+    let perf_data = dir.path("perf.data");
+    let recorded = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "instructions:u",
+            "-c",
+            &period.to_string(),
+            "-o",
+            &perf_data,
+            "--",
+        ])
+        .arg(&exe)
+        .arg(ITERATIONS)
+        .env(crate::workloads::ENV, "loop")
+        .output()
+        .ctx("perf record")?;
+    ensure!(
+        recorded.status.success(),
+        "perf record: {}",
+        text(&recorded.stderr)
+    );
+    let script = Command::new("perf")
+        .args(["script", "-F", "ip", "-i", &perf_data])
+        .output()
+        .ctx("perf script")?;
+    let perf_samples = text(&script.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count() as u64;
+    let out = Command::new(PMCSTAT)
+        .args(["-R", &log, "-G", &graph])
+        .output()
+        .ctx("pmcstat -R -G")?;
+    ensure!(out.status.success(), "pmcstat -R -G: {}", text(&out.stderr));
+    let g = std::fs::read_to_string(&graph).ctx("read the call graph")?;
+    let head = g.lines().next().unwrap_or("");
+    let samples: u64 = head
+        .split('[')
+        .nth(1)
+        .and_then(|h| h.split_whitespace().next()?.parse().ok())
+        .ok_or_else(|| format!("no sample count in the header: {g}"))?;
+    println!(
+        "{head}; perf record: {perf_samples} samples; {counted} instructions counted over the same work"
+    );
+    // At most one sample per `period` instructions, and no fewer than perf
+    // records of the same work (within 15 %).
+    let most = counted / period + 1;
+    ensure!(
+        samples <= most && perf_samples <= most,
+        "{samples} samples (perf {perf_samples}) for {counted} instructions at one per {period}"
+    );
+    // Throttling differs between two runs (perf record's own writing
+    // slows the guest), so perf's count is a floor, not a target.
+    ensure!(
+        samples * 100 >= perf_samples * 85,
+        "{samples} samples, fewer than perf record's {perf_samples} of the same work"
+    );
+    // pmcpl_callgraph.c: the top node, then its callers indented below.
+    let top = g.lines().nth(2).unwrap_or("");
+    ensure!(
+        top.contains("known_loop"),
+        "the top of the call graph is not the loop: {g}"
+    );
+    ensure!(
+        !g.contains("[kernel.kallsyms]"),
+        "a usr PMC's samples in the kernel: {g}"
+    );
+    let callers: Vec<&str> = g
+        .lines()
+        .skip(3)
+        .take_while(|l| l.starts_with(' ') || l.starts_with('\t'))
+        .collect();
+    ensure!(
+        callers.iter().any(|l| l.contains("main")),
+        "no caller of the hot function reaches main: {g}"
+    );
+    Ok(())
+}
