@@ -1,8 +1,7 @@
 //! pmcstat on a core PMU: a program's instructions as perf stat counts
-//! them (exactly, where the machine is deterministic), and sampling on
-//! counter overflow whose callchains `-R` reads back. They skip without a
-//! counting PMU (`[hardware]`); `cargo xtask test --vm arm64` runs them on
-//! QEMU's emulated PMUv3, where `-icount` makes every run count the same.
+//! them, and sampling on counter overflow whose callchains `-R` reads
+//! back. They skip without a counting PMU (`[hardware]`); `cargo xtask test
+//! --vm arm64` runs them on QEMU's emulated PMUv3.
 
 use std::process::Command;
 
@@ -13,10 +12,6 @@ use crate::harness::{Context, LiveTest, TestResult, test};
 use crate::temp::TempDir;
 
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
-/// The most user instructions pmcstat's held child runs between its gate
-/// and its exec: the return from read(2) and execve(2)'s argument arrays
-/// (tools/src/gate.rs builds the rest before the gate).
-const GATE_INSTRUCTIONS: u64 = 5_000;
 
 pub fn tests() -> Vec<LiveTest> {
     vec![
@@ -48,32 +43,31 @@ fn text(b: &[u8]) -> String {
 /// Both tools count `instructions:u` of this binary's "loop" workload to
 /// its exit: perf stat from the exec (enable_on_exec), pmcstat, as
 /// pmcstat.c, from the moment it lets its held child go (the child's last
-/// instructions before its exec count too). Whether the machine repeats a
-/// count exactly is perf's own answer (two runs of perf stat, not our
-/// code): when it does (QEMU under `-icount`, ASLR off), pmcstat's count is
-/// perf's plus the held child's last few hundred instructions; otherwise
-/// the two are within 0.5 % (skid on real PMUs).
+/// few hundred instructions before its exec count too). They agree within
+/// 0.5 %. Exact equality is not asserted: under QEMU's `-icount` two runs
+/// of perf stat itself differ by up to 100 000 instructions in 140 M in
+/// two boots of three (an interrupt-dependent miscount, cause unknown).
 fn pmcstat_counts_a_programs_instructions_as_perf_stat_does() -> TestResult {
     let (workload, arg) = ("loop", "20000000");
     let first = crate::tools::perf_stat("instructions:u", workload, arg)?;
     let second = crate::tools::perf_stat("instructions:u", workload, arg)?;
     let ours = crate::tools::pmcstat_count("instructions,usr", workload, arg)?;
-    println!("perf stat -e instructions:u: {first}, {second}; pmcstat -p instructions,usr: {ours}");
-    if first == second {
-        ensure!(
-            ours >= first && ours - first <= GATE_INSTRUCTIONS,
-            "perf counts {first} twice (a deterministic machine) but pmcstat {ours} ({:+}; \
-             the held child's exec path is at most {GATE_INSTRUCTIONS})",
-            ours as i64 - first as i64
-        );
-    } else {
-        let diff = (ours as f64 - first as f64).abs() / first as f64;
-        ensure!(
-            diff < 0.005,
-            "pmcstat {ours} vs perf {first}: {:.3}% apart",
-            diff * 100.0
-        );
-    }
+    println!(
+        "perf stat -e instructions:u: {first}, {second} ({}); pmcstat -p instructions,usr: \
+         {ours} ({:+} from perf's first)",
+        if first == second {
+            "repeated exactly"
+        } else {
+            "not repeated"
+        },
+        ours as i64 - first as i64
+    );
+    let diff = (ours as f64 - first as f64).abs() / first as f64;
+    ensure!(
+        diff < 0.005,
+        "pmcstat {ours} vs perf {first}: {:.3}% apart",
+        diff * 100.0
+    );
     Ok(())
 }
 
