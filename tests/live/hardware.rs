@@ -54,8 +54,8 @@ fn count(spec: &str) -> Result<u64, libtest_mimic::Failed> {
 }
 
 fn every_specifier_form_of_retired_instructions_counts_the_same_work() -> TestResult {
-    let (pmu, alias, terms) =
-        instructions_alias().ok_or("no core PMU lists inst_retired or instructions in sysfs")?;
+    let (pmu, alias, terms) = instructions_alias()
+        .ok_or("no hardware PMU: no core PMU in sysfs lists inst_retired or instructions")?;
     let mut specs = vec![format!("{pmu}/{terms}/,usr"), format!("{pmu}/{alias}/,usr")];
     if let Some(code) = raw_code(&terms) {
         specs.push(format!("r{code:02x},usr"));
