@@ -24,13 +24,14 @@ fn cpu_model() -> String {
     }
 }
 
-/// General-purpose and fixed counters per CPU, and their width, from CPUID.
-fn hardware_counters() -> (u32, u32) {
+/// General-purpose and fixed counters per CPU, from CPUID (0 where it
+/// does not say: no PMU, or not x86).
+fn hardware_counters() -> u32 {
     if !system::has_hardware_pmu() {
-        return (0, 0);
+        return 0;
     }
     let Some([_, ebx, ecx, edx]) = system::cpuid(0, 0) else {
-        return (0, 48);
+        return 0;
     };
     let vendor: Vec<u8> = [ebx, edx, ecx]
         .iter()
@@ -42,26 +43,23 @@ fn hardware_counters() -> (u32, u32) {
             && let Some([eax, ebx, ..]) = system::cpuid(0x8000_0022, 0)
             && eax & 1 != 0
         {
-            return (ebx & 0xf, 48);
+            return ebx & 0xf;
         }
         let ext_core = system::cpuid(0x8000_0001, 0).is_some_and(|r| r[2] & (1 << 23) != 0);
-        return (if ext_core { 6 } else { 4 }, 48);
+        return if ext_core { 6 } else { 4 };
     }
-    match system::cpuid(0xa, 0) {
-        Some([eax, _, _, edx]) => {
-            let gp = (eax >> 8) & 0xff;
-            let fixed = edx & 0x1f;
-            (gp + fixed, (eax >> 16) & 0xff)
-        }
-        None => (0, 48),
-    }
+    system::cpuid(0xa, 0).map_or(0, |[eax, _, _, edx]| {
+        let gp = (eax >> 8) & 0xff;
+        let fixed = edx & 0x1f;
+        gp + fixed
+    })
 }
 
 /// `pmc_cpuinfo`: the CPU, its counters, and a row per class with the
 /// capabilities every PMC of that class reports (one function computes
 /// both: `resolve::caps::class_capabilities`).
 pub(super) fn cpuinfo() -> CpuInfo {
-    let (npmc, width) = hardware_counters();
+    let npmc = hardware_counters();
     let ncpu = system::possible_cpus().iter().max().map_or(1, |m| m + 1);
     let d = description::system_checked();
     let mut classes = Vec::new();
@@ -73,9 +71,8 @@ pub(super) fn cpuinfo() -> CpuInfo {
     };
     if system::has_hardware_pmu() {
         // `read` gives 64-bit values whatever the counters' own width
-        // (the kernel extends them), so no value wraps at `width` bits:
-        // the class width is 64, as for every other class.
-        let _ = width;
+        // (the kernel extends them), so no value wraps below 64 bits: the
+        // class width is 64, as for every other class.
         for class in [Class::Hardware, Class::Cache, Class::Raw] {
             classes.push(row(class, 64, Some(npmc)));
         }
