@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::backend::default_backend;
-use crate::{Capabilities, Class, Cpu, Flags, Mode, PmcId, Result, State};
+use crate::{Capabilities, Class, Cpu, Flags, LibpmcClass, Mode, PmcId, Result, State};
 
 /// One class of PMCs on this machine (`struct pmc_classinfo`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,6 +111,24 @@ pub fn pmcinfo(cpu: u32) -> Result<Vec<PmcInfo>> {
 /// Every event name of a class (`pmc_event_names_of_class`).
 pub fn event_names_of_class(class: &Class) -> Result<Vec<String>> {
     default_backend().event_names(class)
+}
+
+/// `pmc_event_names_of_class` of a FreeBSD class, as libpmc lists it.
+/// ARMV8 is libpmc's table for this CPU type — its aliases, then
+/// `EVENT_00H` … `EVENT_3FFH` ([`crate::spec::armv8`]), every one of which
+/// `Pmc::allocate` takes where an Arm PMU counts it; every other class
+/// lists the names of its [`LibpmcClass::listed_classes`].
+pub fn libpmc_event_names(class: LibpmcClass) -> Result<Vec<String>> {
+    if class == LibpmcClass::Armv8 {
+        let cputype = crate::log::cpu::this_machine().cputype;
+        return Ok(crate::spec::armv8::event_names(cputype));
+    }
+    class
+        .listed_classes()
+        .iter()
+        .map(event_names_of_class)
+        .collect::<Result<Vec<_>>>()
+        .map(|lists| lists.concat())
 }
 
 /// The CPUs that are online now.

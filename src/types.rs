@@ -221,6 +221,7 @@ impl LibpmcClass {
     /// core class (raw and native names are listed by `pmcstat -L`), the
     /// kernel's software events under SOFT (tracepoints and probes are
     /// named by the user, not listed), `msr` under TSC, none under UCP.
+    /// (ARMV8 lists libpmc's own table: [`crate::machine::libpmc_event_names`].)
     pub fn listed_classes(self) -> Vec<Class> {
         match self {
             LibpmcClass::K8 | LibpmcClass::Iap | LibpmcClass::Armv8 => {
@@ -239,6 +240,8 @@ impl Class {
     /// picks the core PMU's class).
     pub fn libpmc_class(&self, cputype: &str) -> LibpmcClass {
         match self {
+            // The core PMU's own format is libpmc's pmu-events path.
+            Class::Pmu(n) if crate::probe::is_core_pmu(n) => Class::Raw.libpmc_class(cputype),
             Class::Hardware | Class::Cache | Class::Raw => {
                 let t = cputype.to_ascii_lowercase();
                 if t.contains("intel") {
@@ -424,6 +427,14 @@ mod tests {
         assert_eq!(
             Class::Pmu("power".into()).libpmc_class(amd),
             LibpmcClass::Ucp
+        );
+        assert_eq!(
+            Class::Pmu("cpu".into()).libpmc_class(intel),
+            LibpmcClass::Iap
+        );
+        assert_eq!(
+            Class::Pmu("cpu_core".into()).libpmc_class(amd),
+            LibpmcClass::K8
         );
         assert_eq!(LibpmcClass::Soft.listed_classes(), vec![Class::Software]);
         assert!(LibpmcClass::Ucp.listed_classes().is_empty());

@@ -491,6 +491,25 @@ mod tests {
     }
 
     #[test]
+    fn armv8_raw_names_are_the_headers() {
+        // The library's ARMV8 tables (pmc::spec::armv8) end with the raw
+        // events, which must be the header's ARMV8 block, in order.
+        let header: Vec<&str> = freebsd_events()
+            .iter()
+            .filter(|(_, c, _)| *c == "ARMV8")
+            .map(|(_, _, n)| *n)
+            .collect();
+        for cputype in [0x600, 0x601, 0x602] {
+            let names = pmc_core::spec::armv8::event_names(cputype);
+            let raw: Vec<&str> = names[names.len() - header.len()..]
+                .iter()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(raw, header, "{cputype:#x}");
+        }
+    }
+
+    #[test]
     fn event_number_is_the_inverse_within_a_class() {
         assert_eq!(event_number("K8", "instructions"), Some(0x2080 + 38));
         assert_eq!(event_number("IAF", "cycles"), Some(0x10001));

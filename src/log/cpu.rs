@@ -8,6 +8,9 @@
 pub const PMC_CPU_AMD_K8: u32 = 0x01;
 /// `PMC_CPU_GENERIC` ("Generic"), for CPUs hwpmc has no type for.
 pub const PMC_CPU_GENERIC: u32 = 0x400;
+/// `PMC_CPU_ARMV8_CORTEX_A53`, hwpmc_arm64.c's type for every arm64 CPU
+/// it has no other type for.
+pub const PMC_CPU_ARMV8_CORTEX_A53: u32 = 0x600;
 
 /// The CPU as INITIALIZE describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,7 +95,7 @@ pub fn arm64_cputype(midr: u64) -> u32 {
     match (implementer, part) {
         (ARM_LTD, 0xD0B | 0xD0C) => 0x602,
         (ARM_LTD, 0xD07 | 0xD08) => 0x601,
-        _ => 0x600,
+        _ => PMC_CPU_ARMV8_CORTEX_A53,
     }
 }
 

@@ -21,6 +21,7 @@
 //! `precise[=N]`, and the extensions `period=`, `freq=`, `filter=`,
 //! `pinned`, `exclusive`. `filter=` takes the rest of the specifier.
 
+pub mod armv8;
 mod names;
 mod parse;
 

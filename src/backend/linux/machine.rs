@@ -24,11 +24,15 @@ fn cpu_model() -> String {
     }
 }
 
-/// General-purpose and fixed counters per CPU, from CPUID (0 where it
-/// does not say: no PMU, or not x86).
+/// General-purpose and fixed counters per CPU: from CPUID on x86, from
+/// what a group may hold on arm64 ([`arm_event_counters`]); 0 without a
+/// hardware PMU or elsewhere.
 fn hardware_counters() -> u32 {
     if !system::has_hardware_pmu() {
         return 0;
+    }
+    if cfg!(target_arch = "aarch64") {
+        return arm_event_counters();
     }
     let Some([_, ebx, ecx, edx]) = system::cpuid(0, 0) else {
         return 0;
@@ -55,6 +59,29 @@ fn hardware_counters() -> u32 {
     })
 }
 
+/// The event counters of an Arm PMUv3 — PMCR_EL0.N, which hwpmc_arm64.c
+/// reports as the ARMV8 class's `pcd_num` (the cycle counter is not one of
+/// them) and which Linux does not show user space. The kernel checks at
+/// open that a group fits the PMU (arm_pmu.c `validate_group`), so a
+/// group of INST_RETIRED (0x08) counters, which cannot use the cycle
+/// counter, opens exactly N members. They must be opened enabled: the
+/// check passes every disabled member. They count this thread's user
+/// instructions for a moment and are closed.
+fn arm_event_counters() -> u32 {
+    const INST_RETIRED: u64 = 0x08;
+    let attr = Attr::new(EventConfig::Raw(INST_RETIRED))
+        .exclude_kernel(true)
+        .exclude_hv(true);
+    let Ok(leader) = Event::open(&attr, Target::CALLER, None, OpenFlags::empty()) else {
+        return 0;
+    };
+    // PMCR_EL0.N is a 5-bit field: at most 31 counters.
+    let members: Vec<Event> = (1..31)
+        .map_while(|_| Event::open(&attr, Target::CALLER, Some(&leader), OpenFlags::empty()).ok())
+        .collect();
+    members.len() as u32 + 1
+}
+
 /// `pmc_cpuinfo`: the CPU, its counters, and a row per class with the
 /// capabilities every PMC of that class reports (one function computes
 /// both: `resolve::caps::class_capabilities`).
@@ -79,8 +106,12 @@ pub(super) fn cpuinfo() -> CpuInfo {
     }
     classes.push(row(Class::Software, 64, None));
     for pmu in d.pmus() {
+        // The core PMUs are the hardware, cache and raw classes above.
+        if d.is_core(pmu) {
+            continue;
+        }
         let class = match pmu.name.as_str() {
-            "cpu" | "software" => continue,
+            "software" => continue,
             "tracepoint" => Class::Tracepoint,
             "breakpoint" => Class::Breakpoint,
             "uprobe" => Class::Uprobe,

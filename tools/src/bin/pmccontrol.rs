@@ -24,18 +24,21 @@
 //!   prints nothing at all) and on other architectures, it is pmccontrol.c's
 //!   other listing: each class of `pmc_cpuinfo` by libpmc's name
 //!   (`pmc_name_of_class`: `SOFT`, `TSC`, `IAP`, `K8`, `ARMV8`, `UCP`),
-//!   then a tab and each of its event names, one per line. Linux's classes
-//!   are reported as the FreeBSD class libpmc gives them
-//!   ([`pmc::Class::libpmc_class`]):
+//!   then a tab and each of its event names, one per line, SOFT first (its
+//!   class index is 0 in hwpmc). Linux's classes are reported as the
+//!   FreeBSD class libpmc gives them ([`pmc::Class::libpmc_class`]):
 //!   software events, tracepoints and probes are SOFT (only the kernel's
 //!   software events are listed: tracepoints and probes are named by the
-//!   user), the `msr` PMU is TSC, the core PMU is IAP/K8/ARMV8 (its generic
-//!   and cache events; `pmcstat -L` lists raw and native names), other
-//!   PMUs UCP (no names). A class whose names cannot be read ends the run
-//!   with EX_OSERR, as FreeBSD's does.
+//!   user), the `msr` PMU is TSC, the core PMU is IAP/K8 (its generic and
+//!   cache events; `pmcstat -L` lists raw and native names) or, on arm64,
+//!   ARMV8 with libpmc's own table for the CPU type (`cortex_a53_event_table`
+//!   …: its aliases, then `EVENT_00H` … `EVENT_3FFH`, each of which
+//!   `pmc_allocate` takes), other PMUs UCP (no names). A class whose names
+//!   cannot be read ends the run with EX_OSERR, as FreeBSD's does.
 //! - `-l` prints `N TYPE CPUs present, with M PMCs per CPU`, then for each
 //!   online CPU (offline ones are skipped, as hwpmc's ENXIO) `#CPU c:`,
-//!   the column header and one row per hardware PMC. Linux shows no
+//!   the column header and one row per hardware PMC (on arm64 the PMU's
+//!   event counters, PMCR_EL0.N, as hwpmc_arm64.c counts them). Linux shows no
 //!   process another's counters and perf_event keeps no per-row
 //!   allocation, so every row is the row of a free counter: no name,
 //!   the core PMU's class, `ENABLED`, `FREE`. A machine without a hardware

@@ -92,13 +92,15 @@ fn freebsd_class(class: &Class, cputype: &str) -> &'static str {
 }
 
 /// What `pmc_event_names_of_class` lists under a FreeBSD class: the
-/// generic hardware and cache events under the core class, the kernel's
-/// software events under SOFT, `msr`'s under TSC, nothing under UCP.
+/// generic hardware and cache events under the core class of x86, the
+/// kernel's software events under SOFT, `msr`'s under TSC, nothing under
+/// UCP; under ARMV8, libpmc's table of this CPU type ([`armv8_names`]).
 fn names_of(freebsd: &str) -> Result<Vec<String>, libtest_mimic::Failed> {
     let ours = match freebsd {
         "SOFT" => vec![Class::Software],
         "TSC" => vec![Class::Pmu("msr".into())],
         "UCP" => vec![],
+        "ARMV8" => return armv8_names(),
         _ => vec![Class::Hardware, Class::Cache],
     };
     let mut names = Vec::new();
@@ -106,6 +108,53 @@ fn names_of(freebsd: &str) -> Result<Vec<String>, libtest_mimic::Failed> {
         names.extend(pmc::event_names_of_class(c).ctx(&format!("event names of {c}"))?);
     }
     Ok(names)
+}
+
+/// libpmc.c's ARMV8 table for this CPU's type (`cortex_a53_event_table`
+/// and its siblings): the aliases of the type's
+/// `__PMC_EV_ALIAS_ARMV8_CORTEX_*()` — 34 for A53 (FreeBSD's default), 84
+/// for A57, 107 for A76 in pmc_events.h, `SW_INCR` first as
+/// `__PMC_EV_ALIAS_ARMV8_COMMON()` begins — then `__PMC_EV_ARMV8()`'s
+/// `EVENT_00H` … `EVENT_3FFH`, built here.
+fn armv8_names() -> Result<Vec<String>, libtest_mimic::Failed> {
+    let aliases = match cputype_of_midr()?.as_str() {
+        "ARMV8_CORTEX_A57" => 84,
+        "ARMV8_CORTEX_A76" => 107,
+        _ => 34,
+    };
+    let listed = pmc::machine::libpmc_event_names(pmc::LibpmcClass::Armv8).ctx("ARMV8 names")?;
+    ensure!(
+        listed.len() == aliases + 1024 && listed[0] == "SW_INCR",
+        "{} ARMV8 names, first {:?}; libpmc's table has {aliases} aliases and 1024 events",
+        listed.len(),
+        listed.first()
+    );
+    let mut names = listed[..aliases].to_vec();
+    ensure!(
+        names.iter().all(|n| !n.starts_with("EVENT_")),
+        "an alias named as a raw event: {names:?}"
+    );
+    names.extend((0..0x400).map(|code| format!("EVENT_{code:02X}H")));
+    Ok(names)
+}
+
+/// hwpmc_arm64.c's `pmc_arm64_initialize` type from PMCR_EL0's IDCODE,
+/// which on Arm's cores names the core MIDR_EL1's part number names (read
+/// here from sysfs): Cortex-A76 / Neoverse-N1 (parts 0xD0B, 0xD0C) are
+/// ARMV8_CORTEX_A76, Cortex-A57 / -A72 (0xD07, 0xD08) ARMV8_CORTEX_A57,
+/// anything else ARMV8_CORTEX_A53 — the names of sys/sys/pmc.h's
+/// `__PMC_CPUS()`.
+fn cputype_of_midr() -> Result<String, libtest_mimic::Failed> {
+    let path = "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1";
+    let text = std::fs::read_to_string(path).ctx(path)?;
+    let midr = u64::from_str_radix(text.trim().trim_start_matches("0x"), 16).ctx("MIDR")?;
+    let (implementer, part) = ((midr >> 24) & 0xFF, (midr >> 4) & 0xFFF);
+    Ok(match (implementer, part) {
+        (0x41, 0xD0B | 0xD0C) => "ARMV8_CORTEX_A76",
+        (0x41, 0xD07 | 0xD08) => "ARMV8_CORTEX_A57",
+        _ => "ARMV8_CORTEX_A53",
+    }
+    .to_string())
 }
 
 /// Whether this machine has a core PMU, looked at directly in sysfs (the
@@ -189,13 +238,17 @@ fn list_events_is_pmcc_do_list_events() -> TestResult {
     }
     let info = pmc::cpuinfo().ctx("pmc::cpuinfo")?;
     let mut seen: Vec<&str> = Vec::new();
-    let mut expected = String::new();
     for c in &info.classes {
         let name = freebsd_class(&c.class, &info.cputype);
-        if seen.contains(&name) {
-            continue;
+        if !seen.contains(&name) {
+            seen.push(name);
         }
-        seen.push(name);
+    }
+    // hwpmc_mod.c pmc_mdep_alloc: SOFT is class index 0, the machine's
+    // own classes follow.
+    seen.sort_by_key(|c| *c != "SOFT");
+    let mut expected = String::new();
+    for name in seen {
         // pmccontrol.c pmcc_do_list_events: printf("%s\n", pmc_name_of_class(c))
         expected.push_str(&format!("{name}\n"));
         for n in names_of(name)? {
@@ -222,8 +275,12 @@ fn list_events_is_pmcc_do_list_events() -> TestResult {
 
 /// libpmc's `pmc_name_of_cputype` of this CPU, from /proc/cpuinfo as
 /// hwpmc_amd.c/hwpmc_intel.c classify it: AMD/Hygon family ≥ 0xF is
-/// AMD_K8; Intel family 6 an INTEL_* type or GENERIC; others GENERIC.
+/// AMD_K8; Intel family 6 an INTEL_* type or GENERIC; others GENERIC. On
+/// arm64 hwpmc_arm64.c's type ([`cputype_of_midr`]).
 fn cputype_name_ok(name: &str) -> Result<bool, libtest_mimic::Failed> {
+    if cfg!(target_arch = "aarch64") {
+        return Ok(name == cputype_of_midr()?);
+    }
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ctx("/proc/cpuinfo")?;
     let field = |key: &str| {
         cpuinfo
@@ -311,6 +368,29 @@ fn list_state_is_pmcc_do_list_state() -> TestResult {
         got == expected,
         "-l differs from pmcc_do_list_state:\n--- got\n{got}--- expected\n{expected}"
     );
+    // An Arm PMU's rows are PMCR_EL0.N, hwpmc_arm64.c's `pcd_num`; the
+    // kernel's boot line ("hw perfevents: enabled with armv8_pmuv3 PMU
+    // driver, 7 counters available") counts the cycle counter too. Where
+    // the kernel log is readable, they agree.
+    if cfg!(target_arch = "aarch64") && info.npmc > 0 {
+        let log = Command::new("dmesg").output().map(|o| text(&o.stdout));
+        match log.as_deref().unwrap_or("").lines().find_map(|l| {
+            l.split_once("PMU driver, ")
+                .and_then(|(_, r)| r.strip_suffix(" counters available"))
+        }) {
+            Some(n) => {
+                ensure!(
+                    n.trim().parse::<u32>().ok() == Some(info.npmc + 1),
+                    "-l shows {} PMCs per CPU; the kernel says {n} counters (with the cycle counter)",
+                    info.npmc
+                );
+            }
+            None => eprintln!(
+                "note: no PMU line in dmesg to compare {} PMCs with",
+                info.npmc
+            ),
+        }
+    }
     Ok(())
 }
 
@@ -513,7 +593,13 @@ fn a_closed_output_pipe_ends_the_run_quietly() -> TestResult {
         .args(["-c", &format!("'{PMCCONTROL}' -L | head -1")])
         .output()
         .ctx("sh")?;
-    ensure!(text(&out.stdout) == "SOFT\n", "{}", text(&out.stdout));
+    // amd64 with a core PMU prints pmu-events names, one per line;
+    // elsewhere the first class, SOFT.
+    let first = match pmu_print_counters()? {
+        Some(listing) => listing.lines().next().unwrap_or_default().to_string() + "\n",
+        None => "SOFT\n".to_string(),
+    };
+    ensure!(text(&out.stdout) == first, "{}", text(&out.stdout));
     ensure!(text(&out.stderr).is_empty(), "{}", text(&out.stderr));
     // Any other write error is reported: EX_IOERR.
     if std::path::Path::new("/dev/full").exists() {

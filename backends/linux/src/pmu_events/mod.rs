@@ -269,10 +269,20 @@ pub fn cpuid_string(vendor: &str, leaf1_eax: u32) -> String {
     format!("{vendor}-{family}-{model:X}-{stepping:X}")
 }
 
-/// This machine's CPUID string (`None` off x86).
+/// This machine's CPU identification as perf writes it: the CPUID string
+/// on x86, MIDR_EL1 as `0x%016x` on arm64 (perf's arm64 `get_cpuid_str`
+/// reads the same sysfs file); `None` elsewhere or when unreadable.
 pub fn host_cpuid() -> Option<&'static str> {
     static HOST: OnceLock<Option<String>> = OnceLock::new();
     HOST.get_or_init(|| {
+        if cfg!(target_arch = "aarch64") {
+            let text = std::fs::read_to_string(
+                "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1",
+            )
+            .ok()?;
+            let midr = u64::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()?;
+            return Some(format!("0x{midr:016x}"));
+        }
         let [_, ebx, ecx, edx] = crate::system::cpuid(0, 0)?;
         let vendor: Vec<u8> = [ebx, edx, ecx]
             .iter()

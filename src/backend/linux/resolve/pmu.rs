@@ -233,6 +233,9 @@ fn known_event(
     if let Some(found) = native::native_event(sysfs, d, request, lower) {
         return Some(found);
     }
+    if let Some(found) = native::armv8_event(sysfs, d, request, lower) {
+        return Some(found);
+    }
     #[cfg(feature = "libpfm")]
     if let Ok(attr) = pmc_linux::pfm::encode(name) {
         let class = match attr.type_id() {

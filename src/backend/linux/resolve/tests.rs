@@ -210,3 +210,74 @@ fn soft_events_linux_lacks_are_refused_at_resolution_with_advice() {
     // The mapped ones are Linux's own events.
     resolve("SOFT-PAGE_FAULT.ALL", Mode::TC, &sysfs("sysfs-intel-icx"));
 }
+
+/// An Arm PMUv3 as Linux 6.1's arm_pmuv3 driver shows it (format
+/// `event` = config:0-15, `cpus`), with MIDR `cpuid`.
+fn arm_sysfs(root: &Path, cpuid: &'static str) -> Sysfs {
+    let dir = root.join("armv8_pmuv3");
+    std::fs::create_dir_all(dir.join("format")).expect("mkdir");
+    std::fs::create_dir_all(dir.join("events")).expect("mkdir");
+    std::fs::write(dir.join("type"), "8\n").expect("type");
+    std::fs::write(dir.join("cpus"), "0-1\n").expect("cpus");
+    std::fs::write(dir.join("format/event"), "config:0-15\n").expect("format");
+    std::fs::write(dir.join("events/inst_retired"), "event=0x0008\n").expect("event");
+    Sysfs {
+        pmu_root: root.to_path_buf().into(),
+        tracefs: None,
+        cpuid: Some(cpuid.into()),
+    }
+}
+
+/// libpmc's ARMV8 names resolve to the PMUv3 event number pmc_events.h
+/// gives them (`INST_RETIRED` is `ARMV8_EVENT_08H`, `STALL_FRONTEND`
+/// `_23H` in the Cortex-A76 table only, `EVENT_2A0H` 0x2A0), on the Arm
+/// core PMU's own type, with the table hwpmc's CPU type selects from MIDR.
+#[test]
+fn libpmc_armv8_names_resolve_on_an_arm_core_pmu() {
+    let root = tempfile::tempdir().expect("temp dir");
+    // Cortex-A76: implementer 0x41, part 0xD0B.
+    let a76 = arm_sysfs(root.path(), "0x00000000410fd0b0");
+    for (spec, config) in [
+        ("INST_RETIRED", 0x08),
+        ("ARMV8-EVENT_11H", 0x11),
+        ("BR_MIS_PRED", 0x10),
+        ("stall-frontend", 0x23),
+        ("EVENT_2A0H,usr", 0x2A0),
+    ] {
+        let e = resolve(spec, Mode::TC, &a76);
+        assert_eq!(e.attrs.len(), 1, "{spec}");
+        assert_eq!(
+            (e.attrs[0].type_id(), e.attrs[0].get_config()),
+            (8, config),
+            "{spec}"
+        );
+    }
+    // QEMU's `-cpu max` (implementer 0): hwpmc's default, the A53 table,
+    // which has LD_RETIRED and no STALL_FRONTEND.
+    let root = tempfile::tempdir().expect("temp dir");
+    let qemu = arm_sysfs(root.path(), "0x00000000000f0510");
+    let e = resolve("LD_RETIRED", Mode::TC, &qemu);
+    assert_eq!(e.attrs[0].get_config(), 0x06);
+    let parsed = crate::spec::parse("STALL_FRONTEND").expect("parses");
+    let request = EventRequest {
+        spec: &parsed,
+        mode: Mode::TC,
+        flags: Flags::empty(),
+        sample_period: 0,
+        pmcid: 0,
+        buffer_pages: None,
+        user_stack: None,
+    };
+    let Err(err) = resolve_in(&request, &qemu) else {
+        panic!("STALL_FRONTEND is not an A53 name");
+    };
+    assert!(err.to_string().contains("STALL_FRONTEND"), "{err}");
+    // No Arm PMU, no ARMV8 names.
+    assert!(resolve_in(&request, &sysfs("sysfs-intel-icx")).is_err());
+    let parsed = crate::spec::parse("EVENT_08H").expect("parses");
+    let request = EventRequest {
+        spec: &parsed,
+        ..request
+    };
+    assert!(resolve_in(&request, &sysfs("sysfs-amd")).is_err());
+}
