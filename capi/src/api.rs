@@ -256,11 +256,14 @@ fn vendor(info: &CpuInfo) -> Vendor {
 /// UCP for other PMUs.
 fn class_to_c(class: &Class, vendor: Vendor) -> u32 {
     match class {
+        // An event through the core PMU's own format (`cpu/event=0xc0/`,
+        // an ARMV8 name) is libpmc's pmu-events path: the core class.
         Class::Hardware | Class::Cache | Class::Raw => match vendor {
             Vendor::Amd => types::class::K8,
             Vendor::Arm => types::class::ARMV8,
             Vendor::Intel | Vendor::Other => types::class::IAP,
         },
+        Class::Pmu(n) if pmc_core::probe::is_core_pmu(n) => class_to_c(&Class::Raw, vendor),
         Class::Pmu(n) if n == "msr" => types::class::TSC,
         Class::Pmu(_) => types::class::UCP,
         _ => types::class::SOFT,
@@ -306,6 +309,9 @@ fn cpuinfo_and_vendor() -> CResult<&'static (pmc_cpuinfo, Vendor)> {
             None => {}
         }
     }
+    // hwpmc_mod.c's pmc_mdep_alloc makes SOFT class index 0 on every
+    // platform; the machine's own classes follow in their order.
+    out.pm_classes[..n].sort_by_key(|c| c.pm_class != types::class::SOFT);
     out.pm_nclass = n as u32;
     Ok(CPUINFO.get_or_init(|| (out, vendor)))
 }
@@ -344,7 +350,8 @@ pub fn pmcinfo(cpu: i32) -> CResult<Vec<pmc_info>> {
     let rows = pmc_core::pmcinfo(cpu)?;
     let free = pmc_info {
         pm_name: [0; types::PMC_NAME_MAX],
-        pm_class: 0,
+        // A free row is a hardware counter's: the core PMU's class.
+        pm_class: class_to_c(&Class::Raw, vendor),
         pm_enabled: 1,
         pm_rowdisp: disp::FREE,
         pm_ownerpid: -1,
@@ -502,6 +509,11 @@ pub fn event_names_of_class(class: u32) -> CResult<Vec<&'static CStr>> {
                 .unwrap_or_else(|_| "unknown".into())
         )));
     }
+    if class == types::class::ARMV8 {
+        // libpmc's table of this CPU type (`cortex_a53_event_table`, …).
+        let names = pmc_core::machine::libpmc_event_names(pmc_core::LibpmcClass::Armv8)?;
+        return Ok(names.iter().filter_map(|n| intern(n)).collect());
+    }
     let ours: Vec<Class> = match class {
         types::class::SOFT => vec![Class::Software],
         types::class::TSC => vec![Class::Pmu("msr".into())],
@@ -534,6 +546,12 @@ mod tests {
             assert_eq!(class_to_c(&class, Vendor::Arm), 0x11, "{class:?}");
         }
         assert_eq!(class_to_c(&Class::Pmu("msr".into()), Vendor::Intel), 0x00);
+        // The core PMU's own format: the core class.
+        assert_eq!(class_to_c(&Class::Pmu("cpu".into()), Vendor::Intel), 0x07);
+        assert_eq!(
+            class_to_c(&Class::Pmu("armv8_pmuv3".into()), Vendor::Arm),
+            0x11
+        );
         assert_eq!(
             class_to_c(&Class::Pmu("uncore_imc_0".into()), Vendor::Intel),
             0x09

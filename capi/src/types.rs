@@ -360,13 +360,16 @@ pub struct pmc_md_iap_op_pmcallocate {
     pub pm_iap_rsp: u64,
 }
 
-/// `union pmc_md_op_pmcallocate` (amd64 machine/pmc_mdep.h): the AMD
-/// and IAP members this library fills, and `__pad[4]`, which sizes it.
+/// `union pmc_md_op_pmcallocate` (amd64 and arm64 machine/pmc_mdep.h):
+/// the AMD, IAP and arm64 members this library fills, and `__pad[4]`,
+/// which sizes it.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub union pmc_md_op_pmcallocate {
     pub pm_amd: pmc_md_amd_op_pmcallocate,
     pub pm_iap: pmc_md_iap_op_pmcallocate,
+    /// The core PMU's event on arm64 (its machine/pmc_mdep.h), at offset 0.
+    pub pm_md_config: u32,
     pub __pad: [u64; 4],
 }
 

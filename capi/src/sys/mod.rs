@@ -35,7 +35,7 @@ mod pmu_util;
 mod tests;
 
 #[cfg(all(test, target_os = "linux"))]
-pub(crate) use pmu_util::{amd_config, iap_config, iap_rsp};
+pub(crate) use pmu_util::{amd_config, iap_config, iap_rsp, md_config};
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());

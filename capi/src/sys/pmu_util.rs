@@ -168,6 +168,14 @@ pub(crate) fn iap_config(md: &crate::types::pmc_md_op_pmcallocate) -> u32 {
     unsafe { md.pm_iap.pm_iap_config }
 }
 
+/// arm64's `pm_md_config` of a union filled by `pmc_pmu_pmcallocate`.
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn md_config(md: &crate::types::pmc_md_op_pmcallocate) -> u32 {
+    // SAFETY: read after PmuList::pmcallocate wrote pm_md_config, a plain
+    // integer.
+    unsafe { md.pm_md_config }
+}
+
 /// The IAP response word of a union filled by `pmc_pmu_pmcallocate`.
 #[cfg(all(test, target_os = "linux"))]
 pub(crate) fn iap_rsp(md: &crate::types::pmc_md_op_pmcallocate) -> u64 {

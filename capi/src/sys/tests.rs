@@ -12,7 +12,8 @@ fn c_str(chars: &[std::ffi::c_char]) -> String {
     let bytes: Vec<u8> = chars
         .iter()
         .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
+        // c_char is i8 on x86_64, u8 on aarch64: the same bits either way.
+        .map(|&c| u8::from_ne_bytes(c.to_ne_bytes()))
         .collect();
     String::from_utf8(bytes).unwrap()
 }
