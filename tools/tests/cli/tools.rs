@@ -75,7 +75,7 @@ fn text(b: &[u8]) -> String {
 }
 
 /// The value column of pmcstat's CSV for `label`.
-fn csv_value(csv: &str, label: &str) -> Result<u64, libtest_mimic::Failed> {
+pub(crate) fn csv_value(csv: &str, label: &str) -> Result<u64, libtest_mimic::Failed> {
     let quoted = format!("\"{label}\"");
     csv.lines()
         .rev()
