@@ -309,9 +309,6 @@ fn cpuinfo_and_vendor() -> CResult<&'static (pmc_cpuinfo, Vendor)> {
             None => {}
         }
     }
-    // hwpmc_mod.c's pmc_mdep_alloc makes SOFT class index 0 on every
-    // platform; the machine's own classes follow in their order.
-    out.pm_classes[..n].sort_by_key(|c| c.pm_class != types::class::SOFT);
     out.pm_nclass = n as u32;
     Ok(CPUINFO.get_or_init(|| (out, vendor)))
 }

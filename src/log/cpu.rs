@@ -99,6 +99,12 @@ pub fn arm64_cputype(midr: u64) -> u32 {
     }
 }
 
+/// MIDR_EL1 from an arm64 cpuid string as perf writes it (`0x%016x`, what
+/// `pmc_linux::pmu_events::host_cpuid` gives there).
+pub fn midr(cpuid: &str) -> Option<u64> {
+    u64::from_str_radix(cpuid.trim().strip_prefix("0x")?, 16).ok()
+}
+
 /// `kern.hwpmc.cpuid` of an arm64 CPU: hwpmc_arm64.c writes MIDR_EL1 with
 /// its variant (bits 20–23) and revision (bits 0–3) zeroed, as `0x%016lx`.
 pub fn hwpmc_cpuid_arm64(midr: u64) -> String {

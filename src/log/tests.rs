@@ -830,6 +830,9 @@ fn cpu_identity_is_hwpmcs() {
     assert_eq!(cpu::arm64_cputype(0x410f_d083), 0x601); // Cortex-A72
     assert_eq!(cpu::arm64_cputype(0x410f_d034), 0x600); // Cortex-A53
     assert_eq!(cpu::arm64_cputype(0x000f_0510), 0x600); // QEMU -cpu max
+    // perf's arm64 cpuid string is MIDR as 0x%016x; x86's is no MIDR.
+    assert_eq!(cpu::midr("0x00000000410fd0b0"), Some(0x410f_d0b0));
+    assert_eq!(cpu::midr("GenuineIntel-6-55-4"), None);
     assert_eq!(cpu::arm64_cputype(0x610f_0000), 0x600); // Apple: not Arm Ltd
     assert_eq!(cpu::arm64_cputype(0x460f_d0c0), 0x600); // Fujitsu, same part
     let cpuinfo = "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n\

@@ -83,11 +83,10 @@ pub fn all() -> pmc::Result<Vec<ClassEvents>> {
         .collect())
 }
 
-/// The classes `pmc_cpuinfo` reports, in hwpmc's order: each of this
-/// machine's classes as the FreeBSD class libpmc reports it
-/// ([`pmc::Class::libpmc_class`]), one row per FreeBSD class at its first
-/// appearance, SOFT first (hwpmc_mod.c's `pmc_mdep_alloc` makes it class
-/// index 0 on every platform), with the names `pmc_event_names_of_class`
+/// The classes `pmc_cpuinfo` reports, in its order (SOFT first, as
+/// hwpmc): each of this machine's classes as the FreeBSD class libpmc
+/// reports it ([`pmc::Class::libpmc_class`]), one row per FreeBSD class at
+/// its first appearance, with the names `pmc_event_names_of_class`
 /// gives it ([`pmc::machine::libpmc_event_names`]) — what pmccontrol.c's
 /// `pmcc_do_list_events` prints.
 pub fn libpmc_classes(
@@ -100,8 +99,6 @@ pub fn libpmc_classes(
             classes.push(class);
         }
     }
-    // A stable sort: SOFT to the front, the others in cpuinfo's order.
-    classes.sort_by_key(|c| *c != pmc::LibpmcClass::Soft);
     classes
         .into_iter()
         .map(|class| (class, pmc::machine::libpmc_event_names(class)))

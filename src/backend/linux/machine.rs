@@ -96,6 +96,10 @@ pub(super) fn cpuinfo() -> CpuInfo {
         width,
         num,
     };
+    // The kernel's software events first: hwpmc_mod.c's pmc_mdep_alloc
+    // makes SOFT class index 0 on every platform, and libpmc's callers
+    // (pmccontrol -L, pmc_cpuinfo) list the classes in that order.
+    classes.push(row(Class::Software, 64, None));
     if system::has_hardware_pmu() {
         // `read` gives 64-bit values whatever the counters' own width
         // (the kernel extends them), so no value wraps below 64 bits: the
@@ -104,7 +108,6 @@ pub(super) fn cpuinfo() -> CpuInfo {
             classes.push(row(class, 64, Some(npmc)));
         }
     }
-    classes.push(row(Class::Software, 64, None));
     for pmu in d.pmus() {
         // The core PMUs are the hardware, cache and raw classes above.
         if d.is_core(pmu) {

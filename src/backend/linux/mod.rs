@@ -120,15 +120,12 @@ impl Backend for LinuxBackend {
     /// From `/proc/cpuinfo` (x86) or MIDR_EL1 (arm64).
     fn cpu_identity(&self) -> CpuIdentity {
         if cfg!(target_arch = "aarch64") {
-            return std::fs::read_to_string(
-                "/sys/devices/system/cpu/cpu0/regs/identification/midr_el1",
-            )
-            .ok()
-            .and_then(|s| u64::from_str_radix(s.trim().trim_start_matches("0x"), 16).ok())
-            .map_or_else(CpuIdentity::unknown, |midr| CpuIdentity {
-                cputype: crate::log::cpu::arm64_cputype(midr),
-                cpuid: crate::log::cpu::hwpmc_cpuid_arm64(midr),
-            });
+            return pmc_linux::pmu_events::host_cpuid()
+                .and_then(crate::log::cpu::midr)
+                .map_or_else(CpuIdentity::unknown, |midr| CpuIdentity {
+                    cputype: crate::log::cpu::arm64_cputype(midr),
+                    cpuid: crate::log::cpu::hwpmc_cpuid_arm64(midr),
+                });
         }
         let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
         crate::log::cpu::identity_from_cpuinfo(&text).unwrap_or_else(CpuIdentity::unknown)

@@ -130,24 +130,10 @@ fn a_static_loop_counts_as_perf_stat_and_the_isa_say() -> TestResult {
         .output()
         .ctx("cc")?;
     ensure!(built.status.success(), "cc: {}", text(&built.stderr));
-    let perf = || -> Result<u64, libtest_mimic::Failed> {
-        let out = Command::new("perf")
-            .args(["stat", "-x,", "-e", "instructions:u", "--", &exe])
-            .output()
-            .ctx("perf stat")?;
-        let err = text(&out.stderr);
-        err.lines()
-            .find(|l| l.contains("instructions"))
-            .and_then(|l| l.split(',').next()?.trim().parse().ok())
-            .ok_or_else(|| format!("no count from perf stat: {err}").into())
-    };
-    let (first, second) = (perf()?, perf()?);
-    let out = Command::new(PMCSTAT)
-        .args(["-p", "instructions,usr", "--csv", "--", &exe])
-        .output()
-        .ctx("pmcstat")?;
-    ensure!(out.status.success(), "pmcstat: {}", text(&out.stderr));
-    let ours = crate::tools::csv_value(&text(&out.stderr), "p/instructions,usr")?;
+    let command = [std::ffi::OsStr::new(&exe)];
+    let first = crate::tools::perf_stat_of("instructions:u", &command, &[])?;
+    let second = crate::tools::perf_stat_of("instructions:u", &command, &[])?;
+    let ours = crate::tools::pmcstat_count_of("instructions,usr", &command, &[])?;
     let exact = std::env::var_os(EXACT_ENV).is_some();
     println!(
         "ISA: {isa}; perf stat -e instructions:u: {first}, {second}; pmcstat -p \

@@ -75,7 +75,7 @@ fn text(b: &[u8]) -> String {
 }
 
 /// The value column of pmcstat's CSV for `label`.
-pub(crate) fn csv_value(csv: &str, label: &str) -> Result<u64, libtest_mimic::Failed> {
+fn csv_value(csv: &str, label: &str) -> Result<u64, libtest_mimic::Failed> {
     let quoted = format!("\"{label}\"");
     csv.lines()
         .rev()
@@ -100,11 +100,23 @@ pub(crate) fn perf_stat(
     arg: &str,
 ) -> Result<u64, libtest_mimic::Failed> {
     let exe = std::env::current_exe().ctx("current_exe")?;
+    perf_stat_of(
+        event,
+        &[exe.as_os_str(), arg.as_ref()],
+        &[(crate::workloads::ENV, workload)],
+    )
+}
+
+/// perf stat's count of `event` over `command`, run with `env` added.
+pub(crate) fn perf_stat_of(
+    event: &str,
+    command: &[&std::ffi::OsStr],
+    env: &[(&str, &str)],
+) -> Result<u64, libtest_mimic::Failed> {
     let out = Command::new("perf")
         .args(["stat", "-x,", "-e", event, "--"])
-        .arg(&exe)
-        .arg(arg)
-        .env(crate::workloads::ENV, workload)
+        .args(command)
+        .envs(env.iter().copied())
         .output()
         .ctx("perf stat")?;
     let err = text(&out.stderr);
@@ -122,10 +134,23 @@ pub(crate) fn pmcstat_count(
     arg: &str,
 ) -> Result<u64, libtest_mimic::Failed> {
     let exe = std::env::current_exe().ctx("current_exe")?;
-    let exe = exe.to_string_lossy().into_owned();
+    pmcstat_count_of(
+        spec,
+        &[exe.as_os_str(), arg.as_ref()],
+        &[(crate::workloads::ENV, workload)],
+    )
+}
+
+/// pmcstat's count of `spec` (`-p`) over `command`, run with `env` added.
+pub(crate) fn pmcstat_count_of(
+    spec: &str,
+    command: &[&std::ffi::OsStr],
+    env: &[(&str, &str)],
+) -> Result<u64, libtest_mimic::Failed> {
     let out = Command::new(PMCSTAT)
-        .args(["-p", spec, "--csv", "--", &exe, arg])
-        .env(crate::workloads::ENV, workload)
+        .args(["-p", spec, "--csv", "--"])
+        .args(command)
+        .envs(env.iter().copied())
         .output()
         .ctx("pmcstat")?;
     ensure!(

@@ -5,7 +5,7 @@
 use super::description::MachineDescription;
 use pmc_linux::pmu as lpmu;
 
-use super::pmu::pmu_event;
+use super::pmu::on_each_pmu;
 use super::{Resolved, Sysfs};
 use crate::Result;
 use crate::backend::EventRequest;
@@ -24,23 +24,17 @@ pub(super) fn native_event(
         Ok(p) => p,
         Err(e) => return Some(Err(super::not_supported(e))),
     };
-    let mut planned = Vec::new();
-    let mut last = None;
-    for (pmu, entry) in placements {
-        match pmu_event(sysfs, d, request, &pmu.name, &entry.terms) {
-            Ok(mut r) => {
-                planned.append(&mut r.planned);
-                last = Some(r);
-            }
-            Err(e) => return Some(Err(e)),
-        }
-    }
-    let last = last?;
-    let description = format!("{name} ({}, {})", last.description, table.model());
-    Some(Ok(Resolved {
-        planned,
-        description: description.into(),
-        ..last
+    let placed = on_each_pmu(
+        sysfs,
+        d,
+        request,
+        placements
+            .iter()
+            .map(|(pmu, entry)| (pmu.name.as_str(), entry.terms.as_slice())),
+    )?;
+    Some(placed.map(|r| Resolved {
+        description: format!("{name} ({}, {})", r.description, table.model()).into(),
+        ..r
     }))
 }
 
@@ -69,18 +63,15 @@ pub(super) fn armv8_event(
     request: &EventRequest<'_>,
     name: &str,
 ) -> Option<Result<Resolved>> {
-    let arm: Vec<String> = d
+    let arm: Vec<&str> = d
         .core_pmus()
-        .filter(|p| p.name.starts_with("armv8") || p.name.starts_with("armv9"))
-        .map(|p| p.name.clone())
+        .map(|p| p.name.as_str())
+        .filter(|n| n.starts_with("armv8") || n.starts_with("armv9"))
         .collect();
     if arm.is_empty() {
         return None;
     }
-    let midr = d
-        .cpuid()
-        .and_then(|c| u64::from_str_radix(c.trim_start_matches("0x"), 16).ok());
-    let cputype = midr.map_or(
+    let cputype = d.cpuid().and_then(crate::log::cpu::midr).map_or(
         crate::log::cpu::PMC_CPU_ARMV8_CORTEX_A53,
         crate::log::cpu::arm64_cputype,
     );
@@ -89,26 +80,16 @@ pub(super) fn armv8_event(
         "event",
         lpmu::TermValue::Number(code.into()),
     )];
-    let mut planned = Vec::new();
-    let mut last = None;
-    for pmu in &arm {
-        match pmu_event(sysfs, d, request, pmu, &term) {
-            Ok(mut r) => {
-                planned.append(&mut r.planned);
-                last = Some(r);
-            }
-            Err(e) => return Some(Err(e)),
+    let placed = on_each_pmu(sysfs, d, request, arm.iter().map(|&p| (p, &term[..])))?;
+    Some(placed.map(|r| {
+        Resolved {
+            description: format!(
+                "{} (libpmc ARMV8 event {code:#04x}, {})",
+                name.to_ascii_uppercase(),
+                r.description
+            )
+            .into(),
+            ..r
         }
-    }
-    let last = last?;
-    let description = format!(
-        "{} (libpmc ARMV8 event {code:#04x}, {})",
-        name.to_ascii_uppercase(),
-        last.description
-    );
-    Some(Ok(Resolved {
-        planned,
-        description: description.into(),
-        ..last
     }))
 }

@@ -145,6 +145,29 @@ pub(super) fn pmu_event(
     })
 }
 
+/// Each `(pmu, terms)` encoded as [`pmu_event`] encodes it, as one event
+/// whose attrs cover them all (an event on every core PMU of a hybrid
+/// machine); `None` for no placement.
+pub(super) fn on_each_pmu<'t>(
+    sysfs: &Sysfs,
+    d: &MachineDescription,
+    request: &EventRequest<'_>,
+    placements: impl IntoIterator<Item = (&'t str, &'t [lpmu::Term])>,
+) -> Option<Result<Resolved>> {
+    let mut planned = Vec::new();
+    let mut last = None;
+    for (pmu, terms) in placements {
+        match pmu_event(sysfs, d, request, pmu, terms) {
+            Ok(mut r) => {
+                planned.append(&mut r.planned);
+                last = Some(r);
+            }
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    last.map(|r| Ok(Resolved { planned, ..r }))
+}
+
 /// The PMUs that have an event alias `lower` (core PMUs first) and its
 /// spelling there.
 fn alias_owners<'d>(d: &'d MachineDescription, lower: &str) -> (Vec<&'d Pmu>, String) {
@@ -215,18 +238,12 @@ fn known_event(
         let cores: Vec<&&Pmu> = owners.iter().filter(|p| d.is_core(p)).collect();
         if d.is_core(first) && cores.len() > 1 {
             // Hybrid: the alias on every core PMU that has it.
-            let mut planned = Vec::new();
-            let mut last = None;
-            for p in cores {
-                match pmu_event(sysfs, d, request, &p.name, &term) {
-                    Ok(mut r) => {
-                        planned.append(&mut r.planned);
-                        last = Some(r);
-                    }
-                    Err(e) => return Some(Err(e)),
-                }
-            }
-            return last.map(|r| Ok(Resolved { planned, ..r }));
+            return on_each_pmu(
+                sysfs,
+                d,
+                request,
+                cores.iter().map(|p| (p.name.as_str(), &term[..])),
+            );
         }
         return Some(pmu_event(sysfs, d, request, &first.name, &term));
     }

@@ -23,18 +23,26 @@ fn sysfs(name: &str) -> Sysfs {
     }
 }
 
-fn resolve(spec: &str, mode: Mode, sysfs: &Sysfs) -> super::LinuxEvent {
-    let parsed = crate::spec::parse(spec).expect("spec parses");
-    let request = EventRequest {
-        spec: &parsed,
+/// A counting request of `spec` in `mode`, nothing else set.
+fn request(spec: &crate::spec::EventSpec, mode: Mode) -> EventRequest<'_> {
+    EventRequest {
+        spec,
         mode,
         flags: Flags::empty(),
         sample_period: 0,
         pmcid: 0,
         buffer_pages: None,
         user_stack: None,
-    };
-    resolve_in(&request, sysfs).unwrap_or_else(|e| panic!("{spec}: {e}"))
+    }
+}
+
+fn try_resolve(spec: &str, mode: Mode, sysfs: &Sysfs) -> crate::Result<super::LinuxEvent> {
+    let parsed = crate::spec::parse(spec).expect("spec parses");
+    resolve_in(&request(&parsed, mode), sysfs)
+}
+
+fn resolve(spec: &str, mode: Mode, sysfs: &Sysfs) -> super::LinuxEvent {
+    try_resolve(spec, mode, sysfs).unwrap_or_else(|e| panic!("{spec}: {e}"))
 }
 
 /// The encoding-qualifier capabilities (`PMC_CAP_EDGE`, `_THRESHOLD`,
@@ -161,17 +169,8 @@ fn the_description_is_reread_when_a_pmu_appears() {
     // Resolution against a description read before the PMU appeared
     // finds it through the refresh.
     let parsed = crate::spec::parse("late/event=0x3/").expect("parses");
-    let request = EventRequest {
-        spec: &parsed,
-        mode: Mode::TC,
-        flags: Flags::empty(),
-        sample_period: 0,
-        pmcid: 0,
-        buffer_pages: None,
-        user_stack: None,
-    };
-    let resolved =
-        super::pmu::pmu_event(&s, &before, &request, "late", &[]).expect("found after refresh");
+    let resolved = super::pmu::pmu_event(&s, &before, &request(&parsed, Mode::TC), "late", &[])
+        .expect("found after refresh");
     assert_eq!(resolved.class, Class::Pmu("late".into()));
 }
 
@@ -258,26 +257,11 @@ fn libpmc_armv8_names_resolve_on_an_arm_core_pmu() {
     let qemu = arm_sysfs(root.path(), "0x00000000000f0510");
     let e = resolve("LD_RETIRED", Mode::TC, &qemu);
     assert_eq!(e.attrs[0].get_config(), 0x06);
-    let parsed = crate::spec::parse("STALL_FRONTEND").expect("parses");
-    let request = EventRequest {
-        spec: &parsed,
-        mode: Mode::TC,
-        flags: Flags::empty(),
-        sample_period: 0,
-        pmcid: 0,
-        buffer_pages: None,
-        user_stack: None,
-    };
-    let Err(err) = resolve_in(&request, &qemu) else {
+    let Err(err) = try_resolve("STALL_FRONTEND", Mode::TC, &qemu) else {
         panic!("STALL_FRONTEND is not an A53 name");
     };
     assert!(err.to_string().contains("STALL_FRONTEND"), "{err}");
     // No Arm PMU, no ARMV8 names.
-    assert!(resolve_in(&request, &sysfs("sysfs-intel-icx")).is_err());
-    let parsed = crate::spec::parse("EVENT_08H").expect("parses");
-    let request = EventRequest {
-        spec: &parsed,
-        ..request
-    };
-    assert!(resolve_in(&request, &sysfs("sysfs-amd")).is_err());
+    assert!(try_resolve("STALL_FRONTEND", Mode::TC, &sysfs("sysfs-intel-icx")).is_err());
+    assert!(try_resolve("EVENT_08H", Mode::TC, &sysfs("sysfs-amd")).is_err());
 }
