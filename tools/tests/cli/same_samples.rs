@@ -1,13 +1,14 @@
-//! pmcstat names perf's own samples as perf names them. One `perf record`
-//! of a Debian program; its samples and executable mappings, as `perf
-//! script` prints them, become a pmclog — MAP_IN at the mapping's start,
-//! as the Linux backend writes it, and a one-frame CALLCHAIN per sample —
-//! which `pmcstat -R -G` reads back. Both tools then name the very same
-//! samples, so issue 19's comparison holds strictly, with no sampling
-//! noise: every function perf names holds exactly perf's count in
-//! pmcstat's report, and pmcstat leaves no more samples unnamed than perf.
-//! (`debian_profiles.rs` compares two tools sampling one run: that part of
-//! the agreement is sampling, and has a band.)
+//! pmcstat names perf's own samples as perf names them, every frame of
+//! every sample. One `perf record --call-graph dwarf` of a Debian program
+//! (perf unwinds each sample itself); its samples and executable
+//! mappings, as `perf script --no-inline` prints them, become a pmclog —
+//! MAP_IN at the mapping's start, as the Linux backend writes it, and a
+//! CALLCHAIN of perf's frames per sample — which `pmcstat -R -G` reads
+//! back. Both tools then name the very same addresses, so the comparison
+//! is exact, with no sampling noise: the multiset of named stacks is
+//! perf's, stack for stack, and as many frames stay unnamed as perf leaves
+//! unnamed. (`debian_profiles.rs` compares two tools sampling one run:
+//! that part of the agreement is sampling, and has a band.)
 
 use std::collections::HashMap;
 
@@ -23,15 +24,12 @@ const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 /// 10 kHz of user-mode cpu-clock: thousands of samples in a second.
 const PERIOD_NS: &str = "100000";
 
-/// A function this share (%) of perf's samples must have exactly perf's
-/// count in pmcstat's report.
-const NOTABLE: f64 = 0.5;
-
 fn needs(program: &str) -> Vec<R> {
     vec![
         R::Paranoid(2),
         R::Program("perf".into()),
         R::Program(program.into()),
+        R::Program("readelf".into()),
     ]
 }
 
@@ -56,6 +54,21 @@ pub fn tests() -> Vec<LiveTest> {
             "same_samples::python3_is_named_as_perf_names_it",
             needs("/usr/bin/python3"),
             python3_is_named_as_perf_names_it,
+        ),
+        test(
+            "same_samples::perl_is_named_as_perf_names_it",
+            needs("perl"),
+            perl_is_named_as_perf_names_it,
+        ),
+        test(
+            "same_samples::two_xz_threads_are_named_as_perf_names_them",
+            needs("xz"),
+            two_xz_threads_are_named_as_perf_names_them,
+        ),
+        test(
+            "same_samples::bzip2_is_named_as_perf_names_it",
+            needs("bzip2"),
+            bzip2_is_named_as_perf_names_it,
         ),
         test(
             "same_samples::libcs_plt_stubs_are_named_as_objdump_names_them",
@@ -119,12 +132,59 @@ fn python3_is_named_as_perf_names_it() -> TestResult {
     )
 }
 
-/// (object file name, function) → samples; an unnamed sample's function
-/// is `None`.
-type Counts = HashMap<(String, Option<String>), u64>;
+fn perl_is_named_as_perf_names_it() -> TestResult {
+    let dir = TempDir::new("same-perl")?;
+    compare(
+        &dir,
+        "perl",
+        &[
+            "perl",
+            "-e",
+            "my %h; for my $i (1..3000000) { $h{$i % 1000} .= chr(65 + $i % 26) } print length(join '', values %h), \"\\n\"",
+        ],
+    )
+}
+
+/// xz compresses in two threads: samples of both, each its own stack.
+fn two_xz_threads_are_named_as_perf_names_them() -> TestResult {
+    let dir = TempDir::new("same-xz")?;
+    let input = dir.path("input.txt");
+    std::fs::write(&input, crate::debian_profiles::generated_text(100_000))
+        .ctx("write the input")?;
+    compare(
+        &dir,
+        "xz",
+        &["xz", "-T2", "--block-size=512KiB", "-3", "-k", "-f", &input],
+    )
+}
+
+fn bzip2_is_named_as_perf_names_it() -> TestResult {
+    let dir = TempDir::new("same-bzip2")?;
+    let input = dir.path("input.txt");
+    std::fs::write(&input, crate::debian_profiles::generated_text(300_000))
+        .ctx("write the input")?;
+    compare(&dir, "bzip2", &["bzip2", "-9", "-k", "-f", &input])
+}
+
+/// A sample's frames, leaf first, each named or `None` (unnamed).
+type Stack = Vec<Option<String>>;
+
+/// One sample of `perf script` (`--no-inline`): its frames, each an
+/// address as perf prints it (relative to its object's mapping) with the
+/// object's path (`None`: no mapping) and perf's name of it.
+struct PerfSample {
+    pid: u32,
+    tid: u32,
+    frames: Vec<(u64, Option<String>, Option<String>)>,
+}
+
+/// An executable mapping perf saw: (start, length, file offset, path).
+type ExecMapping = (u64, u64, u64, String);
 
 fn compare(dir: &TempDir, comm: &str, command: &[&str]) -> TestResult {
     let data = dir.path("perf.data");
+    // perf unwinds each sample's copied stack itself: every frame of every
+    // sample, in Debian's binaries built without frame pointers.
     let mut args = vec![
         "record",
         "-q",
@@ -132,6 +192,8 @@ fn compare(dir: &TempDir, comm: &str, command: &[&str]) -> TestResult {
         "cpu-clock:u",
         "-c",
         PERIOD_NS,
+        "--call-graph",
+        "dwarf",
         "-o",
         &data,
         "--",
@@ -151,100 +213,169 @@ fn compare(dir: &TempDir, comm: &str, command: &[&str]) -> TestResult {
         ],
     )?;
     let script = String::from_utf8_lossy(&script.stdout).into_owned();
-    let (records, perf) = perf_samples(&script, comm);
+    let (mappings, samples) = perf_script_samples(&script, comm);
     let log = dir.path("perf-samples.pmclog");
-    write_log(&log, &records)?;
-    let graph = crate::run_ok(PMCSTAT, &["-R", &log, "-G", "-"])?;
-    // perf names a stub of an IRELATIVE slot `@plt`, objdump and pmcstat
-    // `*ABS*+0xADDEND@plt` (see the PLT test below).
-    let mut ours = Counts::new();
-    for ((object, function), n) in pmcstat_counts(&String::from_utf8_lossy(&graph.stdout)) {
-        let function = function.map(|f| {
-            if f.starts_with("*ABS*+0x") && f.ends_with("@plt") {
-                "@plt".to_string()
-            } else {
-                f
-            }
-        });
-        *ours.entry((object, function)).or_default() += n;
+    write_log(&log, &records_of(&mappings, &samples)?)?;
+    // Every frame: -z past perf's deepest stack (-G stops at 16 without).
+    let graph = crate::run_ok(PMCSTAT, &["-R", &log, "-G", "-", "-z", "1000"])?;
+    let mut ours: HashMap<Stack, u64> = HashMap::new();
+    for (stack, n) in graph_stacks(&String::from_utf8_lossy(&graph.stdout)) {
+        let stack = stack
+            .into_iter()
+            .map(|f| match f {
+                Some(f) if f.ends_with("@plt") => Some(PLT.into()),
+                f => f,
+            })
+            .collect();
+        *ours.entry(stack).or_default() += n;
     }
-
-    let total: u64 = perf.values().sum();
+    // PLT stubs: perf names some by `.rela.plt`'s order, which glibc's
+    // interleaved IRELATIVE slots break, and leaves others unnamed;
+    // pmcstat names each with objdump's label, which the PLT tests below
+    // check stub by stub. Here a frame in a PLT section is one `<plt>`.
+    let plt = plt_ranges(&mappings)?;
+    let mut perf: HashMap<Stack, u64> = HashMap::new();
+    for s in &samples {
+        let stack = s
+            .frames
+            .iter()
+            .map(|(address, path, name)| {
+                let in_plt = path
+                    .as_ref()
+                    .and_then(|p| plt.get(p))
+                    .is_some_and(|ranges| ranges.iter().any(|r| r.contains(address)));
+                if in_plt {
+                    Some(PLT.to_string())
+                } else {
+                    name.clone()
+                }
+            })
+            .collect();
+        *perf.entry(stack).or_default() += 1;
+    }
+    let total = samples.len() as u64;
+    let frames: usize = samples.iter().map(|s| s.frames.len()).sum();
     ensure!(total >= 1000, "{comm}: only {total} samples to compare");
-    ensure!(
-        ours.values().sum::<u64>() == total,
-        "{comm}: pmcstat's report holds {} samples, the log {total}",
-        ours.values().sum::<u64>()
-    );
-    let unnamed = |c: &Counts| -> u64 {
-        c.iter()
-            .filter(|((_, f), _)| f.is_none())
-            .map(|(_, n)| n)
+    let ours_total: u64 = ours.values().sum();
+    let unnamed = |stacks: &HashMap<Stack, u64>| -> u64 {
+        stacks
+            .iter()
+            .map(|(s, n)| n * s.iter().filter(|f| f.is_none()).count() as u64)
             .sum()
     };
-    let mut table = String::new();
-    let mut differ = Vec::new();
-    let mut notable: Vec<_> = perf
-        .iter()
-        .filter(|((_, f), n)| f.is_some() && **n as f64 * 100.0 >= NOTABLE * total as f64)
-        .collect();
-    notable.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
-    for (key, &theirs) in notable {
-        let mine = ours.get(key).copied().unwrap_or(0);
-        table.push_str(&format!(
-            "{mine:>7} {theirs:>7}  {} {}\n",
-            key.0,
-            key.1.as_deref().unwrap_or("")
-        ));
-        if mine != theirs {
-            differ.push(key.clone());
-        }
-    }
-    // Below the notable share, what the tools name differently.
-    let mut keys: Vec<_> = perf.keys().chain(ours.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    let mut others = String::new();
-    for key in keys {
-        let (mine, theirs) = (
-            ours.get(key).copied().unwrap_or(0),
-            perf.get(key).copied().unwrap_or(0),
-        );
-        if mine != theirs && key.1.is_some() {
-            others.push_str(&format!(
-                "{mine:>7} {theirs:>7}  {} {}\n",
-                key.0,
-                key.1.as_deref().unwrap_or("")
-            ));
-        }
-    }
-    if !others.is_empty() {
-        table.push_str(&format!("named differently:\n{others}"));
-    }
     let (u_ours, u_perf) = (unnamed(&ours), unnamed(&perf));
-    table.push_str(&format!("{u_ours:>7} {u_perf:>7}  unnamed\n"));
-    eprintln!("{comm}: pmcstat, perf samples of {total}\n{table}");
-    ensure!(
-        differ.is_empty(),
-        "{comm}: functions perf names hold other counts in pmcstat's report: {differ:?}\npmcstat perf\n{table}"
+    eprintln!(
+        "{comm}: {total} samples, {frames} frames; unnamed frames: pmcstat {u_ours}, perf {u_perf}"
     );
-    // What the tools name differently first: the matrix shows a failure's
-    // first lines only.
+    // Each stack either tool has that the other has not as often.
+    let mut differ: Vec<(u64, u64, &Stack)> = perf
+        .keys()
+        .chain(ours.keys())
+        .map(|k| {
+            (
+                ours.get(k).copied().unwrap_or(0),
+                perf.get(k).copied().unwrap_or(0),
+                k,
+            )
+        })
+        .filter(|(mine, theirs, _)| mine != theirs)
+        .collect();
+    differ.sort_by(|a, b| (b.0.max(b.1)).cmp(&a.0.max(a.1)).then_with(|| a.2.cmp(b.2)));
+    differ.dedup_by(|a, b| a.2 == b.2);
+    let shown: Vec<String> = differ
+        .iter()
+        .take(12)
+        .map(|(mine, theirs, stack)| {
+            let names: Vec<&str> = stack.iter().map(|f| f.as_deref().unwrap_or("?")).collect();
+            format!("{mine:>6} {theirs:>6}  {}", names.join(" <- "))
+        })
+        .collect();
     ensure!(
-        u_ours <= u_perf,
-        "{comm}: pmcstat leaves {u_ours} of {total} samples unnamed, perf {u_perf}\n\
-         named differently (pmcstat perf):\n{others}{table}"
+        ours_total == total && differ.is_empty(),
+        "{comm}: of {total} samples ({ours_total} in pmcstat's -G), {} stacks are named otherwise \
+         than perf names them (pmcstat perf, leaf first):\n{}",
+        differ.len(),
+        shown.join("\n")
+    );
+    ensure!(
+        u_ours == u_perf,
+        "{comm}: pmcstat leaves {u_ours} frames unnamed, perf {u_perf}"
     );
     Ok(())
 }
 
-/// The records of `perf script`'s output for `comm`'s process: each
-/// executable mapping as a MAP_IN, each sample as a one-frame CALLCHAIN,
-/// in perf's order; and perf's names of those samples.
-fn perf_samples(script: &str, comm: &str) -> (Vec<LogRecord>, Counts) {
-    let mut records = Vec::new();
-    let mut counts = Counts::new();
+/// Any frame in a PLT stub, for the comparison.
+const PLT: &str = "<plt>";
+
+/// Each mapped object's PLT sections (`.plt`, `.plt.sec`, `.plt.got`) as
+/// ranges of the addresses perf prints: file offsets for a shared object
+/// or PIE, addresses for a fixed executable (readelf's Off and Address).
+fn plt_ranges(
+    mappings: &HashMap<u32, Vec<ExecMapping>>,
+) -> Result<HashMap<String, Vec<std::ops::Range<u64>>>, libtest_mimic::Failed> {
+    let mut ranges = HashMap::new();
+    for (_, _, _, path) in mappings.values().flatten() {
+        if ranges.contains_key(path) || !path.starts_with('/') {
+            continue;
+        }
+        let headers = crate::run_ok("readelf", &["-SW", path])?;
+        let mut of_object = Vec::new();
+        for line in String::from_utf8_lossy(&headers.stdout).lines() {
+            // `[Nr] Name Type Address Off Size …`
+            let words: Vec<&str> = line
+                .split(']')
+                .nth(1)
+                .unwrap_or("")
+                .split_whitespace()
+                .collect();
+            if !matches!(words.first(), Some(&(".plt" | ".plt.sec" | ".plt.got"))) {
+                continue;
+            }
+            let hex = |i: usize| words.get(i).and_then(|w| u64::from_str_radix(w, 16).ok());
+            if let (Some(address), Some(offset), Some(size)) = (hex(2), hex(3), hex(4)) {
+                of_object.push(address..address + size);
+                of_object.push(offset..offset + size);
+            }
+        }
+        ranges.insert(path.clone(), of_object);
+    }
+    Ok(ranges)
+}
+
+/// `perf script --show-mmap-events -F comm,pid,tid,ip,sym,dso` of `comm`:
+/// its executable mappings per pid, and its samples with their frames.
+fn perf_script_samples(
+    script: &str,
+    comm: &str,
+) -> (HashMap<u32, Vec<ExecMapping>>, Vec<PerfSample>) {
+    let mut mappings: HashMap<u32, Vec<ExecMapping>> = HashMap::new();
+    let mut samples = Vec::new();
+    let mut current: Option<PerfSample> = None;
     for line in script.lines() {
+        if let Some(frame) = line.strip_prefix('\t') {
+            let Some(sample) = current.as_mut() else {
+                continue;
+            };
+            // `ADDR SYM (DSO)`
+            let frame = frame.trim();
+            let (Some((address, rest)), Some((_, dso))) =
+                (frame.split_once(' '), frame.rsplit_once(" ("))
+            else {
+                continue;
+            };
+            let Ok(address) = u64::from_str_radix(address, 16) else {
+                continue;
+            };
+            let sym = rest.rsplit_once(" (").map_or(rest, |(s, _)| s);
+            let dso = dso.trim_end_matches(')');
+            let name = (sym != "[unknown]").then(|| sym.to_string());
+            let path = (dso != "[unknown]").then(|| dso.to_string());
+            sample.frames.push((address, path, name));
+            continue;
+        }
+        if let Some(done) = current.take().filter(|s| !s.frames.is_empty()) {
+            samples.push(done);
+        }
         let mut words = line.split_whitespace();
         if words.next() != Some(comm) {
             continue;
@@ -257,10 +388,13 @@ fn perf_samples(script: &str, comm: &str) -> (Vec<LogRecord>, Counts) {
         };
         if line.contains("PERF_RECORD_MMAP") {
             // `[0xSTART(0xLEN) @ 0xPGOFF …]: r-xp PATH`
-            let Some(start) = line
-                .split_once("[0x")
-                .and_then(|(_, r)| r.split_once('('))
-                .and_then(|(s, _)| u64::from_str_radix(s, 16).ok())
+            let field = |after: &str, before: char| {
+                line.split_once(after)
+                    .and_then(|(_, r)| r.split_once(before))
+                    .and_then(|(s, _)| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+            };
+            let (Some(start), Some(len), Some(pgoff)) =
+                (field("[0x", '('), field("(0x", ')'), field(" @ ", ' '))
             else {
                 continue;
             };
@@ -269,40 +403,121 @@ fn perf_samples(script: &str, comm: &str) -> (Vec<LogRecord>, Counts) {
                 continue;
             };
             if perms.contains('x') {
-                records.push(LogRecord::MapIn {
-                    pid,
-                    start,
-                    path: path.trim().to_string(),
-                });
+                mappings
+                    .entry(pid)
+                    .or_default()
+                    .push((start, len, pgoff, path.trim().to_string()));
             }
             continue;
         }
-        // `IP SYM (DSO)`
-        let rest = words.collect::<Vec<_>>().join(" ");
-        let Some((ip, rest)) = rest.split_once(' ') else {
-            continue;
-        };
-        let Ok(ip) = u64::from_str_radix(ip, 16) else {
-            continue;
-        };
-        let Some((sym, dso)) = rest.rsplit_once(" (") else {
-            continue;
-        };
-        let dso = dso.trim_end_matches(')');
-        let object = dso.rsplit('/').next().unwrap_or(dso).to_string();
-        let function = (sym != "[unknown]" && !sym.starts_with("0x")).then(|| sym.to_string());
-        *counts.entry((object, function)).or_default() += 1;
-        records.push(LogRecord::Callchain {
+        current = Some(PerfSample {
             pid,
             tid,
+            frames: Vec::new(),
+        });
+    }
+    samples.extend(current.filter(|s| !s.frames.is_empty()));
+    (mappings, samples)
+}
+
+/// The log of perf's samples: each executable mapping as a MAP_IN at its
+/// start (as the Linux backend writes it), each sample a CALLCHAIN of its
+/// frames at their run-time addresses (perf prints them relative to their
+/// mapping: address − file offset + start).
+fn records_of(
+    mappings: &HashMap<u32, Vec<ExecMapping>>,
+    samples: &[PerfSample],
+) -> Result<Vec<LogRecord>, libtest_mimic::Failed> {
+    let mut records = Vec::new();
+    for (&pid, maps) in mappings {
+        records.extend(maps.iter().map(|(start, _, _, path)| LogRecord::MapIn {
+            pid,
+            start: *start,
+            path: path.clone(),
+        }));
+    }
+    for s in samples {
+        let maps = mappings.get(&s.pid).map(Vec::as_slice).unwrap_or_default();
+        let mut pcs = Vec::with_capacity(s.frames.len());
+        for (address, path, name) in &s.frames {
+            let pc = match path {
+                None => *address,
+                Some(path) => maps
+                    .iter()
+                    .find(|(_, len, pgoff, p)| p == path && (*pgoff..pgoff + len).contains(address))
+                    .map(|(start, _, pgoff, _)| address - pgoff + start)
+                    .ok_or_else(|| {
+                        format!(
+                            "no mapping of {path} holds {address:#x} ({name:?}) for pid {}",
+                            s.pid
+                        )
+                    })?,
+            };
+            pcs.push(pc);
+        }
+        records.push(LogRecord::Callchain {
+            pid: s.pid,
+            tid: s.tid,
             pmcid: 1,
             cpu: 0,
             userspace: true,
-            pcs: vec![ip],
+            pcs,
         });
     }
-    (records, counts)
+    Ok(records)
 }
+
+/// The stacks of pmcstat's `-G` trees (leaf first, as the tree is) with
+/// their samples: a node's own samples are its count less its callers'.
+/// An unnamed frame (`0x…`, `image+0x…`) is `None`.
+fn graph_stacks(graph: &str) -> HashMap<Stack, u64> {
+    let mut stacks = HashMap::new();
+    // The path from the leaf to the current node: (name, count, callers' count).
+    let mut path: Vec<(Option<String>, u64, u64)> = Vec::new();
+    let mut close = |path: &mut Vec<(Option<String>, u64, u64)>, depth: usize| {
+        while path.len() > depth {
+            let (_, count, callers) = path.last().cloned().unwrap_or_default();
+            if count > callers {
+                let stack = path.iter().map(|(n, _, _)| n.clone()).collect();
+                *stacks.entry(stack).or_default() += count - callers;
+            }
+            path.pop();
+            if let Some(parent) = path.last_mut() {
+                parent.2 += count;
+            }
+        }
+    };
+    for line in graph.lines() {
+        let depth = line.len() - line.trim_start().len();
+        let Some((_, rest)) = line.trim_start().split_once("% ") else {
+            continue;
+        };
+        let Some((count, name)) = rest
+            .trim_start()
+            .strip_prefix('[')
+            .and_then(|r| r.split_once(']'))
+        else {
+            continue;
+        };
+        let Ok(count) = count.parse::<u64>() else {
+            continue;
+        };
+        let name = name.trim();
+        let name = name.rsplit_once(" @ ").map_or(name, |(n, _)| n).trim();
+        let unnamed = name.starts_with("0x")
+            || name
+                .rsplit_once("+0x")
+                .is_some_and(|(_, hex)| u64::from_str_radix(hex, 16).is_ok());
+        close(&mut path, depth);
+        path.push(((!unnamed).then(|| name.to_string()), count, 0));
+    }
+    close(&mut path, 0);
+    stacks
+}
+
+/// (object file name, function) → samples; an unnamed sample's function
+/// is `None`.
+type Counts = HashMap<(String, Option<String>), u64>;
 
 fn write_log(path: &str, records: &[LogRecord]) -> TestResult {
     let file = std::fs::File::create(path).ctx("create the log")?;
