@@ -56,7 +56,7 @@ const fn target(
 }
 
 /// The measured targets.
-pub const TARGETS: [Target; 11] = [
+pub const TARGETS: [Target; 13] = [
     target("hwpmc", "src/spec/**", &["--lib"]),
     target("hwpmc", "src/log/**", &["--lib"]),
     // The conformance suite runs in the lib tests over the simulated and
@@ -102,6 +102,12 @@ pub const TARGETS: [Target; 11] = [
     ),
     // The FreeBSD adapter, tested over the double by pmc's lib tests.
     target("hwpmc", "src/backend/freebsd/**", &["--lib"]),
+    // The CFI unwinder: its unit tests and the captured stacks of a C
+    // program (tests/captured.rs, with its proptest of hostile input).
+    target("hwpmc-unwind", "unwind/src/**", &["--tests"]),
+    // The report's symbolizer, by the report crate's own tests (the CLI
+    // comparisons with perf build the tools per mutant: hours here).
+    target("hwpmc-report", "report/src/symbols{.rs,/**}", &["--lib"]),
     // libpmc for C: the Rust tests and the C programs (tests/c_programs.rs).
     target("hwpmc-capi", "capi/src/**", &["--tests"]),
     // pmcstat's output formats: the golden tests of FreeBSD's printfs and
