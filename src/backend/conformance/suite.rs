@@ -307,7 +307,8 @@ impl Ran {
 /// at least the work and what the targets measurably ran then (`ran`,
 /// [`Ran`]), and at most `targets` times what the subject's ceiling grew
 /// by since `since` (each target counts at most the wall time; no upper
-/// bound when `since` is `None`).
+/// bound when `since` is `None`): `since` read before the reading that
+/// begins the window, `ran` before the one that ends it, and this after.
 #[track_caller]
 fn bounds(
     s: &dyn Subject,

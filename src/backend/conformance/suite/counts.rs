@@ -186,26 +186,29 @@ pub(super) fn ts_read_is_the_events_left_in_the_period_or_the_written_value(s: &
     // Right after the start, the whole period less what the start counted
     // (at most the wall time it took); the counts below are from here,
     // which leaves the start's own time out of their bounds.
-    let (_, hi) = bounds(s, 0, t0, None, 1);
+    let t1 = s.ceiling();
     let started = p.read().shown();
+    let (_, hi) = bounds(s, 0, t0, None, 1);
     assert!(
         left_after(period, period, 0, hi, started),
         "{started} events to the next sample right after the start: {period} less 0..={hi}"
     );
-    let t1 = s.ceiling();
     let caller = Ran::start(s, &[me]);
     s.work(300 * scale);
-    let (lo, hi) = bounds(s, 300 * scale, t1, caller.since(s), 1);
+    let ran = caller.since(s);
+    let t2 = s.ceiling();
     let left = p.read().shown();
+    // The most counted is the wall time between the readings.
+    let (lo, hi) = bounds(s, 300 * scale, t1, ran, 1);
     assert!(
         left_after(period, started, lo, hi, left),
         "{left} events to the next sample: {started} less {lo}..={hi} counted"
     );
-    let t2 = s.ceiling();
     let caller = Ran::start(s, &[me]);
     s.work(1000 * scale);
-    let (lo, hi) = bounds(s, 1000 * scale, t2, caller.since(s), 1);
+    let ran = caller.since(s);
     let later = p.read().shown();
+    let (lo, hi) = bounds(s, 1000 * scale, t2, ran, 1);
     assert!(
         left_after(period, left, lo, hi, later),
         "one period later, about the same point: {later} after {left}, {lo}..={hi} counted"
