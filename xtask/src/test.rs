@@ -470,9 +470,7 @@ impl Expected {
     pub fn check(&self, tally: &Tally) -> Vec<String> {
         let mut problems = Vec::new();
         for f in &tally.flakes {
-            problems.push(format!(
-                "flaky: {f} (a retry passed where the first try failed)"
-            ));
+            problems.push(format!("flaky: {f} (the test retried after a failed try)"));
         }
         if tally.executed() < self.min_executed {
             problems.push(format!(
@@ -619,7 +617,7 @@ mod tests {
             e.check(&t),
             vec![
                 "flaky: real_use::counts: task-clock rounds 1 and 2 disagreed \
-                 (a retry passed where the first try failed)"
+                 (the test retried after a failed try)"
                     .to_string()
             ]
         );
