@@ -186,10 +186,20 @@ fn compare(dir: &TempDir, command: &[&str]) -> TestResult {
     compare_in(dir, command, Modes::User)
 }
 
-/// Points an edge's or the start's share may differ by beyond sampling
-/// noise: the two tools sample two runs, and a deterministic workload's
-/// runs differ in little but the sampling. None measured beyond it.
-const SYSTEMATIC: f64 = 0.0;
+/// Points an edge's share may differ by beyond sampling noise: the two
+/// tools sample two runs, and two runs of one workload differ by more
+/// than sampling. Measured (6 runs of the six tests, 187 comparisons): the
+/// dash loop's and sort's string-function edges differed by up to 5.8
+/// points where the noise bound was 4.15 (`dash -> __strcspn_sse42`, 9.41
+/// % of 1180 samples against 3.60 % of 1028: 5.45 standard errors, which
+/// sampling gives once in 2e7); the largest shortfall of a bound was 1.7
+/// points. `debian_profiles.rs`, whose two tools sample one run, stayed
+/// within 3.08 standard errors over its 173 (mean square 0.94, as
+/// sampling alone gives). Three points: 1.8 times the worst seen.
+const RUN_TO_RUN: f64 = 3.0;
+/// The start's share beyond sampling noise: none. Nearly every sample
+/// reaches it in both tools (99.4-100 %, 0.63 points apart at most).
+const REACH_SYSTEMATIC: f64 = 0.0;
 
 /// Once: every bound is the sampling noise of the two tools' numbers of
 /// samples (`shares.rs`, 1e-4 false failures per comparison), so a
@@ -214,7 +224,7 @@ fn compare_in(dir: &TempDir, command: &[&str], modes: Modes) -> TestResult {
     // less. Samples in the dynamic loader before libc starts the program,
     // or in its exit path, reach it in neither tool; how many a run has is
     // part of each share's sampling noise.
-    let (reaches, figures) = shares(reach_ours, reach_theirs).not_below(SYSTEMATIC);
+    let (reaches, figures) = shares(reach_ours, reach_theirs).not_below(REACH_SYSTEMATIC);
     let mut report = format!("reach the start, pmcstat vs perf: {figures}\n");
     ensure!(
         reaches,
@@ -239,7 +249,7 @@ fn compare_in(dir: &TempDir, command: &[&str], modes: Modes) -> TestResult {
     for edge in edges {
         let ours_share = edges_ours.get(edge).copied().unwrap_or(0.0);
         let theirs_share = edges_theirs.get(edge).copied().unwrap_or(0.0);
-        let (agrees, figures) = shares(ours_share, theirs_share).within(SYSTEMATIC);
+        let (agrees, figures) = shares(ours_share, theirs_share).within(RUN_TO_RUN);
         report.push_str(&format!("{figures}  {} -> {}\n", edge.0, edge.1));
         if !agrees {
             off.push(edge.clone());
@@ -248,7 +258,7 @@ fn compare_in(dir: &TempDir, command: &[&str], modes: Modes) -> TestResult {
     eprintln!("{}: pmcstat vs perf\n{report}", command[0]);
     ensure!(
         off.is_empty(),
-        "{command:?}: edges whose shares are further apart than sampling noise (z = {Z}, 1e-4 per edge): {off:?}\n{report}pmcstat's top five: {top_ours:#?}\nperf's top five: {top_theirs:#?}"
+        "{command:?}: edges whose shares are further apart than sampling noise (z = {Z}, 1e-4 per edge) and {RUN_TO_RUN} points: {off:?}\n{report}pmcstat's top five: {top_ours:#?}\nperf's top five: {top_theirs:#?}"
     );
     Ok(())
 }
