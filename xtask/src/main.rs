@@ -2,7 +2,8 @@
 //!
 //! - `cargo xtask probe [--json]`: what this machine can count, and why not.
 //! - `cargo xtask test`: builds and runs every test, prints each skip reason
-//!   once and ends with `N passed, N failed, N skipped`.
+//!   once and ends with `N passed, N failed, N skipped, N flaky` (a flake:
+//!   a retry a test reported; `--expect` fails on any).
 //! - `cargo xtask test --vm arm64`: the live suite in a QEMU guest with an
 //!   emulated PMUv3 (Debian's arm64 kernel), tallied here.
 //! - `cargo xtask test --matrix`: the suite under every perf_event_paranoid

@@ -399,8 +399,12 @@ fn run_binary(
         }
         tally.line(line);
     }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for line in stderr.lines() {
+        tally.stderr_line(line);
+    }
     if !out.status.success() && verbose {
-        for line in String::from_utf8_lossy(&out.stderr).lines().take(40) {
+        for line in stderr.lines().take(40) {
             println!("    stderr: {line}");
         }
     }
@@ -498,6 +502,7 @@ fn merge(into: &mut Tally, from: Tally) {
     into.failed += from.failed;
     into.skipped += from.skipped;
     into.failures.extend(from.failures);
+    into.flakes.extend(from.flakes);
     for (reason, tests) in from.reasons {
         into.reasons.entry(reason).or_default().extend(tests);
     }
@@ -531,10 +536,10 @@ fn run_inner(verbose: bool) -> Result<bool, String> {
         for user in users {
             println!("== paranoid {level}, {}", user.label());
             let cell = run_cell(&bins, user, verbose);
-            println!(
-                "   {} passed, {} failed, {} skipped",
-                cell.tally.passed, cell.tally.failed, cell.tally.skipped
-            );
+            println!("   {}", cell.tally.summary());
+            for flake in &cell.tally.flakes {
+                println!("   FLAKY {flake}");
+            }
             // Named as soon as the cell ends: a matrix runs for a long time.
             for (test, message) in &cell.messages {
                 println!("   FAILED {test}: {message}");
@@ -561,6 +566,11 @@ fn run_inner(verbose: bool) -> Result<bool, String> {
         let mut notes = Vec::new();
         if !cell.tally.failures.is_empty() {
             notes.push(format!("FAILED: {}", cell.tally.failures.join(", ")));
+        }
+        // A retry that passed hid a failure: the matrix fails on it, as
+        // `--expect` does.
+        if !cell.tally.flakes.is_empty() {
+            notes.push(format!("FLAKY: {}", cell.tally.flakes.join(", ")));
         }
         if !cell.too_strict.is_empty() {
             notes.push(format!(
@@ -620,12 +630,14 @@ fn run_inner(verbose: bool) -> Result<bool, String> {
             .iter()
             .filter(|(_, c)| {
                 !c.tally.failures.is_empty()
+                    || !c.tally.flakes.is_empty()
                     || !c.broken.is_empty()
                     || !c.too_strict.is_empty()
                     || !c.unproved.is_empty()
             })
             .map(|((level, user), c)| {
                 let mut what: Vec<&str> = c.tally.failures.iter().map(String::as_str).collect();
+                what.extend(c.tally.flakes.iter().map(String::as_str));
                 what.extend(c.broken.iter().map(String::as_str));
                 what.extend(c.too_strict.iter().map(String::as_str));
                 if !c.unproved.is_empty() {

@@ -15,8 +15,9 @@ pub struct TestArgs {
     /// With --matrix: print every test binary's output.
     #[arg(long, requires = "matrix")]
     pub verbose: bool,
-    /// Fail on a skip not listed in this file, or on fewer tests executed
-    /// than its `min-executed` (CI: `.ci/expected-skips`).
+    /// Fail on a skip not listed in this file, on fewer tests executed
+    /// than its `min-executed`, or on any flake (a test that passed only on
+    /// a retry: see [`FLAKE_PREFIX`]) (CI: `.ci/expected-skips`).
     #[arg(long, value_name = "FILE", conflicts_with = "matrix")]
     pub expect: Option<std::path::PathBuf>,
     /// Write this run's skips and executed count to FILE in the format
@@ -35,12 +36,26 @@ pub struct TestArgs {
     pub test_args: Vec<String>,
 }
 
+/// How a test reports a retry, on its standard error:
+/// `FLAKE: <test>: <reason>` on a line of its own (`tests/live/harness.rs`
+/// `report_flake`). Standard error, written with one `write(2)` that starts
+/// with a newline: libtest captures `print!` and `eprint!` but not a direct
+/// write, and its own `test NAME ... ` waits on standard output for the
+/// outcome, so a line there would split it; one write of under `PIPE_BUF`
+/// bytes to a pipe is never interleaved with another's, and the newline
+/// before it ends whatever partial line another writer left.
+pub const FLAKE_PREFIX: &str = "FLAKE: ";
+
 /// Totals parsed from libtest output.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Tally {
     pub passed: u64,
     pub failed: u64,
     pub skipped: u64,
+    /// Each retry a test reported (`test: reason`, see [`FLAKE_PREFIX`]):
+    /// a test that passed on a retry passed, and is also counted here, once
+    /// per retry.
+    pub flakes: Vec<String>,
     /// Skip reason → the tests skipped for it.
     pub reasons: BTreeMap<String, Vec<String>>,
     /// Names of failed tests.
@@ -75,6 +90,31 @@ impl Tally {
     /// Tests that ran (passed or failed).
     pub fn executed(&self) -> u64 {
         self.passed + self.failed
+    }
+
+    /// The closing line: `N executed: N passed, N failed, N skipped, N flaky`.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} executed: {} passed, {} failed, {} skipped, {} flaky",
+            self.executed(),
+            self.passed,
+            self.failed,
+            self.skipped,
+            self.flakes.len()
+        )
+    }
+
+    /// Feeds one line of a test binary's standard error: a
+    /// [`FLAKE_PREFIX`] line is one retry; anything else is not tallied.
+    pub fn stderr_line(&mut self, line: &str) {
+        if let Some(what) = line.strip_prefix(FLAKE_PREFIX) {
+            let what = what.trim();
+            self.flakes.push(if what.is_empty() {
+                "a test that did not name itself".to_string()
+            } else {
+                what.to_string()
+            });
+        }
     }
 
     /// Feeds one line of `cargo test` output.
@@ -162,10 +202,13 @@ impl Tally {
     }
 }
 
-/// Runs a command, echoing its output and tallying it.
+/// Runs a command, echoing its output and tallying it: standard output
+/// for libtest's lines, standard error (read on a thread of its own, so
+/// neither pipe fills while the other is read) for flakes.
 fn run_tallied(cmd: &mut Command, tally: &mut Tally) -> bool {
     eprintln!("xtask: running {cmd:?}");
-    let mut child = match cmd.stdout(Stdio::piped()).spawn() {
+    let spawned = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             eprintln!("xtask: cannot run cargo: {e}");
@@ -173,11 +216,24 @@ fn run_tallied(cmd: &mut Command, tally: &mut Tally) -> bool {
         }
     };
     let failed_before = tally.failed;
+    let errors = child.stderr.take().map(|err| {
+        std::thread::spawn(move || {
+            let mut flakes = Tally::default();
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                flakes.stderr_line(&line);
+            }
+            flakes.flakes
+        })
+    });
     if let Some(out) = child.stdout.take() {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
             println!("{line}");
             tally.line(&line);
         }
+    }
+    if let Some(flakes) = errors.and_then(|t| t.join().ok()) {
+        tally.flakes.extend(flakes);
     }
     let ok = child.wait().is_ok_and(|s| s.success());
     tally.command_ended(ok, failed_before);
@@ -277,13 +333,13 @@ fn summarize(tally: Tally, mut ok: bool, args: &TestArgs) -> ExitCode {
             }
         }
     }
-    println!(
-        "\n{} executed: {} passed, {} failed, {} skipped",
-        tally.executed(),
-        tally.passed,
-        tally.failed,
-        tally.skipped
-    );
+    if !tally.flakes.is_empty() {
+        println!("\nflaky tests (each retry a test made):");
+        for f in &tally.flakes {
+            println!("  {f}");
+        }
+    }
+    println!("\n{}", tally.summary());
     if let Some(path) = &args.record_skips {
         // The file's own comment header (what the machine is) survives a
         // refresh; only the lists are rewritten.
@@ -316,7 +372,10 @@ fn summarize(tally: Tally, mut ok: bool, args: &TestArgs) -> ExitCode {
             .and_then(|text| Expected::parse(&text))
             .map_or_else(|e| vec![e], |expected| expected.check(&tally));
         if problems.is_empty() {
-            println!("skips and executed count as expected by {}", path.display());
+            println!(
+                "skips and executed count as expected by {}; no flakes",
+                path.display()
+            );
         } else {
             println!("\nnot as expected by {}:", path.display());
             for p in &problems {
@@ -406,9 +465,13 @@ impl Expected {
         s
     }
 
-    /// What in `tally` is not as expected (empty: all is).
+    /// What in `tally` is not as expected (empty: all is). No flake is
+    /// ever expected: a retry that passed is a failure the test hid.
     pub fn check(&self, tally: &Tally) -> Vec<String> {
         let mut problems = Vec::new();
+        for f in &tally.flakes {
+            problems.push(format!("flaky: {f} (the test retried after a failed try)"));
+        }
         if tally.executed() < self.min_executed {
             problems.push(format!(
                 "{} tests executed, fewer than the {} last known: tests were lost or now skip",
@@ -522,6 +585,87 @@ mod tests {
         assert_eq!(t.messages["d"], vec!["only 12 of 40 samples in the loop"]);
         assert_eq!(t.messages["f"].len(), 2);
         assert!(!t.reasons.contains_key("x"));
+    }
+
+    /// A test's retry, reported on its standard error after another
+    /// writer's partial line, is one flake: the closing line counts it,
+    /// and `--expect` fails on it even where everything else is as
+    /// expected. A `FLAKE:` text on standard output (a test quoting one)
+    /// is not a report.
+    #[test]
+    fn a_reported_retry_is_a_flake_and_fails_the_expectation() {
+        let mut t = run_with_skips();
+        t.line("FLAKE: quoted::in_stdout: not a report");
+        let stderr = "dash: pmcstat %, perf % (a partial line)\n\
+                      FLAKE: real_use::counts: task-clock rounds 1 and 2 disagreed\n\
+                      thread 'main' panicked elsewhere\n";
+        for l in stderr.lines() {
+            t.stderr_line(l);
+        }
+        assert_eq!(
+            t.flakes,
+            vec!["real_use::counts: task-clock rounds 1 and 2 disagreed".to_string()]
+        );
+        assert_eq!(
+            t.summary(),
+            "40 executed: 40 passed, 0 failed, 3 skipped, 1 flaky"
+        );
+        let expect = "min-executed 40\nskip counting::hw [hardware]\n\
+                      skip events::kprobe [pmu:kprobe]\nskip conformance::portable::ts []\n";
+        let e = Expected::parse(expect).unwrap();
+        assert_eq!(
+            e.check(&t),
+            vec![
+                "flaky: real_use::counts: task-clock rounds 1 and 2 disagreed \
+                 (the test retried after a failed try)"
+                    .to_string()
+            ]
+        );
+        // The same run without the flake is as expected.
+        assert!(e.check(&run_with_skips()).is_empty());
+
+        // The exit status of `cargo xtask test --expect FILE`.
+        let dir = std::env::temp_dir().join(format!("xtask-flake-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("expected-skips");
+        std::fs::write(&file, expect).unwrap();
+        let args = TestArgs {
+            matrix: false,
+            verbose: false,
+            expect: Some(file),
+            record_skips: None,
+            vm: None,
+            vm_timeout: 60,
+            test_args: Vec::new(),
+        };
+        assert_eq!(summarize(t, true, &args), ExitCode::FAILURE);
+        assert_eq!(summarize(run_with_skips(), true, &args), ExitCode::SUCCESS);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `run_tallied` reads a command's standard error beside its standard
+    /// output: the FLAKE line a test binary writes reaches the tally.
+    #[test]
+    fn a_commands_standard_error_is_read_for_flakes() {
+        let mut t = Tally::default();
+        let ok = run_tallied(
+            Command::new("sh").args([
+                "-c",
+                "echo 'test a ... ok'; printf 'partial' >&2; \
+                 printf '\\nFLAKE: a: retried once\\n' >&2; \
+                 echo 'test result: ok. 1 passed; 0 failed; 0 ignored'",
+            ]),
+            &mut t,
+        );
+        assert!(ok);
+        assert_eq!(
+            (t.passed, t.flakes.clone()),
+            (1, vec!["a: retried once".to_string()])
+        );
+        assert!(
+            t.summary()
+                .ends_with("1 passed, 0 failed, 0 skipped, 1 flaky")
+        );
     }
 
     fn run_with_skips() -> Tally {

@@ -155,8 +155,11 @@ pub fn run(args: &VmArgs) -> Result<Tally, String> {
         let log = work.join("out").join(format!("{}.log", t.label));
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let failed_before = tally.failed;
+        // The guest's log holds both streams (`2>&1`): libtest's lines
+        // and the tests' FLAKE lines.
         for line in text.lines() {
             tally.line(line);
+            tally.stderr_line(line);
         }
         let status = std::fs::read_to_string(work.join("out").join(format!("{}.status", t.label)))
             .ok()

@@ -4,7 +4,8 @@
 //! both; pmcstat's stacks must reach the process's start
 //! (`__libc_start_call_main`, `__libc_start_main`, `_start`) at least as
 //! often as perf's, and every edge of either tool's top five caller→callee
-//! edges holds the same share of samples in both, within sampling noise.
+//! edges holds the same share of samples in both, within sampling noise
+//! (`shares.rs`: the bound from both numbers of samples, never a rerun).
 //!
 //! Names are compared where both tools give one: a frame one of them
 //! names from a separate debug file (perf reads `/usr/lib/debug`) and the
@@ -18,12 +19,16 @@ use pmc::probe::Requirement as R;
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::shares::{Shares, Z};
 use crate::temp::TempDir;
 
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
-/// 1 ms of cpu-clock between samples: 1 kHz for both tools.
-const PERIOD_NS: &str = "1000000";
+/// 250 µs of cpu-clock between samples: 4 kHz for both tools. Sampling
+/// noise shrinks as one over the root of the samples: at 1 kHz (~250
+/// samples of the dash loop) the bound on a 5 % edge was 5.3 points, so an
+/// edge one tool lacked entirely could pass; at 4 kHz it is 2.7.
+const PERIOD_NS: &str = "250000";
 
 pub fn tests() -> Vec<LiveTest> {
     let needs = |program: &str| {
@@ -181,11 +186,25 @@ fn compare(dir: &TempDir, command: &[&str]) -> TestResult {
     compare_in(dir, command, Modes::User)
 }
 
-fn compare_in(dir: &TempDir, command: &[&str], modes: Modes) -> TestResult {
-    crate::persistent_disagreement(|| compare_once(dir, command, modes))
-}
+/// Points an edge's share may differ by beyond sampling noise: the two
+/// tools sample two runs, and two runs of one workload differ by more
+/// than sampling. Measured (6 runs of the six tests, 187 comparisons): the
+/// dash loop's and sort's string-function edges differed by up to 5.8
+/// points where the noise bound was 4.15 (`dash -> __strcspn_sse42`, 9.41
+/// % of 1180 samples against 3.60 % of 1028: 5.45 standard errors, which
+/// sampling gives once in 2e7); the largest shortfall of a bound was 1.7
+/// points. `debian_profiles.rs`, whose two tools sample one run, stayed
+/// within 3.08 standard errors over its 173 (mean square 0.94, as
+/// sampling alone gives). Three points: 1.8 times the worst seen.
+const RUN_TO_RUN: f64 = 3.0;
+/// The start's share beyond sampling noise: none. Nearly every sample
+/// reaches it in both tools (99.4-100 %, 0.63 points apart at most).
+const REACH_SYSTEMATIC: f64 = 0.0;
 
-fn compare_once(dir: &TempDir, command: &[&str], modes: Modes) -> TestResult {
+/// Once: every bound is the sampling noise of the two tools' numbers of
+/// samples (`shares.rs`, 1e-4 false failures per comparison), so a
+/// disagreement beyond it is a bug to see, not a run to repeat.
+fn compare_in(dir: &TempDir, command: &[&str], modes: Modes) -> TestResult {
     let ours = pmcstat_stacks(dir, command, modes)?;
     let theirs = perf_stacks(dir, command, modes)?;
     ensure!(
@@ -195,14 +214,21 @@ fn compare_once(dir: &TempDir, command: &[&str], modes: Modes) -> TestResult {
         theirs.len()
     );
     let (reach_ours, reach_theirs) = (reach_share(&ours), reach_share(&theirs));
-    // Samples taken in the dynamic loader before libc starts the program,
-    // or in its exit path, cannot reach the start in either tool; their
-    // number varies by a few per run, hence one point of slack.
+    let shares = |o: f64, t: f64| Shares {
+        ours: o,
+        n_ours: ours.len(),
+        theirs: t,
+        n_theirs: theirs.len(),
+    };
+    // One-sided: pmcstat may reach the start more often than perf, not
+    // less. Samples in the dynamic loader before libc starts the program,
+    // or in its exit path, reach it in neither tool; how many a run has is
+    // part of each share's sampling noise.
+    let (reaches, figures) = shares(reach_ours, reach_theirs).not_below(REACH_SYSTEMATIC);
+    let mut report = format!("reach the start, pmcstat vs perf: {figures}\n");
     ensure!(
-        reach_ours + 1.0 >= reach_theirs,
-        "{command:?}: {reach_ours:.1} % of pmcstat's {} samples reach the process's start, perf's {reach_theirs:.1} % of {}",
-        ours.len(),
-        theirs.len()
+        reaches,
+        "{command:?}: pmcstat's samples reach the process's start less often than perf's, beyond sampling noise (z = {Z}):\n{report}"
     );
     let names_ours = names(&ours);
     let names_theirs = names(&theirs);
@@ -211,36 +237,28 @@ fn compare_once(dir: &TempDir, command: &[&str], modes: Modes) -> TestResult {
     let edges_theirs = edge_shares(&theirs, &common);
     let (top_ours, top_theirs) = (top(&edges_ours, 5), top(&edges_theirs, 5));
     // Each edge of either top five holds the same share of samples in both
-    // tools, within their sampling noise: three standard errors of the
-    // difference of two binomial shares (at ~400 samples a 5 % edge varies
-    // by ~1.5 points between runs, so the fifth rank swaps between
-    // near-equal edges; a rank comparison failed on that), at least two
-    // points. An edge one tool's unwinding lacks is ~0 % there and fails.
-    let agree = |edge: &(String, String), ours_share: f64, theirs_share: f64| {
-        let var = |share: f64, n: usize| {
-            let p = share / 100.0;
-            p * (1.0 - p) / n as f64
-        };
-        let noise = 300.0 * (var(ours_share, ours.len()) + var(theirs_share, theirs.len())).sqrt();
-        let tolerance = noise.max(2.0);
-        ensure!(
-            (ours_share - theirs_share).abs() <= tolerance,
-            "{command:?}: the edge {edge:?} holds {ours_share:.1} % of pmcstat's {} samples and {theirs_share:.1} % of perf's {}: more apart than {tolerance:.1} points\npmcstat's top five: {top_ours:#?}\nperf's top five: {top_theirs:#?}",
-            ours.len(),
-            theirs.len()
-        );
-        Ok(())
-    };
-    for (edge, _) in top_ours.iter().chain(&top_theirs) {
+    // tools, within their sampling noise (a rank comparison failed on
+    // that: at ~400 samples a 5 % edge varies by ~1.5 points between runs,
+    // so the fifth rank swaps between near-equal edges). An edge one
+    // tool's unwinding lacks is ~0 % there and fails.
+    let mut edges: Vec<&(String, String)> =
+        top_ours.iter().chain(&top_theirs).map(|(e, _)| e).collect();
+    edges.sort();
+    edges.dedup();
+    let mut off = Vec::new();
+    for edge in edges {
         let ours_share = edges_ours.get(edge).copied().unwrap_or(0.0);
         let theirs_share = edges_theirs.get(edge).copied().unwrap_or(0.0);
-        agree(edge, ours_share, theirs_share)?;
+        let (agrees, figures) = shares(ours_share, theirs_share).within(RUN_TO_RUN);
+        report.push_str(&format!("{figures}  {} -> {}\n", edge.0, edge.1));
+        if !agrees {
+            off.push(edge.clone());
+        }
     }
-    eprintln!(
-        "{}: reach pmcstat {reach_ours:.1} % ({} samples), perf {reach_theirs:.1} % ({}); top edges pmcstat {top_ours:?}, perf {top_theirs:?}",
-        command[0],
-        ours.len(),
-        theirs.len()
+    eprintln!("{}: pmcstat vs perf\n{report}", command[0]);
+    ensure!(
+        off.is_empty(),
+        "{command:?}: edges whose shares are further apart than sampling noise (z = {Z}, 1e-4 per edge) and {RUN_TO_RUN} points: {off:?}\n{report}pmcstat's top five: {top_ours:#?}\nperf's top five: {top_theirs:#?}"
     );
     Ok(())
 }

@@ -35,6 +35,7 @@ mod profiles;
 mod readme;
 mod real_use;
 mod same_samples;
+mod shares;
 mod signals;
 mod temp;
 mod tools;
@@ -58,24 +59,6 @@ pub(crate) fn run_ok(
         String::from_utf8_lossy(&out.stderr)
     );
     Ok(out)
-}
-
-/// Runs a comparison of two sampled profiles up to three times: sampling
-/// noise alone puts a short workload's share a few points apart now and
-/// then (one run in ten here, and CI once had perf's side 4 standard
-/// errors off), so only a disagreement that persists fails. A wrong name,
-/// a missing image or a broken unwind fails every time.
-pub(crate) fn persistent_disagreement(
-    mut compare: impl FnMut() -> harness::TestResult,
-) -> harness::TestResult {
-    let mut result = compare();
-    for _ in 0..2 {
-        if result.is_ok() {
-            break;
-        }
-        result = compare();
-    }
-    result
 }
 
 fn main() {
@@ -109,6 +92,7 @@ fn main() {
     tests.extend(signals::tests());
     tests.extend(hostile_logs::tests());
     tests.extend(hardware::tests());
+    tests.extend(shares::tests());
     let mut trials = harness::trials(tests, &env);
     trials.extend(full_disk::trials(&env));
     harness::keep_only_named_in("PMC_CLI_ONLY", &mut trials);

@@ -42,6 +42,11 @@ pub fn tests() -> Vec<LiveTest> {
             counts_of_a_command_are_its_own_as_perf_stat_counts_them,
         ),
         test(
+            "real_use::the_rank_test_counts_orders_exactly",
+            vec![],
+            the_rank_test_counts_orders_exactly,
+        ),
+        test(
             "real_use::sigint_stops_the_command_and_still_reports",
             vec![R::Paranoid(2)],
             sigint_stops_the_command_and_still_reports,
@@ -258,10 +263,17 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 /// `pmcstat -p page-faults,usr -p task-clock,usr -- COMMAND`: (faults, ms).
+/// The command's output goes to /dev/null, as under [`perf_counts`]: both
+/// tools' commands do the same work.
 fn pmcstat_counts(command: &[&str]) -> Result<(f64, f64), libtest_mimic::Failed> {
     let mut args = vec!["-p", "page-faults,usr", "-p", "task-clock,usr", "--"];
     args.extend_from_slice(command);
-    let out = run(&args, &[])?;
+    let out = Command::new(PMCSTAT)
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .output()
+        .ctx("run pmcstat")?;
     ensure!(out.status.success(), "pmcstat {args:?}: {}", describe(&out));
     let err = text(&out.stderr);
     let last = err.lines().last().unwrap_or("");
@@ -304,6 +316,80 @@ fn perf_counts(command: &[&str]) -> Result<(f64, f64), libtest_mimic::Failed> {
     }
 }
 
+/// Runs of each tool per command.
+const RUNS: usize = 10;
+/// The task-clock comparison's false-failure rate, both sides together.
+const ALPHA: f64 = 1e-4;
+
+/// P(U <= u) for the Mann-Whitney count U of `m` values of one kind and
+/// `n` of another, all exchangeable (every order of the m + n equally
+/// likely): U counts the (first, second) pairs whose first is the larger.
+/// Exact, by counting orders: the largest value is of the first kind (it
+/// tops all n of the second: U grows by n) or of the second (U does not).
+fn mann_whitney_cdf(m: usize, n: usize, u: usize) -> f64 {
+    // orders[i][j][k]: orders of i first and j second values with U = k.
+    let mut orders = vec![vec![vec![0f64; m * n + 1]; n + 1]; m + 1];
+    for (i, row) in orders.iter_mut().enumerate() {
+        row[0][0] = 1.0;
+        if i == 0 {
+            for cell in row.iter_mut() {
+                cell[0] = 1.0;
+            }
+        }
+    }
+    for i in 1..=m {
+        for j in 1..=n {
+            for k in 0..=m * n {
+                let top_first = if k >= j { orders[i - 1][j][k - j] } else { 0.0 };
+                orders[i][j][k] = top_first + orders[i][j - 1][k];
+            }
+        }
+    }
+    let all: f64 = orders[m][n].iter().sum();
+    orders[m][n][..=u.min(m * n)].iter().sum::<f64>() / all
+}
+
+/// [`mann_whitney_cdf`] against orders counted by hand: of the C(20, 10) =
+/// 184 756 orders of 10 + 10 values, U = 0 in one (every first below every
+/// second), U <= 3 in 1 + 1 + 2 + 3 = 7 (the partitions of 0..=3); and
+/// the distribution is symmetric about m n / 2.
+fn the_rank_test_counts_orders_exactly() -> TestResult {
+    let all = 184_756.0;
+    for (u, orders) in [(0, 1.0), (1, 2.0), (2, 4.0), (3, 7.0), (4, 12.0)] {
+        let p = mann_whitney_cdf(10, 10, u);
+        ensure!(
+            (p - orders / all).abs() < 1e-12,
+            "P(U <= {u}) = {p}, not {orders} / {all}"
+        );
+    }
+    // Two against one: U in {0, 1, 2}, one order each of the 3.
+    ensure!(
+        (mann_whitney_cdf(2, 1, 0) - 1.0 / 3.0).abs() < 1e-12,
+        "2 x 1"
+    );
+    ensure!(
+        (mann_whitney_cdf(1, 2, 1) - 2.0 / 3.0).abs() < 1e-12,
+        "1 x 2"
+    );
+    let (below, above) = (mann_whitney_cdf(10, 10, 49), mann_whitney_cdf(10, 10, 50));
+    ensure!(
+        (below + above - 1.0).abs() < 1e-12,
+        "P(U <= 49) + P(U <= 50) = {below} + {above}"
+    );
+    ensure!(mann_whitney_cdf(10, 10, 100) == 1.0, "P(U <= 100)");
+    // Where the comparison fails: at most 3 of 100 pairs the other way.
+    ensure!(
+        mann_whitney_cdf(10, 10, 3) <= ALPHA / 2.0 && mann_whitney_cdf(10, 10, 4) > ALPHA / 2.0,
+        "the critical count at ALPHA / 2 is not 3"
+    );
+    Ok(())
+}
+
+/// Pairs (a, b) of `a` × `b` with a > b.
+fn pairs_above(a: &[f64], b: &[f64]) -> usize {
+    a.iter().map(|x| b.iter().filter(|y| x > y).count()).sum()
+}
+
 fn counts_of_a_command_are_its_own_as_perf_stat_counts_them() -> TestResult {
     let dir = TempDir::new("real-use")?;
     // gzip's input: 2 MB of varied text, made here.
@@ -318,13 +404,7 @@ fn counts_of_a_command_are_its_own_as_perf_stat_counts_them() -> TestResult {
     }
     std::fs::write(&input, data).ctx("write gzip's input")?;
     let input = input.to_string_lossy().into_owned();
-    // (command, fault tolerance). Task-clock may differ by 15 %, or by
-    // 0.4 ms where that is more: /bin/true runs for half a millisecond,
-    // where a percent is a few microseconds of scheduling noise; before
-    // pmcstat counted from the exec it read 1.3-2.6 ms there (0.7 ms and
-    // more above perf). Under the privilege matrix's load, `ls` as nobody
-    // read 9.1-10.8 ms against perf's 9.5-11.8 ms, both ways round, in 3
-    // rounds: 5 % was tighter than the machine.
+    // (command, fault tolerance).
     let workloads: [(&[&str], f64); 3] = [
         (&["/bin/true"], 6.0),
         (&["ls", "-l", "/usr/bin"], 8.0),
@@ -332,43 +412,89 @@ fn counts_of_a_command_are_its_own_as_perf_stat_counts_them() -> TestResult {
     ];
     let mut report = Vec::new();
     for (command, fault_slack) in workloads {
-        // CPU time on a shared virtual machine has bursts of noise (steal,
-        // a neighbour's cache) that can stretch a few runs of one tool: a
-        // round whose task-clocks disagree is tried again, twice at most.
-        // A pmcstat that counts more than the command (its own start-up)
-        // disagrees in every round; faults must agree in each.
-        for round in 1..=3 {
-            // Alternate the tools so that both meet the same machine state.
-            let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-            for _ in 0..5 {
+        // Alternate the tools, and which goes first, so that both meet the
+        // same machine state.
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for run in 0..RUNS {
+            if run % 2 == 0 {
                 ours.push(pmcstat_counts(command)?);
                 theirs.push(perf_counts(command)?);
+            } else {
+                theirs.push(perf_counts(command)?);
+                ours.push(pmcstat_counts(command)?);
             }
-            let faults = |v: &[(f64, f64)]| median(v.iter().map(|c| c.0).collect());
-            // The least disturbed run of each: other load only ever adds
-            // CPU time, never removes it.
-            let clock = |v: &[(f64, f64)]| v.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
-            let (f_ours, f_perf) = (faults(&ours), faults(&theirs));
-            let (c_ours, c_perf) = (clock(&ours), clock(&theirs));
-            report.push(format!(
-                "{command:?} round {round}: faults {f_ours} vs perf {f_perf}, task-clock {c_ours:.3} ms vs {c_perf:.3} ms"
-            ));
-            ensure!(
-                (f_ours - f_perf).abs() <= fault_slack,
-                "page faults of {command:?}: pmcstat {f_ours} vs perf stat {f_perf} (medians of 5), more than {fault_slack} apart: pmcstat counts more than the command ({report:?})"
-            );
-            let clock_slack = (0.15 * c_perf).max(0.4);
-            if (c_ours - c_perf).abs() <= clock_slack {
-                break;
-            }
-            ensure!(
-                round < 3,
-                "task-clock of {command:?}: pmcstat and perf stat (fastest of 5 each) more than 15 % or 0.4 ms apart in 3 rounds: {report:#?}"
-            );
         }
+        // Faults are the command's own work: a pmcstat that counts its own
+        // start-up counts hundreds more in every run.
+        let faults = |v: &[(f64, f64)]| median(v.iter().map(|c| c.0).collect());
+        let (f_ours, f_perf) = (faults(&ours), faults(&theirs));
+        ensure!(
+            (f_ours - f_perf).abs() <= fault_slack,
+            "page faults of {command:?}: pmcstat {f_ours} vs perf stat {f_perf} (medians of {RUNS}), more than {fault_slack} apart: pmcstat counts more than the command ({report:?})"
+        );
+        // CPU time has no fixed value to bound: a shared virtual machine
+        // stretches runs by steal and a neighbour's cache, by more than the
+        // start-up this test looks for (`ls` as nobody under the privilege
+        // matrix's load read 9.1-10.8 ms against perf's 9.5-11.8 ms, and
+        // once in ~20 runs the fastest of 5 each were 15 % apart). So the
+        // runs are compared as two samples, by rank: with the tools
+        // alternated, each pmcstat run and each perf run of a command that
+        // both count alike are exchangeable, and the number U of (pmcstat,
+        // perf) pairs in which pmcstat's is the larger has a known
+        // distribution whatever the machine's noise (Mann-Whitney). The
+        // test fails when U, or its mirror, is so extreme that exchangeable
+        // runs give it with probability at most ALPHA / 2: pmcstat above
+        // perf (its own start-up counted) or below (the command's start
+        // missed) in nearly every pair. A quiet machine resolves a shift of
+        // a fraction of a millisecond that way (pmcstat counting from its
+        // fork read /bin/true 0.7 ms and more above perf); a loaded one,
+        // whose runs overlap, fails nothing it cannot tell.
+        let clock = |v: &[(f64, f64)]| -> Vec<f64> {
+            let mut c: Vec<f64> = v.iter().map(|c| c.1).collect();
+            c.sort_by(f64::total_cmp);
+            c
+        };
+        let (c_ours, c_perf) = (clock(&ours), clock(&theirs));
+        let shift = allowed_shift(median(c_perf.clone()));
+        // The Hodges-Lehmann shift: the median of the pairs' differences.
+        let hl = median(
+            c_ours
+                .iter()
+                .flat_map(|o| c_perf.iter().map(move |p| o - p))
+                .collect(),
+        );
+        let up: Vec<f64> = c_ours.iter().map(|c| c - shift).collect();
+        let down: Vec<f64> = c_ours.iter().map(|c| c + shift).collect();
+        let (above, below) = (pairs_above(&up, &c_perf), pairs_above(&c_perf, &down));
+        let pairs = RUNS * RUNS;
+        let p_above = mann_whitney_cdf(RUNS, RUNS, pairs - above);
+        let p_below = mann_whitney_cdf(RUNS, RUNS, pairs - below);
+        report.push(format!(
+            "{command:?}: faults {f_ours} vs perf {f_perf}; task-clock ms pmcstat {c_ours:.3?} perf {c_perf:.3?}; \
+             shift {hl:.3} ms; pmcstat more than {shift:.3} ms above perf in {above}/{pairs} pairs (p {p_above:.1e}), below in {below}/{pairs} (p {p_below:.1e})"
+        ));
+        ensure!(
+            p_above > ALPHA / 2.0 && p_below > ALPHA / 2.0,
+            "task-clock of {command:?}: pmcstat and perf stat differ in nearly every pair of runs, beyond {shift:.3} ms (p <= {}): {report:#?}",
+            ALPHA / 2.0
+        );
     }
     eprintln!("{}", report.join("\n"));
     Ok(())
+}
+
+/// The shift of pmcstat's task-clock from perf's that the comparison
+/// allows, in ms, for a command perf counts `perf_ms` (its median): what
+/// the two tools differ by when both count the command alone. Measured
+/// here (8 runs of 10 pairs each, beside other suites' runs on 2 CPUs),
+/// as the Hodges-Lehmann shift (the median of pmcstat − perf over the
+/// pairs): /bin/true −0.01 to 0.04 ms of 0.7, `ls -l` −0.11 to 0.09 ms of
+/// 5 (2.2 %), gzip −0.85 to 1.06 ms of 124 (0.9 %). The allowance is 1.7
+/// (ls) to 3.5 (gzip) times the largest, and a tenth of the 0.7 ms that a
+/// count from pmcstat's fork added to /bin/true. It is not the bound
+/// itself: beyond it, a failure still needs nearly every pair on one side.
+fn allowed_shift(perf_ms: f64) -> f64 {
+    0.03 * perf_ms + 0.05
 }
 
 /// The child of `parent` that runs `comm`, if one does, and the list of
