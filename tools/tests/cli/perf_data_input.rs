@@ -250,7 +250,55 @@ fn o_converts_to_a_pmclog_that_reports_the_same() -> TestResult {
         dump.lines().last() == Some("closelog  "),
         "the converted log does not end with CLOSELOG"
     );
+    // Each CALLCHAIN is one of perf's samples: its thread and perf's time
+    // of it, in perf's order.
+    let ours = log_samples(&log)?;
+    let theirs = perf_tid_times(&data)?;
+    ensure!(
+        ours == theirs,
+        "(tid, time) of {} CALLCHAINs differ from perf script's {} samples (first: {:?} vs {:?})",
+        ours.len(),
+        theirs.len(),
+        ours.first(),
+        theirs.first()
+    );
     Ok(())
+}
+
+/// The (tid, timestamp) of a pmclog's CALLCHAIN records, in order.
+fn log_samples(log: &str) -> Result<Vec<(u32, u64)>, libtest_mimic::Failed> {
+    let file = std::fs::File::open(log).ctx("open the converted log")?;
+    let mut out = Vec::new();
+    for e in pmc::log::LogReader::from_reader(std::io::BufReader::new(file)) {
+        let e = e.ctx("read the converted log")?;
+        if let pmc::log::LogRecord::Callchain { tid, .. } = e.record {
+            out.push((tid, e.timestamp));
+        }
+    }
+    Ok(out)
+}
+
+/// `perf script -F tid,time --ns`: each sample's thread and time in ns.
+fn perf_tid_times(data: &str) -> Result<Vec<(u32, u64)>, libtest_mimic::Failed> {
+    let out = crate::run_ok(
+        "perf",
+        &["script", "-G", "-F", "tid,time", "--ns", "-i", data],
+    )?;
+    let mut samples = Vec::new();
+    for line in text(&out.stdout).lines() {
+        let mut f = line.split_whitespace();
+        let (Some(tid), Some(time)) = (f.next(), f.next()) else {
+            continue;
+        };
+        let Some((s, ns)) = time.trim_end_matches(':').split_once('.') else {
+            continue;
+        };
+        let (Ok(tid), Ok(s), Ok(ns)) = (tid.parse(), s.parse::<u64>(), ns.parse::<u64>()) else {
+            continue;
+        };
+        samples.push((tid, s * 1_000_000_000 + ns));
+    }
+    Ok(samples)
 }
 
 fn dwarf_stacks_of_gzip_are_unwound() -> TestResult {
