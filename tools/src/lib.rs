@@ -9,7 +9,10 @@ pub mod cli;
 pub mod destination;
 pub mod events;
 pub mod gate;
+pub mod log_input;
 pub mod output;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub mod perf_data;
 pub mod pmcstat;
 pub mod profile_args;
 pub mod report;

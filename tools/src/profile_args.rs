@@ -68,7 +68,7 @@ impl ProfileArgs {
         options
     }
 
-    /// `-R LOG` with reports: streams the log into one profile (memory in
+    /// `-R LOG` (a pmclog or a perf.data) with reports: streams the log into one profile (memory in
     /// proportion to its distinct stacks, not its size), then writes the
     /// `-G` call graph, the `--folded` stacks and these outputs from it;
     /// `each_record` sees every record as it streams by.
@@ -83,10 +83,10 @@ impl ProfileArgs {
         options: ProfileOptions,
         mut each_record: impl FnMut(&pmc::log::LogRecord),
     ) -> Result<(), (u8, String)> {
-        let file = std::fs::File::open(log).map_err(|e| log_open_failed(log, &e))?;
+        let reader = crate::log_input::LogInput::open(log)?;
+        let mut options = options;
+        crate::log_input::add_build_ids(&mut options, &reader);
         let mut builder = ProfileBuilder::new(options);
-        let reader =
-            pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 20, file));
         let mut end = LogEnd::default();
         for event in reader {
             match event {
@@ -255,7 +255,7 @@ pub(crate) fn cut_short(log: &Path, records: u64, partial: Option<(u64, usize)>)
 
 /// How far a log was read: the records seen, whether CLOSELOG was among
 /// them, an incomplete record at its end, a corrupt one.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct LogEnd {
     pub(crate) records: u64,
     pub(crate) closed: bool,
@@ -263,6 +263,8 @@ pub(crate) struct LogEnd {
     /// A corrupt record ended the reading (said on its own: the missing
     /// CLOSELOG is no news then).
     pub(crate) damaged: bool,
+    /// A perf.data cut short: where and inside what.
+    pub(crate) cut: Option<String>,
 }
 
 impl LogEnd {
@@ -276,11 +278,18 @@ impl LogEnd {
     /// (a log cut short); any other error is given back.
     pub(crate) fn ended_inside_a_record(
         &mut self,
-        e: pmc::log::ReadError,
-    ) -> Result<(), pmc::log::ReadError> {
+        e: crate::log_input::InputError,
+    ) -> Result<(), crate::log_input::InputError> {
         match e {
-            pmc::log::ReadError::Truncated { offset, bytes } => {
+            crate::log_input::InputError::Log(pmc::log::ReadError::Truncated { offset, bytes }) => {
                 self.partial = Some((offset, bytes));
+                Ok(())
+            }
+            #[cfg(any(target_os = "linux", target_os = "android"))]
+            crate::log_input::InputError::Perf(
+                e @ pmc_linux::perf_data::PerfDataError::Truncated { .. },
+            ) => {
+                self.cut = Some(e.to_string());
                 Ok(())
             }
             other => Err(other),
@@ -290,6 +299,15 @@ impl LogEnd {
     /// Says on standard error, once, that the log `log` was cut short, if
     /// it was (no CLOSELOG).
     pub(crate) fn warn_if_cut_short(&self, log: &Path) {
+        if let Some(cut) = &self.cut {
+            let _ = writeln!(
+                std::io::stderr(),
+                "pmcstat: warning: {}: perf.data: {cut}; reporting the {} records read before it",
+                log.display(),
+                self.records
+            );
+            return;
+        }
         if !self.closed && !self.damaged && self.records > 0 {
             let _ = writeln!(
                 std::io::stderr(),

@@ -6,6 +6,8 @@
 //! - [`event`]: opening events, every ioctl, read formats, group reads.
 //! - [`ring`]: the mmap ring buffer: records copied out, wait with timeout.
 //! - [`record`]: every `PERF_RECORD_*` and `PERF_SAMPLE_*`, decoded lazily.
+//! - [`perf_data`]: the files `perf record` writes (file and pipe mode),
+//!   their events, features and records in time order.
 //! - [`pmu`], [`tracefs`], [`dynamic_probe`], [`breakpoint`]: sysfs PMUs
 //!   and their format fields, tracepoints and their formats, uprobes and
 //!   kprobes (dynamic probes), validated hardware breakpoints.
@@ -43,6 +45,7 @@ pub mod breakpoint;
 pub mod dynamic_probe;
 pub mod error;
 pub mod event;
+pub mod perf_data;
 #[cfg(feature = "libpfm")]
 pub mod pfm;
 pub mod pmu;

@@ -56,7 +56,8 @@ fn read_log_writes_stdout(args: &Args) -> bool {
         ]
         .into_iter()
         .any(dash)
-        || args.output.is_none() && (!wants_report(args) || dash(args.callgraph.as_deref()))
+        || args.output.is_none()
+            && (!wants_report(args) && args.log_out.is_none() || dash(args.callgraph.as_deref()))
 }
 
 /// Refuses (EX_USAGE) an output that is the `-R` log or another output.

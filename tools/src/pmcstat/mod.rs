@@ -7,6 +7,7 @@
 //! the reports written from a log; `watch.rs` the `-T` loop. This file is
 //! the live mode: allocate, attach, start, wait, stop, report.
 
+mod convert;
 mod counting;
 mod distinct;
 mod options;

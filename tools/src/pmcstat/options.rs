@@ -77,13 +77,28 @@ pub(crate) struct Args {
     /// running it would either outlive pmcstat behind the shell's back or
     /// keep pmcstat waiting for an unmeasured run. Processes of -t are left
     /// alone.
-    #[arg(short = 'O', value_name = "FILE", conflicts_with = "read_log")]
+    ///
+    /// With -R, the records read are written to FILE as a pmclog: a
+    /// perf.data is converted (see -R), and `-R FILE` then reads it back
+    /// as it would have read the perf.data. No dump is printed; reports
+    /// asked for are written too.
+    #[arg(short = 'O', value_name = "FILE")]
     pub(super) log_out: Option<std::path::PathBuf>,
     /// Read a pmclog FILE instead of measuring: dump its records, or report
     /// with -G / --folded. The dump prints each record as it is read; a
     /// corrupt record ends it with its number and offset (exit 65). A log
     /// without CLOSELOG (its recording was killed or ran out of space) is
-    /// read with a warning that it was cut short.
+    /// read with a warning that it was cut short. `-` reads standard input.
+    ///
+    /// On Linux FILE may also be a perf.data that `perf record` wrote (file
+    /// mode, or pipe mode from `perf record -o -`, standard input too): its
+    /// records are read as the pmclog live pmcstat would have logged —
+    /// one event per perf event with its name, PROCEXEC, MAP_IN, PROCFORK,
+    /// SYSEXIT, DROPNOTIFY and a CALLCHAIN per sample stamped with perf's
+    /// time of it (`--call-graph dwarf` stacks unwound as live) — for the
+    /// dump and every report. A file that is neither is refused (exit 65),
+    /// as is a compressed perf.data (`perf record -z`: decompress it with
+    /// `perf inject -i FILE -o OUT`) or one of the other byte order.
     #[arg(short = 'R', value_name = "FILE")]
     pub(super) read_log: Option<std::path::PathBuf>,
     /// Write a call graph with symbols to FILE (`-`: the -o file, else standard

@@ -29,12 +29,9 @@ pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEve
         eprintln!("{TOOL}: {message}");
         ExitCode::from(status)
     };
-    let file = std::fs::File::open(path)
-        .map_err(|e| fail(crate::profile_args::log_open_failed(path, &e)))?;
+    let mut reader = crate::log_input::LogInput::open(path).map_err(fail)?;
     let mut end = crate::profile_args::LogEnd::default();
     let mut events = Vec::new();
-    let mut reader =
-        pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 16, file));
     for event in &mut reader {
         match event {
             Ok(e) => {
@@ -72,14 +69,12 @@ pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEve
 /// 0x%jx).")`; a log cut short is printed whole, with the warning. A file
 /// whose first record is bad fails before the output is touched.
 fn dump_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, ExitCode> {
-    use crate::profile_args::{LogEnd, empty_log, log_open_failed, log_parse_failed_at};
+    use crate::profile_args::{LogEnd, empty_log, log_parse_failed_at};
     let fail = |(status, message): (u8, String)| {
         eprintln!("{TOOL}: {message}");
         ExitCode::from(status)
     };
-    let file = std::fs::File::open(path).map_err(|e| fail(log_open_failed(path, &e)))?;
-    let mut reader =
-        pmc::log::LogReader::from_reader(std::io::BufReader::with_capacity(1 << 16, file));
+    let mut reader = crate::log_input::LogInput::open(path).map_err(fail)?;
     let first = match reader.next() {
         None => {
             eprintln!("{TOOL}: {}", empty_log(path));
@@ -441,6 +436,23 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
             "-R reads a log: it excludes event specs, -t and a command",
         ));
     }
+    let wanted = wants_report(args) || args.verbose > 0;
+    // -O: the records written as a pmclog (a perf.data converted).
+    let path = match &args.log_out {
+        Some(out) => {
+            super::convert::write_log(path, out)?;
+            if !wanted {
+                return Ok(ExitCode::SUCCESS);
+            }
+            // Standard input is gone: the reports read what was written.
+            if path.as_os_str() == "-" {
+                out.as_path()
+            } else {
+                path
+            }
+        }
+        None => path,
+    };
     if streams_report(args) {
         // Streamed: -G, --folded and the profiles of a large log in little
         // memory; its losses are counted in the same pass (a pipe too).

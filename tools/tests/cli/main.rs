@@ -30,6 +30,7 @@ mod kernel_frames;
 mod log_endings;
 mod lost_samples;
 mod outputs;
+mod perf_data_input;
 mod pmcstat_options;
 mod profiles;
 mod readme;
@@ -93,6 +94,7 @@ fn main() {
     tests.extend(hostile_logs::tests());
     tests.extend(hardware::tests());
     tests.extend(shares::tests());
+    tests.extend(perf_data_input::tests());
     let mut trials = harness::trials(tests, &env);
     trials.extend(full_disk::trials(&env));
     harness::keep_only_named_in("PMC_CLI_ONLY", &mut trials);
