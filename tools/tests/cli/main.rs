@@ -36,6 +36,7 @@ mod profiles;
 mod readme;
 mod real_use;
 mod same_samples;
+mod same_stacks;
 mod shares;
 mod signals;
 mod temp;
@@ -75,6 +76,7 @@ fn main() {
     tests.extend(profiles::tests());
     tests.extend(real_use::tests());
     tests.extend(same_samples::tests());
+    tests.extend(same_stacks::tests());
     tests.extend(bad_input::tests());
     tests.extend(argument_ranges::tests());
     tests.extend(freebsd_pmccontrol::tests());

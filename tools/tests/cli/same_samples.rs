@@ -172,14 +172,16 @@ type Stack = Vec<Option<String>>;
 /// One sample of `perf script` (`--no-inline`): its frames, each an
 /// address as perf prints it (relative to its object's mapping) with the
 /// object's path (`None`: no mapping) and perf's name of it.
-struct PerfSample {
-    pid: u32,
-    tid: u32,
-    frames: Vec<(u64, Option<String>, Option<String>)>,
+pub(crate) struct PerfSample {
+    pub(crate) pid: u32,
+    pub(crate) tid: u32,
+    /// The timestamp in ns, where the script prints `time` (`--ns`).
+    pub(crate) time: Option<u64>,
+    pub(crate) frames: Vec<(u64, Option<String>, Option<String>)>,
 }
 
 /// An executable mapping perf saw: (start, length, file offset, path).
-type ExecMapping = (u64, u64, u64, String);
+pub(crate) type ExecMapping = (u64, u64, u64, String);
 
 fn compare(dir: &TempDir, comm: &str, command: &[&str]) -> TestResult {
     let data = dir.path("perf.data");
@@ -344,7 +346,7 @@ fn plt_ranges(
 
 /// `perf script --show-mmap-events -F comm,pid,tid,ip,sym,dso` of `comm`:
 /// its executable mappings per pid, and its samples with their frames.
-fn perf_script_samples(
+pub(crate) fn perf_script_samples(
     script: &str,
     comm: &str,
 ) -> (HashMap<u32, Vec<ExecMapping>>, Vec<PerfSample>) {
@@ -410,9 +412,16 @@ fn perf_script_samples(
             }
             continue;
         }
+        // `SECONDS.NANOSECONDS:` with `--ns`.
+        let time = words.next().and_then(|w| {
+            let (seconds, nanos) = w.strip_suffix(':')?.split_once('.')?;
+            (nanos.len() == 9).then_some(())?;
+            Some(seconds.parse::<u64>().ok()? * 1_000_000_000 + nanos.parse::<u64>().ok()?)
+        });
         current = Some(PerfSample {
             pid,
             tid,
+            time,
             frames: Vec::new(),
         });
     }
