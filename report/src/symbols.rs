@@ -119,6 +119,8 @@ pub struct Resolved {
     pub object_address: Option<u64>,
     /// Start (object address) of the containing function symbol.
     pub symbol_start: Option<u64>,
+    /// End (object address, exclusive) of the containing function symbol.
+    pub symbol_end: Option<u64>,
 }
 
 impl Resolved {
@@ -128,6 +130,18 @@ impl Resolved {
             && self.symbol_start.is_none()
             && self.frames.len() == 1
             && self.frames[0].function == KERNEL_FRAME
+    }
+
+    /// Whether a function names the pc: a symbol holds it, or DWARF
+    /// names its frames. Otherwise its one frame is a stand-in:
+    /// `object+0xoffset`, `0xpc` or [`KERNEL_FRAME`] (pmcstat `-a`'s
+    /// `<unknown>`).
+    pub fn is_named(&self) -> bool {
+        self.symbol_start.is_some()
+            || self
+                .frames
+                .iter()
+                .any(|f| f.file.is_some() || f.line.is_some())
     }
 
     fn unnamed_kernel() -> Resolved {
@@ -140,6 +154,7 @@ impl Resolved {
             mapping: None,
             object_address: None,
             symbol_start: None,
+            symbol_end: None,
         }
     }
 }
@@ -546,6 +561,7 @@ impl Symbolizer {
             mapping: Some(mapping),
             object_address: Some(pc),
             symbol_start: Some(symbol.start),
+            symbol_end: Some(symbol.end),
         })
     }
 
@@ -562,6 +578,26 @@ impl Symbolizer {
             .first()
             .map(|f| f.function.clone())
             .unwrap_or_default()
+    }
+
+    /// The frames of the `index`th pc of a callchain of `pid` (leaf
+    /// first), as every report names them: the leaf looked up at its pc,
+    /// a caller one byte before its return address ([`frame_address`]),
+    /// kernel pcs (`kernel`, [`crate::kernel_frames`]) through
+    /// [`Symbolizer::resolve_kernel`].
+    pub fn resolve_frame(
+        &mut self,
+        pid: u32,
+        index: usize,
+        pc: u64,
+        kernel: bool,
+    ) -> Arc<Resolved> {
+        let address = frame_address(index, pc);
+        if kernel {
+            self.resolve_kernel(address)
+        } else {
+            self.resolve(pid, address)
+        }
     }
 
     /// Everything known about a pc of `pid`, through the log's mappings
@@ -598,6 +634,7 @@ impl Symbolizer {
             mapping: None,
             object_address: None,
             symbol_start: None,
+            symbol_end: None,
         };
         // The process's own objects first, then the kernel's (hwpmc logs
         // kernel MAP_INs with pid -1, pmc_log_kernel_mappings).
@@ -652,7 +689,7 @@ impl Symbolizer {
         }
         let names = info.names(&path, &mut self.debug, self.recorded_until, self.names_only);
         let symbol = names.symbol_at(addr);
-        let mut frames = names.frames(addr, symbol.map(|s| s.1), self.names_only);
+        let mut frames = names.frames(addr, symbol.map(|s| s.name.as_str()), self.names_only);
         if frames.is_empty() {
             frames.push(Frame {
                 function: format!("{file_name}+{addr:#x}"),
@@ -664,7 +701,8 @@ impl Symbolizer {
             frames,
             mapping: Some(mapping),
             object_address: Some(addr),
-            symbol_start: symbol.map(|s| s.0),
+            symbol_start: symbol.map(|s| s.start),
+            symbol_end: symbol.map(|s| s.end),
         }
     }
 
@@ -681,33 +719,9 @@ impl Symbolizer {
     }
 }
 
-/// An object's own DWARF line tables (`pmcstat -a`): its `.debug_*`
-/// sections read through [`pmc_unwind::ObjectFile`] and inflated within
-/// the cap of compressed sections.
-pub struct LineTables(debuginfo::OwnedDwarf);
-
-impl std::fmt::Debug for LineTables {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LineTables").finish_non_exhaustive()
-    }
-}
-
-impl LineTables {
-    /// The line tables of the object `file` (already opened), when it has
-    /// DWARF; what was refused (a compressed section above the cap) is
-    /// added to `notes`.
-    pub fn load(file: &pmc_unwind::ObjectFile, notes: &mut Vec<String>) -> Option<LineTables> {
-        let elf = object::File::parse(file).ok()?;
-        let mut noted = DebugFiles::default();
-        let path = file.path().display().to_string();
-        let dwarf = debuginfo::owned_dwarf(&elf, &|o, n| file.read_range(o, n), &path, &mut noted);
-        notes.extend(noted.notes().iter().cloned());
-        dwarf.map(LineTables)
-    }
-
-    /// The source file and line of an object address.
-    pub fn find_location(&self, addr: u64) -> Option<(String, u32)> {
-        let location = self.0.find_location(addr).ok()??;
-        Some((location.file?.to_string(), location.line?))
-    }
+/// Where a callchain's `index`th pc (leaf first) is looked up: the leaf at
+/// its own pc; a caller's pc is a return address, after the call, so one
+/// byte before it, inside the calling instruction.
+pub fn frame_address(index: usize, pc: u64) -> u64 {
+    if index == 0 { pc } else { pc.saturating_sub(1) }
 }

@@ -142,9 +142,9 @@ pub(super) fn changed_at(m: &std::fs::Metadata) -> Option<std::time::SystemTime>
 }
 
 impl Names {
-    pub(super) fn symbol_at(&self, addr: u64) -> Option<(u64, &str)> {
-        let f = function_at(&self.functions, addr)?;
-        Some((f.start, f.name.as_str()))
+    /// The function symbol holding `addr`: its start, end and name.
+    pub(super) fn symbol_at(&self, addr: u64) -> Option<&FunctionSymbol> {
+        function_at(&self.functions, addr)
     }
 
     /// The frames at `addr`, innermost first; with `names_only` the
