@@ -371,9 +371,15 @@ pub struct ProfileOptions {
     /// Look separate debug files up under this root (pmcstat's `-r`), not
     /// in the running system's [`DEBUG_DIR`].
     pub debug_root: Option<std::path::PathBuf>,
-    /// When the log was last written: objects changed on disk after it
-    /// stay unnamed ([`Symbolizer::with_recorded_until`]).
+    /// When the log was last written: objects modified on disk after it
+    /// whose build id `build_ids` does not give stay unnamed
+    /// ([`Symbolizer::with_recorded_until`]).
     pub recorded_until: Option<std::time::SystemTime>,
+    /// The build id of each object when it was sampled, by its path
+    /// exactly as the log names it (perf.data's build-id section, say): a
+    /// match names the object whatever its times, a mismatch leaves it
+    /// `object+0xoff` ([`Symbolizer::with_build_ids`]). Empty by default.
+    pub build_ids: HashMap<String, Vec<u8>>,
     /// Name pcs by their functions' symbols alone, without inline frames
     /// and file:line ([`Symbolizer::with_names_only`]).
     pub names_only: bool,
@@ -394,6 +400,7 @@ impl ProfileOptions {
         symbolizer
             .with_debug_root(self.debug_root.clone())
             .with_recorded_until(self.recorded_until)
+            .with_build_ids(self.build_ids.clone())
             .with_names_only(self.names_only)
     }
 }

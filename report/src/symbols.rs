@@ -35,12 +35,14 @@ mod functions;
 mod inflate;
 mod jit;
 mod names;
+mod sampled;
 mod vdso;
 use debuginfo::DebugRefs;
 pub use debuginfo::{DEBUG_DIR, DebugFiles};
 use exec::exec_images;
 pub use functions::{FunctionSymbol, function_at, function_symbols};
 use names::Names;
+use sampled::Recorded;
 use vdso::ObjectData;
 
 /// INITIALIZE version of logs written by pmc before it logged MAP_IN the
@@ -309,17 +311,19 @@ impl ObjectInfo {
     }
 
     /// The object's names, read the first time they are needed. An object
-    /// changed on disk after the log was written (`recorded_until`) gets
+    /// that is not the one the log sampled ([`Recorded::check`]) gets
     /// none: its names would be another build's.
     fn names(
         &mut self,
         path: &str,
         debug: &mut DebugFiles,
-        recorded_until: Option<std::time::SystemTime>,
+        recorded: &Recorded,
         names_only: bool,
     ) -> &Names {
-        self.names
-            .get_or_insert_with(|| Names::load(path, debug, names_only, recorded_until))
+        self.names.get_or_insert_with(|| {
+            let logged = debug.logged_path(path).to_string();
+            Names::load(path, &logged, debug, names_only, recorded)
+        })
     }
 }
 
@@ -337,9 +341,10 @@ pub struct Symbolizer {
     kernel_cache: HashMap<u64, Arc<Resolved>>,
     /// Separate debug files, looked up lazily and read once each.
     debug: DebugFiles,
-    /// When the log was last written: objects changed after it are not
-    /// named ([`Symbolizer::with_recorded_until`]).
-    recorded_until: Option<std::time::SystemTime>,
+    /// What the log says of its objects (last write, build ids): objects
+    /// that are not the ones sampled are not named
+    /// ([`Symbolizer::with_recorded_until`], [`Symbolizer::with_build_ids`]).
+    recorded: Recorded,
     /// Per pid: the functions of `/tmp/perf-PID.map`, when it exists.
     perf_maps: HashMap<u32, Option<Vec<FunctionSymbol>>>,
     /// INITIALIZE's wall-clock time (seconds): older perf maps are another
@@ -446,7 +451,7 @@ impl Symbolizer {
             kernel,
             kernel_cache: HashMap::new(),
             debug,
-            recorded_until: None,
+            recorded: Recorded::default(),
             perf_maps: HashMap::new(),
             log_started,
             names_only: false,
@@ -463,12 +468,26 @@ impl Symbolizer {
         self
     }
 
-    /// Leaves unnamed the objects changed on disk after `time` (the log's
-    /// last write): pmclog records paths, not build ids, so a file
-    /// replaced since (a package upgrade, a rebuild) is another build
-    /// whose names would be wrong.
+    /// Leaves unnamed the objects modified on disk after `time` (the log's
+    /// last write) whose build id the log did not record: pmclog names
+    /// objects by path, so a file rebuilt since is another build whose
+    /// names would be wrong. Only the modification time counts: a status
+    /// change (`chmod`, a hard link) leaves the content as sampled.
     pub fn with_recorded_until(mut self, time: Option<std::time::SystemTime>) -> Symbolizer {
-        self.recorded_until = time;
+        self.recorded.until = time;
+        self.cache.clear();
+        self
+    }
+
+    /// The build ids the objects had when sampled, by path as the log
+    /// names them: an object with one is named when its build id matches,
+    /// whatever its times, and left `object+0xoff` when it does not (said
+    /// in [`Symbolizer::debug_notes`]).
+    pub fn with_build_ids(
+        mut self,
+        build_ids: std::collections::HashMap<String, Vec<u8>>,
+    ) -> Symbolizer {
+        self.recorded.build_ids = build_ids;
         self.cache.clear();
         self
     }
@@ -687,7 +706,7 @@ impl Symbolizer {
         if !(mapping.memory_start..mapping.memory_limit).contains(&pc) {
             return raw();
         }
-        let names = info.names(&path, &mut self.debug, self.recorded_until, self.names_only);
+        let names = info.names(&path, &mut self.debug, &self.recorded, self.names_only);
         let symbol = names.symbol_at(addr);
         let mut frames = names.frames(addr, symbol.map(|s| s.name.as_str()), self.names_only);
         if frames.is_empty() {

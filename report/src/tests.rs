@@ -5,6 +5,7 @@ use pmc::log::{LogEvent, LogRecord};
 
 use crate::*;
 
+mod build_ids;
 mod exec_placement;
 
 fn ev(record: LogRecord) -> LogEvent {
