@@ -41,8 +41,8 @@ pub use kallsyms::{
 pub use pmc_unwind::{MAX_OBJECT_BYTES, ObjectFile, open_untrusted_object};
 pub use pprof_writer::{pprof, pprof_uncompressed};
 pub use symbols::{
-    DEBUG_DIR, DebugFiles, Frame, FunctionSymbol, LineTables, MapStart, Mapping, Resolved,
-    Symbolizer, function_at, function_symbols,
+    DEBUG_DIR, DebugFiles, Frame, FunctionSymbol, MapStart, Mapping, Resolved, Symbolizer,
+    frame_address, function_at, function_symbols,
 };
 pub use text::{callgraph, flamegraph, folded};
 
@@ -204,6 +204,15 @@ impl ProfileBuilder {
 
     /// Symbolises the distinct pcs and returns the profile.
     pub fn finish(self) -> Profile {
+        let mut symbolizer = self.options.symbolizer(&self.context);
+        self.finish_with(&mut symbolizer)
+    }
+
+    /// [`ProfileBuilder::finish`] with `symbolizer` (made by
+    /// [`ProfileOptions::symbolizer`] from the same log), which other
+    /// reports of the log then share: its objects and debug files are read
+    /// once for all of them, and each pc is named alike in each.
+    pub fn finish_with(self, symbolizer: &mut Symbolizer) -> Profile {
         let ProfileBuilder {
             options,
             context,
@@ -242,17 +251,6 @@ impl ProfileBuilder {
                     .copied(),
             })
             .collect();
-        let mut symbolizer = match options.map_start {
-            Some(c) => Symbolizer::with_convention(&context, c),
-            None => Symbolizer::new(&context),
-        };
-        if let Some(symbols) = &options.kernel_symbols {
-            symbolizer = symbolizer.with_kernel_symbols(symbols.clone());
-        }
-        symbolizer = symbolizer
-            .with_debug_root(options.debug_root.clone())
-            .with_recorded_until(options.recorded_until)
-            .with_names_only(options.names_only);
         let mut locations: Vec<Location> = Vec::new();
         let mut location_index: HashMap<(u32, u64, bool), usize> = HashMap::new();
         // Deterministic output: sorted keys and chains.
@@ -268,7 +266,7 @@ impl ProfileBuilder {
             for (i, pc) in pcs.iter().enumerate() {
                 // Return addresses point after the call: step back one
                 // byte so they fall inside the calling function.
-                let address = if i == 0 { *pc } else { pc.saturating_sub(1) };
+                let address = frame_address(i, *pc);
                 // pmcstat -I: the leaf is shown as its address, unresolved.
                 let unresolved = i == 0 && options.leaf_address;
                 let kernel = i < in_kernel;
@@ -286,11 +284,10 @@ impl ProfileBuilder {
                                 mapping: None,
                                 object_address: None,
                                 symbol_start: None,
+                                symbol_end: None,
                             })
-                        } else if kernel {
-                            symbolizer.resolve_kernel(address)
                         } else {
-                            symbolizer.resolve(pid, address)
+                            symbolizer.resolve_frame(pid, i, *pc, kernel)
                         };
                         locations.push(Location {
                             pid: owner,
@@ -374,12 +371,38 @@ pub struct ProfileOptions {
     /// Look separate debug files up under this root (pmcstat's `-r`), not
     /// in the running system's [`DEBUG_DIR`].
     pub debug_root: Option<std::path::PathBuf>,
-    /// When the log was last written: objects changed on disk after it
-    /// stay unnamed ([`Symbolizer::with_recorded_until`]).
+    /// When the log was last written: objects modified on disk after it
+    /// whose build id `build_ids` does not give stay unnamed
+    /// ([`Symbolizer::with_recorded_until`]).
     pub recorded_until: Option<std::time::SystemTime>,
+    /// The build id of each object when it was sampled, by its path
+    /// exactly as the log names it (perf.data's build-id section, say): a
+    /// match names the object whatever its times, a mismatch leaves it
+    /// `object+0xoff` ([`Symbolizer::with_build_ids`]). Empty by default.
+    pub build_ids: HashMap<String, Vec<u8>>,
     /// Name pcs by their functions' symbols alone, without inline frames
     /// and file:line ([`Symbolizer::with_names_only`]).
     pub names_only: bool,
+}
+
+impl ProfileOptions {
+    /// The symbolizer these options describe for a log (its mappings from
+    /// `events`' MAP_IN, fork and exec records): what names every frame of
+    /// every report, [`Profile`] and pmcstat's `-a` and `-m` alike.
+    pub fn symbolizer(&self, events: &[LogEvent]) -> Symbolizer {
+        let mut symbolizer = match self.map_start {
+            Some(c) => Symbolizer::with_convention(events, c),
+            None => Symbolizer::new(events),
+        };
+        if let Some(symbols) = &self.kernel_symbols {
+            symbolizer = symbolizer.with_kernel_symbols(symbols.clone());
+        }
+        symbolizer
+            .with_debug_root(self.debug_root.clone())
+            .with_recorded_until(self.recorded_until)
+            .with_build_ids(self.build_ids.clone())
+            .with_names_only(self.names_only)
+    }
 }
 
 impl Profile {
@@ -395,6 +418,21 @@ impl Profile {
             builder.push(e);
         }
         builder.finish()
+    }
+
+    /// [`Profile::from_events_with`], naming pcs with `symbolizer` (made
+    /// by [`ProfileOptions::symbolizer`] from `events`), which the
+    /// caller's other reports of the log then share.
+    pub fn from_events_using(
+        events: &[LogEvent],
+        options: &ProfileOptions,
+        symbolizer: &mut Symbolizer,
+    ) -> Profile {
+        let mut builder = ProfileBuilder::new(options.clone());
+        for e in events {
+            builder.push(e);
+        }
+        builder.finish_with(symbolizer)
     }
 
     /// Total samples of an event.

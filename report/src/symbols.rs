@@ -35,12 +35,14 @@ mod functions;
 mod inflate;
 mod jit;
 mod names;
+mod sampled;
 mod vdso;
 use debuginfo::DebugRefs;
 pub use debuginfo::{DEBUG_DIR, DebugFiles};
 use exec::exec_images;
 pub use functions::{FunctionSymbol, function_at, function_symbols};
 use names::Names;
+use sampled::Recorded;
 use vdso::ObjectData;
 
 /// INITIALIZE version of logs written by pmc before it logged MAP_IN the
@@ -119,6 +121,8 @@ pub struct Resolved {
     pub object_address: Option<u64>,
     /// Start (object address) of the containing function symbol.
     pub symbol_start: Option<u64>,
+    /// End (object address, exclusive) of the containing function symbol.
+    pub symbol_end: Option<u64>,
 }
 
 impl Resolved {
@@ -128,6 +132,18 @@ impl Resolved {
             && self.symbol_start.is_none()
             && self.frames.len() == 1
             && self.frames[0].function == KERNEL_FRAME
+    }
+
+    /// Whether a function names the pc: a symbol holds it, or DWARF
+    /// names its frames. Otherwise its one frame is a stand-in:
+    /// `object+0xoffset`, `0xpc` or [`KERNEL_FRAME`] (pmcstat `-a`'s
+    /// `<unknown>`).
+    pub fn is_named(&self) -> bool {
+        self.symbol_start.is_some()
+            || self
+                .frames
+                .iter()
+                .any(|f| f.file.is_some() || f.line.is_some())
     }
 
     fn unnamed_kernel() -> Resolved {
@@ -140,6 +156,7 @@ impl Resolved {
             mapping: None,
             object_address: None,
             symbol_start: None,
+            symbol_end: None,
         }
     }
 }
@@ -294,17 +311,19 @@ impl ObjectInfo {
     }
 
     /// The object's names, read the first time they are needed. An object
-    /// changed on disk after the log was written (`recorded_until`) gets
+    /// that is not the one the log sampled ([`Recorded::check`]) gets
     /// none: its names would be another build's.
     fn names(
         &mut self,
         path: &str,
         debug: &mut DebugFiles,
-        recorded_until: Option<std::time::SystemTime>,
+        recorded: &Recorded,
         names_only: bool,
     ) -> &Names {
-        self.names
-            .get_or_insert_with(|| Names::load(path, debug, names_only, recorded_until))
+        self.names.get_or_insert_with(|| {
+            let logged = debug.logged_path(path).to_string();
+            Names::load(path, &logged, debug, names_only, recorded)
+        })
     }
 }
 
@@ -322,9 +341,10 @@ pub struct Symbolizer {
     kernel_cache: HashMap<u64, Arc<Resolved>>,
     /// Separate debug files, looked up lazily and read once each.
     debug: DebugFiles,
-    /// When the log was last written: objects changed after it are not
-    /// named ([`Symbolizer::with_recorded_until`]).
-    recorded_until: Option<std::time::SystemTime>,
+    /// What the log says of its objects (last write, build ids): objects
+    /// that are not the ones sampled are not named
+    /// ([`Symbolizer::with_recorded_until`], [`Symbolizer::with_build_ids`]).
+    recorded: Recorded,
     /// Per pid: the functions of `/tmp/perf-PID.map`, when it exists.
     perf_maps: HashMap<u32, Option<Vec<FunctionSymbol>>>,
     /// INITIALIZE's wall-clock time (seconds): older perf maps are another
@@ -431,7 +451,7 @@ impl Symbolizer {
             kernel,
             kernel_cache: HashMap::new(),
             debug,
-            recorded_until: None,
+            recorded: Recorded::default(),
             perf_maps: HashMap::new(),
             log_started,
             names_only: false,
@@ -448,12 +468,26 @@ impl Symbolizer {
         self
     }
 
-    /// Leaves unnamed the objects changed on disk after `time` (the log's
-    /// last write): pmclog records paths, not build ids, so a file
-    /// replaced since (a package upgrade, a rebuild) is another build
-    /// whose names would be wrong.
+    /// Leaves unnamed the objects modified on disk after `time` (the log's
+    /// last write) whose build id the log did not record: pmclog names
+    /// objects by path, so a file rebuilt since is another build whose
+    /// names would be wrong. Only the modification time counts: a status
+    /// change (`chmod`, a hard link) leaves the content as sampled.
     pub fn with_recorded_until(mut self, time: Option<std::time::SystemTime>) -> Symbolizer {
-        self.recorded_until = time;
+        self.recorded.until = time;
+        self.cache.clear();
+        self
+    }
+
+    /// The build ids the objects had when sampled, by path as the log
+    /// names them: an object with one is named when its build id matches,
+    /// whatever its times, and left `object+0xoff` when it does not (said
+    /// in [`Symbolizer::debug_notes`]).
+    pub fn with_build_ids(
+        mut self,
+        build_ids: std::collections::HashMap<String, Vec<u8>>,
+    ) -> Symbolizer {
+        self.recorded.build_ids = build_ids;
         self.cache.clear();
         self
     }
@@ -546,6 +580,7 @@ impl Symbolizer {
             mapping: Some(mapping),
             object_address: Some(pc),
             symbol_start: Some(symbol.start),
+            symbol_end: Some(symbol.end),
         })
     }
 
@@ -562,6 +597,26 @@ impl Symbolizer {
             .first()
             .map(|f| f.function.clone())
             .unwrap_or_default()
+    }
+
+    /// The frames of the `index`th pc of a callchain of `pid` (leaf
+    /// first), as every report names them: the leaf looked up at its pc,
+    /// a caller one byte before its return address ([`frame_address`]),
+    /// kernel pcs (`kernel`, [`crate::kernel_frames`]) through
+    /// [`Symbolizer::resolve_kernel`].
+    pub fn resolve_frame(
+        &mut self,
+        pid: u32,
+        index: usize,
+        pc: u64,
+        kernel: bool,
+    ) -> Arc<Resolved> {
+        let address = frame_address(index, pc);
+        if kernel {
+            self.resolve_kernel(address)
+        } else {
+            self.resolve(pid, address)
+        }
     }
 
     /// Everything known about a pc of `pid`, through the log's mappings
@@ -598,6 +653,7 @@ impl Symbolizer {
             mapping: None,
             object_address: None,
             symbol_start: None,
+            symbol_end: None,
         };
         // The process's own objects first, then the kernel's (hwpmc logs
         // kernel MAP_INs with pid -1, pmc_log_kernel_mappings).
@@ -650,9 +706,9 @@ impl Symbolizer {
         if !(mapping.memory_start..mapping.memory_limit).contains(&pc) {
             return raw();
         }
-        let names = info.names(&path, &mut self.debug, self.recorded_until, self.names_only);
+        let names = info.names(&path, &mut self.debug, &self.recorded, self.names_only);
         let symbol = names.symbol_at(addr);
-        let mut frames = names.frames(addr, symbol.map(|s| s.1), self.names_only);
+        let mut frames = names.frames(addr, symbol.map(|s| s.name.as_str()), self.names_only);
         if frames.is_empty() {
             frames.push(Frame {
                 function: format!("{file_name}+{addr:#x}"),
@@ -664,7 +720,8 @@ impl Symbolizer {
             frames,
             mapping: Some(mapping),
             object_address: Some(addr),
-            symbol_start: symbol.map(|s| s.0),
+            symbol_start: symbol.map(|s| s.start),
+            symbol_end: symbol.map(|s| s.end),
         }
     }
 
@@ -681,33 +738,9 @@ impl Symbolizer {
     }
 }
 
-/// An object's own DWARF line tables (`pmcstat -a`): its `.debug_*`
-/// sections read through [`pmc_unwind::ObjectFile`] and inflated within
-/// the cap of compressed sections.
-pub struct LineTables(debuginfo::OwnedDwarf);
-
-impl std::fmt::Debug for LineTables {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LineTables").finish_non_exhaustive()
-    }
-}
-
-impl LineTables {
-    /// The line tables of the object `file` (already opened), when it has
-    /// DWARF; what was refused (a compressed section above the cap) is
-    /// added to `notes`.
-    pub fn load(file: &pmc_unwind::ObjectFile, notes: &mut Vec<String>) -> Option<LineTables> {
-        let elf = object::File::parse(file).ok()?;
-        let mut noted = DebugFiles::default();
-        let path = file.path().display().to_string();
-        let dwarf = debuginfo::owned_dwarf(&elf, &|o, n| file.read_range(o, n), &path, &mut noted);
-        notes.extend(noted.notes().iter().cloned());
-        dwarf.map(LineTables)
-    }
-
-    /// The source file and line of an object address.
-    pub fn find_location(&self, addr: u64) -> Option<(String, u32)> {
-        let location = self.0.find_location(addr).ok()??;
-        Some((location.file?.to_string(), location.line?))
-    }
+/// Where a callchain's `index`th pc (leaf first) is looked up: the leaf at
+/// its own pc; a caller's pc is a return address, after the call, so one
+/// byte before it, inside the calling instruction.
+pub fn frame_address(index: usize, pc: u64) -> u64 {
+    if index == 0 { pc } else { pc.saturating_sub(1) }
 }

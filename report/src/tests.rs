@@ -5,6 +5,7 @@ use pmc::log::{LogEvent, LogRecord};
 
 use crate::*;
 
+mod build_ids;
 mod exec_placement;
 
 fn ev(record: LogRecord) -> LogEvent {
@@ -345,6 +346,7 @@ fn max_depth_limits_named_frames_inline_ones_included() {
             mapping: None,
             object_address: None,
             symbol_start: None,
+            symbol_end: None,
         }),
     };
     let profile = |max_frames| Profile {
@@ -647,6 +649,7 @@ fn cg_location(image: Option<&str>, function: &str, start: Option<u64>, pc: u64)
             object_address: mapping.as_ref().map(|_| pc),
             mapping,
             symbol_start: start,
+            symbol_end: None,
         }),
     }
 }

@@ -12,9 +12,17 @@
 //! function's addresses in its object's symbol table (link-time: offsets
 //! into a shared library or a PIE executable, which its pc is not), and
 //! `-a` prints `pc <unknown> ??:0` for every pc it cannot name, kernel ones
-//! included. One difference: `-a` looks a caller's line up one byte before
-//! its return address, in the call instruction (FreeBSD's addr2line gets
-//! the return address itself, the line after the call when it differs).
+//! included.
+//!
+//! `-m` and `-a` name pcs with the report's [`Symbolizer`] (the one `-G`,
+//! `--folded` and the profiles use, shared with them in one run): separate
+//! debug files, MiniDebugInfo, inline frames and file:line from whichever
+//! DWARF the object's names came with. Two differences from FreeBSD:
+//! `-a` looks a caller up one byte before its return address, in the call
+//! instruction (FreeBSD's addr2line gets the return address itself, the
+//! line after the call when it differs); and a pc inside inlined calls
+//! prints one line per function, innermost first, as `addr2line -i` does
+//! (FreeBSD's `addr2line -f` prints the innermost alone).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -22,7 +30,9 @@ use std::path::Path;
 
 use object::{Object, ObjectSegment};
 use pmc::log::{LogEvent, LogRecord};
-use pmc_report::{FunctionSymbol, KERNEL_FRAME, KernelNames, KernelNamesMissing, MapStart};
+use pmc_report::{
+    FunctionSymbol, KERNEL_FRAME, KernelNames, KernelNamesMissing, MapStart, Symbolizer,
+};
 
 const PAGE: u64 = 4096;
 
@@ -70,12 +80,6 @@ struct ObjectInfo {
     first_text_vaddr: Option<u64>,
     /// Sorted by start ([`pmc_report::function_symbols`]).
     functions: Vec<FunctionSymbol>,
-    /// The object's path when it has debug sections: its line tables are
-    /// opened the first time a line is asked for (the top view never asks,
-    /// and a loaded machine's big binaries would each hold theirs).
-    debug_path: Option<String>,
-    /// DWARF line tables, once asked for (`None` inside: none to read).
-    lines: std::cell::OnceCell<Option<pmc_report::LineTables>>,
 }
 
 impl ObjectInfo {
@@ -84,8 +88,6 @@ impl ObjectInfo {
             segments: Vec::new(),
             first_text_vaddr: None,
             functions: Vec::new(),
-            debug_path: None,
-            lines: std::cell::OnceCell::new(),
         };
         // The log names it: an absolute path to a regular file, read as
         // parsed (pmc_report::ObjectFile).
@@ -114,21 +116,7 @@ impl ObjectInfo {
             segments,
             first_text_vaddr,
             functions,
-            debug_path: file.has_debug_symbols().then(|| path.to_string()),
-            lines: std::cell::OnceCell::new(),
         }
-    }
-
-    /// The line tables, opened at the first call (the object opened again
-    /// by the same rules; compressed sections inflated within the cap).
-    fn lines(&self) -> Option<&pmc_report::LineTables> {
-        self.lines
-            .get_or_init(|| {
-                let path = self.debug_path.as_deref()?;
-                let file = pmc_report::ObjectFile::open(Path::new(path)).ok()?;
-                pmc_report::LineTables::load(&file, &mut Vec::new())
-            })
-            .as_ref()
     }
 
     /// Whether a link-time address lies in one of the loadable segments (a
@@ -162,8 +150,6 @@ pub struct Place {
     /// The function's `[start, end)` in its object's symbol table (the
     /// run-time one for kernel functions named through kallsyms).
     pub symbol_range: Option<(u64, u64)>,
-    /// Source file and line, when the object has line tables.
-    pub line: Option<(String, u32)>,
     /// The pc's address in its object (link-time), when the object was
     /// read: the same for every process that maps it, wherever ASLR put it.
     pub image_address: Option<u64>,
@@ -271,7 +257,7 @@ impl Resolver {
         self.maps.keys().copied()
     }
 
-    /// Lets go of the objects (symbols, segments, line tables) no process
+    /// Lets go of the objects (symbols, segments) no process
     /// it knows has mapped in its last `sweeps` calls: one copy per object
     /// file while mapped, none once unmapped that long. The grace keeps an
     /// object that short-lived processes map one after another (a build's
@@ -317,8 +303,8 @@ impl Resolver {
     /// the kernel's, `pmc_report::kernel_frames`): through the log's kernel
     /// ELF where it has one (FreeBSD's), else kallsyms; `[kernel.kallsyms]`
     /// without a function when neither names it.
-    pub fn place_kernel(&mut self, pc: u64, with_line: bool) -> Place {
-        if let Some(p) = self.place(u32::MAX, pc, with_line)
+    pub fn place_kernel(&mut self, pc: u64) -> Place {
+        if let Some(p) = self.place(u32::MAX, pc)
             && p.function.is_some()
         {
             return p;
@@ -328,14 +314,12 @@ impl Resolver {
                 object: s.object(),
                 function: Some((s.name.clone(), s.start, s.end)),
                 symbol_range: Some((s.start, s.end)),
-                line: None,
                 image_address: None,
             },
             None => Place {
                 object: KERNEL_FRAME.into(),
                 function: None,
                 symbol_range: None,
-                line: None,
                 image_address: None,
             },
         }
@@ -346,9 +330,9 @@ impl Resolver {
         self.kernel.missing()
     }
 
-    /// The object, function and line of `pc` in `pid`, or `None` when no
+    /// The object and function of `pc` in `pid`, or `None` when no
     /// mapping covers it.
-    pub fn place(&mut self, pid: u32, pc: u64, with_line: bool) -> Option<Place> {
+    pub fn place(&mut self, pid: u32, pc: u64) -> Option<Place> {
         let (start, path) = self.mapping(pid, pc)?;
         let path = path.to_string();
         let info = self
@@ -374,30 +358,24 @@ impl Resolver {
                 f.end.wrapping_add(bias),
             )
         });
-        // Only when asked: the first ask opens the object's line tables.
-        let lines = if with_line { info.lines() } else { None };
-        let line = match (vaddr, lines) {
-            (Some(v), Some(l)) => l.find_location(v),
-            _ => None,
-        };
         Some(Place {
             object: path,
             function,
             symbol_range,
-            line,
             image_address: vaddr,
         })
     }
 }
 
 /// `-m`: one line per sample, `pc function start end` for samples whose
-/// leaf pc lies in a known function (others are skipped, as pmcstat does),
-/// and why kernel pcs went unnamed, if they did. pmcpl_annotate.c
-/// `pmcpl_annotate_process`: `"%p %s 0x%jx 0x%jx\n"` of the pc, the
-/// symbol's name, and its start and end plus the image's `pi_vaddr` (the
-/// symbol table's values).
-pub fn sampled_pcs(events: &[LogEvent]) -> (String, Option<KernelNamesMissing>) {
-    let mut r = Resolver::new(events);
+/// leaf pc lies in a known function (others are skipped, as pmcstat does).
+/// pmcpl_annotate.c `pmcpl_annotate_process`: `"%p %s 0x%jx 0x%jx\n"` of
+/// the pc, the symbol's name, and its start and end plus the image's
+/// `pi_vaddr` (the symbol table's values). The function is the one the
+/// symbol names, the outermost of the pc's frames (the report's
+/// `Location::function`). `symbolizer` is the run's
+/// ([`pmc_report::ProfileOptions::symbolizer`] of `events`).
+pub fn sampled_pcs(events: &[LogEvent], symbolizer: &mut Symbolizer) -> String {
     let mut out = String::new();
     for e in events {
         if let LogRecord::Callchain {
@@ -408,32 +386,34 @@ pub fn sampled_pcs(events: &[LogEvent]) -> (String, Option<KernelNamesMissing>) 
         } = &e.record
             && let Some(&pc) = pcs.first()
         {
-            let place = if pmc_report::kernel_frames(*userspace, pcs) > 0 {
-                Some(r.place_kernel(pc, false))
-            } else {
-                r.place(*pid, pc, false)
-            };
-            if let Some(Place {
-                function: Some((name, ..)),
-                symbol_range: Some((start, end)),
-                ..
-            }) = place
+            let kernel = pmc_report::kernel_frames(*userspace, pcs) > 0;
+            let r = symbolizer.resolve_frame(*pid, 0, pc, kernel);
+            if let (Some(start), Some(end), Some(function)) =
+                (r.symbol_start, r.symbol_end, r.frames.last())
             {
+                let name = &function.function;
                 let _ = writeln!(out, "{pc:#x} {name} {start:#x} {end:#x}");
             }
         }
     }
-    (out, r.kernel_names_missing().cloned())
+    out
 }
 
 /// `-a`: every frame of every sample as `pc function file:line` (or
-/// `pc <unknown> ??:0`), each sample ended by `--`; and why kernel pcs
-/// went unnamed, if they did. pmcpl_annotate_cg.c
+/// `pc <unknown> ??:0`), each sample ended by `--`. pmcpl_annotate_cg.c
 /// `pmcpl_annotate_cg_process`: `"%p %s %s:%d\n"` for a pc in a known
 /// function, `"%p <unknown> ??:0\n"` for any other, `"--\n"` after each
-/// sample.
-pub fn annotated_callchains(events: &[LogEvent]) -> (String, Option<KernelNamesMissing>) {
-    let mut r = Resolver::new(events);
+/// sample. A pc inside inlined calls has a line per function, innermost
+/// first, each with its own file:line (`??:0` where DWARF has no line): the
+/// frames `--folded` and `--pprof` show. `symbolizer` is the run's;
+/// `max_frames` (`-z`) keeps each sample's innermost lines, counted as
+/// `--folded` counts its names (inline frames included).
+pub fn annotated_callchains(
+    events: &[LogEvent],
+    symbolizer: &mut Symbolizer,
+    max_frames: Option<usize>,
+) -> String {
+    let max_frames = max_frames.map_or(usize::MAX, |d| d.max(1));
     let mut out = String::new();
     for e in events {
         if let LogRecord::Callchain {
@@ -444,32 +424,28 @@ pub fn annotated_callchains(events: &[LogEvent]) -> (String, Option<KernelNamesM
         } = &e.record
         {
             let in_kernel = pmc_report::kernel_frames(*userspace, pcs);
+            let mut left = max_frames;
             for (i, &pc) in pcs.iter().enumerate() {
-                // Return addresses point after the call instruction.
-                let probe = if i == 0 { pc } else { pc.saturating_sub(1) };
-                let place = if i < in_kernel {
-                    Some(r.place_kernel(probe, true))
-                } else {
-                    r.place(*pid, probe, true)
-                };
-                match place {
-                    Some(Place {
-                        function: Some((name, ..)),
-                        line,
-                        ..
-                    }) => {
-                        let (file, n) = line.unwrap_or_else(|| ("??".into(), 0));
-                        let _ = writeln!(out, "{pc:#x} {name} {file}:{n}");
-                    }
-                    _ => {
-                        let _ = writeln!(out, "{pc:#x} <unknown> ??:0");
-                    }
+                let r = symbolizer.resolve_frame(*pid, i, pc, i < in_kernel);
+                if !r.is_named() && left > 0 {
+                    let _ = writeln!(out, "{pc:#x} <unknown> ??:0");
+                    left -= 1;
+                    continue;
+                }
+                for f in r.frames.iter().take(left) {
+                    // DWARF's line 0 ("no source line") is unresolved too.
+                    let (file, line) = match (&f.file, f.line) {
+                        (Some(file), Some(line)) => (file.as_str(), line),
+                        _ => ("??", 0),
+                    };
+                    let _ = writeln!(out, "{pc:#x} {} {file}:{line}", f.function);
+                    left -= 1;
                 }
             }
             out.push_str("--\n");
         }
     }
-    (out, r.kernel_names_missing().cloned())
+    out
 }
 
 /// `-v`: pmcstat's conversion statistics for a log.
@@ -548,11 +524,12 @@ mod tests {
     #[test]
     fn unmapped_pcs_are_unknown_and_counted_unclaimed() {
         let events = vec![chain(1, vec![0x10, 0x20]), chain(1, vec![])];
+        let mut symbolizer = pmc_report::ProfileOptions::default().symbolizer(&events);
         assert_eq!(
-            annotated_callchains(&events).0,
+            annotated_callchains(&events, &mut symbolizer, None),
             "0x10 <unknown> ??:0\n0x20 <unknown> ??:0\n--\n--\n"
         );
-        assert_eq!(sampled_pcs(&events).0, "");
+        assert_eq!(sampled_pcs(&events, &mut symbolizer), "");
         let s = statistics(&events);
         assert!(
             s.contains(" #samples/total                           2\n"),

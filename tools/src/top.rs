@@ -286,7 +286,7 @@ impl TopView {
     /// offset in the image"): one node however many processes run the
     /// object at other addresses.
     fn frame(&mut self, pid: u32, pc: u64, leaf: bool) -> (String, String) {
-        match self.resolver.place(pid, pc, false) {
+        match self.resolver.place(pid, pc) {
             Some(p) => {
                 let image = p.object.rsplit('/').next().unwrap_or(&p.object).to_string();
                 let name = match p.function {
@@ -303,7 +303,7 @@ impl TopView {
     /// (image, function) of a kernel pc: `[kernel.kallsyms]` (or the
     /// module) and its kallsyms name, else `[kernel.kallsyms]` for both.
     fn kernel_frame(&mut self, probe: u64, pc: u64, leaf: bool) -> (String, String) {
-        let p = self.resolver.place_kernel(probe, false);
+        let p = self.resolver.place_kernel(probe);
         let name = match p.function {
             _ if leaf && self.show_address => format!("{pc:#x}"),
             Some((name, ..)) => name,

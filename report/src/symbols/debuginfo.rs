@@ -144,6 +144,18 @@ impl DebugFiles {
         }
     }
 
+    /// `path` (already under the root) as the log names it: without the
+    /// root, when there is one and `path` is under it.
+    pub(crate) fn logged_path<'p>(&self, path: &'p str) -> &'p str {
+        let Some(root) = self.root.as_ref().and_then(|r| r.to_str()) else {
+            return path;
+        };
+        match path.strip_prefix(root.trim_end_matches('/')) {
+            Some(rest) if rest.starts_with('/') => rest,
+            _ => path,
+        }
+    }
+
     /// `path` (absolute) under the root, when there is one.
     pub(crate) fn rooted(&self, path: &str) -> PathBuf {
         match &self.root {

@@ -114,6 +114,7 @@ pub(crate) fn resolve(map: Option<&[FunctionSymbol]>, file: &Path, pc: u64) -> O
         })),
         object_address: Some(pc),
         symbol_start: Some(f.start),
+        symbol_end: Some(f.end),
     })
 }
 

@@ -8,6 +8,7 @@ use object::{Object, ReadRef};
 use super::Frame;
 use super::debuginfo::{self, DebugFile, DebugFiles, DebugRefs, OwnedDwarf};
 use super::functions::{FunctionSymbol, function_at, plt_symbols, raw_symbols, sized_functions};
+use super::sampled::Recorded;
 use super::vdso::{self, ObjectData};
 
 /// Where an object's DWARF comes from.
@@ -55,24 +56,21 @@ impl Names {
     /// hit wins): its own `.symtab`, then its DWARF; a separate debug file
     /// (by build id, then `.gnu_debuglink`); MiniDebugInfo; `.dynsym` (and
     /// PLT stubs) last, below every other source at the same address. With
-    /// `names_only` no DWARF is parsed. An object changed on disk after
-    /// `recorded_until` (its ctime, from the descriptor read) gets none.
+    /// `names_only` no DWARF is parsed. An object that is not the one the
+    /// log sampled ([`Recorded::check`], `logged` the path as the log
+    /// names it) gets none.
     pub(super) fn load(
         path: &str,
+        logged: &str,
         debug: &mut DebugFiles,
         names_only: bool,
-        recorded_until: Option<std::time::SystemTime>,
+        recorded: &Recorded,
     ) -> Names {
         match vdso::open_object(path, debug) {
             Some(ObjectData::Image(image)) => Names::parse(path, &*image, None, debug, names_only),
             Some(ObjectData::File(file)) => {
-                if let Some(logged) = recorded_until
-                    && let Some(changed) = changed_at(file.metadata())
-                    && changed > logged
-                {
-                    debug.note(format!(
-                        "{path}: changed on disk after the log was written; its frames stay unnamed (pmclog records no build ids to tell the builds apart)"
-                    ));
+                if let Err(why) = recorded.check(logged, &file) {
+                    debug.note(format!("{path}: {why}; its frames stay unnamed"));
                     return Names::none();
                 }
                 let read = |o, n| file.read_range(o, n);
@@ -131,20 +129,10 @@ impl Names {
     }
 }
 
-/// When a file last changed (its inode's ctime: a replacement by rename,
-/// as package managers install, sets it even when the file keeps its
-/// packaged mtime).
-pub(super) fn changed_at(m: &std::fs::Metadata) -> Option<std::time::SystemTime> {
-    use std::os::unix::fs::MetadataExt as _;
-    let secs = u64::try_from(m.ctime()).ok()?;
-    let nanos = u32::try_from(m.ctime_nsec()).ok()?;
-    std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(secs, nanos))
-}
-
 impl Names {
-    pub(super) fn symbol_at(&self, addr: u64) -> Option<(u64, &str)> {
-        let f = function_at(&self.functions, addr)?;
-        Some((f.start, f.name.as_str()))
+    /// The function symbol holding `addr`: its start, end and name.
+    pub(super) fn symbol_at(&self, addr: u64) -> Option<&FunctionSymbol> {
+        function_at(&self.functions, addr)
     }
 
     /// The frames at `addr`, innermost first; with `names_only` the

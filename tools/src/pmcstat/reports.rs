@@ -238,35 +238,24 @@ pub(super) fn write_reports(
         args.depth.map(|d| d as usize),
     );
     let events = &events[..];
-    // One symbolised profile for -G, --folded, -F, -g, --pprof, --flamegraph.
-    let profile =
-        (args.callgraph.is_some() || args.folded.is_some() || args.profile.any()).then(|| {
-            let mut options = ProfileArgs::options(
-                events,
-                period,
-                args.show_address,
-                args.depth.map(|d| d as usize),
-            );
-            options.debug_root.clone_from(&root);
-            options.names_only = names_only(args);
-            // Files under a -r root are copies made for the report, newer
-            // than the log by nature: their times say nothing of the build.
-            if from_log && root.is_none() {
-                options.recorded_until = args.read_log.as_deref().and_then(log_written);
-            }
-            pmc_report::Profile::from_events_with(events, &options)
-        });
-    if let Some(profile) = &profile {
-        warn_kernel_names_missing(TOOL, profile.kernel_names_missing.as_ref());
-        if args.verbose > 0 {
-            for note in &profile.debug_notes {
-                eprintln!("{TOOL}: symbols: {note}");
-            }
-            let n = profile.debug_files_opened;
-            let files = if n == 1 { "file" } else { "files" };
-            eprintln!("{TOOL}: symbols: {n} debug {files} read");
-        }
+    let mut options = ProfileArgs::options(
+        events,
+        period,
+        args.show_address,
+        args.depth.map(|d| d as usize),
+    );
+    options.debug_root.clone_from(&root);
+    options.names_only = names_only(args);
+    // Files under a -r root are copies made for the report, newer
+    // than the log by nature: their times say nothing of the build.
+    if from_log && root.is_none() {
+        options.recorded_until = args.read_log.as_deref().and_then(log_written);
     }
+    // One symbolizer names every report's frames: -G, --folded, -F, -g,
+    // --pprof, --flamegraph (through one profile), -m and -a.
+    let mut symbolizer = options.symbolizer(events);
+    let profile = (args.callgraph.is_some() || args.folded.is_some() || args.profile.any())
+        .then(|| pmc_report::Profile::from_events_using(events, &options, &mut symbolizer));
     if let (Some(path), Some(profile)) = (&args.callgraph, &profile) {
         write_graph(args, path, printfile, &pmc_report::callgraph(profile))?;
     }
@@ -274,14 +263,22 @@ pub(super) fn write_reports(
         write_to(path, &pmc_report::folded(profile))?;
     }
     if let Some(path) = &args.sampled_pcs {
-        let (text, missing) = annotate::sampled_pcs(events);
-        warn_kernel_names_missing(TOOL, missing.as_ref());
-        write_to(path, &text)?;
+        write_to(path, &annotate::sampled_pcs(events, &mut symbolizer))?;
     }
     if let Some(path) = &args.annotated {
-        let (text, missing) = annotate::annotated_callchains(events);
-        warn_kernel_names_missing(TOOL, missing.as_ref());
+        let depth = args.depth.map(|d| d as usize);
+        let text = annotate::annotated_callchains(events, &mut symbolizer, depth);
         write_to(path, &text)?;
+    }
+    warn_kernel_names_missing(TOOL, symbolizer.kernel_names_missing());
+    let named = profile.is_some() || args.sampled_pcs.is_some() || args.annotated.is_some();
+    if named && args.verbose > 0 {
+        for note in symbolizer.debug_notes() {
+            eprintln!("{TOOL}: symbols: {note}");
+        }
+        let n = symbolizer.debug_files_opened();
+        let files = if n == 1 { "file" } else { "files" };
+        eprintln!("{TOOL}: symbols: {n} debug {files} read");
     }
     // -F, -g, --pprof, --flamegraph (tools/src/profile_args.rs).
     if let Some(profile) = &profile {
@@ -410,10 +407,10 @@ fn check_log_owner(path: &std::path::Path, force: bool) -> Result<(), ExitCode> 
 }
 
 /// `-R FILE`: dump the log's records, or write the reports asked for.
-/// Whether `-G` is the only profile asked for: it prints function names,
-/// so DWARF (inline frames, file:line) need not be read.
+/// Whether `-G` (and `-m`) are the only reports asked for: they print
+/// function names, so DWARF (inline frames, file:line) need not be read.
 fn names_only(args: &Args) -> bool {
-    args.folded.is_none() && !args.profile.any()
+    args.folded.is_none() && !args.profile.any() && args.annotated.is_none()
 }
 
 /// When a log was last written: objects changed on disk after it are

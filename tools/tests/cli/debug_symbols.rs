@@ -73,6 +73,15 @@ pub fn tests() -> Vec<LiveTest> {
             an_object_replaced_after_recording_stays_unnamed,
         ),
         test(
+            "debug_symbols::a_status_change_keeps_names_a_new_build_does_not",
+            {
+                let mut r = binutils();
+                r.push(R::Paranoid(2));
+                r
+            },
+            a_status_change_keeps_names_a_new_build_does_not,
+        ),
+        test(
             "debug_symbols::a_label_in_text_is_named_as_perf_names_it",
             binutils(),
             a_label_in_text_is_named_as_perf_names_it,
@@ -474,6 +483,86 @@ fn an_object_replaced_after_recording_stays_unnamed() -> TestResult {
     std::fs::rename(&new, &object).ctx("rename over")?;
     let (leaves, stderr) = report_under(None, &log)?;
     ensure!(all_unnamed(&leaves), "replaced: {leaves:?}");
+    ensure!(
+        stderr.contains("changed on disk after the log was written"),
+        "said under -v: {stderr}"
+    );
+    Ok(())
+}
+
+/// A program spending its time in `pmc_fixture_spin`; `variant` changes
+/// its code, and so its build id.
+fn spin_source(variant: u32) -> String {
+    format!(
+        "__attribute__((noinline)) long pmc_fixture_spin(long n) {{\n\
+         volatile long s = 0; for (long i = 0; i < n; i++) s += i ^ {variant}; return s; }}\n\
+         int main(void) {{ return pmc_fixture_spin(150000000L) == 1; }}\n"
+    )
+}
+
+/// ctime is no content change: a program sampled, then `chmod`, a hard
+/// link (perf's `~/.debug` cache makes one) and a `chown` to its own
+/// owner (a backup tool's restore) keep its names; its content rewritten
+/// by another build (a new mtime, no build id recorded) blanks them.
+fn a_status_change_keeps_names_a_new_build_does_not() -> TestResult {
+    use std::os::unix::fs::MetadataExt as _;
+    let dir = TempDir::new("status-change")?;
+    let prog = dir.join("spin");
+    compile_source(&dir, "spin0", &spin_source(0), &prog)?;
+    let log = dir.join("spin.pmclog");
+    run(
+        PMCSTAT,
+        &[
+            "-q",
+            "-P",
+            "cpu-clock,usr",
+            "-O",
+            &log.to_string_lossy(),
+            "--",
+            &prog.to_string_lossy(),
+        ],
+    )?;
+    let named = |what: &str| -> TestResult {
+        let (leaves, stderr) = report_under(None, &log)?;
+        ensure!(
+            leaves.iter().any(|l| l == "pmc_fixture_spin"),
+            "{what}: the program's leaves are {leaves:?}\n{stderr}"
+        );
+        Ok(())
+    };
+    named("as recorded")?;
+    // Past the log's last write, at any clock tick's resolution.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mode = std::fs::metadata(&prog).ctx("stat")?.mode();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o700)).ctx("chmod")?;
+    named("after chmod 700")?;
+    std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(mode & 0o7777))
+        .ctx("chmod back")?;
+    std::fs::hard_link(&prog, dir.join("spin.link")).ctx("ln")?;
+    named("after a hard link")?;
+    let meta = std::fs::metadata(&prog).ctx("stat")?;
+    std::os::unix::fs::chown(&prog, Some(meta.uid()), Some(meta.gid())).ctx("chown")?;
+    named("after chown to its owner")?;
+    let before = std::fs::metadata(&prog).ctx("stat")?;
+    ensure!(
+        before.ctime() > before.mtime()
+            || (before.ctime() == before.mtime() && before.ctime_nsec() > before.mtime_nsec()),
+        "the status changes left ctime at the mtime"
+    );
+    // Another build written over its content, in place (same inode).
+    let other = dir.join("spin1");
+    compile_source(&dir, "spin1", &spin_source(1), &other)?;
+    std::fs::write(&prog, std::fs::read(&other).ctx("read the new build")?)
+        .ctx("rewrite the program")?;
+    let (leaves, stderr) = report_under(None, &log)?;
+    ensure!(
+        !leaves
+            .iter()
+            .any(|l| l == "pmc_fixture_spin" || l == "main")
+            && leaves.iter().any(|l| l.starts_with("spin+0x")),
+        "a new build still names the old one's samples: {leaves:?}"
+    );
     ensure!(
         stderr.contains("changed on disk after the log was written"),
         "said under -v: {stderr}"

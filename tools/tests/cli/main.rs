@@ -29,6 +29,7 @@ mod hostile_logs;
 mod kernel_frames;
 mod log_endings;
 mod lost_samples;
+mod one_symbolizer;
 mod outputs;
 mod perf_data_input;
 mod pmcstat_options;
@@ -91,6 +92,7 @@ fn main() {
     tests.extend(dwarf_stacks::tests());
     tests.extend(debug_symbols::tests());
     tests.extend(debian_profiles::tests());
+    tests.extend(one_symbolizer::tests());
     tests.extend(outputs::tests());
     tests.extend(signals::tests());
     tests.extend(hostile_logs::tests());
