@@ -215,11 +215,5 @@ impl Iterator for LogInput {
 /// The build ids of a perf.data for the report, which identifies objects
 /// by content where it knows their ids.
 pub fn add_build_ids(options: &mut pmc_report::ProfileOptions, input: &LogInput) {
-    let ids = input.build_ids();
-    if ids.is_empty() {
-        return;
-    }
-    // TODO(build_ids): `options.build_ids = ids;` once pmc-report's
-    // ProfileOptions has the field (another engineer adds it in report/).
-    let _ = (options, ids);
+    options.build_ids.extend(input.build_ids());
 }

@@ -480,7 +480,13 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
             }
             crate::output::write_out(TOOL, &mut out.sink, text.as_bytes(), "the log")?;
         } else if sampling {
-            write_reports(&args, &events, Some(&mut *out.sink), Some(reload))?;
+            write_reports(
+                &args,
+                &events,
+                Default::default(),
+                Some(&mut *out.sink),
+                Some(reload),
+            )?;
         }
         // pmcstat(8): without -O, the logged counts are printed as text.
         if logging_counts && args.log_out.is_none() {
@@ -661,7 +667,7 @@ fn recorded_events(
     memory_log: &pmc::log::sink::MemoryLog,
 ) -> Result<(Vec<pmc::log::LogEvent>, Losses), ExitCode> {
     let events = match (held_log, &args.log_out) {
-        (Some(held), Some(path)) if held.is_regular_file() => read_events(path)?,
+        (Some(held), Some(path)) if held.is_regular_file() => read_events(path)?.0,
         (Some(held), Some(_)) => {
             let Some(bytes) = held.copy() else {
                 let (samples, lost) = pmc::log::sink::stats();

@@ -24,7 +24,10 @@ pub(super) use lost::{Losses, warn_lost};
 /// the warning that it was cut short; a corrupt record after the first, the
 /// records before it with a warning (as `-G`); a file whose first record is
 /// bad is no pmclog (EX_DATAERR).
-pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEvent>, ExitCode> {
+/// With them, the build ids the input recorded (a perf.data's), by path.
+pub(super) fn read_events(
+    path: &std::path::Path,
+) -> Result<(Vec<pmc::log::LogEvent>, BuildIds), ExitCode> {
     let fail = |(status, message): (u8, String)| {
         eprintln!("{TOOL}: {message}");
         ExitCode::from(status)
@@ -59,8 +62,11 @@ pub(super) fn read_events(path: &std::path::Path) -> Result<Vec<pmc::log::LogEve
         return Err(ExitCode::FAILURE);
     }
     end.warn_if_cut_short(path);
-    Ok(events)
+    Ok((events, reader.build_ids()))
 }
+
+/// Objects' build ids by the path the input names them with.
+pub(super) type BuildIds = std::collections::HashMap<String, Vec<u8>>;
 
 /// `-R FILE` without a report: pmcstat_print_log, each record printed as it
 /// is read (memory independent of the log's length). A corrupt record ends
@@ -211,10 +217,13 @@ fn graph_file(args: &Args) -> Option<&std::path::Path> {
 /// Writes the reports asked for, after -r/-i/-z; with -v, the conversion
 /// statistics (to -o, else standard output for -R and standard error live).
 /// `printfile`: a live run's pmcstat.c `pa_printfile` (`-o` or standard
-/// error), `None` when reading a log (`-R`).
+/// error), `None` when reading a log (`-R`). `build_ids`: what the input
+/// recorded of its objects (a perf.data's build-id section), which
+/// identifies them by content.
 pub(super) fn write_reports(
     args: &Args,
     events: &[pmc::log::LogEvent],
+    build_ids: BuildIds,
     printfile: Option<&mut dyn Write>,
     period: Option<u64>,
 ) -> Result<(), ExitCode> {
@@ -246,6 +255,7 @@ pub(super) fn write_reports(
     );
     options.debug_root.clone_from(&root);
     options.names_only = names_only(args);
+    options.build_ids = build_ids;
     // Files under a -r root are copies made for the report, newer
     // than the log by nature: their times say nothing of the build.
     if from_log && root.is_none() {
@@ -475,8 +485,8 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
     if !(wants_report(args) || args.verbose > 0) {
         return dump_log(args, path);
     }
-    let events = read_events(path)?;
+    let (events, build_ids) = read_events(path)?;
     warn_lost(&events);
-    write_reports(args, &events, None, None)?;
+    write_reports(args, &events, build_ids, None, None)?;
     Ok(ExitCode::SUCCESS)
 }

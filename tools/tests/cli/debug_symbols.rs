@@ -82,6 +82,15 @@ pub fn tests() -> Vec<LiveTest> {
             a_status_change_keeps_names_a_new_build_does_not,
         ),
         test(
+            "debug_symbols::a_perf_data_build_id_names_its_object_whatever_its_times",
+            {
+                let mut r = binutils();
+                r.extend([R::Paranoid(2), R::Program("perf".into())]);
+                r
+            },
+            a_perf_data_build_id_names_its_object_whatever_its_times,
+        ),
+        test(
             "debug_symbols::a_label_in_text_is_named_as_perf_names_it",
             binutils(),
             a_label_in_text_is_named_as_perf_names_it,
@@ -567,6 +576,79 @@ fn a_status_change_keeps_names_a_new_build_does_not() -> TestResult {
         stderr.contains("changed on disk after the log was written"),
         "said under -v: {stderr}"
     );
+    Ok(())
+}
+
+/// A perf.data records each sampled object's build id: the object that
+/// has it is the one sampled whatever its times say (touched after the
+/// recording: still named), and one with another build id is not (a new
+/// build written over it, its time set back before the recording: unnamed,
+/// and `-v` says why).
+fn a_perf_data_build_id_names_its_object_whatever_its_times() -> TestResult {
+    let dir = TempDir::new("perf-build-id")?;
+    let prog = dir.join("spin");
+    compile_source(&dir, "spin0", &spin_source(0), &prog)?;
+    let data = dir.join("spin.data");
+    run(
+        "perf",
+        &[
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock:u",
+            "-o",
+            &data.to_string_lossy(),
+            "--",
+            &prog.to_string_lossy(),
+        ],
+    )?;
+    let set_mtime = |seconds_from_now: i64| -> TestResult {
+        let when = std::time::SystemTime::now()
+            .checked_add(std::time::Duration::from_secs(
+                seconds_from_now.max(0) as u64
+            ))
+            .and_then(|t| {
+                t.checked_sub(std::time::Duration::from_secs(
+                    (-seconds_from_now).max(0) as u64
+                ))
+            })
+            .ok_or("a time out of range")?;
+        std::fs::File::options()
+            .write(true)
+            .open(&prog)
+            .and_then(|f| f.set_modified(when))
+            .ctx("set the program's mtime")
+    };
+    // Modified "after" the recording: the mtime rule alone would blank it.
+    set_mtime(3600)?;
+    let (leaves, stderr) = report_under(None, &data)?;
+    ensure!(
+        leaves.iter().any(|l| l == "pmc_fixture_spin"),
+        "touched after recording, the program that has the recorded build id is unnamed: \
+         {leaves:?}\n{stderr}"
+    );
+    // The streamed report (-G alone) takes the build ids too.
+    let graph = run(PMCSTAT, &["-R", &data.to_string_lossy(), "-G", "-"])?;
+    ensure!(
+        text(&graph.stdout).contains("pmc_fixture_spin"),
+        "-G alone: {}",
+        text(&graph.stdout)
+    );
+    // Another build over it, dated before the recording.
+    let other = dir.join("spin1");
+    compile_source(&dir, "spin1", &spin_source(1), &other)?;
+    std::fs::write(&prog, std::fs::read(&other).ctx("read the new build")?)
+        .ctx("rewrite the program")?;
+    set_mtime(-3600)?;
+    let (leaves, stderr) = report_under(None, &data)?;
+    ensure!(
+        !leaves
+            .iter()
+            .any(|l| l == "pmc_fixture_spin" || l == "main")
+            && leaves.iter().any(|l| l.starts_with("spin+0x")),
+        "another build, dated before the recording, names the recorded one's samples: {leaves:?}"
+    );
+    ensure!(stderr.contains("build id"), "said under -v: {stderr}");
     Ok(())
 }
 
