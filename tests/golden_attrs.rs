@@ -314,12 +314,57 @@ fn attrs_match_the_golden_table() {
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
 }
 
+/// The size of the newest `struct perf_event_attr`: the kernel's
+/// include/uapi/linux/perf_event.h, `#define PERF_ATTR_SIZE_VER8 136 /*
+/// add: config3 */` (Linux 6.3; 6.13's `aux_action` took reserved bits of
+/// the same size).
+const PERF_ATTR_SIZE_VER8: u32 = 136;
+
+/// Every `PERF_ATTR_SIZE_VER*` the system's linux/perf_event.h defines.
+fn header_attr_sizes() -> Vec<(String, u32)> {
+    let header = std::fs::read_to_string("/usr/include/linux/perf_event.h").expect(
+        "/usr/include/linux/perf_event.h (apt-get install linux-libc-dev) is the oracle here",
+    );
+    header
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            (words.next()? == "#define").then_some(())?;
+            let name = words.next()?;
+            name.starts_with("PERF_ATTR_SIZE_VER")
+                .then(|| Some((name.to_string(), words.next()?.parse().ok()?)))?
+        })
+        .collect()
+}
+
 #[test]
 fn every_attr_is_the_current_uapi_size_and_starts_disabled() {
+    // The system's header agrees with the kernel's, and has no newer size.
+    let sizes = header_attr_sizes();
+    assert!(
+        sizes
+            .iter()
+            .any(|(n, v)| n == "PERF_ATTR_SIZE_VER0" && *v == 64),
+        "{sizes:?}"
+    );
+    for (name, size) in &sizes {
+        assert!(
+            *size <= PERF_ATTR_SIZE_VER8,
+            "linux/perf_event.h's {name} is {size}: a newer perf_event_attr than ours"
+        );
+        if name == "PERF_ATTR_SIZE_VER8" {
+            assert_eq!(*size, PERF_ATTR_SIZE_VER8, "{name}");
+        }
+    }
     for (spec, mode, flags, count, _) in GOLDEN {
         for a in icx(spec, *mode, *flags, *count).unwrap() {
             assert!(a.is_set(AttrBit::DISABLED), "{spec}: enabled only by start");
-            assert_eq!(a.to_bytes().len() as u32, a.size_bytes(), "{spec}");
+            assert_eq!(a.size_bytes(), PERF_ATTR_SIZE_VER8, "{spec}: attr.size");
+            assert_eq!(
+                a.to_bytes().len() as u32,
+                PERF_ATTR_SIZE_VER8,
+                "{spec}: the bytes written"
+            );
         }
     }
 }

@@ -724,10 +724,40 @@ fn pmccontrol_list_events() -> TestResult {
     Ok(())
 }
 
+/// The class libpmc's `pmc_name_of_class` names a core PMU's rows by, from
+/// the CPU as the machine describes it (not from the library or the C
+/// program): FreeBSD's sys/sys/pmc.h `__PMC_CLASSES()` lists
+/// `__PMC_CLASS(K8, 0x02, "AMD K8 performance counters")`,
+/// `__PMC_CLASS(IAP, 0x07, "Intel Core...Atom, programmable")` and
+/// `__PMC_CLASS(ARMV8, 0x11, "ARMv8")`, and libpmc.c names a class by its
+/// symbol (`#S`). hwpmc's amd64 drivers: hwpmc_amd.c for AMD and Hygon
+/// (K8), hwpmc_intel.c/hwpmc_core.c for Intel (IAP); arm64's hwpmc_arm64.c
+/// (ARMV8).
+fn core_class() -> Result<&'static str, Failed> {
+    if cfg!(target_arch = "aarch64") {
+        return Ok("ARMV8");
+    }
+    let cpuinfo =
+        std::fs::read_to_string("/proc/cpuinfo").map_err(|e| format!("/proc/cpuinfo: {e}"))?;
+    let vendor = cpuinfo
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == "vendor_id").then(|| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    match vendor.as_str() {
+        "GenuineIntel" => Ok("IAP"),
+        "AuthenticAMD" | "HygonGenuine" => Ok("K8"),
+        other => Err(format!("PMC rows on a CPU of vendor {other:?}: which class?").into()),
+    }
+}
+
 /// `-l` in pmccontrol.c's format (pmcc_do_list_state): the first line
 /// "%d %s CPUs present, with %d PMCs per CPU", then per CPU "#CPU %d:"
-/// and the column header, built here from the library's own answers; and
-/// the same text as `pmccontrol -l`.
+/// and the column header, built here from the library's own answers, each
+/// free row's class from the CPU's vendor ([`core_class`]); and the same
+/// text as `pmccontrol -l`.
 fn pmccontrol_list_state() -> TestResult {
     let c = build_and_run("pmccontrol_like", Link::Shared, &["-l"])?;
     let info = pmc_core::cpuinfo().map_err(|e| format!("cpuinfo: {e}"))?;
@@ -745,12 +775,7 @@ fn pmccontrol_list_state() -> TestResult {
         // Rows: " %-2d %-16s %-6s %-8s %-10s"; none allocated here, so
         // each row of pmc_npmc(cpu) is FREE.
         for n in 0..pmc_core::npmc(cpu).unwrap_or(0) {
-            let class = c
-                .lines()
-                .find(|l| l.starts_with(&format!(" {n:<2} ")))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .unwrap_or("?")
-                .to_string();
+            let class = core_class()?;
             want.push(format!(
                 " {n:<2} {:<16} {class:<6} {:<8} {:<10}",
                 "", "ENABLED", "FREE"

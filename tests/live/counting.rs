@@ -412,15 +412,36 @@ fn ts_read_is_the_events_left_before_the_next_sample() -> TestResult {
         Pmc::allocate_with_count("task-clock,usr", Mode::TS, Flags::empty(), Cpu::Any, PERIOD)
             .ctx("allocate")?;
     pmc.start().ctx("start")?;
+    // The counter counts from its enable at start, where hwpmc loads
+    // 2^width - PERIOD: after r events, PERIOD - r % PERIOD are left. The
+    // kernel's own count (the raw value) just after start bounds how far
+    // the count was already past 0 where the period began; the raw values
+    // read just before and after `read` bound r there.
+    let at_start = pmc.read_detailed().ctx("read_detailed at start")?.raw;
     spin_ms(5);
+    let before = pmc.read_detailed().ctx("read_detailed before")?.raw;
     let left = pmc.read().ctx("read running")?;
-    let raw = pmc.read_detailed().ctx("read_detailed")?.raw;
+    let after = pmc.read_detailed().ctx("read_detailed after")?.raw;
     pmc.stop().ctx("stop")?;
     ensure!(
         (1..=PERIOD).contains(&left),
         "{left} events left is outside 1..={PERIOD}"
     );
-    ensure!(raw >= 4_000_000, "5 ms spun, {raw} ns counted");
+    ensure!(before >= 4_000_000, "5 ms spun, {before} ns counted");
+    // left = PERIOD - (r - b) % PERIOD with r in [before, after] and the
+    // period's start b in [0, at_start]: (left + before) % PERIOD is b
+    // less the events between `before` and r, modulo PERIOD.
+    let k = (left + before) % PERIOD;
+    println!(
+        "{left} left after {before}..{after} events, {at_start} at start: {k} off a period boundary"
+    );
+    ensure!(
+        k <= at_start || PERIOD - k <= after - before,
+        "{left} events left; with {before}..={after} counted ({at_start} at start), \
+         PERIOD - count % PERIOD is {}..={}",
+        PERIOD - after % PERIOD,
+        PERIOD - before % PERIOD
+    );
     ensure!(
         pmc.read().ctx("read stopped")? == 0,
         "stopped TS reads pm_savedvalue, 0"

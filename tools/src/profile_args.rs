@@ -339,19 +339,24 @@ pub fn log_open_failed(log: &Path, e: &std::io::Error) -> (u8, String) {
     )
 }
 
-/// A log that is not a pmclog, or is damaged: pmcstat_print_log's and
-/// pmcstat_analyze_log's `errx(EX_DATAERR, "ERROR: event parsing failed
-/// ...")`, with what the reader found.
+/// A log whose first record is bad (not a pmclog at all): pmcstat_log.c
+/// pmcstat_print_log's `errx(EX_DATAERR, "ERROR: event parsing failed
+/// (record %jd, offset 0x%jx).")` at record 1, offset 0, then what the
+/// reader found on a line of its own.
 pub fn log_parse_failed(log: &Path, e: &dyn std::fmt::Display) -> (u8, String) {
     (
         crate::sysexits::EX_DATAERR,
-        format!("ERROR: event parsing failed: {}: {e}", log.display()),
+        format!(
+            "ERROR: event parsing failed (record 1, offset 0x0).\npmcstat: {}: {e}",
+            log.display()
+        ),
     )
 }
 
 /// [`log_parse_failed`] at a record: pmcstat_print_log's `"(record %jd,
-/// offset 0x%jx)"`, the record counted from 1 (`pl_count + 1`) and the
-/// offset where it starts (`pl_offset`, the end of the last good one).
+/// offset 0x%jx)."`, the record counted from 1 (`pl_count + 1`) and the
+/// offset where it starts (`pl_offset`, the end of the last good one); what
+/// the reader found follows on a line of its own.
 pub fn log_parse_failed_at(
     log: &Path,
     record: u64,
@@ -361,7 +366,7 @@ pub fn log_parse_failed_at(
     (
         crate::sysexits::EX_DATAERR,
         format!(
-            "ERROR: event parsing failed: {}: record {record}, offset {offset:#x}: {e}",
+            "ERROR: event parsing failed (record {record}, offset {offset:#x}).\npmcstat: {}: {e}",
             log.display()
         ),
     )

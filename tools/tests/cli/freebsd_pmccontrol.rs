@@ -1,8 +1,10 @@
 //! `pmccontrol` against FreeBSD's usr.sbin/pmccontrol/pmccontrol.c: the
 //! expected text is built here from its printf formats (cited at each
-//! use), with the machine's data from the `pmc` library (as pmccontrol.c
-//! takes it from libpmc) and the FreeBSD class and CPU type names from
-//! sys/sys/pmc.h; exit statuses are its sysexits.
+//! use), with the machine's classes and rows from the `pmc` library (as
+//! pmccontrol.c takes them from libpmc), the event names from outside it
+//! (the uapi header with perf's names, sysfs, FreeBSD's table sizes) and
+//! the FreeBSD class and CPU type names from sys/sys/pmc.h; exit statuses
+//! are its sysexits.
 
 use std::process::{Command, Output, Stdio};
 
@@ -91,23 +93,101 @@ fn freebsd_class(class: &Class, cputype: &str) -> &'static str {
     }
 }
 
-/// What `pmc_event_names_of_class` lists under a FreeBSD class: the
-/// generic hardware and cache events under the core class of x86, the
-/// kernel's software events under SOFT, `msr`'s under TSC, nothing under
-/// UCP; under ARMV8, libpmc's table of this CPU type ([`armv8_names`]).
+/// What `pmc_event_names_of_class` lists under a FreeBSD class, taken
+/// from outside the library under test: under SOFT the kernel's software
+/// events ([`software_names`]), under TSC the `msr` PMU's sysfs events
+/// ([`sysfs_event_names`]), nothing under UCP; under ARMV8, libpmc's table
+/// of this CPU type ([`armv8_names`]). The core class of x86 is listed by
+/// [`pmu_print_counters`] instead (amd64's pmcc_do_list_events), so no
+/// other class reaches here.
 fn names_of(freebsd: &str) -> Result<Vec<String>, libtest_mimic::Failed> {
-    let ours = match freebsd {
-        "SOFT" => vec![Class::Software],
-        "TSC" => vec![Class::Pmu("msr".into())],
-        "UCP" => vec![],
-        "ARMV8" => return armv8_names(),
-        _ => vec![Class::Hardware, Class::Cache],
-    };
+    match freebsd {
+        "SOFT" => software_names(),
+        "TSC" => sysfs_event_names("msr"),
+        "UCP" => Ok(vec![]),
+        "ARMV8" => armv8_names(),
+        other => Err(format!("no independent listing of class {other} on this machine").into()),
+    }
+}
+
+/// perf's names of the kernel's software events (tools/perf/util/
+/// parse-events.c `event_symbols_sw[]`, indexed by `enum perf_sw_ids`),
+/// transcribed: the uapi identifier and perf's `.symbol`.
+const PERF_SW_SYMBOLS: &[(&str, &str)] = &[
+    ("PERF_COUNT_SW_CPU_CLOCK", "cpu-clock"),
+    ("PERF_COUNT_SW_TASK_CLOCK", "task-clock"),
+    ("PERF_COUNT_SW_PAGE_FAULTS", "page-faults"),
+    ("PERF_COUNT_SW_CONTEXT_SWITCHES", "context-switches"),
+    ("PERF_COUNT_SW_CPU_MIGRATIONS", "cpu-migrations"),
+    ("PERF_COUNT_SW_PAGE_FAULTS_MIN", "minor-faults"),
+    ("PERF_COUNT_SW_PAGE_FAULTS_MAJ", "major-faults"),
+    ("PERF_COUNT_SW_ALIGNMENT_FAULTS", "alignment-faults"),
+    ("PERF_COUNT_SW_EMULATION_FAULTS", "emulation-faults"),
+    ("PERF_COUNT_SW_DUMMY", "dummy"),
+    ("PERF_COUNT_SW_BPF_OUTPUT", "bpf-output"),
+    ("PERF_COUNT_SW_CGROUP_SWITCHES", "cgroup-switches"),
+];
+
+/// The SOFT list: every `PERF_COUNT_SW_*` of `enum perf_sw_ids` in the
+/// system's /usr/include/linux/perf_event.h, in its value order, by
+/// perf's name ([`PERF_SW_SYMBOLS`]); where perf is installed, the same
+/// set as `perf list sw`'s "[Software event]" lines.
+fn software_names() -> Result<Vec<String>, libtest_mimic::Failed> {
+    let header = "/usr/include/linux/perf_event.h";
+    let source = std::fs::read_to_string(header).ctx(header)?;
+    let body = source
+        .split_once("enum perf_sw_ids {")
+        .and_then(|(_, rest)| rest.split_once("};"))
+        .map(|(body, _)| body)
+        .ok_or_else(|| format!("no enum perf_sw_ids in {header}"))?;
+    let mut ids: Vec<(u32, &str)> = Vec::new();
+    for line in body.lines() {
+        if let Some((name, value)) = line.split_once('=') {
+            let value = value.trim().trim_end_matches(',').trim();
+            ids.push((value.parse().ctx(line)?, name.trim()));
+        }
+    }
+    ids.sort();
     let mut names = Vec::new();
-    for c in &ours {
-        names.extend(pmc::event_names_of_class(c).ctx(&format!("event names of {c}"))?);
+    for (_, id) in ids {
+        let symbol = PERF_SW_SYMBOLS
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map(|(_, s)| s.to_string())
+            .ok_or_else(|| format!("{header} has {id}, which PERF_SW_SYMBOLS lacks"))?;
+        names.push(symbol);
+    }
+    if let Ok(out) = Command::new("perf").args(["list", "sw"]).output()
+        && out.status.success()
+    {
+        let mut perf: Vec<String> = text(&out.stdout)
+            .lines()
+            .filter(|l| l.contains("[Software event]"))
+            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+            .collect();
+        let mut ours = names.clone();
+        perf.sort();
+        ours.sort();
+        ensure!(
+            perf == ours,
+            "perf list sw: {perf:?}; {header} with perf's names: {ours:?}"
+        );
     }
     Ok(names)
+}
+
+/// A sysfs PMU's event aliases as `PMU/NAME/`, in name order: the files of
+/// /sys/bus/event_source/devices/PMU/events/ less their `.scale`, `.unit`
+/// (and other dotted) companions.
+fn sysfs_event_names(pmu: &str) -> Result<Vec<String>, libtest_mimic::Failed> {
+    let dir = format!("/sys/bus/event_source/devices/{pmu}/events");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .ctx(&dir)?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| !n.contains('.'))
+        .collect();
+    names.sort();
+    Ok(names.into_iter().map(|n| format!("{pmu}/{n}/")).collect())
 }
 
 /// libpmc.c's ARMV8 table for this CPU's type (`cortex_a53_event_table`
@@ -169,20 +249,42 @@ fn has_core_pmu() -> bool {
 
 /// pmccontrol.c `pmcc_do_list_events` on amd64 and i386 is
 /// `pmc_pmu_print_counters(NULL)` (libpmc_pmu_util.c: `printf("\t%s\n",
-/// pe->name)` per pmu-events entry): here the names the library lists for
-/// the core PMU's raw class (its sysfs events, then the CPU's table), less
-/// the `r<hex config>` form, which names no event. `None` where
+/// pe->name)` per pmu-events entry): here the core PMUs' sysfs events, read
+/// from sysfs ([`sysfs_event_names`]), then the CPU's pmu-events names. The
+/// latter are the library's table (no other copy of the kernel's JSON is
+/// on the machine), taken from the raw class's listing after the sysfs
+/// names, which must be exactly those sysfs lists. `None` where
 /// pmccontrol.c's other listing applies: another architecture, or no core
 /// PMU (`pmc_pmu_enabled()` false).
 fn pmu_print_counters() -> Result<Option<String>, libtest_mimic::Failed> {
     if !cfg!(any(target_arch = "x86_64", target_arch = "x86")) || !has_core_pmu() {
         return Ok(None);
     }
-    let names = pmc::event_names_of_class(&Class::Raw).ctx("event names of the raw class")?;
-    Ok(Some(
-        names
+    let mut sysfs = Vec::new();
+    for pmu in ["cpu", "cpu_core", "cpu_atom"] {
+        if std::path::Path::new("/sys/bus/event_source/devices")
+            .join(pmu)
+            .join("events")
+            .is_dir()
+        {
+            sysfs.extend(sysfs_event_names(pmu)?);
+        }
+    }
+    let listed = pmc::event_names_of_class(&Class::Raw).ctx("event names of the raw class")?;
+    let listed: Vec<&String> = listed.iter().filter(|n| !n.starts_with("r<")).collect();
+    let (of_sysfs, native): (Vec<&String>, Vec<&String>) =
+        listed.iter().partition(|n| n.ends_with('/'));
+    ensure!(
+        of_sysfs
             .iter()
-            .filter(|n| !n.starts_with("r<"))
+            .map(|n| n.as_str())
+            .eq(sysfs.iter().map(String::as_str)),
+        "the raw class lists {of_sysfs:?} of sysfs; sysfs has {sysfs:?}"
+    );
+    Ok(Some(
+        sysfs
+            .iter()
+            .chain(native)
             .map(|n| format!("\t{n}\n"))
             .collect(),
     ))

@@ -164,11 +164,14 @@ fn dump_prints_the_records_before_a_bad_one_then_the_error() -> TestResult {
             "bad record at {k}: stdout\n{}\nexpected\n{expected}",
             text(&out.stdout)
         );
-        let named = format!("record {}, offset {offset:#x}", k + 1);
+        // pmcstat_log.c: errx(EX_DATAERR, "ERROR: event parsing failed
+        // (record %jd, offset 0x%jx).", pl_count + 1, pl_offset).
+        let named = format!(
+            "pmcstat: ERROR: event parsing failed (record {}, offset {offset:#x}).",
+            k + 1
+        );
         ensure!(
-            out.status.code() == Some(65)
-                && err.contains("ERROR: event parsing failed")
-                && err.contains(&named),
+            out.status.code() == Some(65) && err.lines().next() == Some(named.as_str()),
             "bad record at {k}: {:?}, stderr {err:?}, expected 65 and {named:?}",
             out.status
         );

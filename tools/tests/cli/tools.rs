@@ -2,7 +2,7 @@
 
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pmc::probe::Requirement as R;
 
@@ -259,47 +259,68 @@ fn system_wide_on_cpu_0_counts() -> TestResult {
             .find_map(|l| l.strip_prefix("ctxt ")?.trim().parse().ok())
             .ok_or_else(|| "no ctxt line in /proc/stat".into())
     };
-    // A thread of ours, pinned to CPU 0, sleeps 5 ms at a time while
-    // pmcstat counts: each sleep is a switch on CPU 0, whatever else runs
-    // there (a CPU-bound task alone on CPU 0 switches never). Nothing in
-    // the scope returns early, so the sleeper is always stopped.
+    // A thread of ours, pinned to CPU 0, sleeps 1 ms at a time while
+    // pmcstat counts: each sleep is two switches on CPU 0 (the sleeper out
+    // as it blocks, and in again as it wakes), whatever else runs there. It
+    // notes when each sleep began and ended. Nothing in the scope returns
+    // early, so the sleeper is always stopped.
+    const WINDOW: Duration = Duration::from_millis(300);
     let stop = AtomicBool::new(false);
-    let (sleeps, before, out, after) = std::thread::scope(|s| {
-        let sleeper = s.spawn(|| -> Result<u64, String> {
+    let (sleeps, before, out, after, spawned, exited) = std::thread::scope(|s| {
+        let sleeper = s.spawn(|| -> Result<Vec<(Instant, Instant)>, String> {
             let mut cpu0 = nix::sched::CpuSet::new();
             cpu0.set(0).map_err(|e| e.to_string())?;
             nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpu0)
                 .map_err(|e| format!("pin to CPU 0: {e}"))?;
-            let mut sleeps = 0;
+            let mut sleeps = Vec::new();
             while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(5));
-                sleeps += 1;
+                let began = Instant::now();
+                std::thread::sleep(Duration::from_millis(1));
+                sleeps.push((began, Instant::now()));
             }
             Ok(sleeps)
         });
         std::thread::sleep(Duration::from_millis(20));
         let before = ctxt();
+        let spawned = Instant::now();
         let out = run(
             PMCSTAT,
             &["-s", "context-switches", "-c", "0", "-l", "0.3", "--csv"],
         );
+        let exited = Instant::now();
         let after = ctxt();
         stop.store(true, Ordering::Relaxed);
-        (sleeper.join(), before, out, after)
+        (sleeper.join(), before, out, after, spawned, exited)
     });
     let sleeps = sleeps.map_err(|_| "the sleeper panicked")??;
     let all_cpus = after? - before?;
     let out = out?;
     ensure!(out.status.success(), "pmcstat -s: {}", text(&out.stderr));
     let n = csv_value(&text(&out.stderr), "s/context-switches")?;
-    println!("CPU 0: {n} switches; the pinned thread slept {sleeps} times; all CPUs: {all_cpus}");
-    // 300 ms of 5 ms sleeps is up to 60 switches on CPU 0; at least 10
-    // even when the sleeper waits for the CPU; and no more than all CPUs
-    // had meanwhile.
+    // pmcstat counted for 300 ms (`-l 0.3`) somewhere between its spawn
+    // and its exit, so over at least [exit - 300 ms, spawn + 300 ms]:
+    // every sleep inside that is two switches it counted.
+    let (from, to) = (exited - WINDOW, spawned + WINDOW);
+    let inside = sleeps
+        .iter()
+        .filter(|(b, e)| from <= *b && *e <= to)
+        .count() as u64;
+    println!(
+        "CPU 0: {n} switches; the pinned thread slept {} times, {inside} within {:?} of \
+         pmcstat's run; all CPUs: {all_cpus}",
+        sleeps.len(),
+        to.saturating_duration_since(from)
+    );
     ensure!(
-        n >= 10 && n <= all_cpus,
+        inside > 0,
+        "pmcstat took {:?} to count 300 ms: no interval it surely counted",
+        exited - spawned
+    );
+    // At least those sleeps' switches, at most what all CPUs had meanwhile.
+    ensure!(
+        2 * inside <= n && n <= all_cpus,
         "CPU 0 counted {n} context switches in 300 ms while a thread pinned there slept \
-         {sleeps} times in all; /proc/stat saw {all_cpus} on all CPUs"
+         {inside} times (2 switches each) within it; /proc/stat saw {all_cpus} on all CPUs"
     );
     Ok(())
 }
