@@ -59,7 +59,7 @@ fn workloads(dir: &TempDir) -> Result<Vec<(&'static str, Vec<String>)>, libtest_
             owned(&[
                 "/usr/bin/python3",
                 "-c",
-                "s = 0\nfor i in range(1_000_000):\n    s += i * i % 7\nprint(s)",
+                "s = 0\nfor i in range(6_000_000):\n    s += i * i % 7\nprint(s)",
             ]),
         ),
         (
@@ -158,6 +158,9 @@ fn compare(program: &str, call_graph: &[&str]) -> TestResult {
     let mut agree = 0usize;
     let mut parted = Vec::new();
     let mut unmatched = 0usize;
+    // perf's frames that are none (see `not_a_frame`), where its chain is
+    // cut, by address.
+    let mut ends: HashMap<u64, usize> = HashMap::new();
     for s in &samples {
         let Some(time) = s.time else {
             return Err(format!("perf script printed no time for a sample of {}", s.tid).into());
@@ -166,7 +169,17 @@ fn compare(program: &str, call_graph: &[&str]) -> TestResult {
             unmatched += 1;
             continue;
         };
-        let theirs: Vec<Frame> = s.frames.iter().map(|(a, p, _)| (p.clone(), *a)).collect();
+        let mut theirs: Vec<Frame> = s.frames.iter().map(|(a, p, _)| (p.clone(), *a)).collect();
+        // perf prints on past frames that are none; pmcstat ends there.
+        if let Some(at) = theirs.iter().skip(1).position(|f| not_a_frame(f, dwarf)) {
+            *ends.entry(theirs[at + 1].1).or_default() += 1;
+            theirs.truncate(at + 1);
+        }
+        let mut mine = mine.clone();
+        if !dwarf && let Some(at) = mine.iter().skip(1).position(|f| not_a_frame(f, dwarf)) {
+            mine.truncate(at + 1);
+        }
+        let mine = &mine;
         match where_they_part(mine, &theirs, dwarf) {
             None => agree += 1,
             Some(i) => parted.push(describe(s, mine, i, dwarf)),
@@ -207,10 +220,39 @@ fn compare(program: &str, call_graph: &[&str]) -> TestResult {
             String::new()
         }
     );
+    if !ends.is_empty() {
+        let mut examples: Vec<_> = ends.iter().collect();
+        examples.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let examples: Vec<String> = examples
+            .iter()
+            .take(4)
+            .map(|(a, n)| format!("{a:#x} ×{n}"))
+            .collect();
+        eprintln!(
+            "{comm}: {} of perf's chains cut at a frame that is none (e.g. {})",
+            ends.values().sum::<usize>(),
+            examples.join(", ")
+        );
+    }
     if !parted.is_empty() {
         eprintln!("where they part:\n{}", parted.join("\n"));
     }
     Ok(())
+}
+
+/// A frame perf prints that is none, where the comparison ends the chain:
+/// in a stack perf unwound, a return address of 0 (the outermost frame's,
+/// printed less one as `0xffffffffffffffff`, where pmcstat's unwinder
+/// stops). In the kernel's frame-pointer walk of code built without frame
+/// pointers, any value no executable mapping holds: the walk is reading
+/// data as return addresses. The tools then differ in what they print of
+/// it — pmcstat ends the user chain at a kernel-half value
+/// (`src/backend/linux/sampling/callchain.rs`) and at a word that happens
+/// to equal a context marker (`PERF_CONTEXT_KERNEL`, -128, seen in dash's
+/// stack), perf prints on — so both chains are compared up to the first
+/// such value.
+fn not_a_frame((path, address): &Frame, dwarf: bool) -> bool {
+    path.is_none() && (!dwarf || *address == u64::MAX)
 }
 
 /// The first frame where pmcstat's stack and perf's differ, or `None`.
@@ -240,14 +282,22 @@ fn describe(s: &crate::same_samples::PerfSample, mine: &[Frame], i: usize, dwarf
         .get(i)
         .and_then(|(_, _, n)| n.clone())
         .unwrap_or_else(|| "?".into());
+    let chain = |frames: &mut dyn Iterator<Item = u64>| {
+        frames
+            .map(|a| format!("{a:x}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     format!(
-        "  tid {} time {}: frame {i} of {}/{}: pmcstat {}, perf {} ({name})",
+        "  tid {} time {}: frame {i} of {}/{}: pmcstat {}, perf {} ({name})\n    pmcstat: {}\n    perf:    {}",
         s.tid,
         s.time.unwrap_or(0),
         mine.len(),
         s.frames.len(),
         show(mine.get(i), u64::from(dwarf && i > 0)),
         show(s.frames.get(i).map(|(a, p, _)| (p.clone(), *a)).as_ref(), 0),
+        chain(&mut mine.iter().map(|(_, a)| *a)),
+        chain(&mut s.frames.iter().map(|(a, _, _)| *a)),
     )
 }
 
