@@ -14,7 +14,7 @@
 //! exactly, in nanoseconds of perf's clock).
 //!
 //! A sample's callchain is split at perf's context markers as the live
-//! backend splits it (`sampling/callchain.rs`): a user-mode sample logs its
+//! backend splits it ([`pmc_linux::record::split_callchain`]): a user-mode sample logs its
 //! user frames, a kernel-mode one its kernel frames. A `--call-graph dwarf`
 //! sample (user registers and stack) is unwound with
 //! [`pmc::sample::DwarfUnwinder`], fed the recording's mappings, execs,
@@ -25,12 +25,10 @@ use std::collections::{HashMap, VecDeque};
 
 use pmc::log::LogRecord;
 use pmc::log::cpu::CpuIdentity;
-use pmc::sample::{
-    DwarfUnwinder, Mapping, StackSample, StackUnwinder, UserRegs, UserStack, is_kernel_address,
-};
+use pmc::sample::{DwarfUnwinder, Mapping, StackSample, StackUnwinder, UserRegs, UserStack};
 use pmc_linux::attr::SampleType;
 use pmc_linux::perf_data::{DataEvent, PerfData, PerfDataError};
-use pmc_linux::record::{Record, Sample, context};
+use pmc_linux::record::{Record, Sample, SplitCallchain, split_callchain};
 
 /// `PROT_EXEC` in MMAP2's `prot`.
 const PROT_EXEC: u32 = 4;
@@ -281,16 +279,7 @@ impl Converter {
                 filename,
                 data: false,
                 ..
-            } => {
-                let path = String::from_utf8_lossy(filename).into_owned();
-                let m = Mapping {
-                    start: addr,
-                    len,
-                    pgoff,
-                    path,
-                };
-                self.mapping(ev, pid, m, time);
-            }
+            } => self.mapping(ev, pid, exec_mapping(addr, len, pgoff, filename), time),
             Record::Mmap2 {
                 pid,
                 addr,
@@ -300,14 +289,7 @@ impl Converter {
                 filename,
                 ..
             } if prot & PROT_EXEC != 0 => {
-                let path = String::from_utf8_lossy(filename).into_owned();
-                let m = Mapping {
-                    start: addr,
-                    len,
-                    pgoff,
-                    path,
-                };
-                self.mapping(ev, pid, m, time);
+                self.mapping(ev, pid, exec_mapping(addr, len, pgoff, filename), time)
             }
             Record::Fork { pid, ppid, tid, .. } => {
                 if pid != ppid {
@@ -356,7 +338,7 @@ impl Converter {
         let mut user = s.is_user();
         let mut pc = s.ip().unwrap_or(0);
         let (pid, tid) = (s.pid().unwrap_or(0), s.tid().unwrap_or(0));
-        let mut chain = s.callchain().map(|c| split(user, c.iter()));
+        let mut chain = s.callchain().map(|c| split_callchain(user, c.iter()));
         let stack = self.regs[ev.attr].and_then(|ix| user_stack(s, ix));
         if let (Some(stack), Some(u)) = (&stack, &mut self.unwinder) {
             let frames = u.unwind(&StackSample {
@@ -366,7 +348,7 @@ impl Converter {
                 stack,
             });
             if !frames.is_empty() {
-                chain.get_or_insert_with(Chain::default).user = frames;
+                chain.get_or_insert_with(SplitCallchain::default).user = frames;
             }
         }
         if attr.exclude_kernel && !user {
@@ -461,36 +443,14 @@ impl Iterator for Converter {
     }
 }
 
-/// A callchain's kernel and user frames.
-#[derive(Debug, Default)]
-struct Chain {
-    kernel: Vec<u64>,
-    user: Vec<u64>,
-}
-
-/// Splits a perf callchain at its context markers as the live backend does
-/// (`src/backend/linux/sampling/callchain.rs`): frames before the first
-/// marker are in the sample's mode; the user frames end at the first one in
-/// the kernel half (a frame-pointer walk through code that uses the frame
-/// register reads any word there).
-fn split(user: bool, pcs: impl IntoIterator<Item = u64>) -> Chain {
-    let mut chain = Chain::default();
-    let (mut in_user, mut user_ended) = (user, false);
-    for pc in pcs {
-        match pc {
-            context::KERNEL => in_user = false,
-            context::USER => in_user = true,
-            pc if pc >= context::MAX => {}
-            pc if in_user => {
-                user_ended |= is_kernel_address(pc);
-                if !user_ended {
-                    chain.user.push(pc);
-                }
-            }
-            pc => chain.kernel.push(pc),
-        }
+/// An executable MMAP or MMAP2 as the unwinder and the log take it.
+fn exec_mapping(start: u64, len: u64, pgoff: u64, filename: &[u8]) -> Mapping {
+    Mapping {
+        start,
+        len,
+        pgoff,
+        path: String::from_utf8_lossy(filename).into_owned(),
     }
-    chain
 }
 
 /// perf's register numbers of what an unwind starts from
@@ -611,23 +571,6 @@ fn running_stext(text: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn callchains_split_at_the_markers_as_live() {
-        let c = split(
-            false,
-            [
-                context::KERNEL,
-                0xffff_ffff_8100_0010,
-                context::USER,
-                0x4000,
-                0xffff_8000_0000_0000,
-                0x5000,
-            ],
-        );
-        assert_eq!(c.kernel, vec![0xffff_ffff_8100_0010]);
-        assert_eq!(c.user, vec![0x4000]);
-    }
 
     #[test]
     fn unwind_registers_are_found_by_their_bits() {

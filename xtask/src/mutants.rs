@@ -106,8 +106,12 @@ pub const TARGETS: [Target; 13] = [
     // program (tests/captured.rs, with its proptest of hostile input).
     target("hwpmc-unwind", "unwind/src/**", &["--tests"]),
     // The report's symbolizer, by the report crate's own tests (the CLI
-    // comparisons with perf build the tools per mutant: hours here).
-    target("hwpmc-report", "report/src/symbols{.rs,/**}", &["--lib"]),
+    // comparisons with perf build the tools per mutant: hours here); they
+    // name frames of the test binary itself, by its line tables.
+    Target {
+        debug: "line-tables-only",
+        ..target("hwpmc-report", "report/src/symbols{.rs,/**}", &["--tests"])
+    },
     // libpmc for C: the Rust tests and the C programs (tests/c_programs.rs).
     target("hwpmc-capi", "capi/src/**", &["--tests"]),
     // pmcstat's output formats: the golden tests of FreeBSD's printfs and

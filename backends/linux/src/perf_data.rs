@@ -446,18 +446,7 @@ fn record_time(parser: &RecordParser, kind: u32, bytes: &[u8]) -> Option<u64> {
     .iter()
     .filter(|f| t.contains(**f))
     .count();
-    let trailer = [
-        SampleType::TID,
-        SampleType::TIME,
-        SampleType::ID,
-        SampleType::STREAM_ID,
-        SampleType::CPU,
-        SampleType::IDENTIFIER,
-    ]
-    .iter()
-    .filter(|f| t.contains(**f))
-    .count();
-    if bytes.len() < 8 + 8 * trailer {
+    if bytes.len() < 8 + parser.sample_id_size() {
         return None;
     }
     word(bytes.len() - 8 * (after + 1))

@@ -12,6 +12,7 @@
 //! enum), `cursor` (bounds-checked reads), `parser` (header and stream),
 //! `fields` (the sample field walk) and `non_sample` (every other type).
 
+mod callchain;
 mod cursor;
 mod decoded;
 mod fields;
@@ -20,6 +21,7 @@ mod parser;
 mod sample;
 mod views;
 
+pub use callchain::{SplitCallchain, split_callchain};
 pub use decoded::Record;
 pub use parser::{OwnedRecord, RecordParser, Records};
 pub use sample::Sample;

@@ -127,7 +127,10 @@ pub(super) fn parse(bytes: &[u8], ids: Vec<u64>) -> EventDesc {
     }
 }
 
-/// perf's name of a generic event (`perf list`), else `TYPE:0xCONFIG`.
+/// perf's name of a generic event, else `TYPE:0xCONFIG`: for hardware,
+/// the name `perf report` gives an event without one recorded (perf's
+/// `evsel__hw_names`: `cycles`, `branches`, where `perf list` says
+/// `cpu-cycles`, `branch-instructions`); for software, `perf list`'s.
 fn default_name(event_type: u32, config: u64) -> String {
     const HARDWARE: [&str; 10] = [
         "cycles",
@@ -141,35 +144,18 @@ fn default_name(event_type: u32, config: u64) -> String {
         "stalled-cycles-backend",
         "ref-cycles",
     ];
-    const SOFTWARE: [&str; 12] = [
-        "cpu-clock",
-        "task-clock",
-        "page-faults",
-        "context-switches",
-        "cpu-migrations",
-        "minor-faults",
-        "major-faults",
-        "alignment-faults",
-        "emulation-faults",
-        "dummy",
-        "bpf-output",
-        "cgroup-switches",
-    ];
-    // PERF_TYPE_HARDWARE's config may carry a PMU type in its upper half.
-    let table: &[&str] = match event_type {
-        0 => &HARDWARE,
-        1 => &SOFTWARE,
-        _ => &[],
+    let name = match event_type {
+        // PERF_TYPE_HARDWARE's config may carry a PMU type in its upper half.
+        0 => usize::try_from(config & 0xffff_ffff)
+            .ok()
+            .and_then(|i| HARDWARE.get(i).copied()),
+        1 => usize::try_from(config)
+            .ok()
+            .and_then(|i| crate::attr::Software::ALL.get(i))
+            .map(|s| s.name()),
+        _ => None,
     };
-    let index = if event_type == 0 {
-        config & 0xffff_ffff
-    } else {
-        config
-    };
-    usize::try_from(index)
-        .ok()
-        .and_then(|i| table.get(i))
-        .map_or_else(|| format!("{event_type}:{config:#x}"), |n| (*n).to_string())
+    name.map_or_else(|| format!("{event_type}:{config:#x}"), str::to_string)
 }
 
 #[cfg(test)]

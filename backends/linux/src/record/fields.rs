@@ -12,7 +12,7 @@ use crate::error::Result;
 
 impl RecordParser {
     /// The size of the `sample_id` trailer.
-    pub(super) fn sample_id_size(&self) -> usize {
+    pub(crate) fn sample_id_size(&self) -> usize {
         if !self.sample_id_all {
             return 0;
         }

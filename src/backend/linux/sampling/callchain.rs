@@ -1,95 +1,15 @@
 //! A perf callchain as the log's kernel and user frames.
 
-use pmc_linux::record::context;
-
 use crate::backend::event::Callchain;
-use crate::sample::is_kernel_address;
 
 /// Splits a perf callchain at its context markers (frames before the first
-/// marker are in the sample's own mode, `user`). The user part ends at its
-/// first frame in the kernel half: the kernel's frame-pointer walk of a user
-/// stack stores whatever `[rbp + 8]` holds, and through code that uses
-/// `rbp` as a register that is any word of memory — in a profiler, often a
-/// kernel pc it is handling, which a report would print as a kernel frame
-/// nobody called.
+/// marker are in the sample's own mode, `user`), the user part ending at
+/// its first frame in the kernel half: `pmc_linux::record::split_callchain`,
+/// which `pmcstat -R perf.data` reads perf's chains with too.
 pub(super) fn split(user: bool, pcs: impl IntoIterator<Item = u64>) -> Callchain {
-    let mut chain = Callchain::default();
-    let mut in_user = user;
-    let mut user_ended = false;
-    for pc in pcs {
-        match pc {
-            context::KERNEL => in_user = false,
-            context::USER => in_user = true,
-            pc if pc >= context::MAX => {}
-            pc if in_user => {
-                user_ended |= is_kernel_address(pc);
-                if !user_ended {
-                    chain.user.push(pc);
-                }
-            }
-            pc => chain.kernel.push(pc),
-        }
-    }
-    chain
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn markers_split_kernel_and_user_frames() {
-        let c = split(
-            false,
-            [
-                context::KERNEL,
-                0xffff_ffff_8100_0010,
-                0xffff_ffff_8100_0020,
-                context::USER,
-                0x5555_0000_1000,
-                0x7f00_0000_2000,
-            ],
-        );
-        assert_eq!(c.kernel, vec![0xffff_ffff_8100_0010, 0xffff_ffff_8100_0020]);
-        assert_eq!(c.user, vec![0x5555_0000_1000, 0x7f00_0000_2000]);
-    }
-
-    /// A user chain perf recorded of a process under valgrind, whose
-    /// `[rbp + 8]` held a kernel pc: the user frames end before it.
-    #[test]
-    fn a_user_frame_in_the_kernel_half_ends_the_user_frames() {
-        let c = split(
-            true,
-            [
-                context::USER,
-                0x5801_06c2,
-                0xffff_ffff_815a_30f4,
-                0x5555_0000_1000,
-            ],
-        );
-        assert_eq!(c.user, vec![0x5801_06c2]);
-        assert!(c.kernel.is_empty());
-        // Non-canonical garbage (valgrind's `0x8ae9_0000_0000_c2c7`) too.
-        let c = split(true, [0x0010_02c2_452e, 0xb98f, 0x8ae9_0000_0000_c2c7]);
-        assert_eq!(c.user, vec![0x0010_02c2_452e, 0xb98f]);
-    }
-
-    /// A kernel-mode sample: the user stack after the kernel's is cut the
-    /// same way; the kernel frames stay.
-    #[test]
-    fn a_kernel_mode_samples_user_part_is_cut_too() {
-        let c = split(
-            false,
-            [
-                context::KERNEL,
-                0xffff_ffff_8100_0010,
-                context::USER,
-                0x4000_1000,
-                0xcccc_cccc_cccc_cccc,
-                0x4000_2000,
-            ],
-        );
-        assert_eq!(c.kernel, vec![0xffff_ffff_8100_0010]);
-        assert_eq!(c.user, vec![0x4000_1000]);
+    let chain = pmc_linux::record::split_callchain(user, pcs);
+    Callchain {
+        kernel: chain.kernel,
+        user: chain.user,
     }
 }
