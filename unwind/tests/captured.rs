@@ -450,6 +450,75 @@ fn an_object_whose_cfi_is_in_debug_frame_alone_unwinds_by_it() {
     assert_eq!(first_five(&names), CHAIN[..5], "{frames:x?}");
 }
 
+/// `elf` with each FDE's start address in `.eh_frame` written relative to
+/// the section `base` with `encoding` (`DW_EH_PE_datarel | sdata4` for
+/// `.got`, `DW_EH_PE_textrel | sdata4` for `.text`) instead of relative to
+/// the field itself (`DW_EH_PE_pcrel | sdata4`, which GCC and GAS write):
+/// encodings the ELF ABIs allow (i386 objects use `.got`-relative ones),
+/// which resolve only with that section's address.
+fn eh_frame_relative_to(mut elf: Vec<u8>, base: &str, encoding: u8) -> Vec<u8> {
+    use object::ObjectSection;
+    let (frame_svma, range, base_svma) = {
+        let file = object::File::parse(&*elf).unwrap();
+        let frame = file.section_by_name(".eh_frame").unwrap();
+        let (offset, size) = frame.file_range().unwrap();
+        let base = file.section_by_name(base).unwrap().address();
+        (
+            frame.address(),
+            offset as usize..(offset + size) as usize,
+            base,
+        )
+    };
+    let frame = &mut elf[range];
+    let u32_at = |f: &[u8], o: usize| u32::from_le_bytes(f[o..o + 4].try_into().unwrap());
+    let (mut at, mut fdes) = (0, 0);
+    while at + 8 <= frame.len() {
+        let len = u32_at(frame, at) as usize;
+        if len == 0 {
+            break;
+        }
+        assert_ne!(len, 0xffff_ffff, "64-bit DWARF in .eh_frame");
+        if u32_at(frame, at + 4) == 0 {
+            // A CIE: version 1, "zR", code and data alignment (LEB128),
+            // the return address register (a byte), 1 byte of
+            // augmentation data: the FDE address encoding.
+            assert_eq!(&frame[at + 8..at + 12], b"\x01zR\0", "CIE at {at:#x}");
+            let mut p = at + 12;
+            for _ in 0..2 {
+                while frame[p] & 0x80 != 0 {
+                    p += 1;
+                }
+                p += 1;
+            }
+            p += 1;
+            assert_eq!(frame[p], 1, "augmentation length");
+            assert_eq!(frame[p + 1], 0x1b, "pcrel sdata4");
+            frame[p + 1] = encoding;
+        } else {
+            let field = at + 8;
+            let old = i32::from_le_bytes(frame[field..field + 4].try_into().unwrap());
+            let start = (frame_svma + field as u64).wrapping_add_signed(i64::from(old));
+            let new = i32::try_from(start.wrapping_sub(base_svma) as i64).unwrap();
+            frame[field..field + 4].copy_from_slice(&new.to_le_bytes());
+            fdes += 1;
+        }
+        at += 4 + len;
+    }
+    assert!(fdes >= 5, "{fdes} FDEs");
+    elf
+}
+
+#[test]
+fn fde_addresses_relative_to_got_or_text_are_resolved() {
+    let c = capture();
+    let whole = c.unwinder().unwind(7, &c.regs, &c.stack);
+    for (base, encoding) in [(".got", 0x3b), (".text", 0x2b)] {
+        let elf = eh_frame_relative_to(std::fs::read(&c.exe).unwrap(), base, encoding);
+        let mut u = c.unwinder_with_own_object(elf);
+        assert_eq!(u.unwind(7, &c.regs, &c.stack), whole, "{base}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
