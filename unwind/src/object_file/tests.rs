@@ -276,7 +276,10 @@ fn a_file_cut_since_it_was_opened_is_an_error_not_a_short_read() {
         .unwrap();
     let mut fed = Vec::new();
     let e = file
-        .for_each_block(|block| fed.extend_from_slice(block))
+        .for_each_block(|block| {
+            fed.extend_from_slice(block);
+            assert!(fed.len() <= 50, "fed {} bytes", fed.len());
+        })
         .unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
     assert_eq!(fed, pattern(50));
