@@ -464,6 +464,76 @@ mod tests {
         assert_eq!(u.mappings(2), &[mapping]);
     }
 
+    fn mapping(start: u64, path: &str) -> Mapping {
+        Mapping {
+            start,
+            len: 0x1000,
+            pgoff: 0,
+            path: path.into(),
+        }
+    }
+
+    #[test]
+    fn a_mapping_replaces_only_the_one_at_its_start() {
+        let mut u = Unwinder::new();
+        let (a, b) = (mapping(0x1000, "/a"), mapping(0x5000, "/b"));
+        u.add_mapping(1, &a);
+        u.add_mapping(1, &b);
+        assert_eq!(u.mappings(1), [a.clone(), b.clone()]);
+        let a2 = mapping(0x1000, "/a2");
+        u.add_mapping_with_object(1, &a2, Arc::from(&b"not ELF"[..]));
+        assert_eq!(u.mappings(1), [b.clone(), a2.clone()]);
+        u.add_mapping(1, &a);
+        assert_eq!(u.mappings(1), [b, a]);
+    }
+
+    #[test]
+    fn fork_copies_the_mappings_exec_and_exit_drop_them() {
+        let mut u = Unwinder::new();
+        let (a, b) = (mapping(0x1000, "/a"), mapping(0x5000, "/b"));
+        u.add_mapping(1, &a);
+        u.fork(1, 2);
+        u.add_mapping(2, &b);
+        assert_eq!(u.mappings(1), std::slice::from_ref(&a));
+        assert_eq!(u.mappings(2), [a.clone(), b.clone()]);
+        // A fork of an unknown process knows nothing of the child.
+        u.fork(3, 4);
+        assert_eq!(u.mappings(4), []);
+        u.exec(2);
+        assert_eq!(u.mappings(2), []);
+        assert_eq!(u.mappings(1), [a]);
+        u.exit(1);
+        assert_eq!(u.mappings(1), []);
+    }
+
+    /// A frame pointer chain longer than [`MAX_FRAMES`]: the unwind ends
+    /// at exactly that many frames.
+    #[cfg(not(target_arch = "aarch64"))]
+    #[test]
+    fn a_chain_ends_at_max_frames() {
+        let sp = 0x7000_0000u64;
+        let frames_on_stack = MAX_FRAMES as u64 + 100;
+        let mut stack = Vec::new();
+        for i in 0..frames_on_stack {
+            // Frame i at sp + 16 i: the caller's frame, then the return
+            // address into it.
+            stack.extend_from_slice(&(sp + 16 * (i + 1)).to_le_bytes());
+            stack.extend_from_slice(&(0x10_0000 + i).to_le_bytes());
+        }
+        let regs = Regs {
+            pc: 0x1000,
+            sp,
+            fp: sp,
+            lr: 0,
+        };
+        let frames = Unwinder::new().unwind(1, &regs, &stack);
+        assert_eq!(frames.len(), MAX_FRAMES, "{frames:x?}");
+        let expected: Vec<u64> = std::iter::once(0x1000)
+            .chain((0..MAX_FRAMES as u64 - 1).map(|i| 0x10_0000 + i))
+            .collect();
+        assert_eq!(frames, expected);
+    }
+
     #[test]
     fn a_frame_pointer_chain_is_followed_where_no_cfi_covers_the_pc() {
         let mut u = Unwinder::new();

@@ -12,12 +12,13 @@
 //! object costs the memory of the headers, tables and sections used, not
 //! of the file.
 
-use std::cell::Cell;
 use std::fs::{File, Metadata};
 use std::io;
 use std::ops::Range;
 use std::os::unix::fs::{FileExt as _, FileTypeExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use object::ReadRef;
 use object::read::{ReadCache, ReadCacheOps};
@@ -96,10 +97,11 @@ pub struct ObjectFile {
     path: PathBuf,
     metadata: Metadata,
     len: u64,
-    file: std::sync::Arc<File>,
+    file: Arc<File>,
     cache: ReadCache<Reader>,
-    /// Bytes read through the cache so far.
-    cached: Cell<u64>,
+    /// Bytes read from the file into the cache so far (a range the cache
+    /// holds already is not read again).
+    cached: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for ObjectFile {
@@ -107,7 +109,7 @@ impl std::fmt::Debug for ObjectFile {
         f.debug_struct("ObjectFile")
             .field("path", &self.path)
             .field("len", &self.len)
-            .field("cached", &self.cached.get())
+            .field("cached", &self.cached_bytes())
             .finish()
     }
 }
@@ -115,9 +117,11 @@ impl std::fmt::Debug for ObjectFile {
 /// The descriptor under the cache: positioned reads, and the length
 /// `fstat` gave (a file grown since is not read past it).
 struct Reader {
-    file: std::sync::Arc<File>,
+    file: Arc<File>,
     len: u64,
     at: u64,
+    /// The bytes read so far ([`ObjectFile::cached_bytes`]).
+    read: Arc<AtomicU64>,
 }
 
 impl ReadCacheOps for Reader {
@@ -148,6 +152,7 @@ impl ReadCacheOps for Reader {
         }
         self.file.read_exact_at(buf, self.at).map_err(|_| ())?;
         self.at = end;
+        self.read.fetch_add(buf.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 }
@@ -157,14 +162,20 @@ impl ObjectFile {
     pub fn open(path: &Path) -> io::Result<ObjectFile> {
         let (file, metadata) = open_untrusted_object(path)?;
         let len = metadata.len();
-        let file = std::sync::Arc::new(file);
+        let file = Arc::new(file);
+        let cached = Arc::new(AtomicU64::new(0));
         Ok(ObjectFile {
             path: path.to_path_buf(),
             metadata,
             len,
             file: file.clone(),
-            cache: ReadCache::new(Reader { file, len, at: 0 }),
-            cached: Cell::new(0),
+            cache: ReadCache::new(Reader {
+                file,
+                len,
+                at: 0,
+                read: cached.clone(),
+            }),
+            cached,
         })
     }
 
@@ -232,9 +243,10 @@ impl ObjectFile {
         Ok(())
     }
 
-    /// Bytes read into the parser's cache so far.
+    /// Bytes read into the parser's cache so far (each range once, however
+    /// often the parser asks for it).
     pub fn cached_bytes(&self) -> u64 {
-        self.cached.get()
+        self.cached.load(Ordering::Relaxed)
     }
 }
 
@@ -248,9 +260,7 @@ impl<'a> ReadRef<'a> for &'a ObjectFile {
         if end > self.len {
             return Err(());
         }
-        let bytes = (&self.cache).read_bytes_at(offset, size)?;
-        self.cached.set(self.cached.get().saturating_add(size));
-        Ok(bytes)
+        (&self.cache).read_bytes_at(offset, size)
     }
 
     fn read_bytes_at_until(self, range: Range<u64>, delimiter: u8) -> Result<&'a [u8], ()> {

@@ -38,8 +38,16 @@ __attribute__((noinline)) static int capture(int depth) {
     return depth + (int)(copied & 1);
 }
 
+/* -DFAR_LEVEL2 puts level2 in a section of its own, which the test links
+ * far from .text: a second executable segment, with its own load bias. */
+#ifdef FAR_LEVEL2
+#define LEVEL2_PLACE __attribute__((section("far_text")))
+#else
+#define LEVEL2_PLACE
+#endif
+
 __attribute__((noinline)) int level3(int x) { return capture(x + 1) * 3 + 1; }
-__attribute__((noinline)) int level2(int x) { return level3(x + 1) * 5 + 2; }
+__attribute__((noinline)) LEVEL2_PLACE int level2(int x) { return level3(x + 1) * 5 + 2; }
 __attribute__((noinline)) int level1(int x) { return level2(x + 1) * 7 + 3; }
 
 int main(int argc, char **argv) {
