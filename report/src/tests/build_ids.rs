@@ -9,6 +9,7 @@ use object::Object;
 
 use super::{log_with, own_text_mapping, report_crate_test_target};
 use crate::{Profile, ProfileOptions};
+use pmc::log::{LogEvent, LogRecord};
 
 fn own_path() -> String {
     std::env::current_exe().unwrap().display().to_string()
@@ -90,19 +91,39 @@ fn without_a_build_id_a_later_modification_leaves_it_unnamed() {
 
 #[test]
 fn a_status_change_after_the_log_keeps_the_names() {
-    let path = own_path();
+    // A copy of this binary, the caller's own (the binary may be another
+    // user's: the privilege matrix runs the tests as nobody), mapped where
+    // this one is: the same content, so the same names.
+    let dir = std::env::temp_dir().join(format!("pmc-report-status-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("copy");
+    std::fs::copy(own_path(), &copy).unwrap();
     let log_written = SystemTime::now();
     std::thread::sleep(Duration::from_millis(20));
     // chmod to the mode it has: the inode's ctime moves, its content not.
-    let mode = std::fs::metadata(&path).unwrap().permissions();
-    std::fs::set_permissions(&path, mode).unwrap();
+    let mode = std::fs::metadata(&copy).unwrap().permissions();
+    std::fs::set_permissions(&copy, mode).unwrap();
     let options = ProfileOptions {
         recorded_until: Some(log_written),
         ..ProfileOptions::default()
     };
-    let (name, notes) = leaf(&options);
+    let (start, _) = own_text_mapping();
+    let pc = report_crate_test_target as *const () as usize as u64 + 1;
+    let events: Vec<LogEvent> = log_with(start, None, vec![pc])
+        .into_iter()
+        .map(|mut e| {
+            if let LogRecord::MapIn { path, .. } = &mut e.record {
+                *path = copy.display().to_string();
+            }
+            e
+        })
+        .collect();
+    let profile = Profile::from_events_with(&events, &options);
+    let name = profile.locations[profile.samples[0].stack[0]].function();
+    let _ = std::fs::remove_dir_all(&dir);
     assert!(
         name.contains("report_crate_test_target"),
-        "{name} {notes:?}"
+        "{name} {:?}",
+        profile.debug_notes
     );
 }
