@@ -1,0 +1,703 @@
+//! The symbolizer on ELF objects built here with cc and binutils: names
+//! among aliases, unsized symbols, PLT stubs, mappings and build ids,
+//! separate debug files (by build id and by debuglink, with their checks)
+//! and compressed DWARF. Expected addresses, sizes and names come from
+//! readelf, nm and objdump, not from pmc. Skipped, saying so, without cc.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use pmc::log::{LogEvent, LogRecord};
+
+use super::ev;
+use crate::*;
+
+/// Where the fixture's first text page is mapped in the made-up process.
+const BIAS: u64 = 0x5555_0000_0000;
+
+/// Two C functions (line 3 and 4) with aliases that perf's rules rank
+/// below `pmc_fixture_alpha`, assembly with an unsized label, a PLT call
+/// to libc and one to an IFUNC of its own (an IRELATIVE slot).
+const SOURCE: &str = r#"#include <stdio.h>
+int pmc_fixture_alpha(int x);
+__attribute__((noinline)) int pmc_fixture_alpha(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int pmc_fixture_beta(int x) { puts("x"); return pmc_fixture_alpha(x) ^ pmc_ifunc_fn(x); }
+int pmc_fa(int) __attribute__((alias("pmc_fixture_alpha")));
+int pmc_fixture_alpha_weak_and_the_longest_name(int) __attribute__((weak, alias("pmc_fixture_alpha")));
+static int pmc_fixture_alpha_local_and_a_long_name(int) __attribute__((alias("pmc_fixture_alpha"), used));
+int __pmc_fixture_alpha_underscored_long(int) __attribute__((alias("pmc_fixture_alpha")));
+__asm__(".text\n.globl pmc_asm_unsized\n.type pmc_asm_unsized, @function\npmc_asm_unsized:\n nop\n nop\n ret\n"
+        ".globl pmc_asm_sized_twin_unsized_and_longer\n.type pmc_asm_sized_twin_unsized_and_longer, @function\n"
+        ".globl pmc_asm_sized\n.type pmc_asm_sized, @function\n"
+        "pmc_asm_sized_twin_unsized_and_longer:\npmc_asm_sized:\n nop\n ret\n.size pmc_asm_sized, 2\n");
+static int pmc_impl(int x) { return x + 1; }
+static void *pmc_resolver(void) { return pmc_impl; }
+int pmc_ifunc_fn(int) __attribute__((ifunc("pmc_resolver")));
+int main(int argc, char **argv) { (void)argv; return pmc_fixture_beta(argc); }
+"#;
+
+/// A scratch directory, removed when dropped.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let p = std::env::temp_dir().join(format!("pmc-report-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Dir(p)
+    }
+
+    fn join(&self, p: &str) -> PathBuf {
+        self.0.join(p)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether cc and binutils are here; says why not.
+fn have_tools() -> bool {
+    for tool in ["cc", "objcopy", "strip", "readelf", "nm", "objdump"] {
+        if !Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            println!("skipped: no {tool} here to build the ELF fixtures");
+            return false;
+        }
+    }
+    true
+}
+
+fn run(program: &str, args: &[&str]) -> String {
+    let out = Command::new(program).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Compiles [`SOURCE`] with debug info and a build id, and `flags`.
+fn compile(dir: &Dir, name: &str, flags: &[&str]) -> PathBuf {
+    let c = dir.join("prog.c");
+    std::fs::write(&c, SOURCE).unwrap();
+    let out = dir.join(name);
+    let mut args = vec!["-O1", "-g", "-Wl,--build-id", "-o", s(&out), s(&c)];
+    args.splice(0..0, flags.iter().copied());
+    run("cc", &args);
+    out
+}
+
+/// `readelf -sW`'s FUNC symbols: name → (value, size).
+fn symbol(object: &Path, name: &str) -> (u64, u64) {
+    run("readelf", &["-sW", s(object)])
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 8 && f[7] == name).then(|| {
+                (
+                    u64::from_str_radix(f[1], 16).unwrap(),
+                    f[2].parse::<u64>().unwrap(),
+                )
+            })
+        })
+        .unwrap_or_else(|| panic!("readelf -s: no {name}"))
+}
+
+/// `readelf -SW`: (name, address, size, executable) of each section.
+fn sections(object: &Path) -> Vec<(String, u64, u64, bool)> {
+    run("readelf", &["-SW", s(object)])
+        .lines()
+        .filter_map(|l| {
+            let (_, rest) = l.split_once("] ")?;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let addr = u64::from_str_radix(f.get(2)?, 16).ok()?;
+            let size = u64::from_str_radix(f.get(4)?, 16).ok()?;
+            let exec = f.get(6).is_some_and(|flags| flags.contains('X'));
+            Some((f[0].to_string(), addr, size, exec))
+        })
+        .collect()
+}
+
+fn section(object: &Path, name: &str) -> (u64, u64) {
+    let (_, a, n, _) = sections(object)
+        .into_iter()
+        .find(|(s, ..)| s == name)
+        .unwrap();
+    (a, n)
+}
+
+/// `readelf -lW`'s executable PT_LOADs: (offset, vaddr, filesz, memsz).
+fn text_segments(object: &Path) -> Vec<(u64, u64, u64, u64)> {
+    let hex = |w: &str| u64::from_str_radix(w.trim_start_matches("0x"), 16).unwrap();
+    run("readelf", &["-lW", s(object)])
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.first() == Some(&"LOAD") && f[6..f.len() - 1].iter().any(|w| w.contains('E')))
+                .then(|| (hex(f[1]), hex(f[2]), hex(f[4]), hex(f[5])))
+        })
+        .collect()
+}
+
+fn build_id(object: &Path) -> String {
+    run("readelf", &["-n", s(object)])
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
+        .unwrap()
+}
+
+/// The pc of link address `addr` with the first text page at [`BIAS`].
+fn pc(object: &Path, addr: u64) -> u64 {
+    addr - (text_segments(object)[0].1 & !0xfff) + BIAS
+}
+
+fn log(pid: u32, path: &Path) -> Vec<LogEvent> {
+    vec![ev(LogRecord::MapIn {
+        pid,
+        start: BIAS,
+        path: s(path).into(),
+    })]
+}
+
+#[test]
+fn a_programs_pcs_name_its_functions_with_its_mapping_and_build_id() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("mapping");
+    let prog = compile(&dir, "prog", &[]);
+    let mut sym = Symbolizer::new(&log(1101, &prog));
+    let (alpha, alpha_size) = symbol(&prog, "pmc_fixture_alpha");
+    let r = sym.resolve(1101, pc(&prog, alpha + 1));
+    let outer = r.frames.last().unwrap();
+    assert_eq!(outer.function, "pmc_fixture_alpha", "{r:?}");
+    assert!(outer.file.as_deref().unwrap().ends_with("prog.c"), "{r:?}");
+    assert_eq!(outer.line, Some(3));
+    assert_eq!(r.object_address, Some(alpha + 1));
+    assert_eq!(
+        (r.symbol_start, r.symbol_end),
+        (Some(alpha), Some(alpha + alpha_size))
+    );
+    let texts = text_segments(&prog);
+    let (first, last) = (texts[0], texts[texts.len() - 1]);
+    let exec: Vec<(u64, u64)> = sections(&prog)
+        .into_iter()
+        .filter(|(.., x)| *x)
+        .map(|(_, a, n, _)| (a, a + n))
+        .collect();
+    let text_range = (
+        exec.iter().map(|e| e.0).min().unwrap(),
+        exec.iter().map(|e| e.1).max().unwrap(),
+    );
+    let m = r.mapping.as_deref().unwrap();
+    assert_eq!(
+        m,
+        &Mapping {
+            memory_start: BIAS,
+            memory_limit: BIAS + (last.1 + last.3).next_multiple_of(0x1000) - (first.1 & !0xfff),
+            file_offset: first.0 & !0xfff,
+            path: s(&prog).into(),
+            build_id: Some(build_id(&prog)),
+            text_range: Some(text_range),
+        }
+    );
+    assert_eq!(sym.text_range(s(&prog)), Some(text_range));
+    let (beta, _) = symbol(&prog, "pmc_fixture_beta");
+    let r = sym.resolve(1101, pc(&prog, beta + 1));
+    assert_eq!(r.frames.last().unwrap().function, "pmc_fixture_beta");
+    assert_eq!(r.frames.last().unwrap().line, Some(4));
+    // The object's names were read once, and say so.
+    assert!(
+        format!("{sym:?}").contains("ObjectInfo { names: Some(Names { functions: "),
+        "{sym:?}"
+    );
+}
+
+/// perf's choice among aliases: sized over unsized, not weak over weak,
+/// global over local, fewer leading underscores, then the longer name.
+/// An unsized symbol reaches the next function or its section's end.
+#[test]
+fn aliases_are_ranked_as_perf_ranks_them_and_unsized_symbols_end_early() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("aliases");
+    let prog = compile(&dir, "prog", &[]);
+    let data = std::fs::read(&prog).unwrap();
+    let functions = function_symbols(&object::File::parse(&*data).unwrap());
+    let at = |addr: u64| function_at(&functions, addr).unwrap();
+    let (alpha, size) = symbol(&prog, "pmc_fixture_alpha");
+    assert_eq!(
+        at(alpha),
+        &FunctionSymbol {
+            start: alpha,
+            end: alpha + size,
+            name: "pmc_fixture_alpha".into()
+        }
+    );
+    let (sized, sized_size) = symbol(&prog, "pmc_asm_sized");
+    assert_eq!(sized_size, 2);
+    assert_eq!(
+        at(sized),
+        &FunctionSymbol {
+            start: sized,
+            end: sized + 2,
+            name: "pmc_asm_sized".into()
+        }
+    );
+    let (bare, zero) = symbol(&prog, "pmc_asm_unsized");
+    assert_eq!(zero, 0);
+    assert_eq!(
+        at(bare),
+        &FunctionSymbol {
+            start: bare,
+            end: sized,
+            name: "pmc_asm_unsized".into()
+        }
+    );
+    // crti's `_init` has no size: it ends with `.init`.
+    let (init, zero) = symbol(&prog, "_init");
+    assert_eq!(zero, 0);
+    let (init_start, init_size) = section(&prog, ".init");
+    assert_eq!(init, init_start);
+    assert_eq!(at(init).end, init_start + init_size, "{:?}", at(init));
+    assert!(function_at(&functions, init_start + init_size).is_none_or(|f| f.name != "_init"));
+}
+
+/// Every `name@plt` objdump prints, at its address, and no other: lazy
+/// `.plt`, IBT's `.plt.sec`, `.plt.got`, IRELATIVE slots, a fixed-address
+/// program.
+#[test]
+fn plt_stubs_are_named_as_objdump_names_them() {
+    if !have_tools() || !cfg!(target_arch = "x86_64") {
+        return;
+    }
+    let dir = Dir::new("plt");
+    let variants: [(&str, &[&str]); 4] = [
+        ("pie", &[]),
+        ("ibt", &["-fcf-protection=full", "-Wl,-z,ibtplt"]),
+        ("fixed", &["-no-pie"]),
+        ("now", &["-Wl,-z,now"]),
+    ];
+    for (name, flags) in variants {
+        let prog = compile(&dir, name, flags);
+        let mut want: Vec<(u64, String)> = run("objdump", &["-d", s(&prog)])
+            .lines()
+            .filter_map(|l| {
+                let (addr, label) = l.strip_suffix(">:")?.split_once(" <")?;
+                label
+                    .ends_with("@plt")
+                    .then(|| (u64::from_str_radix(addr, 16).unwrap(), label.to_string()))
+            })
+            .collect();
+        want.sort();
+        let data = std::fs::read(&prog).unwrap();
+        let got: Vec<(u64, String)> = function_symbols(&object::File::parse(&*data).unwrap())
+            .into_iter()
+            .filter(|f| f.name.ends_with("@plt"))
+            .map(|f| (f.start, f.name))
+            .collect();
+        assert!(want.len() >= 2, "{name}: {want:x?}");
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+/// A legacy log's MAP_IN start is where file offset 0 is: a pc at a file
+/// offset no PT_LOAD holds is nobody's.
+#[test]
+fn a_legacy_pc_past_the_text_segments_file_bytes_is_nobodys() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("legacy");
+    let prog = compile(&dir, "prog", &[]);
+    let (off, vaddr, filesz, _) = text_segments(&prog)[0];
+    let base = 0x7700_0000_0000u64;
+    let events = vec![
+        ev(LogRecord::Initialize {
+            version: symbols::LEGACY_PMC_LOG_VERSION,
+            arch: 0,
+            tsc_freq: 0,
+            time_sec: 0,
+            time_nsec: 0,
+            cpuid: String::new(),
+            marked: false,
+        }),
+        ev(LogRecord::MapIn {
+            pid: 1111,
+            start: base,
+            path: s(&prog).into(),
+        }),
+    ];
+    let mut sym = Symbolizer::new(&events);
+    let (alpha, _) = symbol(&prog, "pmc_fixture_alpha");
+    assert_eq!(
+        sym.name(1111, base + off + (alpha - vaddr)),
+        "pmc_fixture_alpha"
+    );
+    let end = base + off + filesz;
+    assert!(
+        section(&prog, ".fini").0 + section(&prog, ".fini").1 == vaddr + filesz,
+        "the text segment ends with .fini"
+    );
+    assert_eq!(sym.name(1111, end - 1), "_fini");
+    assert_eq!(sym.name(1111, end), format!("{end:#x}"));
+}
+
+/// A PIE linked at 0 that PROCEXEC leaves at 0 (no `pl_dyn`): the log did
+/// not say where it was, so its pcs are nobody's; a fixed-address program
+/// is at its link address.
+#[test]
+fn an_exec_places_a_fixed_program_but_not_a_pie_it_does_not_locate() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("exec");
+    for (name, flags, placed) in [("pie", &[][..], false), ("fixed", &["-no-pie"][..], true)] {
+        let prog = compile(&dir, name, flags);
+        let events = vec![
+            ev(LogRecord::Initialize {
+                version: pmc::log::PMC_VERSION,
+                arch: 0,
+                tsc_freq: 0,
+                time_sec: 0,
+                time_nsec: 0,
+                cpuid: String::new(),
+                marked: false,
+            }),
+            ev(LogRecord::ProcExec {
+                pid: 1121,
+                pmcid: 1,
+                entry: 0,
+                dynaddr: 0,
+                path: s(&prog).into(),
+            }),
+        ];
+        let (alpha, _) = symbol(&prog, "pmc_fixture_alpha");
+        let name_at = Symbolizer::new(&events).name(1121, alpha + 1);
+        let want = if placed {
+            "pmc_fixture_alpha".to_string()
+        } else {
+            format!("{:#x}", alpha + 1)
+        };
+        assert_eq!(name_at, want, "{name}");
+    }
+}
+
+/// The program as the log names it, under the `-r` root.
+const LOGGED: &str = "usr/bin/prog";
+
+/// Builds the program, installs it stripped at [`LOGGED`] under
+/// `dir/root`: (root, full program, installed path).
+fn installed(dir: &Dir, strip_flags: &[&str]) -> (PathBuf, PathBuf, PathBuf) {
+    let root = dir.join("root");
+    let full = compile(dir, "full", &[]);
+    let to = root.join(LOGGED);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    let mut args = strip_flags.to_vec();
+    args.extend(["-o", s(&to), s(&full)]);
+    run("strip", &args);
+    (root, full, to)
+}
+
+fn keep_debug(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    run("objcopy", &["--only-keep-debug", s(from), s(to)]);
+}
+
+fn build_id_path(root: &Path, id: &str) -> PathBuf {
+    root.join("usr/lib/debug/.build-id")
+        .join(&id[..2])
+        .join(format!("{}.debug", &id[2..]))
+}
+
+/// A symbolizer of one process mapping `object`, debug files under `root`.
+fn under(root: &Path, object: &Path) -> Symbolizer {
+    Symbolizer::new(&log(1201, object)).with_debug_root(Some(root.to_path_buf()))
+}
+
+/// The outermost frame at `symbol`'s address + 1.
+fn outer(sym: &mut Symbolizer, full: &Path, symbol_name: &str) -> Frame {
+    let (addr, _) = symbol(full, symbol_name);
+    let r = sym.resolve(1201, pc(full, addr + 1));
+    r.frames.last().unwrap().clone()
+}
+
+fn unnamed(full: &Path, symbol_name: &str) -> String {
+    format!("prog+{:#x}", symbol(full, symbol_name).0 + 1)
+}
+
+#[test]
+fn a_stripped_object_is_named_from_its_build_id_debug_file_read_once() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("buildid");
+    let (root, full, prog) = installed(&dir, &["--strip-all"]);
+    let id = build_id(&full);
+    // Not under the root: /usr/lib/debug has no such file.
+    let mut sym = Symbolizer::new(&log(1201, &prog));
+    assert_eq!(
+        outer(&mut sym, &full, "pmc_fixture_alpha").function,
+        unnamed(&full, "pmc_fixture_alpha")
+    );
+    assert_eq!(sym.debug_files_opened(), 0);
+    let debug = build_id_path(&root, &id);
+    keep_debug(&full, &debug);
+    let mut sym = under(&root, &prog);
+    let alpha = outer(&mut sym, &full, "pmc_fixture_alpha");
+    assert_eq!(
+        (alpha.function.as_str(), alpha.line),
+        ("pmc_fixture_alpha", Some(3))
+    );
+    assert!(alpha.file.unwrap().ends_with("prog.c"));
+    let beta = outer(&mut sym, &full, "pmc_fixture_beta");
+    assert_eq!(
+        (beta.function.as_str(), beta.line),
+        ("pmc_fixture_beta", Some(4))
+    );
+    // Another process of the same object: the same debug file, read once.
+    let (a, _) = symbol(&full, "pmc_fixture_alpha");
+    let mut two = Symbolizer::new(&[log(1201, &prog), log(1202, &prog)].concat())
+        .with_debug_root(Some(root.clone()));
+    assert_eq!(two.name(1201, pc(&full, a + 1)), "pmc_fixture_alpha");
+    assert_eq!(two.name(1202, pc(&full, a + 1)), "pmc_fixture_alpha");
+    assert_eq!(two.debug_files_opened(), 1);
+    assert_eq!(sym.debug_files_opened(), 1);
+    assert_eq!(sym.debug_notes(), &[] as &[String]);
+    let shown = format!("{sym:?}");
+    assert!(
+        shown.contains(&format!("DebugFile {{ path: {debug:?}, symtab: "))
+            && shown.contains("has_dwarf: true"),
+        "{shown}"
+    );
+    // Names alone: the debug file's symbols, no DWARF.
+    let mut names = under(&root, &prog).with_names_only(true);
+    let alpha = outer(&mut names, &full, "pmc_fixture_alpha");
+    assert_eq!(
+        (alpha.function.as_str(), alpha.file, alpha.line),
+        ("pmc_fixture_alpha", None, None)
+    );
+    assert_eq!(names.debug_files_opened(), 1);
+}
+
+#[test]
+fn a_debuglink_is_followed_in_each_of_its_three_places() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("debuglink");
+    let (root, full, prog) = installed(&dir, &["--strip-all"]);
+    let debug = dir.join("prog.debug");
+    keep_debug(&full, &debug);
+    run(
+        "objcopy",
+        &[&format!("--add-gnu-debuglink={}", s(&debug)), s(&prog)],
+    );
+    for place in [
+        "usr/bin/prog.debug",
+        "usr/bin/.debug/prog.debug",
+        "usr/lib/debug/usr/bin/prog.debug",
+    ] {
+        let at = root.join(place);
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::fs::copy(&debug, &at).unwrap();
+        let mut sym = under(&root, &prog);
+        let alpha = outer(&mut sym, &full, "pmc_fixture_alpha");
+        assert_eq!(
+            (alpha.function.as_str(), alpha.line),
+            ("pmc_fixture_alpha", Some(3)),
+            "{place}"
+        );
+        assert_eq!(sym.debug_files_opened(), 1, "{place}");
+        assert_eq!(sym.debug_notes(), &[] as &[String], "{place}");
+        std::fs::remove_file(&at).unwrap();
+    }
+    // None anywhere: each place said.
+    let mut sym = under(&root, &prog);
+    assert_eq!(
+        outer(&mut sym, &full, "pmc_fixture_alpha").function,
+        unnamed(&full, "pmc_fixture_alpha")
+    );
+    assert_eq!(sym.debug_files_opened(), 0);
+    let id = build_id(&full);
+    assert_eq!(
+        sym.debug_notes(),
+        &[format!(
+            "{}: no separate debug info (looked for {}, {}, {}, {})",
+            s(&prog),
+            build_id_path(&root, &id).display(),
+            root.join("usr/bin/prog.debug").display(),
+            root.join("usr/bin/.debug/prog.debug").display(),
+            root.join("usr/lib/debug/usr/bin/prog.debug").display(),
+        )]
+    );
+}
+
+/// A debuglink may name the object's own file name: the object itself is
+/// not a candidate, its `.debug/` namesake is.
+#[test]
+fn a_debuglink_naming_the_object_itself_skips_the_object() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("selflink");
+    let (root, full, prog) = installed(&dir, &["--strip-all"]);
+    let debug = root.join("usr/bin/.debug/prog");
+    keep_debug(&full, &debug);
+    run(
+        "objcopy",
+        &[&format!("--add-gnu-debuglink={}", s(&debug)), s(&prog)],
+    );
+    let mut sym = under(&root, &prog);
+    assert_eq!(
+        outer(&mut sym, &full, "pmc_fixture_alpha").function,
+        "pmc_fixture_alpha"
+    );
+    assert_eq!(sym.debug_files_opened(), 1);
+    assert_eq!(sym.debug_notes(), &[] as &[String]);
+}
+
+#[test]
+fn debug_files_that_are_not_the_objects_are_skipped_and_said() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("wrong");
+    let (root, full, prog) = installed(&dir, &["--strip-all"]);
+    let id = build_id(&full);
+    let by_id = build_id_path(&root, &id);
+    let name = unnamed(&full, "pmc_fixture_alpha");
+    let alpha = |sym: &mut Symbolizer| outer(sym, &full, "pmc_fixture_alpha");
+
+    // Another build's debug file at this build id's path.
+    let other = compile(&dir, "other", &["-O2", "-DPMC_OTHER"]);
+    keep_debug(&other, &by_id);
+    let mut sym = under(&root, &prog);
+    assert_eq!(alpha(&mut sym).function, name);
+    assert_eq!(sym.debug_files_opened(), 1);
+    let other_id = build_id(&other);
+    assert_ne!(other_id, id);
+    assert!(
+        sym.debug_notes()[0].ends_with(&format!(
+            "skipped debug file {}: its build id {other_id} is not the object's {id}",
+            by_id.display()
+        )),
+        "{:?}",
+        sym.debug_notes()
+    );
+
+    // Neither symbols nor DWARF.
+    run("strip", &["--strip-all", "-o", s(&by_id), s(&full)]);
+    let mut sym = under(&root, &prog);
+    assert_eq!(alpha(&mut sym).function, name);
+    assert!(
+        sym.debug_notes()[0].ends_with("it has neither a symbol table nor DWARF"),
+        "{:?}",
+        sym.debug_notes()
+    );
+
+    // Symbols without DWARF: names, no file:line.
+    run("strip", &["--strip-debug", "-o", s(&by_id), s(&full)]);
+    let mut sym = under(&root, &prog);
+    let f = alpha(&mut sym);
+    assert_eq!(
+        (f.function.as_str(), f.file, f.line),
+        ("pmc_fixture_alpha", None, None)
+    );
+    assert_eq!(sym.debug_notes(), &[] as &[String]);
+
+    // Unreadable (a directory): opened, skipped, said.
+    std::fs::remove_file(&by_id).unwrap();
+    std::fs::create_dir(&by_id).unwrap();
+    let mut sym = under(&root, &prog);
+    assert_eq!(alpha(&mut sym).function, name);
+    assert_eq!(sym.debug_files_opened(), 1);
+    assert!(
+        sym.debug_notes()[0].starts_with(&format!(
+            "{}: skipped debug file {}: ",
+            s(&prog),
+            by_id.display()
+        )),
+        "{:?}",
+        sym.debug_notes()
+    );
+    std::fs::remove_dir(&by_id).unwrap();
+
+    // A debuglink's CRC that is not the file's.
+    let debug = dir.join("prog.debug");
+    keep_debug(&full, &debug);
+    run(
+        "objcopy",
+        &[&format!("--add-gnu-debuglink={}", s(&debug)), s(&prog)],
+    );
+    let want = crc32fast::hash(&std::fs::read(&debug).unwrap());
+    let beside = root.join("usr/bin/prog.debug");
+    let mut bytes = std::fs::read(&debug).unwrap();
+    bytes.push(0);
+    std::fs::write(&beside, &bytes).unwrap();
+    let got = crc32fast::hash(&bytes);
+    let mut sym = under(&root, &prog);
+    assert_eq!(alpha(&mut sym).function, name);
+    assert_eq!(sym.debug_files_opened(), 1);
+    assert_eq!(
+        sym.debug_notes()[0],
+        format!(
+            "{}: skipped debug file {}: CRC-32 {got:08x}, the object's .gnu_debuglink says {want:08x} (a debug file of another build)",
+            s(&prog),
+            beside.display()
+        )
+    );
+}
+
+/// Under a root, the log's path (without the root) is the one the
+/// recorded build ids name, and JIT maps are looked for under the root.
+#[test]
+fn under_a_root_the_logged_path_and_the_perf_map_are_the_logs() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("rooted");
+    let (root, full, prog) = installed(&dir, &["--strip-debug"]);
+    let (a, _) = symbol(&full, "pmc_fixture_alpha");
+    let with_id = |logged: String| {
+        let mut sym = under(&root, &prog)
+            .with_build_ids(std::collections::HashMap::from([(logged, vec![0xab; 20])]));
+        sym.name(1201, pc(&full, a + 1))
+    };
+    assert_eq!(
+        with_id(format!("/{LOGGED}")),
+        unnamed(&full, "pmc_fixture_alpha")
+    );
+    assert_eq!(with_id(s(&prog).into()), "pmc_fixture_alpha");
+    // A root that is a prefix of the path but not a directory of it.
+    let twin = dir.join("root2").join(LOGGED);
+    std::fs::create_dir_all(twin.parent().unwrap()).unwrap();
+    std::fs::copy(&prog, &twin).unwrap();
+    let mut sym = Symbolizer::new(&log(1201, &twin))
+        .with_debug_root(Some(root.clone()))
+        .with_build_ids(std::collections::HashMap::from([(
+            s(&twin).to_string(),
+            vec![0xab; 20],
+        )]));
+    assert_eq!(
+        sym.name(1201, pc(&full, a + 1)),
+        unnamed(&full, "pmc_fixture_alpha")
+    );
+
+    std::fs::create_dir_all(root.join("tmp")).unwrap();
+    std::fs::write(root.join("tmp/perf-1299.map"), "4000 10 pmc_jitted\n").unwrap();
+    let mut sym = Symbolizer::new(&[]).with_debug_root(Some(root.clone()));
+    assert_eq!(sym.name(1299, 0x4008), "pmc_jitted");
+}
