@@ -701,3 +701,156 @@ fn under_a_root_the_logged_path_and_the_perf_map_are_the_logs() {
     let mut sym = Symbolizer::new(&[]).with_debug_root(Some(root.clone()));
     assert_eq!(sym.name(1299, 0x4008), "pmc_jitted");
 }
+
+/// Compressed DWARF (zlib and zstd `SHF_COMPRESSED` sections) names
+/// frames with file:line like plain DWARF; a section claiming more than
+/// the cap is not inflated, and said.
+#[test]
+fn compressed_dwarf_is_inflated_within_the_cap() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("compressed");
+    let full = compile(&dir, "full", &[]);
+    for format in ["zlib", "zstd"] {
+        let prog = dir.join(&format!("prog-{format}"));
+        let out = Command::new("objcopy")
+            .args([
+                &format!("--compress-debug-sections={format}"),
+                s(&full),
+                s(&prog),
+            ])
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            println!("skipped {format}: objcopy cannot compress with it");
+            continue;
+        }
+        let mut sym = Symbolizer::new(&log(1201, &prog));
+        let f = outer(&mut sym, &full, "pmc_fixture_alpha");
+        assert_eq!(
+            (f.function.as_str(), f.line),
+            ("pmc_fixture_alpha", Some(3)),
+            "{format}"
+        );
+        assert_eq!(sym.debug_notes(), &[] as &[String], "{format}");
+    }
+    // zlib's .debug_info claiming 2^40 bytes (Elf64_Chdr.ch_size).
+    let prog = dir.join("prog-claims");
+    run(
+        "objcopy",
+        &["--compress-debug-sections=zlib", s(&full), s(&prog)],
+    );
+    let mut bytes = std::fs::read(&prog).unwrap();
+    let (offset, size) = {
+        use object::{Object as _, ObjectSection as _};
+        let file = object::File::parse(&*bytes).unwrap();
+        let info = file.section_by_name(".debug_info").unwrap();
+        let (offset, size) = info.file_range().unwrap();
+        (offset as usize, size)
+    };
+    assert_eq!(
+        &bytes[offset..offset + 4],
+        &1u32.to_le_bytes(),
+        "ELFCOMPRESS_ZLIB"
+    );
+    bytes[offset + 8..offset + 16].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    std::fs::write(&prog, &bytes).unwrap();
+    let mut sym = Symbolizer::new(&log(1201, &prog));
+    let f = outer(&mut sym, &full, "pmc_fixture_alpha");
+    assert_eq!((f.function.as_str(), f.line), ("pmc_fixture_alpha", None));
+    let compressed = size - 24;
+    assert_eq!(
+        sym.debug_notes(),
+        &[format!(
+            "{}: .debug_info claims {} bytes inflated from {compressed}, above the cap of {} (100:1 above 1048576 bytes, 1073741824 at most); not inflated",
+            s(&prog),
+            1u64 << 40,
+            (compressed * 100).max(1 << 20)
+        )]
+    );
+}
+
+/// MiniDebugInfo: a stripped object's `.gnu_debugdata`, an xz-compressed
+/// ELF file with a `.symtab`, names its functions; one that is not xz is
+/// said and ignored.
+#[test]
+fn mini_debuginfo_names_a_stripped_object() {
+    if !have_tools()
+        || !Command::new("xz")
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    {
+        println!("skipped: no xz");
+        return;
+    }
+    let dir = Dir::new("minidebug");
+    let (root, full, prog) = installed(&dir, &["--strip-all"]);
+    let mini = dir.join("mini");
+    run("strip", &["--strip-debug", "-o", s(&mini), s(&full)]);
+    run("xz", &["-k", s(&mini)]);
+    let with = dir.join("with");
+    let plain = dir.join("plain");
+    std::fs::copy(&prog, &plain).unwrap();
+    run(
+        "objcopy",
+        &[
+            &format!("--add-section=.gnu_debugdata={}.xz", s(&mini)),
+            s(&prog),
+            s(&with),
+        ],
+    );
+    std::fs::copy(&with, &prog).unwrap();
+    let mut sym = under(&root, &prog);
+    let f = outer(&mut sym, &full, "pmc_fixture_alpha");
+    assert_eq!((f.function.as_str(), f.line), ("pmc_fixture_alpha", None));
+    let text = dir.join("text");
+    std::fs::write(&text, "not xz").unwrap();
+    run(
+        "objcopy",
+        &[
+            &format!("--add-section=.gnu_debugdata={}", s(&text)),
+            s(&plain),
+            s(&with),
+        ],
+    );
+    let notxz = root.join("usr/bin/notxz");
+    std::fs::copy(&with, &notxz).unwrap();
+    let mut sym = under(&root, &notxz);
+    assert_eq!(
+        outer(&mut sym, &full, "pmc_fixture_alpha").function,
+        unnamed(&full, "pmc_fixture_alpha").replace("prog+", "notxz+")
+    );
+    assert!(
+        sym.debug_notes().iter().any(|n| n.starts_with(&format!(
+            "{}: skipped .gnu_debugdata (MiniDebugInfo): not xz data",
+            s(&notxz)
+        ))),
+        "{:?}",
+        sym.debug_notes()
+    );
+}
+
+/// Without a recorded build id, an object modified after the log's last
+/// write is another build; modified at that very time, it is the one.
+#[test]
+fn an_object_modified_after_the_log_stays_unnamed_one_modified_at_its_end_does_not() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("mtime");
+    let prog = compile(&dir, "prog", &[]);
+    let modified = std::fs::metadata(&prog).unwrap().modified().unwrap();
+    let (a, _) = symbol(&prog, "pmc_fixture_alpha");
+    let name = |until| {
+        Symbolizer::new(&log(1301, &prog))
+            .with_recorded_until(Some(until))
+            .name(1301, pc(&prog, a))
+    };
+    assert_eq!(name(modified), "pmc_fixture_alpha");
+    assert_eq!(
+        name(modified - std::time::Duration::from_secs(1)),
+        format!("prog+{a:#x}")
+    );
+}
