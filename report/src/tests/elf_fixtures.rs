@@ -854,3 +854,38 @@ fn an_object_modified_after_the_log_stays_unnamed_one_modified_at_its_end_does_n
         format!("prog+{a:#x}")
     );
 }
+
+/// A build id of one byte has no `.build-id/xx/rest.debug` path: it is
+/// not looked up (GDB needs a byte for the directory and more for the
+/// file).
+#[test]
+fn a_one_byte_build_id_is_not_looked_up() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("shortid");
+    let root = dir.join("root");
+    let full = dir.join("full");
+    std::fs::write(dir.join("prog.c"), SOURCE).unwrap();
+    let c = dir.join("prog.c");
+    run(
+        "cc",
+        &["-O1", "-g", "-Wl,--build-id=0xab", "-o", s(&full), s(&c)],
+    );
+    {
+        use object::Object as _;
+        let data = std::fs::read(&full).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        assert_eq!(file.build_id().unwrap(), Some(&[0xab][..]));
+    }
+    let prog = root.join(LOGGED);
+    std::fs::create_dir_all(prog.parent().unwrap()).unwrap();
+    run("strip", &["--strip-all", "-o", s(&prog), s(&full)]);
+    keep_debug(&full, &root.join("usr/lib/debug/.build-id/ab/.debug"));
+    let mut sym = under(&root, &prog);
+    assert_eq!(
+        outer(&mut sym, &full, "pmc_fixture_alpha").function,
+        unnamed(&full, "pmc_fixture_alpha")
+    );
+    assert_eq!(sym.debug_files_opened(), 0);
+}

@@ -178,3 +178,32 @@ fn an_unreadable_object_has_no_text_range() {
     let mut s = Symbolizer::new(&[]);
     assert_eq!(s.text_range("/nonexistent/libgone.so"), None);
 }
+
+/// `/tmp/perf-PID.map` (under the root): used when written since the log
+/// started, else an earlier process's; a line longer than the reader
+/// takes is skipped, the next one kept.
+#[test]
+fn a_perf_map_names_jit_code_only_when_written_since_the_log_started() {
+    let root = std::env::temp_dir().join(format!("pmc-report-jit-{}", std::process::id()));
+    std::fs::create_dir_all(root.join("tmp")).unwrap();
+    let long = format!("5000 10 {}\n", "x".repeat(200 << 10));
+    std::fs::write(
+        root.join("tmp/perf-1401.map"),
+        format!("4000 10 pmc_jitted\n{long}6000 10 pmc_after_a_long_line\n"),
+    )
+    .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let name = |started: u64, pc: u64| {
+        Symbolizer::new(&[initialize(started)])
+            .with_debug_root(Some(root.clone()))
+            .name(1401, pc)
+    };
+    assert_eq!(name(now - 3600, 0x4008), "pmc_jitted");
+    assert_eq!(name(now - 3600, 0x6008), "pmc_after_a_long_line");
+    assert_eq!(name(now - 3600, 0x5008), "0x5008");
+    assert_eq!(name(now + 3600, 0x4008), "0x4008");
+    std::fs::remove_dir_all(&root).unwrap();
+}
