@@ -16,8 +16,11 @@ use crate::*;
 const BIAS: u64 = 0x5555_0000_0000;
 
 /// Two C functions (line 3 and 4) with aliases that perf's rules rank
-/// below `pmc_fixture_alpha`, assembly with an unsized label, a PLT call
-/// to libc and one to an IFUNC of its own (an IRELATIVE slot).
+/// below `pmc_fixture_alpha`, assembly with unsized symbols and labels, a
+/// PLT call to libc, one to an IFUNC of its own (an IRELATIVE slot) and
+/// two to functions whose address it takes (`.plt.got`), an inlined
+/// function, a local function named by a global alias and one with a
+/// C++-style symbol (C's DWARF gives it that name too).
 const SOURCE: &str = r#"#include <stdio.h>
 int pmc_fixture_alpha(int x);
 __attribute__((noinline)) int pmc_fixture_alpha(int x) { return x * 3 + 1; }
@@ -33,7 +36,22 @@ __asm__(".text\n.globl pmc_asm_unsized\n.type pmc_asm_unsized, @function\npmc_as
 static int pmc_impl(int x) { return x + 1; }
 static void *pmc_resolver(void) { return pmc_impl; }
 int pmc_ifunc_fn(int) __attribute__((ifunc("pmc_resolver")));
-int main(int argc, char **argv) { (void)argv; return pmc_fixture_beta(argc); }
+char *getenv(const char *);
+long atol(const char *);
+__attribute__((noinline)) void *pmc_fn_ptr(int x) { return x ? (void *)getenv : (void *)atol; }
+static int pmc_dwarf_name(int x) { return x * 5 + 2; }
+int pmc_the_symbols_longer_name(int) __attribute__((alias("pmc_dwarf_name")));
+__attribute__((noinline)) int pmc_mangled(int x) __asm__("_Z11pmc_mangledi");
+__attribute__((noinline)) int pmc_mangled(int x) { return x - 7; }
+static inline __attribute__((always_inline)) int pmc_inlined(int x) { return x * x + (pmc_fn_ptr(x) != 0); }
+__attribute__((noinline)) int pmc_inliner(int x) { return pmc_inlined(x) + 1; }
+__asm__(".text\n.globl pmc_asm_label\npmc_asm_label:\n nop\n ret\n\"$pmc_mapping\":\n nop\n ret\n"
+        ".data\n.globl pmc_data_label\npmc_data_label:\n .long 0\n.text\n");
+int main(int argc, char **argv) {
+  (void)argv;
+  return pmc_fixture_beta(argc) + pmc_inliner(argc) + pmc_mangled(argc) + pmc_the_symbols_longer_name(argc)
+      + (getenv("b") != 0) + (int)atol("1");
+}
 "#;
 
 /// A scratch directory, removed when dropped.
@@ -888,4 +906,100 @@ fn a_one_byte_build_id_is_not_looked_up() {
         unnamed(&full, "pmc_fixture_alpha")
     );
     assert_eq!(sym.debug_files_opened(), 0);
+}
+
+/// A label (no type) in text is a function to perf; a `$` mapping symbol
+/// and a label in data are not.
+#[test]
+fn labels_in_text_are_functions_mapping_symbols_and_data_labels_are_not() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("labels");
+    let prog = compile(&dir, "prog", &[]);
+    let data = std::fs::read(&prog).unwrap();
+    let functions = function_symbols(&object::File::parse(&*data).unwrap());
+    let (label, _) = symbol(&prog, "pmc_asm_label");
+    let (mapping, _) = symbol(&prog, "$pmc_mapping");
+    assert_eq!(mapping, label + 2);
+    let f = function_at(&functions, mapping).unwrap();
+    assert_eq!((f.start, f.name.as_str()), (label, "pmc_asm_label"));
+    assert!(f.end > mapping, "{f:?}");
+    for absent in ["$pmc_mapping", "pmc_data_label"] {
+        assert!(functions.iter().all(|f| f.name != absent), "{absent}");
+    }
+}
+
+/// DWARF's frames at each pc of a function with an inlined callee are
+/// addr2line's, innermost first; the outermost is named by the symbol
+/// table (a global alias over DWARF's local name).
+#[test]
+fn dwarf_frames_are_addr2lines_and_the_outermost_is_the_symbols() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("frames");
+    let prog = compile(&dir, "prog", &[]);
+    let mut sym = Symbolizer::new(&log(1501, &prog));
+    let (start, size) = symbol(&prog, "pmc_inliner");
+    let addrs: Vec<String> = (start..start + size).map(|a| format!("{a:#x}")).collect();
+    let mut args = vec!["-a", "-i", "-f", "-e", s(&prog)];
+    args.extend(addrs.iter().map(String::as_str));
+    let out = run("addr2line", &args);
+    let mut theirs: Vec<Vec<String>> = Vec::new();
+    let mut lines = out.lines();
+    while let Some(l) = lines.next() {
+        if l.starts_with("0x") {
+            theirs.push(Vec::new());
+        } else {
+            theirs.last_mut().unwrap().push(l.to_string());
+            lines.next();
+        }
+    }
+    assert_eq!(theirs.len(), size as usize);
+    let mut inlined = 0;
+    for (a, want) in (start..start + size).zip(theirs) {
+        let r = sym.resolve(1501, pc(&prog, a));
+        let ours: Vec<&str> = r.frames.iter().map(|f| f.function.as_str()).collect();
+        assert_eq!(ours, want, "{a:#x}");
+        inlined += usize::from(ours == ["pmc_inlined", "pmc_inliner"]);
+    }
+    assert!(inlined > 0, "no pc of pmc_inlined in pmc_inliner");
+    let outer_at = |sym: &mut Symbolizer, name: &str| {
+        let (a, _) = symbol(&prog, name);
+        let r = sym.resolve(1501, pc(&prog, a));
+        let f = r.frames.last().unwrap();
+        (f.function.clone(), f.line)
+    };
+    assert_eq!(
+        outer_at(&mut sym, "pmc_the_symbols_longer_name"),
+        ("pmc_the_symbols_longer_name".into(), Some(19))
+    );
+}
+
+/// Names alone: a program's own DWARF is not parsed, and no separate
+/// debug file is looked for it. An object with symbols but no DWARF takes
+/// a debug file's DWARF.
+#[test]
+fn own_dwarf_needs_no_debug_file_and_symbols_alone_take_one() {
+    if !have_tools() {
+        return;
+    }
+    let dir = Dir::new("owndwarf");
+    let (root, full, prog) = installed(&dir, &["--strip-debug"]);
+    let mut own = under(&root, &full).with_names_only(true);
+    let f = outer(&mut own, &full, "pmc_fixture_alpha");
+    assert_eq!((f.function.as_str(), f.line), ("pmc_fixture_alpha", None));
+    assert_eq!(own.debug_notes(), &[] as &[String]);
+    let mut own = under(&root, &full);
+    assert_eq!(outer(&mut own, &full, "pmc_fixture_alpha").line, Some(3));
+    assert_eq!(own.debug_notes(), &[] as &[String]);
+    keep_debug(&full, &build_id_path(&root, &build_id(&full)));
+    let mut sym = under(&root, &prog);
+    let f = outer(&mut sym, &full, "pmc_fixture_alpha");
+    assert_eq!(
+        (f.function.as_str(), f.line),
+        ("pmc_fixture_alpha", Some(3))
+    );
+    assert_eq!(sym.debug_files_opened(), 1);
 }
