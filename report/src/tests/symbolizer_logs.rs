@@ -94,6 +94,8 @@ fn a_forked_child_has_its_parents_mappings() {
     let mut s = Symbolizer::new(&events);
     assert_eq!(s.name(1002, 0x40_1234), "libgone.so+0x1234");
     assert_eq!(s.name(1003, 0x40_1234), "0x401234");
+    // A missing object is not a refusal: nothing said.
+    assert_eq!(s.debug_notes(), &[] as &[String]);
 }
 
 #[test]
@@ -126,7 +128,18 @@ fn the_vdso_is_named_from_this_process_only_for_a_log_of_this_boot() {
     let vdso = pmc_unwind::VDSO_PATH;
     let this_boot = vec![initialize(now), map_in(1021, start, vdso)];
     assert_eq!(Symbolizer::new(&this_boot).name(1021, pc), f.name);
-    let another_boot = vec![initialize(0), map_in(1021, start, vdso)];
+    // Started at the boot's own second: this boot.
+    let btime: u64 = std::fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let at_boot = vec![initialize(btime), map_in(1021, start, vdso)];
+    assert_eq!(Symbolizer::new(&at_boot).name(1021, pc), f.name);
+    let another_boot = vec![initialize(btime - 1), map_in(1021, start, vdso)];
     assert_eq!(
         Symbolizer::new(&another_boot).name(1021, pc),
         format!("{vdso}+{:#x}", f.start)
@@ -179,31 +192,48 @@ fn an_unreadable_object_has_no_text_range() {
     assert_eq!(s.text_range("/nonexistent/libgone.so"), None);
 }
 
-/// `/tmp/perf-PID.map` (under the root): used when written since the log
-/// started, else an earlier process's; a line longer than the reader
-/// takes is skipped, the next one kept.
+/// `/tmp/perf-PID.map` (under the root): used when last written in or
+/// after the second the log started, else an earlier process's. A line
+/// longer than the reader takes (64 KiB) is skipped to its end, and the
+/// next one kept.
 #[test]
-fn a_perf_map_names_jit_code_only_when_written_since_the_log_started() {
+fn a_perf_map_names_jit_code_when_written_since_the_log_started() {
+    const MAX: usize = 64 << 10;
     let root = std::env::temp_dir().join(format!("pmc-report-jit-{}", std::process::id()));
     std::fs::create_dir_all(root.join("tmp")).unwrap();
-    let long = format!("5000 10 {}\n", "x".repeat(200 << 10));
+    // Skipped in three reads, the third the start of a line of its own.
+    let mut long = format!("5000 10 {}", "x".repeat(2 * MAX - 8));
+    long.push_str("7000 10 pmc_tail_of_a_long_line\n");
+    // Skipped in two reads of exactly 64 KiB, the second ending the line.
+    let mut exact = format!("8000 10 {}", "y".repeat(2 * MAX - 9));
+    exact.push('\n');
+    assert_eq!(exact.len(), 2 * MAX);
+    let map = root.join("tmp/perf-1401.map");
     std::fs::write(
-        root.join("tmp/perf-1401.map"),
-        format!("4000 10 pmc_jitted\n{long}6000 10 pmc_after_a_long_line\n"),
+        &map,
+        format!(
+            "4000 10 pmc_jitted\n{long}6000 10 pmc_after_a_long_line\n{exact}9000 10 pmc_last\n"
+        ),
     )
     .unwrap();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
+    let written = 1_700_000_000;
+    std::fs::File::options()
+        .write(true)
+        .open(&map)
         .unwrap()
-        .as_secs();
+        .set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(written))
+        .unwrap();
     let name = |started: u64, pc: u64| {
         Symbolizer::new(&[initialize(started)])
             .with_debug_root(Some(root.clone()))
             .name(1401, pc)
     };
-    assert_eq!(name(now - 3600, 0x4008), "pmc_jitted");
-    assert_eq!(name(now - 3600, 0x6008), "pmc_after_a_long_line");
-    assert_eq!(name(now - 3600, 0x5008), "0x5008");
-    assert_eq!(name(now + 3600, 0x4008), "0x4008");
+    assert_eq!(name(written, 0x4008), "pmc_jitted");
+    assert_eq!(name(written, 0x6008), "pmc_after_a_long_line");
+    assert_eq!(name(written, 0x9008), "pmc_last");
+    for skipped in [0x5008, 0x7008, 0x8008] {
+        assert_eq!(name(written, skipped), format!("{skipped:#x}"));
+    }
+    assert_eq!(name(written + 1, 0x4008), "0x4008");
     std::fs::remove_dir_all(&root).unwrap();
 }
