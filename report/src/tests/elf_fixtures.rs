@@ -302,10 +302,13 @@ fn plt_stubs_are_named_as_objdump_names_them() {
         return;
     }
     let dir = Dir::new("plt");
-    let variants: [(&str, &[&str]); 4] = [
+    // Fixed-address code without PIC takes a function's address as its
+    // PLT stub's: the undefined symbol has the stub's address as value.
+    let variants: [(&str, &[&str]); 5] = [
         ("pie", &[]),
         ("ibt", &["-fcf-protection=full", "-Wl,-z,ibtplt"]),
         ("fixed", &["-no-pie"]),
+        ("fixed-nopic", &["-fno-pic", "-no-pie"]),
         ("now", &["-Wl,-z,now"]),
     ];
     for (name, flags) in variants {
@@ -382,7 +385,14 @@ fn an_exec_places_a_fixed_program_but_not_a_pie_it_does_not_locate() {
         return;
     }
     let dir = Dir::new("exec");
-    for (name, flags, placed) in [("pie", &[][..], false), ("fixed", &["-no-pie"][..], true)] {
+    // ld makes a PIE with a text-segment address ET_EXEC; a shared object
+    // (ET_DYN, position-independent too) keeps it.
+    let pie_above_0 = ["-shared", "-fPIC", "-Wl,-Ttext-segment=0x10000000"];
+    for (name, flags, placed) in [
+        ("pie", &[][..], false),
+        ("fixed", &["-no-pie"][..], true),
+        ("pie-above-0", &pie_above_0[..], true),
+    ] {
         let prog = compile(&dir, name, flags);
         let events = vec![
             ev(LogRecord::Initialize {
@@ -410,6 +420,22 @@ fn an_exec_places_a_fixed_program_but_not_a_pie_it_does_not_locate() {
             format!("{:#x}", alpha + 1)
         };
         assert_eq!(name_at, want, "{name}");
+        // No `pl_base`: the run-time linker is not placed.
+        let Some(interp) = run("readelf", &["-lW", s(&prog)]).lines().find_map(|l| {
+            l.trim()
+                .strip_prefix("[Requesting program interpreter: ")?
+                .strip_suffix(']')
+                .map(str::to_string)
+        }) else {
+            continue;
+        };
+        let rtld = std::fs::read(&interp).unwrap();
+        let entry = {
+            use object::Object as _;
+            object::File::parse(&*rtld).unwrap().entry()
+        };
+        let at_entry = Symbolizer::new(&events).name(1121, entry);
+        assert_eq!(at_entry, format!("{entry:#x}"), "{name}");
     }
 }
 
@@ -778,6 +804,13 @@ fn compressed_dwarf_is_inflated_within_the_cap() {
     let f = outer(&mut sym, &full, "pmc_fixture_alpha");
     assert_eq!((f.function.as_str(), f.line), ("pmc_fixture_alpha", None));
     let compressed = size - 24;
+    // Names alone: the object's DWARF is not read, so nothing is refused.
+    let mut names = Symbolizer::new(&log(1201, &prog)).with_names_only(true);
+    assert_eq!(
+        outer(&mut names, &full, "pmc_fixture_alpha").function,
+        "pmc_fixture_alpha"
+    );
+    assert_eq!(names.debug_notes(), &[] as &[String]);
     assert_eq!(
         sym.debug_notes(),
         &[format!(
