@@ -6,6 +6,7 @@ use pmc::log::{LogEvent, LogRecord};
 use crate::*;
 
 mod build_ids;
+mod debug_files;
 mod elf_fixtures;
 mod exec_placement;
 mod symbolizer_logs;
