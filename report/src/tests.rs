@@ -6,7 +6,10 @@ use pmc::log::{LogEvent, LogRecord};
 use crate::*;
 
 mod build_ids;
+mod debug_files;
+mod elf_fixtures;
 mod exec_placement;
+mod symbolizer_logs;
 
 fn ev(record: LogRecord) -> LogEvent {
     LogEvent::from(record)

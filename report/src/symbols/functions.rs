@@ -322,3 +322,27 @@ fn got_jump(entry: &[u8]) -> Option<i64> {
     let disp = i32::from_le_bytes(entry.get(at + 2..at + 6)?.try_into().ok()?);
     Some(at as i64 + 6 + i64::from(disp))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::got_jump;
+
+    /// The four forms of an x86-64 PLT entry's jump (as binutils' and
+    /// lld's PLTs write them): the slot is read relative to the end of the
+    /// `jmp *disp32(%rip)`.
+    #[test]
+    fn a_plt_entrys_jump_is_found_after_endbr64_and_bnd() {
+        let disp = 0x2fe2_i32.to_le_bytes();
+        let jmp = |prefix: &[u8]| [prefix, &[0xff, 0x25], &disp[..], &[0x90; 4]].concat();
+        assert_eq!(got_jump(&jmp(&[])), Some(6 + 0x2fe2));
+        assert_eq!(got_jump(&jmp(&[0xf2])), Some(7 + 0x2fe2));
+        assert_eq!(got_jump(&jmp(&[0xf3, 0x0f, 0x1e, 0xfa])), Some(10 + 0x2fe2));
+        assert_eq!(
+            got_jump(&jmp(&[0xf3, 0x0f, 0x1e, 0xfa, 0xf2])),
+            Some(11 + 0x2fe2)
+        );
+        // The resolver entry (`push; jmp *`) and a short entry are not stubs.
+        assert_eq!(got_jump(&[0xff, 0x35, 0, 0, 0, 0, 0xff, 0x25]), None);
+        assert_eq!(got_jump(&[0xff, 0x25, 0, 0]), None);
+    }
+}

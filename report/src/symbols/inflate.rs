@@ -136,4 +136,67 @@ mod tests {
         let long = inflate(object::CompressionFormat::Zlib, &data, 8192).unwrap_err();
         assert!(long.contains("4096"), "{long}");
     }
+
+    /// A zstd frame (RFC 8878) of one RLE block: 4096 zeros.
+    const ZSTD_4096_ZEROS: [u8; 11] = [
+        0x28, 0xb5, 0x2f, 0xfd, // magic
+        0x60, // single segment, 2-byte content size
+        0x00, 0x0f, // 4096 - 256
+        0x03, 0x80, 0x00, // last block, RLE, 4096 bytes
+        0x00, // of zero
+    ];
+
+    #[test]
+    fn inflated_sizes_other_than_the_claim_are_refused_and_said() {
+        use object::CompressionFormat::{Zlib, Zstandard};
+        let zstd = &ZSTD_4096_ZEROS[..];
+        assert_eq!(inflate(Zstandard, zstd, 4096).unwrap(), vec![0; 4096]);
+        assert_eq!(
+            inflate(Zstandard, zstd, 100).unwrap_err(),
+            "inflates to 101 or more bytes, not the 100 its header says"
+        );
+        assert_eq!(
+            inflate(Zstandard, zstd, 8192).unwrap_err(),
+            "inflates to 4096 bytes, not the 8192 its header says"
+        );
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut z, &[7; 300]).unwrap();
+        let data = z.finish().unwrap();
+        assert_eq!(
+            inflate(Zlib, &data, 301).unwrap_err(),
+            "inflates to 300 bytes, not the 301 its header says"
+        );
+        assert!(inflate(object::CompressionFormat::Unknown, &data, 300).is_err());
+    }
+
+    #[test]
+    fn the_cap_is_a_hundred_times_the_compressed_bytes_within_its_bounds() {
+        assert_eq!(cap(0), ALWAYS_ALLOWED);
+        assert_eq!(
+            cap(ALWAYS_ALLOWED / 100 + 1),
+            (ALWAYS_ALLOWED / 100 + 1) * 100
+        );
+        assert_eq!(cap(MAX_INFLATED / 100 + 1), MAX_INFLATED);
+        assert_eq!(cap(u64::MAX), MAX_INFLATED);
+        assert_eq!(refusal(1, ALWAYS_ALLOWED), None);
+        assert_eq!(
+            refusal(1, ALWAYS_ALLOWED + 1).unwrap(),
+            "claims 1048577 bytes inflated from 1, above the cap of 1048576 \
+             (100:1 above 1048576 bytes, 1073741824 at most); not inflated"
+        );
+    }
+
+    #[test]
+    fn bounded_takes_up_to_its_limit_and_no_more() {
+        use std::io::Write as _;
+        let mut b = Bounded {
+            out: Vec::new(),
+            limit: 4,
+        };
+        assert_eq!(b.write(&[1, 2, 3]).unwrap(), 3);
+        assert_eq!(b.write(&[4]).unwrap(), 1);
+        let e = b.write(&[5]).unwrap_err();
+        assert_eq!(e.to_string(), "inflates to more than the cap of 4 bytes");
+        assert_eq!(b.out, [1, 2, 3, 4]);
+    }
 }
