@@ -309,12 +309,6 @@ impl Ran {
 /// by since `since` (each target counts at most the wall time; no upper
 /// bound when `since` is `None`): `since` read before the reading that
 /// begins the window, `ran` before the one that ends it, and this after.
-/// The ceiling is CLOCK_MONOTONIC and task-clock runs on perf's clock
-/// (the scheduler's `local_clock`), which are not one clock: over a 3 ms
-/// window in this KVM guest task-clock ran 5.1 µs (0.16 %) past the wall
-/// time around it, in the privilege matrix's nobody cell, and the CPU
-/// clocks 4.5 µs (0.13 %) the other way; the most is allowed 1 % more
-/// (a count off by a period or a target is tens of percent).
 #[track_caller]
 fn bounds(
     s: &dyn Subject,
@@ -334,13 +328,8 @@ fn bounds(
     let now = s
         .ceiling()
         .expect("a subject without exact counts gives a ceiling");
-    let wall = now - since;
-    (least, targets * (wall + wall / CLOCKS_APART))
+    (least, targets * (now - since))
 }
-
-/// The share of a wall-clock window by which perf's clock may run past
-/// CLOCK_MONOTONIC in [`bounds`]: 1 %.
-const CLOCKS_APART: u64 = 100;
 
 /// `after − before` (modulo 2^64) is within [`bounds`].
 #[track_caller]

@@ -215,7 +215,8 @@ fn compare(dir: &TempDir, comm: &str, command: &[&str]) -> TestResult {
         ],
     )?;
     let script = String::from_utf8_lossy(&script.stdout).into_owned();
-    let (mappings, samples) = perf_script_samples(&script, comm);
+    let (mappings, mut samples) = perf_script_samples(&script, comm);
+    let cut = cut_at_frames_in_no_code(&mappings, &mut samples);
     let log = dir.path("perf-samples.pmclog");
     write_log(&log, &records_of(&mappings, &samples)?)?;
     // Every frame: -z past perf's deepest stack (-G stops at 16 without).
@@ -267,7 +268,8 @@ fn compare(dir: &TempDir, comm: &str, command: &[&str]) -> TestResult {
     };
     let (u_ours, u_perf) = (unnamed(&ours), unnamed(&perf));
     eprintln!(
-        "{comm}: {total} samples, {frames} frames; unnamed frames: pmcstat {u_ours}, perf {u_perf}"
+        "{comm}: {total} samples, {frames} frames; unnamed frames: pmcstat {u_ours}, perf {u_perf}; \
+         {cut} stacks cut at a frame in no executable mapping"
     );
     // Each stack either tool has that the other has not as often.
     let mut differ: Vec<(u64, u64, &Stack)> = perf
@@ -427,6 +429,35 @@ pub(crate) fn perf_script_samples(
     }
     samples.extend(current.filter(|s| !s.frames.is_empty()));
     (mappings, samples)
+}
+
+/// Cuts each sample's frames before the first (past the leaf) that lies
+/// in its object but in no executable mapping of it: perf's unwinding
+/// read data as a return address there (seen: `__quick_exit_funcs`, in
+/// libc's data, under two xz threads) and named it by the nearest symbol.
+/// Such a frame is no code to name, and a log has no mapping to place it.
+/// Returns how many stacks were cut.
+fn cut_at_frames_in_no_code(
+    mappings: &HashMap<u32, Vec<ExecMapping>>,
+    samples: &mut [PerfSample],
+) -> usize {
+    let mut cut = 0;
+    for s in samples {
+        let maps = mappings.get(&s.pid).map(Vec::as_slice).unwrap_or_default();
+        let in_code = |address: u64, path: &str| {
+            maps.iter()
+                .any(|(_, len, pgoff, p)| p == path && (*pgoff..pgoff + len).contains(&address))
+        };
+        if let Some(at) =
+            s.frames.iter().skip(1).position(|(address, path, _)| {
+                path.as_deref().is_some_and(|p| !in_code(*address, p))
+            })
+        {
+            s.frames.truncate(at + 1);
+            cut += 1;
+        }
+    }
+    cut
 }
 
 /// The log of perf's samples: each executable mapping as a MAP_IN at its
