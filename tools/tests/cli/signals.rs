@@ -57,12 +57,23 @@ fn spawn_pmcstat(
     ignored: Option<&str>,
     dir: &TempDir,
 ) -> Result<Child, libtest_mimic::Failed> {
-    let dispositions = match ignored {
-        None => "--default-signal=INT,TERM,HUP,QUIT".to_string(),
-        Some(sigs) => format!("--ignore-signal={sigs}"),
-    };
+    // Every ending signal not ignored here at its default: this process
+    // may have inherited SIGINT ignored (a background job of a
+    // non-interactive shell, as `cargo xtask test &` in a script), which
+    // pmcstat would pass on to its command.
+    let mut dispositions = vec!["--default-signal=INT,TERM,HUP,QUIT".to_string()];
+    if let Some(sigs) = ignored {
+        let defaulted: Vec<&str> = ["INT", "TERM", "HUP", "QUIT"]
+            .into_iter()
+            .filter(|s| !sigs.split(',').any(|i| i == *s))
+            .collect();
+        dispositions = vec![
+            format!("--default-signal={}", defaulted.join(",")),
+            format!("--ignore-signal={sigs}"),
+        ];
+    }
     Command::new("env")
-        .arg(dispositions)
+        .args(&dispositions)
         .arg(PMCSTAT)
         .args(args)
         .current_dir(dir.dir())
