@@ -43,7 +43,8 @@ fn perf_on_path() -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("perf").is_file()))
 }
 
-/// Root, or perf_event_paranoid ≤ 1: `perf record` samples kernel and user.
+/// Root, or perf_event_paranoid ≤ 2: `perf record` samples its command's
+/// user mode (every recording here is of `:u` events).
 fn may_record() -> bool {
     let root = std::fs::read_to_string("/proc/self/status").is_ok_and(|s| {
         s.lines()
@@ -54,7 +55,7 @@ fn may_record() -> bool {
     let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()
         .and_then(|s| s.trim().parse::<i32>().ok());
-    root || paranoid.is_some_and(|p| p <= 1)
+    root || paranoid.is_some_and(|p| p <= 2)
 }
 
 macro_rules! require_perf {
@@ -64,9 +65,9 @@ macro_rules! require_perf {
                 "[program:perf] no `perf` on PATH (Debian: linux-perf)".to_string(),
             ));
         }
-        if !may_record() && !forced("paranoid:1") {
+        if !may_record() && !forced("paranoid:2") {
             return Ok(Completion::ignored_with(
-                "[paranoid:1] perf record of kernel and user needs root or perf_event_paranoid <= 1"
+                "[paranoid:2] perf record of its own user mode needs perf_event_paranoid <= 2"
                     .to_string(),
             ));
         }
@@ -282,13 +283,13 @@ fn file_mode_with_callchains_reads_as_perf_does() -> Outcome {
     require_perf!();
     let dir = Dir::new("file")?;
     let file = dir.path("perf.data");
-    record(&file, &["-e", "cpu-clock", "-g"], false, 300_000)?;
+    record(&file, &["-e", "cpu-clock:u", "-g"], false, 300_000)?;
     let r = open(&file)?;
     same_as_perf(&file, &r)?;
     ensure!(!r.pd.is_pipe(), "a file mode file read as a pipe");
     let attr = &r.pd.attrs()[0];
     ensure!(
-        attr.name == "cpu-clock",
+        attr.name == "cpu-clock:u",
         "the event is named {:?}",
         attr.name
     );
@@ -328,12 +329,12 @@ fn pipe_mode_reads_as_perf_does_from_a_file_and_a_stream() -> Outcome {
     require_perf!();
     let dir = Dir::new("pipe")?;
     let file = dir.path("pipe.data");
-    record(&file, &["-e", "cpu-clock"], true, 300_000)?;
+    record(&file, &["-e", "cpu-clock:u"], true, 300_000)?;
     let r = open(&file)?;
     ensure!(r.pd.is_pipe(), "a pipe mode file read as file mode");
     same_as_perf(&file, &r)?;
     ensure!(
-        r.pd.attrs()[0].name == "cpu-clock",
+        r.pd.attrs()[0].name == "cpu-clock:u",
         "named {:?}",
         r.pd.attrs()[0].name
     );
@@ -356,10 +357,10 @@ fn two_events_are_told_apart_by_their_ids() -> Outcome {
     require_perf!();
     let dir = Dir::new("two")?;
     let file = dir.path("two.data");
-    record(&file, &["-e", "cpu-clock,task-clock"], false, 300_000)?;
+    record(&file, &["-e", "cpu-clock:u,task-clock:u"], false, 300_000)?;
     let r = open(&file)?;
     let names: Vec<&str> = r.pd.attrs().iter().map(|a| a.name.as_str()).collect();
-    ensure!(names == ["cpu-clock", "task-clock"], "events {names:?}");
+    ensure!(names == ["cpu-clock:u", "task-clock:u"], "events {names:?}");
     same_as_perf(&file, &r)?;
     let per: Vec<u64> = (0..2)
         .map(|i| {
@@ -379,7 +380,7 @@ fn dwarf_samples_carry_registers_and_stacks() -> Outcome {
     let file = dir.path("dwarf.data");
     record(
         &file,
-        &["-e", "cpu-clock", "--call-graph", "dwarf"],
+        &["-e", "cpu-clock:u", "--call-graph", "dwarf"],
         false,
         100_000,
     )?;
@@ -438,7 +439,7 @@ fn every_truncation_of_a_real_file_ends_in_an_error_not_a_panic() -> Outcome {
         let file = dir.path(name);
         record(
             &file,
-            &["-e", "cpu-clock", "-c", "200000", "-g"],
+            &["-e", "cpu-clock:u", "-c", "200000", "-g"],
             pipe,
             20_000,
         )?;
