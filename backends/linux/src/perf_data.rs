@@ -386,17 +386,10 @@ fn id_position(t: SampleType) -> Option<usize> {
     if !t.contains(SampleType::ID) {
         return None;
     }
-    Some(
-        [
-            SampleType::IP,
-            SampleType::TID,
-            SampleType::TIME,
-            SampleType::ADDR,
-        ]
-        .iter()
-        .filter(|f| t.contains(**f))
-        .count(),
-    )
+    Some(set_among(
+        t,
+        SampleType::IP | SampleType::TID | SampleType::TIME | SampleType::ADDR,
+    ))
 }
 
 /// perf's `is_pos`: the id's place counted in words from a record's end
@@ -408,12 +401,13 @@ fn id_position_from_end(t: SampleType) -> Option<usize> {
     if !t.contains(SampleType::ID) {
         return None;
     }
-    Some(
-        1 + [SampleType::CPU, SampleType::STREAM_ID]
-            .iter()
-            .filter(|f| t.contains(**f))
-            .count(),
-    )
+    Some(1 + set_among(t, SampleType::CPU | SampleType::STREAM_ID))
+}
+
+/// How many of `fields` the sample type has: the words they take before
+/// or after a field whose place depends on them.
+fn set_among(t: SampleType, fields: SampleType) -> usize {
+    (t & fields).bits().count_ones() as usize
 }
 
 /// A kernel record's time: a sample's `PERF_SAMPLE_TIME`, another record's
@@ -428,24 +422,16 @@ fn record_time(parser: &RecordParser, kind: u32, bytes: &[u8]) -> Option<u64> {
         Some(u64::from_ne_bytes(b.try_into().ok()?))
     };
     if kind == crate::record::kind::SAMPLE {
-        let before = [SampleType::IDENTIFIER, SampleType::IP, SampleType::TID]
-            .iter()
-            .filter(|f| t.contains(**f))
-            .count();
+        let before = set_among(t, SampleType::IDENTIFIER | SampleType::IP | SampleType::TID);
         return word(8 + 8 * before);
     }
     if !parser.sample_id_all {
         return None;
     }
-    let after = [
-        SampleType::ID,
-        SampleType::STREAM_ID,
-        SampleType::CPU,
-        SampleType::IDENTIFIER,
-    ]
-    .iter()
-    .filter(|f| t.contains(**f))
-    .count();
+    let after = set_among(
+        t,
+        SampleType::ID | SampleType::STREAM_ID | SampleType::CPU | SampleType::IDENTIFIER,
+    );
     if bytes.len() < 8 + parser.sample_id_size() {
         return None;
     }
