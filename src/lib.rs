@@ -2,6 +2,27 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// The pages of docs/ that README points to: their Rust blocks run as
+// doctests, as README's do (the pages are read in the repository, not here).
+#[cfg(doctest)]
+#[doc = include_str!("../docs/semantics.md")]
+mod docs_semantics {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/events.md")]
+mod docs_events {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/profiles.md")]
+mod docs_profiles {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/c-api.md")]
+mod docs_c_api {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/backends.md")]
+mod docs_backends {}
+#[cfg(doctest)]
+#[doc = include_str!("../docs/testing.md")]
+mod docs_testing {}
+
 mod backend;
 pub mod backends;
 pub mod error;

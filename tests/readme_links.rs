@@ -166,3 +166,60 @@ fn readme_links_work_on_docs_rs() {
         );
     }
 }
+
+/// The repository files README names in text (`docs/x.md`, `ARCHITECTURE.md`,
+/// …): it cannot link them (docs.rs), so a name is its link.
+fn named_files(markdown: &str) -> Vec<String> {
+    let mut out: Vec<String> = markdown
+        .split(|c: char| !(c.is_ascii_alphanumeric() || "/._-".contains(c)))
+        .filter(|w| {
+            w.ends_with(".md")
+                && (w.starts_with("docs/")
+                    || w.trim_end_matches(".md")
+                        .chars()
+                        .all(|c| !c.is_ascii_lowercase()))
+        })
+        .map(|w| w.trim_start_matches("./").to_string())
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[test]
+fn the_name_extractor_finds_repository_files() {
+    let sample = "See `docs/semantics.md` — and ARCHITECTURE.md, (docs/c-api.md); \
+                  not other.md or docs.rs.";
+    assert_eq!(
+        named_files(sample),
+        ["ARCHITECTURE.md", "docs/c-api.md", "docs/semantics.md"]
+    );
+}
+
+#[test]
+fn the_pages_readme_names_exist_and_their_links_resolve() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("read README.md");
+    let named = named_files(&readme);
+    assert!(
+        named.iter().filter(|n| n.starts_with("docs/")).count() >= 5,
+        "README names too few docs/ pages: {named:?}"
+    );
+    let missing: Vec<&String> = named.iter().filter(|n| !root.join(n).is_file()).collect();
+    assert!(
+        missing.is_empty(),
+        "README.md points to pages that do not exist: {missing:?}"
+    );
+    // The docs/ pages are read in the repository, where a relative link
+    // works if its file exists.
+    for page in named.iter().filter(|n| n.starts_with("docs/")) {
+        let text = std::fs::read_to_string(root.join(page)).expect("read a named page");
+        for target in link_targets(&text).iter().filter(|t| !is_absolute(t)) {
+            let file = target.split('#').next().unwrap_or_default();
+            assert!(
+                root.join("docs").join(file).exists(),
+                "{page} links to {target}, which does not exist"
+            );
+        }
+    }
+}

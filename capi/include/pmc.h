@@ -10,7 +10,7 @@
  *   - lib/libpmc/pmc.h   (struct pmc_driverstats, pmc_cpuinfo, pmc_pmcinfo,
  *                         the prototypes, pmc_allocate's 6th `count` argument)
  * This file restates those facts; it is not a copy of FreeBSD's text.
- * What differs on Linux is listed in README.md, "Using from C".
+ * What differs on Linux is listed in docs/c-api.md, "What differs from FreeBSD".
  */
 #ifndef _PMC_H_
 #define _PMC_H_

@@ -451,39 +451,46 @@ fn pkg_config() -> TestResult {
     Ok(())
 }
 
-const README: &str = include_str!("../../README.md");
+/// README.md holds the C example; docs/c-api.md the lines that build it
+/// against a build tree (its "Using from C" section).
+const DOCUMENTS: [(&str, &str); 2] = [
+    ("README.md", include_str!("../../README.md")),
+    ("docs/c-api.md", include_str!("../../docs/c-api.md")),
+];
 
-/// README's ```c blocks and the command lines of the ```sh block of its
-/// "Using from C" section (comments dropped).
+/// The ```c blocks of the documents and the command lines of the ```sh
+/// block of docs/c-api.md's "Using from C" section (comments dropped).
 fn readme_c() -> (Vec<String>, Vec<String>) {
     let (mut programs, mut commands) = (Vec::new(), Vec::new());
-    let mut section = "";
-    let mut block: Option<(&str, String)> = None;
-    for line in README.lines() {
-        let trimmed = line.trim();
-        if let Some(fence) = trimmed.strip_prefix("```") {
-            match block.take() {
-                Some(("c", text)) => programs.push(text),
-                Some(_) => {}
-                None => block = Some((fence, String::new())),
-            }
-            continue;
-        }
-        match &mut block {
-            Some(("c", text)) => {
-                text.push_str(line);
-                text.push('\n');
-            }
-            Some(("sh", _)) if section == "Using from C" => {
-                if !trimmed.is_empty() && !trimmed.starts_with('#') {
-                    let command = trimmed.split_once(" #").map_or(trimmed, |(c, _)| c);
-                    commands.push(command.trim().to_string());
+    for (name, text) in DOCUMENTS {
+        let mut section = "";
+        let mut block: Option<(&str, String)> = None;
+        for line in text.lines() {
+            let trimmed = line.trim();
+            if let Some(fence) = trimmed.strip_prefix("```") {
+                match block.take() {
+                    Some(("c", text)) => programs.push(text),
+                    Some(_) => {}
+                    None => block = Some((fence, String::new())),
                 }
+                continue;
             }
-            Some(_) => {}
-            None => {
-                if let Some(title) = line.strip_prefix("## ") {
-                    section = title.trim();
+            match &mut block {
+                Some(("c", text)) => {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+                Some(("sh", _)) if name == "docs/c-api.md" && section == "Using from C" => {
+                    if !trimmed.is_empty() && !trimmed.starts_with('#') {
+                        let command = trimmed.split_once(" #").map_or(trimmed, |(c, _)| c);
+                        commands.push(command.trim().to_string());
+                    }
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(title) = line.strip_prefix("## ") {
+                        section = title.trim();
+                    }
                 }
             }
         }
@@ -491,7 +498,7 @@ fn readme_c() -> (Vec<String>, Vec<String>) {
     (programs, commands)
 }
 
-/// README's C program, built by each of README's `cc` lines (as written,
+/// README's C program, built by each `cc` line of docs/c-api.md (as written,
 /// in one shell, so `export` carries) and run. The scratch directory looks
 /// like the workspace after `cargo build --release -p hwpmc-capi` (which
 /// `.ci/run` runs): `capi/include` is the headers, `target/release` this
@@ -501,7 +508,7 @@ fn readme_program() -> TestResult {
     let (programs, commands) = readme_c();
     let [program] = programs.as_slice() else {
         return Err(format!(
-            "README has {} C programs; this test builds exactly one",
+            "README.md and docs/c-api.md have {} C programs; this test builds exactly one",
             programs.len()
         )
         .into());
@@ -511,7 +518,7 @@ fn readme_program() -> TestResult {
         .filter(|c| c.contains("cc prog.c"))
         .collect();
     if builds.len() < 3 {
-        return Err(format!("README's cc lines not found: {commands:?}").into());
+        return Err(format!("docs/c-api.md's cc lines not found: {commands:?}").into());
     }
     let libs = lib_dir()?;
     let pc = [libs.join("pkgconfig"), libs.join("../pkgconfig")]
@@ -570,7 +577,7 @@ fn readme_program() -> TestResult {
             .env("CC", &cc)
             .env_remove("PKG_CONFIG_PATH")
             .env_remove("LD_LIBRARY_PATH"),
-        "README's build lines",
+        "docs/c-api.md's build lines",
     )?;
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     println!("{stdout}");

@@ -1,8 +1,8 @@
-//! README.md's shell commands, each accounted for: run as written by
-//! `.ci/run` or by a test, or (the few that take hours or need nightly)
-//! not run, with the reason and their arguments checked. A command README
-//! gains that nobody runs fails here, so README cannot drift from what
-//! works.
+//! The shell commands of README.md and of the docs/ pages it points to,
+//! each accounted for: run as written by `.ci/run` or by a test, or (the
+//! few that take hours or need nightly) not run, with the reason and their
+//! arguments checked. A command these documents gain that nobody runs fails
+//! here, so they cannot drift from what works.
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +21,20 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("read {path}: {e}"))
 }
 
-/// The command lines of README's ```sh blocks, comments dropped, with the
+/// The documents whose commands are accounted for: README.md and the
+/// pages of docs/ that hold what README used to (docs/pmcstat.md is
+/// generated from pmcstat's own option definitions).
+const DOCUMENTS: [&str; 7] = [
+    "README.md",
+    "docs/semantics.md",
+    "docs/events.md",
+    "docs/profiles.md",
+    "docs/c-api.md",
+    "docs/backends.md",
+    "docs/testing.md",
+];
+
+/// The command lines of a document's ```sh blocks, comments dropped, with the
 /// `## ` section each sits in.
 fn shell_commands(markdown: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -58,8 +71,12 @@ enum Runner {
     /// line, in README's order, in a scratch directory.
     ToolsTest,
     /// capi/tests/c_programs.rs (`c::readme_program_…`) runs every line
-    /// of the "Using from C" block but cargo's, on README's C program.
+    /// of docs/c-api.md's "Using from C" block but cargo's, on README's C
+    /// program.
     CapiTest,
+    /// The path form of an unpublished crate (`cargo add hwpmc --path
+    /// DIR`): `.ci/run` runs it with its own directory and `-q`.
+    CiRunPathForm,
     /// The install line: names exactly `.ci/packages`, which `.ci/run`
     /// installs.
     Packages,
@@ -82,6 +99,12 @@ fn runner(section: &str, command: &str, ci_run: &str) -> Option<Runner> {
     let first = command.split_whitespace().next().unwrap_or_default();
     Some(match first {
         _ if ci_runs => Runner::CiRun,
+        "cargo"
+            if command.starts_with("cargo add hwpmc --path ")
+                && ci_run.contains("cargo add -q hwpmc --path ") =>
+        {
+            Runner::CiRunPathForm
+        }
         "pmcstat" | "pmccontrol" | "gprof" => Runner::ToolsTest,
         _ if command.starts_with("cargo run -p hwpmc-tools ") => Runner::ToolsTest,
         "cc" | "export" if section == "Using from C" => Runner::CapiTest,
@@ -160,25 +183,42 @@ fn the_extractor_takes_sh_lines_without_comments() {
 
 #[test]
 fn every_readme_command_is_run_or_checked() {
-    let readme = read("README.md");
     let ci_run = read(".ci/run");
-    let commands = shell_commands(&readme);
+    let commands: Vec<(&str, String, String)> = DOCUMENTS
+        .iter()
+        .flat_map(|doc| {
+            shell_commands(&read(doc))
+                .into_iter()
+                .map(move |(section, command)| (*doc, section, command))
+        })
+        .collect();
     assert!(
         commands.len() > 20,
-        "README's commands not found: {commands:?}"
+        "the documents' commands not found: {commands:?}"
     );
     let mut unrun = Vec::new();
-    for (section, command) in &commands {
+    for (doc, section, command) in &commands {
         let Some(who) = runner(section, command, &ci_run) else {
-            unrun.push(format!("{command:?} (in \"{section}\")"));
+            unrun.push(format!("{command:?} (in {doc}, \"{section}\")"));
             continue;
         };
-        println!("{who:?}: {command}");
+        println!("{who:?}: {doc}: {command}");
+        // The tests that run these lines read these documents only.
+        let read_by = match who {
+            Runner::ToolsTest => &["README.md", "docs/profiles.md", "docs/testing.md"][..],
+            Runner::CapiTest => &["docs/c-api.md"][..],
+            _ => &[*doc][..],
+        };
+        assert!(
+            read_by.contains(doc),
+            "{doc}'s {command:?} is for a test that reads only {read_by:?}: \
+             move it there or make the test read {doc}"
+        );
         if command.starts_with("cargo xtask ") {
             let args = command.split_whitespace().skip(2);
             let args = std::iter::once("cargo xtask").chain(args);
             if let Err(e) = Cli::try_parse_from(args) {
-                panic!("README's {command:?} is not a valid xtask command: {e}");
+                panic!("{doc}'s {command:?} is not a valid xtask command: {e}");
             }
         }
         if let Some(file) = command.strip_prefix("cargo xtask mutants --file ") {
@@ -186,7 +226,7 @@ fn every_readme_command_is_run_or_checked() {
                 crate::mutants::TARGETS
                     .iter()
                     .any(|t| t.file.contains(file)),
-                "README's {command:?}: no mutants target file contains {file:?}"
+                "{doc}'s {command:?}: no mutants target file contains {file:?}"
             );
         }
         if command.contains("fuzz run ") {
@@ -203,14 +243,14 @@ fn every_readme_command_is_run_or_checked() {
             let fuzz = read(&format!("{dir}/fuzz/Cargo.toml"));
             assert!(
                 fuzz.contains(&format!("name = \"{target}\"")),
-                "README's {command:?}: {dir}/fuzz has no target {target:?}"
+                "{doc}'s {command:?}: {dir}/fuzz has no target {target:?}"
             );
         }
         if who == Runner::NotRun(UNPUBLISHED) {
             let name = command.split_whitespace().nth(2).unwrap_or_default();
             assert!(
                 publishable_packages().iter().any(|p| p == name),
-                "README's {command:?}: {name:?} is not a publishable package of the workspace \
+                "{doc}'s {command:?}: {name:?} is not a publishable package of the workspace \
                  ({:?})",
                 publishable_packages()
             );
@@ -220,7 +260,7 @@ fn every_readme_command_is_run_or_checked() {
             };
             assert!(
                 ci_run.contains(&path_form),
-                "README's {command:?}: .ci/run does not run its path form {path_form:?}"
+                "{doc}'s {command:?}: .ci/run does not run its path form {path_form:?}"
             );
         }
         if who == Runner::Packages {
@@ -240,13 +280,13 @@ fn every_readme_command_is_run_or_checked() {
     }
     assert!(
         unrun.is_empty(),
-        "README.md has commands that no test and not .ci/run runs: {unrun:#?}\n\
+        "README.md and docs/ have commands that no test and not .ci/run runs: {unrun:#?}\n\
          run them (xtask/src/readme.rs `runner` says who runs what) or drop them"
     );
     assert!(
         commands
             .iter()
-            .any(|(_, c)| c.starts_with("apt-get install ")),
+            .any(|(_, _, c)| c.starts_with("apt-get install ")),
         "README lists no packages for a full run (.ci/packages)"
     );
 }

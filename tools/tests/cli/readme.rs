@@ -1,8 +1,9 @@
-//! README.md's pmcstat, pmccontrol and gprof lines, run as written, in
-//! README's order, in a scratch directory: `cargo run -p hwpmc-tools --bin X
-//! --` and a bare `X` both run this build's X, and the programs README
-//! profiles (`./a.out`, `./my-program`) are a small C program spinning in
-//! `busy_loop`. xtask/src/readme.rs checks that every other README command
+//! The pmcstat, pmccontrol and gprof lines of README.md and of the docs/
+//! pages that hold what README used to, run as written, in their order, in
+//! a scratch directory: `cargo run -p hwpmc-tools --bin X --` and a bare `X`
+//! both run this build's X, and the programs they profile (`./a.out`,
+//! `./my-program`) are a small C program spinning in `busy_loop`.
+//! xtask/src/readme.rs checks that every other command of these documents
 //! has a runner too.
 
 use std::path::Path;
@@ -15,7 +16,16 @@ use crate::harness::{Context, LiveTest, TestResult, test};
 
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 const PMCCONTROL: &str = env!("CARGO_BIN_EXE_pmccontrol");
-const README: &str = include_str!("../../../README.md");
+/// The documents with tool lines, in the order their lines run (each
+/// writes the logs its own reports read).
+const DOCUMENTS: [(&str, &str); 3] = [
+    ("README.md", include_str!("../../../README.md")),
+    (
+        "docs/profiles.md",
+        include_str!("../../../docs/profiles.md"),
+    ),
+    ("docs/testing.md", include_str!("../../../docs/testing.md")),
+];
 
 pub fn tests() -> Vec<LiveTest> {
     vec![test(
@@ -31,7 +41,7 @@ pub fn tests() -> Vec<LiveTest> {
     )]
 }
 
-/// The lines of README's ```sh blocks this test runs (the same rule as
+/// The lines of a document's ```sh blocks this test runs (the same rule as
 /// xtask/src/readme.rs `runner`), comments dropped.
 fn tool_lines(markdown: &str) -> Vec<String> {
     let mut out = Vec::new();
@@ -56,8 +66,8 @@ fn tool_lines(markdown: &str) -> Vec<String> {
     out
 }
 
-/// A program that spends ~300 ms of CPU in one function, for README's
-/// profiling lines to sample.
+/// A program that spends ~300 ms of CPU in one function, for the
+/// documents' profiling lines to sample.
 const BUSY_C: &str = "#include <stdint.h>\n\
     __attribute__((noinline)) static uint64_t busy_loop(uint64_t n)\n\
     {\n\
@@ -73,10 +83,20 @@ fn text(b: &[u8]) -> String {
 }
 
 fn pmcstat_pmccontrol_and_gprof_lines_run_as_written() -> TestResult {
-    let lines = tool_lines(README);
+    for (name, text) in DOCUMENTS {
+        ensure!(
+            tool_lines(text).iter().any(|l| l.starts_with("pmcstat ")
+                || l.starts_with("cargo run -p hwpmc-tools --bin pmcstat ")),
+            "{name}'s pmcstat lines not found"
+        );
+    }
+    let lines: Vec<String> = DOCUMENTS
+        .iter()
+        .flat_map(|(_, text)| tool_lines(text))
+        .collect();
     ensure!(
         lines.iter().any(|l| l.contains("--folded")),
-        "README's pmcstat lines not found: {lines:?}"
+        "no --folded line among the documents' pmcstat lines: {lines:?}"
     );
     let dir = std::env::temp_dir().join(format!("pmc-readme-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -140,7 +160,7 @@ fn run_lines(dir: &Path, lines: &[String]) -> TestResult {
         );
         ensure!(
             out.status.success(),
-            "README's `{line}` failed ({}):\n{}{}",
+            "the documented `{line}` failed ({}):\n{}{}",
             out.status,
             text(&out.stdout),
             text(&out.stderr)
