@@ -67,10 +67,13 @@ enum Command {
     Install(install::InstallArgs),
     /// Mutation testing (cargo-mutants) of the core files; score per file.
     Mutants(mutants::MutantsArgs),
-    /// Check the invariants a command can check (unsafe only in sys/, SAFETY lines, file length, no /proc or /sys in the portable crate).
+    /// Check the invariants a command can check (unsafe only in sys/, SAFETY lines, file length, no /proc or /sys in the portable crate, the layering, process-wide statics, no branch on an error message).
     Tidy {
         /// The tree to check (default: this workspace).
         root: Option<std::path::PathBuf>,
+        /// Also list each layer's files and every upward import.
+        #[arg(long)]
+        layers: bool,
     },
 }
 
@@ -98,6 +101,6 @@ fn main() -> ExitCode {
         Command::GenPmcEvents(args) => pmc_events::run(&args),
         Command::Install(args) => install::run(&args),
         Command::Mutants(args) => mutants::run(&args),
-        Command::Tidy { root } => tidy::run(root),
+        Command::Tidy { root, layers } => tidy::run(root, layers),
     }
 }
