@@ -108,7 +108,7 @@ pub fn run(root: Option<PathBuf>, layers_report: bool) -> ExitCode {
         );
     }
     for (path, pattern) in error_text::ERROR_TEXT_RATCHET {
-        println!("tidy: ratchet: {path} may branch on an error message ({pattern}) for now");
+        println!("tidy: ratchet: {path} may branch on an error message for now: `{pattern}…`");
     }
     if let Some(report) = report {
         report.print(layers_report);

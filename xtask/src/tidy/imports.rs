@@ -189,7 +189,8 @@ pub(super) fn scan(code: &[String], module: &[String], hidden: &[&str]) -> FileN
             let matches = h.iter().enumerate().all(|(n, seg)| {
                 ident(i + 2 * n) == Some(*seg) && (n == 0 || is(i + 2 * n - 1, &Tok::PathSep))
             });
-            if matches && !(i > 0 && is(i - 1, &Tok::PathSep)) {
+            // Also as the tail of a longer path (`crate::Owner::global`).
+            if matches {
                 out.hidden.push((toks[i].line, h.join("::")));
             }
         }

@@ -411,7 +411,7 @@ impl Report {
             let up = self.upward.iter().filter(|e| e.from_layer == l).count();
             let (down, within) = self.counts[l];
             println!(
-                "tidy: layer {name}: {} files, {lines} lines; imports {down} down, {within} within, {up} up",
+                "tidy: layer {name}: {} files, {lines} lines; file-to-file imports {down} down, {within} within, {up} up",
                 files.len()
             );
             if full {

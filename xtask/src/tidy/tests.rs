@@ -305,10 +305,20 @@ fn test_code_and_hidden_calls() {
             "src/pmc.rs",
             "use crate::Owner;\npub struct Pmc;\nfn f() { let _ = Owner::global(); }\n",
         ),
+        (
+            "src/pmc/builder.rs",
+            "fn f() {\n    let _ = crate::Owner::global();\n}\n",
+        ),
     ];
     let found = checked(&tree, &layered(&[]));
-    assert_eq!(rules_of(&found), vec![("src/pmc.rs", 3, "upward-import")]);
-    assert!(found[0].what.contains("Owner::global"));
+    assert_eq!(
+        rules_of(&found),
+        vec![
+            ("src/pmc.rs", 3, "upward-import"),
+            ("src/pmc/builder.rs", 2, "upward-import"),
+        ]
+    );
+    assert!(found.iter().all(|f| f.what.contains("Owner::global")));
 }
 
 #[test]
