@@ -73,8 +73,8 @@ impl ErrorText<'static> {
     }
 }
 
-/// The (line, pattern) of every message test in one file's code (comments
-/// and strings blanked, inline test module cut off).
+/// The (line, pattern) of every message test in one file's code (comments,
+/// strings and inline test modules blanked).
 pub(super) fn message_tests(code: &[String], patterns: &[&str]) -> Vec<(usize, String)> {
     let mut squeezed = String::new();
     let mut line_of = Vec::new();

@@ -91,8 +91,8 @@ const DEF_KEYWORDS: &[&str] = &[
     "fn", "struct", "enum", "union", "trait", "type", "const", "static", "mod",
 ];
 
-/// Scans one file's code lines (comments and strings blanked, inline test
-/// module cut off). `module` is the file's module path; `hidden` lists
+/// Scans one file's code lines (comments, strings and inline test modules
+/// blanked). `module` is the file's module path; `hidden` lists
 /// paths such as `Owner::global` that reach a layer without an import.
 pub(super) fn scan(code: &[String], module: &[String], hidden: &[&str]) -> FileNames {
     let toks = tokenize(code);

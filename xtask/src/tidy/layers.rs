@@ -196,8 +196,8 @@ impl Layering<'_> {
     }
 }
 
-/// One file of the portable crate: its path, code lines (blanked, inline
-/// test module cut off) and line count.
+/// One file of the portable crate: its path, code lines (comments, strings
+/// and inline test modules blanked) and line count.
 pub(super) struct Source {
     pub rel: String,
     pub code: Vec<String>,
