@@ -224,7 +224,14 @@ fn check_tree(root: &Path, rules: &Rules<'_>) -> std::io::Result<Checked> {
             }));
         }
         if let Some(et) = &rules.error_text {
-            check_error_text(rel, &code, et, &mut findings, &mut error_text_seen);
+            check_error_text(
+                rel,
+                &code,
+                &lexed.strings,
+                et,
+                &mut findings,
+                &mut error_text_seen,
+            );
         }
         if let Some(layering) = &rules.layering
             && rel.starts_with(layering.crate_root)
@@ -304,18 +311,19 @@ fn check_tree(root: &Path, rules: &Rules<'_>) -> std::io::Result<Checked> {
 fn check_error_text(
     rel: &str,
     code: &[String],
+    strings: &[(usize, String)],
     rules: &ErrorText<'_>,
     out: &mut Vec<Finding>,
     seen: &mut Vec<(String, String)>,
 ) {
     let patterns = if statics::in_scope(rel, rules.library) {
-        error_text::MESSAGE_TESTS
+        error_text::library_patterns()
     } else if statics::in_scope(rel, rules.tools) {
-        error_text::ERROR_MESSAGE_TESTS
+        error_text::tools_patterns()
     } else {
         return;
     };
-    for (line, pattern) in error_text::message_tests(code, patterns) {
+    for (line, pattern) in error_text::message_tests(code, strings, &patterns) {
         let excused = rules
             .ratchet
             .iter()

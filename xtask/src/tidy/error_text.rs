@@ -1,10 +1,14 @@
 //! Rule 7 of `cargo xtask tidy`: no code branches on an error's message.
 //! A message is for people and may be reworded at any time; code asks the
-//! error's typed detail (`pmc::Error`'s variants, `Errno`) instead. In the
-//! non-test code of the library crates ([`LIBRARY_SCOPE`]) none of
-//! [`MESSAGE_TESTS`] may appear; the tools parse command-line text, so
-//! there only [`ERROR_MESSAGE_TESTS`] (a test on a value named as an
-//! error) count. Matched on code without comments, strings or whitespace.
+//! error's typed detail (`pmc::Error`'s variants, `Errno`) instead. The
+//! patterns (helper "errors", issue 35): a text test (`starts_with`,
+//! `ends_with`, `contains`, `find`, `==`) of an error's prose field
+//! ([`PROSE_FIELDS`]: `why.starts_with(…)`), of an error value's Display
+//! text ([`ERROR_VALUES`]: `e.to_string().contains(…)`), or of a formatted
+//! error (`format!("{e}").contains(…)`). They bind the non-test code of the
+//! library crates ([`LIBRARY_SCOPE`]); the tools parse command-line text,
+//! so there only tests of an error value and of `why` count. Matched on
+//! code without comments, strings or whitespace.
 
 /// The library crates' source roots (a `*` matches one folder).
 pub(super) const LIBRARY_SCOPE: &[&str] = &[
@@ -19,33 +23,62 @@ pub(super) const LIBRARY_SCOPE: &[&str] = &[
 /// The tools' source roots, where only tests of an error value count.
 pub(super) const TOOLS_SCOPE: &[&str] = &["tools/src/"];
 
-/// Tests of a message's text in library code.
-pub(super) const MESSAGE_TESTS: &[&str] = &[
-    "why.starts_with(",
-    "why.contains(",
-    "why.ends_with(",
-    "why==",
-    "message.starts_with(",
-    "message.contains(",
-    "message.ends_with(",
-    ".to_string().contains(",
-    ".to_string().starts_with(",
-    ".to_string().ends_with(",
-];
+/// Names of an error's prose fields (`Error::File { why, .. }`).
+pub(super) const PROSE_FIELDS: &[&str] = &["why", "message", "msg", "hint", "detail", "note"];
 
-/// Tests of an error value's text, anywhere (the tools too).
-pub(super) const ERROR_MESSAGE_TESTS: &[&str] = &[
-    "why.starts_with(",
-    "why.contains(",
-    "message.starts_with(",
-    "message.contains(",
-    "e.to_string().contains(",
-    "e.to_string().starts_with(",
-    "err.to_string().contains(",
-    "err.to_string().starts_with(",
-    "error.to_string().contains(",
-    "error.to_string().starts_with(",
-];
+/// The prose fields compared with `==` too.
+const COMPARED_FIELDS: &[&str] = &["why", "message", "msg"];
+
+/// Names an error value goes by.
+pub(super) const ERROR_VALUES: &[&str] = &["e", "err", "error", "other"];
+
+/// The names of an error formatted alone (`format!("{e}")`).
+const FORMATTED_VALUES: &[&str] = &["e", "err", "error"];
+
+/// The text tests, as called.
+const TEXT_TESTS: &[&str] = &["starts_with(", "ends_with(", "contains(", "find("];
+
+/// A `format!` whose only argument is an error (`"{e}"`, `"{err:?}"`):
+/// its string literal, as the lexer keeps it.
+fn formats_an_error(literal: &str) -> bool {
+    let inner = literal.strip_prefix('{').and_then(|l| l.strip_suffix('}'));
+    let name = inner.map(|i| i.strip_suffix(":?").unwrap_or(i));
+    name.is_some_and(|n| FORMATTED_VALUES.contains(&n))
+}
+
+/// The code patterns of the library crates.
+pub(super) fn library_patterns() -> Vec<String> {
+    let mut out = Vec::new();
+    for test in TEXT_TESTS {
+        out.extend(PROSE_FIELDS.iter().map(|f| format!("{f}.{test}")));
+    }
+    out.extend(COMPARED_FIELDS.iter().map(|f| format!("{f}==")));
+    out.extend(error_value_patterns());
+    out
+}
+
+/// The code patterns of the tools: tests of an error value, and of `why`.
+pub(super) fn tools_patterns() -> Vec<String> {
+    let mut out: Vec<String> = TEXT_TESTS.iter().map(|t| format!("why.{t}")).collect();
+    out.push("why==".into());
+    out.extend(error_value_patterns());
+    out
+}
+
+fn error_value_patterns() -> Vec<String> {
+    let mut out = Vec::new();
+    for value in ERROR_VALUES {
+        out.extend(
+            TEXT_TESTS
+                .iter()
+                .map(|t| format!("{value}.to_string().{t}")),
+        );
+        out.push(format!("{value}.to_string()=="));
+    }
+    // `format!("{e}")`, its literal blanked: checked against the literal.
+    out.extend(TEXT_TESTS.iter().map(|t| format!("format!().{t}")));
+    out
+}
 
 /// Branches on a message today, each removed by issue 35's typed errors:
 /// (file, pattern). May only shrink; an entry that no longer occurs is an
@@ -75,7 +108,13 @@ impl ErrorText<'static> {
 
 /// The (line, pattern) of every message test in one file's code (comments,
 /// strings and inline test modules blanked).
-pub(super) fn message_tests(code: &[String], patterns: &[&str]) -> Vec<(usize, String)> {
+/// `strings` are the file's string literals with their line, for the
+/// `format!` patterns.
+pub(super) fn message_tests(
+    code: &[String],
+    strings: &[(usize, String)],
+    patterns: &[String],
+) -> Vec<(usize, String)> {
     let mut squeezed = String::new();
     let mut line_of = Vec::new();
     let ident = |c: char| c.is_alphanumeric() || c == '_';
@@ -99,6 +138,7 @@ pub(super) fn message_tests(code: &[String], patterns: &[&str]) -> Vec<(usize, S
     }
     let mut out = Vec::new();
     for pattern in patterns {
+        let pattern = pattern.as_str();
         let starts_with_ident = pattern.starts_with(ident);
         for (at, _) in squeezed.match_indices(pattern) {
             // `e.to_string()` is not the tail of `name.to_string()`.
@@ -107,6 +147,14 @@ pub(super) fn message_tests(code: &[String], patterns: &[&str]) -> Vec<(usize, S
                 continue;
             }
             let line = line_of.get(at).copied().unwrap_or(0);
+            let formatted = pattern.starts_with("format!");
+            if formatted
+                && !strings
+                    .iter()
+                    .any(|(l, s)| *l == line && formats_an_error(s))
+            {
+                continue;
+            }
             out.push((line, pattern.to_string()));
         }
     }

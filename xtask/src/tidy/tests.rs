@@ -415,10 +415,16 @@ fn branching_on_an_error_message_fails() {
             "backends/linux/src/b.rs",
             "fn f(e: std::io::Error) -> bool {\n    e.to_string()\n        .contains(\"ENOENT\")\n}\n",
         ),
+        // A formatted error, another prose field, an equality; but not a
+        // formatted other value.
+        (
+            "report/src/f.rs",
+            "fn f(err: E, note: &str, x: u8) -> bool {\n    format!(\"{err:?}\").find(\"x\").is_some()\n        || note.contains(\"y\")\n        || format!(\"{x}\").contains(\"1\")\n        || e.to_string() == \"z\"\n}\n",
+        ),
         // The tools parse arguments: only a test of an error value counts.
         (
             "tools/src/c.rs",
-            "fn f(arg: &str, name: u8) -> bool {\n    arg.starts_with(\"-\") || name.to_string().contains(\"1\")\n}\n",
+            "fn f(arg: &str, name: u8, msg: &str) -> bool {\n    arg.starts_with(\"-\") || name.to_string().contains(\"1\") || msg.contains(\"-\")\n}\n",
         ),
         (
             "tools/src/d.rs",
@@ -438,6 +444,9 @@ fn branching_on_an_error_message_fails() {
         rules_of(&checked(&tree, &rules)),
         vec![
             ("backends/linux/src/b.rs", 2, "branch-on-error-text"),
+            ("report/src/f.rs", 2, "branch-on-error-text"),
+            ("report/src/f.rs", 3, "branch-on-error-text"),
+            ("report/src/f.rs", 5, "branch-on-error-text"),
             ("src/a.rs", 2, "branch-on-error-text"),
             ("tools/src/d.rs", 1, "branch-on-error-text"),
         ]
@@ -457,6 +466,9 @@ fn branching_on_an_error_message_fails() {
         rules_of(&checked(&tree, &rules)),
         vec![
             ("backends/linux/src/b.rs", 2, "branch-on-error-text"),
+            ("report/src/f.rs", 2, "branch-on-error-text"),
+            ("report/src/f.rs", 3, "branch-on-error-text"),
+            ("report/src/f.rs", 5, "branch-on-error-text"),
             ("src/e.rs", 0, "ratchet"),
             ("tools/src/d.rs", 1, "branch-on-error-text"),
         ]
