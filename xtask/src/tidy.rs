@@ -18,9 +18,12 @@
 //!    (`tidy/statics.rs`).
 //! 7. No code branches on an error's message (`tidy/error_text.rs`).
 //!
-//! Test code (test folders, `tests.rs`, modules declared under
-//! `#[cfg(test)]`, a file's inline test module) is bound by rules 1 and 2
-//! only. Places that break a rule today because their fix is in flight are
+//! Rules 5 to 7 bind non-test code only: not test folders, `tests.rs`,
+//! modules declared under `#[cfg(test)]` (`mod x;`, their files and
+//! folders) or a file's inline `#[cfg(test)] mod x { … }`; rule 3 exempts
+//! test folders and `tests.rs`.
+//!
+//! Places that break a rule today because their fix is in flight are
 //! listed in ratchets ([`OVERSIZE_RATCHET`], [`PLATFORM_PATH_RATCHET`],
 //! `UPWARD_RATCHET`, `ERROR_TEXT_RATCHET`): those lists may only shrink,
 //! and an entry that no longer breaks its rule is itself an error, so that

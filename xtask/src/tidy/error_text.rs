@@ -155,7 +155,8 @@ pub(super) fn message_tests(
             {
                 continue;
             }
-            out.push((line, pattern.to_string()));
+            // Named as written: `format!("{e}").contains(`.
+            out.push((line, pattern.replace("format!()", "format!(\"{e}\")")));
         }
     }
     out.sort();
