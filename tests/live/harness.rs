@@ -135,7 +135,7 @@ pub fn trials(tests: Vec<LiveTest>, env: &Environment) -> Vec<Trial> {
 
 /// Reports one retry of `test`: `FLAKE: test: reason` on standard error,
 /// which `cargo xtask test` tallies as a flake and `--expect` fails on
-/// (`xtask/src/test.rs`, `FLAKE_PREFIX`). A test retries only where a
+/// (`xtask/src/test/tally.rs`, `FLAKE_PREFIX`). A test retries only where a
 /// comment says why no bound on the first try can be sound, and calls this
 /// for each retry it makes: a retry that passes is still seen.
 ///

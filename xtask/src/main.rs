@@ -20,7 +20,10 @@
 //! - `cargo xtask install --prefix DIR [--destdir D]`: libpmc (libraries,
 //!   headers, pkg-config file, pmc(3)), pmcstat and pmccontrol with their
 //!   man pages and shell completions, laid out under DIR.
-//! - `cargo xtask tidy`: the invariants a command can check (see `tidy.rs`).
+//! - `cargo xtask tidy [--layers]`: the invariants a command can check (see
+//!   `tidy.rs`), with the layer report.
+//! - `cargo xtask public-api [--bless]`: the library crates' public surface
+//!   against the snapshots in `public-api/` (see `public_api.rs`).
 
 mod bench;
 mod bench_dwarf;
@@ -30,6 +33,7 @@ mod matrix;
 mod mutants;
 mod pmc_events;
 mod pmu_events;
+mod public_api;
 #[cfg(test)]
 mod readme;
 mod test;
@@ -67,10 +71,15 @@ enum Command {
     Install(install::InstallArgs),
     /// Mutation testing (cargo-mutants) of the core files; score per file.
     Mutants(mutants::MutantsArgs),
-    /// Check the invariants a command can check (unsafe only in sys/, SAFETY lines, file length, no /proc or /sys in the portable crate).
+    /// Check the invariants a command can check (unsafe only in sys/, SAFETY lines, file length, no /proc or /sys in the portable crate, the layering, process-wide statics, no branch on an error message).
+    /// Compare the library crates' public surface with public-api/*.txt (--bless rewrites them).
+    PublicApi(public_api::PublicApiArgs),
     Tidy {
         /// The tree to check (default: this workspace).
         root: Option<std::path::PathBuf>,
+        /// Also list each layer's files and every upward import.
+        #[arg(long)]
+        layers: bool,
     },
 }
 
@@ -98,6 +107,7 @@ fn main() -> ExitCode {
         Command::GenPmcEvents(args) => pmc_events::run(&args),
         Command::Install(args) => install::run(&args),
         Command::Mutants(args) => mutants::run(&args),
-        Command::Tidy { root } => tidy::run(root),
+        Command::PublicApi(args) => public_api::run(&args),
+        Command::Tidy { root, layers } => tidy::run(root, layers),
     }
 }

@@ -10,19 +10,36 @@
 //! 4. The portable crate (`src/` outside [`PORTABLE_PLATFORM_DIRS`]) has no
 //!    `"/proc…"` or `"/sys…"` string literal: the backend answers those.
 //!
-//! 5. No backend file names the log's writing side or the owner, and
-//! 6. no process-wide `static` outside the allowed list (`tidy/layers.rs`).
+//! 5. The layering (`tidy/layers.rs`): every non-test file of the portable
+//!    crate sits in a layer and imports only its own and those below; no
+//!    backend names the log's writing side, the owner or the global module;
+//!    no crate depends on one above it.
+//! 6. No process-wide `static` in any crate outside the allowed list
+//!    (`tidy/statics.rs`).
+//! 7. No code branches on an error's message (`tidy/error_text.rs`).
 //!
-//! Files that break rule 3 or 4 today because their fix is in flight are
-//! listed in [`OVERSIZE_RATCHET`] and [`PLATFORM_PATH_RATCHET`]: those
-//! lists may only shrink, and an entry that no longer breaks its rule is
-//! itself an error, so that it is removed.
+//! Rules 5 to 7 bind non-test code only: not test folders, `tests.rs`,
+//! modules declared under `#[cfg(test)]` (`mod x;`, their files and
+//! folders) or a file's inline `#[cfg(test)] mod x { … }`; rule 3 exempts
+//! test folders and `tests.rs`.
+//!
+//! Places that break a rule today because their fix is in flight are
+//! listed in ratchets ([`OVERSIZE_RATCHET`], [`PLATFORM_PATH_RATCHET`],
+//! `UPWARD_RATCHET`, `ERROR_TEXT_RATCHET`): those lists may only shrink,
+//! and an entry that no longer breaks its rule is itself an error, so that
+//! it is removed.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod error_text;
+mod imports;
 mod layers;
+mod statics;
+
+use error_text::ErrorText;
+use layers::Layering;
 
 /// Where `unsafe` may appear (prefixes of paths relative to the root).
 const UNSAFE_ALLOWED: &[&str] = &[
@@ -60,7 +77,9 @@ struct Finding {
 
 /// Runs every check on `root` (default: this workspace) and prints what
 /// broke.
-pub fn run(root: Option<PathBuf>) -> ExitCode {
+/// With `layers_report`, also every file of each layer and each upward
+/// import (else one line per layer).
+pub fn run(root: Option<PathBuf>, layers_report: bool) -> ExitCode {
     let root = root.unwrap_or_else(|| {
         Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
@@ -68,7 +87,11 @@ pub fn run(root: Option<PathBuf>) -> ExitCode {
             .unwrap_or_else(|| PathBuf::from("."))
     });
     let rules = Rules::project();
-    let (findings, files) = match check_tree(&root, &rules) {
+    let Checked {
+        findings,
+        files,
+        report,
+    } = match check_tree(&root, &rules) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("xtask tidy: reading {}: {e}", root.display());
@@ -81,11 +104,23 @@ pub fn run(root: Option<PathBuf>) -> ExitCode {
     for (path, why) in rules.platform_path_ratchet {
         println!("tidy: ratchet: {path} may name /proc or /sys for now ({why})");
     }
+    if !layers::UPWARD_RATCHET.is_empty() {
+        println!(
+            "tidy: ratchet: {} upward imports may stay for now (UPWARD_RATCHET in tidy/layers.rs; --layers lists them)",
+            layers::UPWARD_RATCHET.len()
+        );
+    }
+    for (path, pattern) in error_text::ERROR_TEXT_RATCHET {
+        println!("tidy: ratchet: {path} may branch on an error message for now: `{pattern}…`");
+    }
+    if let Some(report) = report {
+        report.print(layers_report);
+    }
     for f in &findings {
         eprintln!("{}:{}: {}: {}", f.path, f.line, f.rule, f.what);
     }
     if findings.is_empty() {
-        println!("tidy: {files} files, every invariant holds (ratchet lists: tidy.rs)");
+        println!("tidy: {files} files, every invariant holds (ratchet lists: tidy.rs, tidy/*.rs)");
         ExitCode::SUCCESS
     } else {
         eprintln!("tidy: {} problem(s) in {files} files", findings.len());
@@ -101,8 +136,12 @@ struct Rules<'a> {
     portable_platform_dirs: &'a [&'a str],
     oversize_ratchet: &'a [(&'a str, &'a str)],
     platform_path_ratchet: &'a [(&'a str, &'a str)],
-    /// Rules 5 and 6 (the project's layering; off for the fixture trees).
-    layers: bool,
+    /// Rule 5 (off for the fixture trees of rules 1–4).
+    layering: Option<Layering<'a>>,
+    /// Rule 6: the statics allowed (off for those fixtures).
+    statics_allowed: Option<&'a [(&'a str, &'a str, &'a str)]>,
+    /// Rule 7 (off for those fixtures).
+    error_text: Option<ErrorText<'a>>,
 }
 
 impl Rules<'static> {
@@ -114,34 +153,103 @@ impl Rules<'static> {
             portable_platform_dirs: PORTABLE_PLATFORM_DIRS,
             oversize_ratchet: OVERSIZE_RATCHET,
             platform_path_ratchet: PLATFORM_PATH_RATCHET,
-            layers: true,
+            layering: Some(Layering::project()),
+            statics_allowed: Some(statics::STATICS_ALLOWED),
+            error_text: Some(ErrorText::project()),
         }
     }
 }
 
-/// Checks every `.rs` file under `root`; returns the findings (sorted) and
-/// the number of files read.
-fn check_tree(root: &Path, rules: &Rules<'_>) -> std::io::Result<(Vec<Finding>, usize)> {
+/// What a check of a tree found.
+struct Checked {
+    /// Sorted by path and line.
+    findings: Vec<Finding>,
+    /// The number of files read.
+    files: usize,
+    /// The layer report, when the layering rule ran.
+    report: Option<layers::Report>,
+}
+
+/// Checks every `.rs` file under `root`.
+fn check_tree(root: &Path, rules: &Rules<'_>) -> std::io::Result<Checked> {
     let mut files = Vec::new();
     collect_rs(root, root, &mut files)?;
     files.sort();
+    let mut texts = Vec::new();
+    for rel in &files {
+        let text = fs::read_to_string(root.join(rel))?;
+        let lexed = lex(&text);
+        texts.push((rel, text, lexed));
+    }
+    // Modules declared under `#[cfg(test)]`: their files (and folders).
+    let mut test_modules = Vec::new();
+    for (rel, _, lexed) in &texts {
+        let children = match rel.rsplit_once('/') {
+            Some((dir, "mod.rs" | "lib.rs" | "main.rs")) => format!("{dir}/"),
+            _ => format!("{}/", rel.trim_end_matches(".rs")),
+        };
+        for name in imports::test_modules(&lexed.code) {
+            test_modules.push(format!("{children}{name}.rs"));
+            test_modules.push(format!("{children}{name}/"));
+        }
+    }
+    let is_test = |rel: &str| is_test_file(rel) || test_modules.iter().any(|t| rel.starts_with(t));
+
     let mut findings = Vec::new();
     let mut oversize_seen = Vec::new();
     let mut platform_seen = Vec::new();
     let mut statics_seen = Vec::new();
-    for rel in &files {
-        let text = fs::read_to_string(root.join(rel))?;
-        let (over, platform) = check_file(rel, &text, rules, &mut findings);
-        if rules.layers {
-            check_layers(rel, &text, &mut findings, &mut statics_seen);
-        }
+    let mut error_text_seen = Vec::new();
+    let mut sources = Vec::new();
+    for (rel, text, lexed) in &texts {
+        let rel = rel.as_str();
+        let (over, platform) = check_file(rel, text, lexed, rules, &mut findings);
         if over {
-            oversize_seen.push(rel.clone());
+            oversize_seen.push(rel.to_string());
         }
         if platform {
-            platform_seen.push(rel.clone());
+            platform_seen.push(rel.to_string());
+        }
+        if is_test(rel) {
+            continue;
+        }
+        let code = statics::without_test_modules(&lexed.code);
+        if let Some(allowed) = rules.statics_allowed
+            && statics::in_scope(rel, statics::STATICS_SCOPE)
+        {
+            let (broken, declared) = statics::statics(rel, &code, allowed);
+            statics_seen.extend(declared.into_iter().map(|n| (rel.to_string(), n)));
+            findings.extend(broken.into_iter().map(|(line, rule, what)| Finding {
+                path: rel.into(),
+                line,
+                rule,
+                what,
+            }));
+        }
+        if let Some(et) = &rules.error_text {
+            check_error_text(
+                rel,
+                &code,
+                &lexed.strings,
+                et,
+                &mut findings,
+                &mut error_text_seen,
+            );
+        }
+        if let Some(layering) = &rules.layering
+            && rel.starts_with(layering.crate_root)
+        {
+            sources.push(layers::Source {
+                rel: rel.to_string(),
+                code,
+                lines: text.lines().count(),
+            });
         }
     }
+    let report = rules.layering.as_ref().map(|layering| {
+        layers::check_manifests(root, layering, &mut findings);
+        layers::check(&sources, layering, &mut findings)
+    });
     for (path, _) in rules.oversize_ratchet {
         if !oversize_seen.iter().any(|p| p == path) {
             findings.push(Finding {
@@ -165,49 +273,76 @@ fn check_tree(root: &Path, rules: &Rules<'_>) -> std::io::Result<(Vec<Finding>, 
             });
         }
     }
-    if rules.layers {
-        for (path, name, _) in layers::STATICS_ALLOWED {
-            if !statics_seen.iter().any(|(p, n)| p == path && n == name) {
-                findings.push(Finding {
-                    path: (*path).into(),
-                    line: 0,
-                    rule: "ratchet",
-                    what: format!(
-                        "declares no static `{name}` any more: remove it from STATICS_ALLOWED \
-                         in xtask/src/tidy/layers.rs"
-                    ),
-                });
-            }
+    for (path, name, _) in rules.statics_allowed.unwrap_or_default() {
+        if !statics_seen.iter().any(|(p, n)| p == path && n == name) {
+            findings.push(Finding {
+                path: (*path).into(),
+                line: 0,
+                rule: "ratchet",
+                what: format!(
+                    "declares no static `{name}` any more: remove it from STATICS_ALLOWED \
+                     in xtask/src/tidy/statics.rs"
+                ),
+            });
+        }
+    }
+    for (path, pattern) in rules.error_text.map(|e| e.ratchet).unwrap_or_default() {
+        if !error_text_seen
+            .iter()
+            .any(|(p, n)| p == path && n == pattern)
+        {
+            findings.push(Finding {
+                path: (*path).into(),
+                line: 0,
+                rule: "ratchet",
+                what: format!(
+                    "no longer tests a message with `{pattern}`: remove it from \
+                     ERROR_TEXT_RATCHET in xtask/src/tidy/error_text.rs"
+                ),
+            });
         }
     }
     findings.sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
-    Ok((findings, files.len()))
+    Ok(Checked {
+        findings,
+        files: files.len(),
+        report,
+    })
 }
 
-/// Rules 5 and 6 on one non-test file of the portable crate.
-fn check_layers(
+/// Rule 7 on one non-test file.
+fn check_error_text(
     rel: &str,
-    text: &str,
+    code: &[String],
+    strings: &[(usize, String)],
+    rules: &ErrorText<'_>,
     out: &mut Vec<Finding>,
-    statics_seen: &mut Vec<(String, String)>,
+    seen: &mut Vec<(String, String)>,
 ) {
-    if is_test_file(rel) || rel.starts_with("src/backend/conformance/") {
+    let patterns = if statics::in_scope(rel, rules.library) {
+        error_text::library_patterns()
+    } else if statics::in_scope(rel, rules.tools) {
+        error_text::tools_patterns()
+    } else {
         return;
-    }
-    let mut code = lex(text).code;
-    code.truncate(layers::before_test_module(&code));
-    let (broken, declared) = layers::statics(rel, &code, layers::STATICS_ALLOWED);
-    statics_seen.extend(declared.into_iter().map(|n| (rel.to_string(), n)));
-    for (line, rule, what) in layers::backend_names_log(rel, &code)
-        .into_iter()
-        .chain(broken)
-    {
-        out.push(Finding {
-            path: rel.into(),
-            line,
-            rule,
-            what,
-        });
+    };
+    for (line, pattern) in error_text::message_tests(code, strings, &patterns) {
+        let excused = rules
+            .ratchet
+            .iter()
+            .any(|(p, n)| *p == rel && *n == pattern);
+        if !excused {
+            out.push(Finding {
+                path: rel.into(),
+                line,
+                rule: "branch-on-error-text",
+                what: format!(
+                    "`{pattern}…` decides on an error's message, which is for people and may \
+                     change: match the error's typed detail (its variant, its Errno) instead"
+                ),
+            });
+        }
+        seen.push((rel.to_string(), pattern));
     }
 }
 
@@ -246,8 +381,13 @@ fn is_test_file(rel: &str) -> bool {
 
 /// Checks one file; returns whether it is over the line limit and whether
 /// it names a platform path (whether allowed by a ratchet or not).
-fn check_file(rel: &str, text: &str, rules: &Rules<'_>, out: &mut Vec<Finding>) -> (bool, bool) {
-    let lexed = lex(text);
+fn check_file(
+    rel: &str,
+    text: &str,
+    lexed: &Lexed,
+    rules: &Rules<'_>,
+    out: &mut Vec<Finding>,
+) -> (bool, bool) {
     let raw_lines: Vec<&str> = text.lines().collect();
 
     // 1 and 2: unsafe only where allowed, each with a SAFETY comment.
