@@ -96,7 +96,7 @@ const USAGE: &str = "Usage:
        pmccontrol -s
        pmccontrol [-e pmc | -d pmc | -c cpu] ...";
 
-const EXTENSIONS: &str = "Linux only (see the top of tools/src/bin/pmccontrol.rs):
+const EXTENSIONS: &str = "Linux only (see pmccontrol(8)):
        pmccontrol --holders [--json]   processes holding perf_event descriptors
        pmccontrol --limits [--json]    the perf_event sysctls
        pmccontrol -L --json            -L as JSON";

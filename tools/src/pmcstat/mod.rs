@@ -564,7 +564,8 @@ fn check_backend_counts_others() -> Result<(), ExitCode> {
     eprintln!(
         "{TOOL}: -p and -P count a command or another process, but the backend in use, \
          portable ({}), counts only the process that calls it (pmcstat itself); \
-         unset PMC_BACKEND or let perf_event be used (see `cargo xtask probe`)",
+         unset PMC_BACKEND, or make perf_event usable (`pmccontrol --limits` shows its \
+         limits, perf_event_paranoid among them)",
         choice.reason
     );
     Err(ExitCode::from(EX_UNAVAILABLE))

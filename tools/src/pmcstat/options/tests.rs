@@ -1,7 +1,7 @@
 use super::*;
 
 fn specs(argv: &[&str]) -> Vec<EventSpec> {
-    let matches = Args::command()
+    let matches = crate::cli::pmcstat()
         .try_get_matches_from(std::iter::once("pmcstat").chain(argv.iter().copied()))
         .unwrap();
     ordered_specs(&matches).unwrap()
