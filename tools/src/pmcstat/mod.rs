@@ -3,7 +3,7 @@
 //!
 //! The binary (`src/bin/pmcstat.rs`) calls [`main`]. `options.rs` holds the
 //! arguments and the checks that need no machine; `plan.rs` the checks of
-//! what a live run measures; `live.rs` the steps of a live run;
+//! what a live run measures, `targets.rs` the processes `-t` names; `live.rs` the steps of a live run;
 //! `counting.rs` the counting PMCs and their interval lines; `reports.rs`
 //! `-R`, `-L`/`-u` and the reports written from a log; `watch.rs` the `-T`
 //! loop. This file is the live mode in one screen: check, allocate,
@@ -17,6 +17,7 @@ mod options;
 mod plan;
 mod reports;
 mod signals;
+mod targets;
 mod watch;
 mod write_failure;
 

@@ -8,7 +8,8 @@ use crate::gate;
 use crate::sysexits::{EX_DATAERR, EX_UNAVAILABLE};
 use crate::usage;
 
-use super::options::{Args, find_targets, wants_report};
+use super::options::{Args, wants_report};
+use super::targets::find_targets;
 use super::{TOOL, cannot_run};
 
 /// The shape of a live run, from its options.
