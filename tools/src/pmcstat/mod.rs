@@ -3,11 +3,11 @@
 //!
 //! The binary (`src/bin/pmcstat.rs`) calls [`main`]. `options.rs` holds the
 //! arguments and the checks that need no machine; `plan.rs` the checks of
-//! what a live run measures, `targets.rs` the processes `-t` names; `live.rs` the steps of a live run;
-//! `counting.rs` the counting PMCs and their interval lines; `reports.rs`
-//! `-R`, `-L`/`-u` and the reports written from a log; `watch.rs` the `-T`
-//! loop. This file is the live mode in one screen: check, allocate,
-//! attach, start, wait, stop, report.
+//! what a live run measures; `targets.rs` the processes `-t` names;
+//! `live.rs` the steps of a live run; `counting.rs` the counting PMCs and
+//! their interval lines; `reports.rs` `-R`, `-L`/`-u` and the reports
+//! written from a log; `watch.rs` the `-T` loop. This file is the live
+//! mode in one screen: check, allocate, attach, start, wait, stop, report.
 
 mod convert;
 mod counting;
