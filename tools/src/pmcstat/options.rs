@@ -118,6 +118,8 @@ pub(crate) struct Args {
     /// bytes of user stack, default 8192, with each sample and unwind
     /// them with the objects' CFI as the log is written: whole stacks of
     /// programs built without frame pointers).
+    ///
+    /// Either way the log holds FreeBSD's CALLCHAIN records.
     #[arg(long = "call-graph", value_name = "MODE", value_parser = call_graph)]
     pub(super) call_graph: Option<CallGraph>,
     #[command(flatten)]
