@@ -1,6 +1,7 @@
 //! The command-line definitions of both tools as clap [`Command`]s: what
-//! their man pages and shell completions are generated from
-//! (`cargo xtask install`), so those never drift from what the tools accept.
+//! their `--help`, man pages, `docs/` pages and shell completions are
+//! generated from (`cargo xtask install`, `manual.rs`), so those never
+//! drift from what the tools accept.
 //!
 //! pmcstat parses with this very definition. pmccontrol keeps its
 //! getopt-style parser (pmccontrol.c's bundling and stop rules); its tests
@@ -8,9 +9,15 @@
 
 use clap::{Arg, ArgAction, Command, CommandFactory};
 
-/// pmcstat's arguments, as it parses them.
+/// pmcstat's arguments, as it parses them, with its synopsis and the
+/// epilogue of its help (examples, exit statuses, signals).
 pub fn pmcstat() -> Command {
-    crate::pmcstat::Args::command()
+    let command = crate::pmcstat::Args::command();
+    let synopsis = crate::manual::synopsis(&command);
+    command
+        .override_usage(synopsis)
+        .after_help(crate::manual::PMCSTAT.after_help())
+        .after_long_help(crate::manual::PMCSTAT.after_long_help())
 }
 
 /// pmccontrol's options, as its getopt-style parser accepts them: one of
@@ -34,6 +41,16 @@ pub fn pmccontrol() -> Command {
     };
     Command::new("pmccontrol")
         .version(env!("CARGO_PKG_VERSION"))
+        // pmccontrol.c's forms, one a line, then the Linux-only ones.
+        .override_usage(
+            "pmccontrol -L [--json]\n\
+             pmccontrol -l\n\
+             pmccontrol -s\n\
+             pmccontrol [-e PMC | -d PMC | -c CPU] ...\n\
+             pmccontrol --holders [--json]\n\
+             pmccontrol --limits [--json]",
+        )
+        .after_long_help(crate::manual::PMCCONTROL.after_long_help())
         .about("List the machine's performance counters and events, with FreeBSD pmccontrol(8)'s options, on Linux perf_event")
         // The parser knows --help and --version only in their long forms.
         .disable_help_flag(true)

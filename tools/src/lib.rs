@@ -10,6 +10,7 @@ pub mod destination;
 pub mod events;
 pub mod gate;
 pub mod log_input;
+pub mod manual;
 pub mod output;
 #[cfg(any(target_os = "linux", target_os = "android"))]
 pub mod perf_data;

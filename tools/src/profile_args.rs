@@ -26,7 +26,7 @@ pub struct ProfileArgs {
     #[arg(short = 'D', value_name = "DIR", default_value = ".")]
     pub directory: PathBuf,
     /// Write the executable → gmon file map of -g to FILE (`-` for standard
-    /// error), as pmcstat's `MAP:` lines.
+    /// error), as pmcstat's `MAP:` lines; refused without -g.
     #[arg(short = 'M', value_name = "FILE")]
     pub gmon_map: Option<PathBuf>,
     /// Write a gzipped pprof profile.proto to FILE (go tool pprof, Parca,

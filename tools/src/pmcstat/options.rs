@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::{ArgAction, ArgMatches, CommandFactory, FromArgMatches, Parser};
+use clap::{ArgAction, ArgMatches, FromArgMatches, Parser};
 
 use crate::profile_args::ProfileArgs;
 use crate::usage;
@@ -15,19 +15,16 @@ mod argv_properties;
 mod ranges;
 
 /// Count hardware and software events with hwpmc semantics on Linux perf_event.
+///
+/// pmcstat takes FreeBSD pmcstat(8)'s options and prints its output formats;
+/// what Linux cannot do is refused with the option named and the reason.
+/// -c, -n, -d, -E, -W, -N, -U and -C apply to the event specifiers (-p, -s,
+/// -P, -S) after them; -C, -d, -E, -W, -N and -U toggle. Without -w,
+/// counts are printed every 5 seconds and at the end; -s prints a column
+/// per CPU. SPEC is an event name as -L lists it, with FreeBSD's
+/// qualifiers (`instructions,usr`).
 #[derive(Parser, Debug)]
-#[command(
-    name = "pmcstat",
-    version,
-    after_help = "Examples:\n  pmcstat -p instructions,usr -- ./a.out\n  \
-                  pmcstat -s page-faults -c '*' -l 5\n  pmcstat -p task-clock -t 1234 -w 1\n\n\
-                  Signals: SIGINT, SIGTERM, SIGHUP and SIGQUIT end the run: the command \
-                  pmcstat started gets the same signal (a second one kills it), the counts \
-                  are printed, an -O log is closed and pmcstat exits 0. A signal ignored at \
-                  start stays ignored for the command, and SIGTERM, SIGHUP and SIGQUIT for \
-                  pmcstat too (nohup). The -O log's first records are written at once: even \
-                  after kill -9 the log's beginning reads."
-)]
+#[command(name = "pmcstat", version)]
 pub(crate) struct Args {
     /// Count SPEC in the target process(es) (process counting mode, TC).
     #[arg(short = 'p', value_name = "SPEC")]
@@ -36,9 +33,13 @@ pub(crate) struct Args {
     #[arg(short = 's', value_name = "SPEC")]
     pub(super) system: Vec<String>,
     /// Sample SPEC in the target process(es) (process sampling mode, TS).
+    ///
+    /// Without -O or a report, the samples' log is printed as -R prints it.
     #[arg(short = 'P', value_name = "SPEC")]
     pub(super) process_sampling: Vec<String>,
     /// Sample SPEC system-wide on the CPUs of -c (system sampling mode, SS).
+    ///
+    /// Without -O or a report, the samples' log is printed as -R prints it.
     #[arg(short = 'S', value_name = "SPEC")]
     pub(super) system_sampling: Vec<String>,
     /// Reload count of the sampling PMCs after it: events between samples,
@@ -103,9 +104,13 @@ pub(crate) struct Args {
     pub(super) read_log: Option<std::path::PathBuf>,
     /// Write a call graph with symbols to FILE (`-`: the -o file, else standard
     /// output with -R and standard error live, as pmcstat prints).
+    ///
+    /// It is pmcstat's callgraph text: each function with its share of the
+    /// samples, then its callers.
     #[arg(short = 'G', value_name = "FILE")]
     pub(super) callgraph: Option<std::path::PathBuf>,
-    /// Write folded stacks (flamegraph input) to FILE (`-` for standard output).
+    /// Write folded stacks (flamegraph.pl, inferno, speedscope input) to FILE
+    /// (`-` for standard output).
     #[arg(long, value_name = "FILE")]
     pub(super) folded: Option<std::path::PathBuf>,
     /// How samples' user call chains are taken, as perf record spells it:
@@ -113,6 +118,8 @@ pub(crate) struct Args {
     /// bytes of user stack, default 8192, with each sample and unwind
     /// them with the objects' CFI as the log is written: whole stacks of
     /// programs built without frame pointers).
+    ///
+    /// Either way the log holds FreeBSD's CALLCHAIN records.
     #[arg(long = "call-graph", value_name = "MODE", value_parser = call_graph)]
     pub(super) call_graph: Option<CallGraph>,
     #[command(flatten)]
@@ -134,7 +141,8 @@ pub(crate) struct Args {
     /// empty pattern is refused).
     #[arg(short = 't', value_name = "PID|REGEX", value_parser = ranges::target)]
     pub(super) targets: Vec<String>,
-    /// Print counts every SECS seconds (0.001 to 4294967295).
+    /// Print counts every SECS seconds (0.001 to 4294967295; without -w every
+    /// 5 seconds, and JSON and CSV lines at the end only).
     // As getopt, the next word is the value even with a hyphen (`-w -1`,
     // `-w -inf`): the value parser says what -w takes.
     #[arg(short = 'w', value_name = "SECS", allow_hyphen_values = true,
@@ -159,10 +167,10 @@ pub(crate) struct Args {
     /// is sent SIGTERM and waited for, exit 74 (EX_IOERR).
     #[arg(short = 'o', value_name = "FILE")]
     pub(super) output: Option<std::path::PathBuf>,
-    /// Print counts as JSON lines.
+    /// Print counts as JSON lines (an extension of FreeBSD's options).
     #[arg(long, conflicts_with = "csv")]
     pub(super) json: bool,
-    /// Print counts as CSV.
+    /// Print counts as CSV (an extension of FreeBSD's options).
     #[arg(long)]
     pub(super) csv: bool,
     /// Quiet: no progress or notes.
@@ -173,24 +181,40 @@ pub(crate) struct Args {
     /// p next PMC, m merge PMCs of one name, n next view, f skip-link.
     /// Samples the view falls far behind on are passed over and counted in
     /// a warning at the end.
+    ///
+    /// The text is pmcstat's: `PMC: [name] Samples: n (p%) , u unresolved`
+    /// (`name.index` when not merged), the key line, then the
+    /// `%SAMP IMAGE FUNCTION CALLERS` rows of pmcstat's callgraph view (image
+    /// cut at 10, function at 20, callers at 29 characters) or, after n,
+    /// the `%SAMP CALLTREE` paths of its call-tree view. q sends a running
+    /// command SIGINT. Without a terminal it prints one frame per interval
+    /// to standard output, 1024 columns by 256 lines at most.
     #[arg(short = 'T', conflicts_with_all = ["duration", "read_log", "log_out"])]
     pub(super) top: bool,
     /// Write each sample's pc with its function and the function's start and
     /// end addresses to FILE (`-` for standard output).
+    ///
+    /// Start and end come from the object's symbol table: for a PIE or a
+    /// shared library they are offsets in it, not the pc's run-time range.
     #[arg(short = 'm', value_name = "FILE")]
     pub(super) sampled_pcs: Option<std::path::PathBuf>,
     /// Write every frame of each sample's callchain with function and
     /// file:line to FILE (`-` for standard output).
+    ///
+    /// Names and DWARF lines are those of -G and --folded, separate debug
+    /// files included; a pc inside inlined calls has a line per function,
+    /// innermost first; a pc of no known function (kernel ones too) is
+    /// `pc <unknown> ??:0`. Each sample ends with `--`.
     #[arg(short = 'a', value_name = "FILE")]
     pub(super) annotated: Option<std::path::PathBuf>,
     /// Keep at most DEPTH frames (innermost first) of each callchain, 1 to
-    /// 4294967295.
+    /// 4294967295, in the reports (-G, --folded, -a and the profiles).
     #[arg(short = 'z', value_name = "DEPTH", value_parser = clap::value_parser!(u32).range(1..),
           allow_hyphen_values = true)]
     pub(super) depth: Option<u32>,
     /// (toggle) Log each count of the process PMCs after it per process at
     /// its exit (LOG_PROCEXIT); printed as `exitval` records, or kept in
-    /// the -O log.
+    /// the -O log (`exitval PMCID PID VALUE`).
     #[arg(short = 'E', action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub(super) log_exit_toggles: Vec<bool>,
     /// Whether any PMC logs its count at process exit (from the toggles).
@@ -198,43 +222,56 @@ pub(crate) struct Args {
     pub(super) log_exit: bool,
     /// (toggle) Log each thread's count of the process PMCs after it at
     /// every context switch (LOG_PROCCSW); printed as `cswval` records, or
-    /// kept in the -O log.
+    /// kept in the -O log (`cswval PMCID PID TID VALUE`; a process's add up
+    /// to its total).
     #[arg(short = 'W', action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
     pub(super) log_csw_toggles: Vec<bool>,
     /// Whether any PMC logs its count at context switches (from the
     /// toggles).
     #[arg(skip)]
     pub(super) log_csw: bool,
-    /// List the events of this machine, one per line.
+    /// List the events of this machine, one per line (a tab, then the name).
     #[arg(short = 'L')]
     pub(super) list_events: bool,
-    /// Describe the events whose name contains SPEC.
+    /// Describe the events whose name contains SPEC (`name:<tab>description`).
     #[arg(short = 'u', value_name = "SPEC")]
     pub(super) describe: Option<String>,
-    /// Show the sampled function's address instead of its name (top view).
+    /// Show the sampled leaf's address instead of its function name, in the
+    /// top view (-T) and in -G, --folded, -F, -g, --pprof and --flamegraph
+    /// (callers stay named; -m and -a print pcs already).
     #[arg(short = 'I')]
     pub(super) show_address: bool,
-    /// Kernel directory (FreeBSD; no effect on Linux: kernel frames are
-    /// named from the running kernel's /proc/kallsyms).
+    /// Kernel directory: accepted with a warning and no effect (FreeBSD made
+    /// it obsolete too; Linux kernel frames are named from the running
+    /// kernel's /proc/kallsyms).
     #[arg(short = 'k', value_name = "DIR")]
     pub(super) kernel_dir: Option<std::path::PathBuf>,
-    /// Look executables up under ROOT when resolving symbols (kernel frames
-    /// still come from the running kernel's /proc/kallsyms).
+    /// Look executables up under ROOT (a copied root file system) when
+    /// resolving symbols (kernel frames still come from the running kernel's
+    /// /proc/kallsyms).
     #[arg(short = 'r', value_name = "ROOT")]
     pub(super) fs_root: Option<std::path::PathBuf>,
     /// More diagnostics: conversion statistics after reports, and why
     /// objects the log names were not read (not an absolute path, not a
     /// regular file, a compressed section above the inflation cap).
+    ///
+    /// The statistics are pmcstat's `CONVERSION STATISTICS:` lines
+    /// (`#samples/total`, `#samples/unclaimed`, …). An object is not read
+    /// when it is over 4 GiB, or a compressed debug section claims more
+    /// than 100 times its compressed size above 1 MiB, or more than 1 GiB.
     #[arg(short = 'v', action = clap::ArgAction::Count)]
     pub(super) verbose: u8,
-    /// Wide history counters for gprof output (-g).
+    /// Wide (32-bit) gprof history counters, with -g: refused (exit 64),
+    /// because binutils gprof, the gprof of Linux, reads 16-bit bins only;
+    /// -g writes 16-bit bins, saturating as pmcstat does.
     #[arg(short = 'e')]
     pub(super) wide_gprof: bool,
     /// Plugin option: `threshold=PCT` (hide rows under PCT%, 0 to 100) or
     /// `skiplink=0|1` (show hidden rows as a dot), for the top view.
     #[arg(short = 'f', value_name = "OPTION")]
     pub(super) plugin_options: Vec<String>,
-    /// Keep only the samples of thread TID (0 to 2147483647) in reports.
+    /// Keep only the samples of thread TID (0 to 2147483647) in reports
+    /// (-G, --folded, -m, -a and the profiles).
     #[arg(short = 'i', value_name = "TID", allow_hyphen_values = true,
           value_parser = clap::value_parser!(u32).range(0..=ranges::MAX_TID))]
     pub(super) thread: Option<u32>,
@@ -270,7 +307,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    parse_with(Args::command(), argv)
+    parse_with(crate::cli::pmcstat(), argv)
 }
 
 /// [`try_parse_from`] with pmcstat's clap command given: the property
@@ -449,80 +486,6 @@ pub(super) fn ordered_specs(matches: &ArgMatches) -> Result<Vec<EventSpec>, Stri
         }
     }
     Ok(specs)
-}
-
-/// `-t SPEC` as pmcstat.c's `pmcstat_find_targets`: a number (`strtol`
-/// base 0 took at least one digit and it is not negative) is a process id;
-/// anything else is an extended regular expression searched for in the
-/// name of each running process, every match a target. A pattern that
-/// does not compile exits `EX_DATAERR`, as pmcstat.c's
-/// `err(EX_DATAERR, "ERROR: Failed to compile regex …")`. A process id no
-/// running process has is said and matches nothing, as pmcstat.c skips a
-/// target whose attach fails with ESRCH (the caller refuses a run left
-/// with no target at all).
-pub(super) fn find_targets(spec: &str) -> Result<Vec<u32>, ExitCode> {
-    if let Some(number) = leading_number(spec).filter(|&p| p >= 0) {
-        // Past pid_t: no process has it (process_exists says so).
-        let pid = u32::try_from(number).unwrap_or(u32::MAX);
-        if !pmc::process_exists(pid) {
-            eprintln!("{TOOL}: -t {spec}: process {number} does not exist");
-            return Ok(Vec::new());
-        }
-        return Ok(vec![pid]);
-    }
-    let pattern = regex::Regex::new(spec).map_err(|e| {
-        eprintln!(
-            "{TOOL}: -t {spec}: not a process id, and not a regular expression over process names: {}",
-            e.to_string().replace('\n', " ")
-        );
-        ExitCode::from(crate::sysexits::EX_DATAERR)
-    })?;
-    Ok(process_names()
-        .into_iter()
-        .filter(|(_, name)| pattern.is_match(name))
-        .map(|(pid, _)| pid)
-        .collect())
-}
-
-/// The number `strtol(s, &end, 0)` reads at the start of `s`, if it reads
-/// a digit: leading white space, a sign, then `0x` hex, `0` octal or
-/// decimal digits; what follows is ignored, as pmcstat.c ignores `end`.
-pub(super) fn leading_number(s: &str) -> Option<i64> {
-    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
-    let (negative, t) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
-    let hex = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X"));
-    let (radix, digits) = match hex {
-        Some(h) if h.starts_with(|c: char| c.is_ascii_hexdigit()) => (16, h),
-        _ if t.starts_with('0') => (8, t),
-        _ => (10, t),
-    };
-    let end = digits
-        .find(|c: char| !c.is_digit(radix))
-        .unwrap_or(digits.len());
-    if end == 0 {
-        return None;
-    }
-    // strtol saturates; a pid that large matches no process anyway.
-    let value = i64::from_str_radix(&digits[..end], radix).unwrap_or(i64::MAX);
-    Some(if negative { -value } else { value })
-}
-
-/// Each process's id and name (`/proc/PID/comm`, as FreeBSD's `ki_comm`).
-fn process_names() -> Vec<(u32, String)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|entry| {
-        let entry = entry.ok()?;
-        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-        let comm = std::fs::read_to_string(entry.path().join("comm")).ok()?;
-        Some((pid, comm.trim_end_matches('\n').to_string()))
-    })
-    .collect()
 }
 
 /// `--call-graph`'s mode.

@@ -18,6 +18,7 @@ mod argument_ranges;
 mod bad_input;
 mod debian_profiles;
 mod debug_symbols;
+mod docs_examples;
 mod dwarf_stacks;
 mod freebsd_annotate;
 mod freebsd_counting;
@@ -84,6 +85,7 @@ fn main() {
     tests.extend(freebsd_reports::tests());
     tests.extend(freebsd_annotate::tests());
     tests.extend(readme::tests());
+    tests.extend(docs_examples::tests());
     tests.extend(kernel_frames::tests());
     tests.extend(freebsd_counting::tests());
     tests.extend(lost_samples::tests());

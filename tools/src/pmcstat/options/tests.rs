@@ -1,7 +1,7 @@
 use super::*;
 
 fn specs(argv: &[&str]) -> Vec<EventSpec> {
-    let matches = Args::command()
+    let matches = crate::cli::pmcstat()
         .try_get_matches_from(std::iter::once("pmcstat").chain(argv.iter().copied()))
         .unwrap();
     ordered_specs(&matches).unwrap()
@@ -64,22 +64,6 @@ fn c_and_n_set_the_cpus_and_count_of_later_specs() {
     assert_eq!((s[2].cpus.as_slice(), s[2].reload), (&[0][..], 5000));
     // Process modes have no CPUs; the count carries on.
     assert_eq!((s[3].cpus.len(), s[3].reload), (0, 5000));
-}
-
-#[test]
-fn t_numbers_are_read_as_strtol_base_0_reads_them() {
-    assert_eq!(leading_number("1234"), Some(1234));
-    assert_eq!(leading_number("  42"), Some(42));
-    assert_eq!(leading_number("0x1f"), Some(31));
-    assert_eq!(leading_number("010"), Some(8));
-    assert_eq!(leading_number("0"), Some(0));
-    // strtol stops at the first non-digit; pmcstat.c ignores the rest.
-    assert_eq!(leading_number("12abc"), Some(12));
-    assert_eq!(leading_number("-3"), Some(-3));
-    assert_eq!(leading_number("sleep"), None);
-    assert_eq!(leading_number("^sl.*"), None);
-    assert_eq!(leading_number(""), None);
-    assert_eq!(leading_number("0x"), Some(0));
 }
 
 /// perf record's `--call-graph` spelling: `fp`, `dwarf`, `dwarf,SIZE`
