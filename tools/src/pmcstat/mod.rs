@@ -154,7 +154,7 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     // The log first: LOG_PROC* counters need it, and allocations are logged.
     // An -O log is held in memory until every check has passed (see
     // open_outputs), so a failed run leaves an existing log alone.
-    let memory_log = pmc::log::sink::MemoryLog::new();
+    let memory_log = pmc::global::log::MemoryLog::new();
     let held_log = args
         .log_out
         .as_ref()
@@ -164,8 +164,8 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         .map(|_| HeldOutput::new(wants_report(&args) || args.verbose > 0));
     if logging {
         match &held_log {
-            Some(held) => pmc::log::sink::configure_logfile(held.clone()),
-            None => pmc::log::sink::configure_logfile(memory_log.clone()),
+            Some(held) => pmc::global::log::configure_logfile(held.clone()),
+            None => pmc::global::log::configure_logfile(memory_log.clone()),
         }
         .map_err(|e| os_fail(&e))?;
     }
@@ -407,7 +407,7 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         // -O's write error ends the run at once, as -o's does (hwpmc's
         // log thread signals its owner SIGIO at its first write error).
         if let Some(path) = &args.log_out
-            && let Some(e) = pmc::log::sink::write_error()
+            && let Some(e) = pmc::global::log::write_error()
         {
             let run = write_failure::Run {
                 counters: &mut counters,
@@ -425,7 +425,7 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         }
         if progress && last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
-            let (samples, lost) = pmc::log::sink::stats();
+            let (samples, lost) = pmc::global::log::stats();
             // A hung-up terminal (EIO) must not panic: SIGHUP still
             // closes the log.
             let _ = write!(
@@ -447,7 +447,7 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         if progress {
             let _ = writeln!(std::io::stderr());
         }
-        if let Err(e) = pmc::log::sink::close_logfile() {
+        if let Err(e) = pmc::global::log::close_logfile() {
             return Err(match (&args.log_out, e) {
                 // The last records met the write error: as in the loop.
                 (Some(path), e @ pmc::Error::Log { .. }) => {
@@ -469,7 +469,7 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         // Said at the end of recording, as FreeBSD warns that sampling was
         // paused and perf that chunks were lost.
         losses.merge(seen_by_top);
-        losses.warn(pmc::log::sink::smallest_ring_kib());
+        losses.warn(pmc::global::log::smallest_ring_kib());
         if print_log {
             // The log printed as -R prints it, to -o or standard error
             // (pmcstat.c's pa_printfile).
@@ -536,7 +536,7 @@ fn forward_interrupt(
 /// log and is said where it closes.
 fn flush_log_now(logging: bool) {
     if logging {
-        let _ = pmc::log::sink::flush_logfile();
+        let _ = pmc::global::log::flush_logfile();
     }
 }
 
@@ -557,7 +557,7 @@ fn cannot_run(program: &std::ffi::OsStr, e: &std::io::Error) -> ExitCode {
 /// reaches other processes; the portable one reads only pmcstat's own
 /// getrusage, so pmcstat says so before it starts anything.
 fn check_backend_counts_others() -> Result<(), ExitCode> {
-    let choice = pmc::backends::active();
+    let choice = pmc::global::active();
     if choice.name != "portable" {
         return Ok(());
     }
@@ -628,7 +628,7 @@ fn open_outputs(args: &Args, held_log: Option<&HeldOutput>) -> Result<Box<dyn Wr
     if let (Some(held), Some(path)) = (held_log, &args.log_out) {
         // The records so far (INITIALIZE, the allocations) reach the file
         // at once.
-        pmc::log::sink::flush_logfile().map_err(|e| os_fail(&e))?;
+        pmc::global::log::flush_logfile().map_err(|e| os_fail(&e))?;
         let file = crate::destination::create(path).map_err(|e| cannot_open("-O", path, &e))?;
         held.open(file).map_err(|e| {
             crate::output::io_failure(TOOL, &e, &format!("the log to {}", path.display()))
@@ -664,13 +664,13 @@ fn cannot_open(flag: &str, path: &std::path::Path, e: &std::io::Error) -> ExitCo
 fn recorded_events(
     args: &Args,
     held_log: Option<&HeldOutput>,
-    memory_log: &pmc::log::sink::MemoryLog,
+    memory_log: &pmc::global::log::MemoryLog,
 ) -> Result<(Vec<pmc::log::LogEvent>, Losses), ExitCode> {
     let events = match (held_log, &args.log_out) {
         (Some(held), Some(path)) if held.is_regular_file() => read_events(path)?.0,
         (Some(held), Some(_)) => {
             let Some(bytes) = held.copy() else {
-                let (samples, lost) = pmc::log::sink::stats();
+                let (samples, lost) = pmc::global::log::stats();
                 return Ok((Vec::new(), Losses::counted(samples, lost)));
             };
             let mut reader = pmc::log::LogReader::from_memory();

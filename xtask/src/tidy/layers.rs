@@ -22,12 +22,12 @@ const LOG_WRITING_SIDE: &[&str] = &[
 /// why it is not mutable shared state).
 pub(super) const STATICS_ALLOWED: &[(&str, &str, &str)] = &[
     (
-        "src/owner.rs",
+        "src/global/mod.rs",
         "GLOBAL",
         "the process's default owner (FreeBSD: one per process)",
     ),
     (
-        "src/backend/select.rs",
+        "src/global/select.rs",
         "SELECTOR",
         "the backend chosen once per process",
     ),
