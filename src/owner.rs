@@ -29,7 +29,7 @@ use crate::PmcInfo;
 use crate::backend::Backend;
 use crate::backend::event::BackendEvent;
 use crate::backend::source::SampleSource;
-use crate::periodic::Drainer;
+use crate::periodic::Sweeper;
 use crate::{Cpu, Error, Flags, Mode, Pmc, Result};
 use log::LogState;
 pub use log::MemoryLog;
@@ -71,7 +71,7 @@ pub(crate) struct Inner {
     /// overtakes records a concurrent drain holds.
     sources: Mutex<drain::Sources>,
     /// The thread that sweeps the sources while one is registered.
-    drainer: Arc<Drainer>,
+    drainer: Arc<Sweeper>,
     /// CALLCHAIN records written to this owner's logs.
     samples: AtomicU64,
     /// Samples the DROPNOTIFY records written to its logs say were lost.
@@ -108,7 +108,7 @@ impl Owner {
                 registry: Registry::new(),
                 log: Mutex::new(None),
                 sources: Mutex::new(drain::Sources::new(crate::sample::default_unwinder())),
-                drainer: Arc::new(Drainer::new()),
+                drainer: Arc::new(Sweeper::new()),
                 samples: AtomicU64::new(0),
                 lost: AtomicU64::new(0),
                 log_queue: Arc::default(),

@@ -32,7 +32,7 @@ use pmc_linux::ring::RingBuffer;
 
 use crate::backend::event::BackendEvent;
 use crate::backend::source::{Drain, MappingSource, SampleSource, SourceInfo};
-use crate::periodic::{self, Drainer};
+use crate::periodic::{self, Sweeper};
 use crate::sample::{UserRegs, UserStack};
 use crate::{Flags, Mode, Result};
 use exec_path::{PendingExec, mapped_image};
@@ -188,14 +188,14 @@ impl Intake {
 #[derive(Debug)]
 pub(crate) struct Collector {
     intakes: Mutex<Vec<Weak<Mutex<Intake>>>>,
-    thread: Arc<Drainer>,
+    thread: Arc<Sweeper>,
 }
 
 impl Default for Collector {
     fn default() -> Collector {
         Collector {
             intakes: Mutex::new(Vec::new()),
-            thread: Arc::new(Drainer::every(periodic::COLLECT_INTERVAL)),
+            thread: Arc::new(Sweeper::every(periodic::COLLECT_INTERVAL)),
         }
     }
 }
