@@ -51,7 +51,11 @@ pub struct Report {
 }
 
 impl Report {
-    /// Probes this machine: what `cargo xtask probe` prints.
+    /// Probes this machine: what `cargo xtask probe` prints. The kernel,
+    /// PMUs, limits and read path are what the selected backend
+    /// ([`crate::global::active`]) reports of its platform (nothing for
+    /// the portable one); the environment is the machine's own facts
+    /// ([`Environment::detect`]), whichever backend runs.
     ///
     /// ```
     /// let report = pmc::probe::Report::detect();
