@@ -116,7 +116,7 @@ fn available(spec: &str) -> Result<(), String> {
 }
 
 fn main() {
-    let cpus = pmc::machine::online_cpus();
+    let cpus = pmc::global::online_cpus();
     let task_clock = attr_of("task-clock", Mode::TC);
     let per_cpu_attrs: Vec<Attr> = SOFTWARE_EVENTS
         .iter()

@@ -7,8 +7,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use pmc::global::log::{self, MemoryLog};
 use pmc::log::LogRecord;
-use pmc::log::sink::{self, MemoryLog};
 use pmc::{Cpu, Flags, Mode, Pmc};
 
 const ENV: &str = "PMC_BENCH_WORKLOAD";
@@ -62,7 +62,7 @@ fn alone() -> f64 {
 
 fn under_pmc() -> (f64, u64, usize) {
     let log = MemoryLog::new();
-    sink::configure_logfile(log.clone()).expect("log");
+    log::configure_logfile(log.clone()).expect("log");
     let mut child = spawn(true);
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
     let mut line = String::new();
@@ -83,7 +83,7 @@ fn under_pmc() -> (f64, u64, usize) {
     child.wait().expect("wait");
     pmc.stop().expect("stop");
     drop(pmc);
-    sink::close_logfile().expect("close");
+    log::close_logfile().expect("close");
     let events = log.events().expect("log parses");
     let lost = events
         .iter()

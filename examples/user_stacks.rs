@@ -68,10 +68,10 @@ fn work(n: u64) -> u64 {
 }
 
 fn main() -> pmc::Result<()> {
-    let owner = Owner::new(pmc::backends::Backend::selected());
+    let owner = Owner::new(pmc::backend::Backend::selected());
     let seen = Arc::new(Mutex::new(Seen::default()));
     owner.set_stack_unwinder(Some(Box::new(FramePointerWalk(seen.clone()))));
-    let log = pmc::log::sink::MemoryLog::new();
+    let log = pmc::global::log::MemoryLog::new();
     owner.configure_logfile(log.clone())?;
     // A cpu-clock sample every 100 µs of this process, 8 KiB of stack each.
     let mut pmc = Pmc::process("cpu-clock,usr")

@@ -23,12 +23,12 @@ mod docs_backends {}
 #[doc = include_str!("../docs/testing.md")]
 mod docs_testing {}
 
-mod backend;
-pub mod backends;
+pub mod backend;
 pub mod error;
+pub mod global;
 pub mod log;
-pub mod machine;
 mod owner;
+mod periodic;
 mod pmc;
 pub mod probe;
 pub mod sample;
@@ -36,7 +36,7 @@ pub mod spec;
 mod types;
 
 pub use error::{EDOOFUS, Errno, Error, Op, Result};
-pub use machine::{cpuinfo, event_names_of_class, ncpu, npmc, pmcinfo, process_exists};
+pub use global::{cpuinfo, event_names_of_class, ncpu, npmc, pmcinfo, process_exists};
 pub use owner::{MemoryLog, Owner};
 pub use pmc::{
     DEFAULT_RELOAD_COUNT, MAX_RELOAD_COUNT, MIN_RELOAD_COUNT, PerCpu, Pmc, ProcessPmc, SystemPmc,
@@ -45,7 +45,8 @@ pub use types::*;
 
 /// Not public API: hooks for this workspace's own tests and benchmarks
 /// (the attrs `allocate` would open, against fixture sysfs trees), which
-/// may change or go at any time.
+/// may change or go at any time; only with the `test-doubles` feature.
+#[cfg(feature = "test-doubles")]
 #[doc(hidden)]
 pub mod __private_test_hooks {
     #[cfg(all(

@@ -5,7 +5,7 @@
 //! FreeBSD has one owner per process: every PMC a process allocates
 //! belongs to it, and so does the one log `pmc_configure_logfile` sets.
 //! The libpmc-style entry points ([`Pmc::allocate`](crate::Pmc::allocate),
-//! [`crate::log::sink`], the C API) keep that rule through one lazily
+//! [`crate::global::log`], the C API) keep that rule through one lazily
 //! created owner, [`Owner::global`]. A program that embeds `pmc` — a
 //! profiler next to a library that counts on its own — makes owners of
 //! its own with [`Owner::new`]: each has its own PMCs, pmcids, log,
@@ -20,20 +20,21 @@
 mod drain;
 mod log;
 pub(crate) mod registry;
+pub(crate) mod translate;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
-use crate::backend::drainer::Drainer;
+use crate::PmcInfo;
+use crate::backend::Backend;
 use crate::backend::event::BackendEvent;
 use crate::backend::source::SampleSource;
-use crate::backends::Backend;
-use crate::log::translate::Translator;
-use crate::machine::PmcInfo;
+use crate::periodic::Sweeper;
 use crate::{Cpu, Error, Flags, Mode, Pmc, Result};
 use log::LogState;
 pub use log::MemoryLog;
 use registry::Registry;
+use translate::Translator;
 
 /// The owner of a set of PMCs and of their log (hwpmc's `pmc_owner`).
 /// Cloning gives another handle on the same owner.
@@ -42,8 +43,8 @@ use registry::Registry;
 /// use pmc::{Cpu, Flags, Mode, Owner};
 ///
 /// // A profiler's own owner: its PMCs, its log, apart from the process's.
-/// let owner = Owner::new(pmc::backends::Backend::selected());
-/// let log = pmc::log::sink::MemoryLog::new();
+/// let owner = Owner::new(pmc::backend::Backend::selected());
+/// let log = pmc::MemoryLog::new();
 /// owner.configure_logfile(log.clone())?;
 /// let mut pmc = owner.allocate("cpu-clock", Mode::TS, Flags::CALLCHAIN, Cpu::Any)?;
 /// pmc.start()?;
@@ -70,7 +71,7 @@ pub(crate) struct Inner {
     /// overtakes records a concurrent drain holds.
     sources: Mutex<drain::Sources>,
     /// The thread that sweeps the sources while one is registered.
-    drainer: Arc<Drainer>,
+    drainer: Arc<Sweeper>,
     /// CALLCHAIN records written to this owner's logs.
     samples: AtomicU64,
     /// Samples the DROPNOTIFY records written to its logs say were lost.
@@ -107,7 +108,7 @@ impl Owner {
                 registry: Registry::new(),
                 log: Mutex::new(None),
                 sources: Mutex::new(drain::Sources::new(crate::sample::default_unwinder())),
-                drainer: Arc::new(Drainer::new()),
+                drainer: Arc::new(Sweeper::new()),
                 samples: AtomicU64::new(0),
                 lost: AtomicU64::new(0),
                 log_queue: Arc::default(),
@@ -137,22 +138,13 @@ impl Owner {
         Ok(spec)
     }
 
-    /// The process's owner, as FreeBSD has one per process: what
-    /// [`Pmc::allocate`](crate::Pmc::allocate), [`crate::log::sink`] and
-    /// the C API use. Created at the first use, on
-    /// [`Backend::selected`].
-    pub fn global() -> &'static Owner {
-        static GLOBAL: OnceLock<Owner> = OnceLock::new();
-        GLOBAL.get_or_init(|| Owner::new(Backend::selected()))
-    }
-
     /// The backend its PMCs are allocated on.
     pub fn backend(&self) -> &Backend {
         &self.inner.backend
     }
 
     /// The binding behind [`Owner::backend`], for the crate's own use.
-    pub(crate) fn binding(&self) -> &Arc<dyn crate::backend::Backend> {
+    pub(crate) fn binding(&self) -> &Arc<dyn crate::backend::BackendImpl> {
         self.inner.backend.get()
     }
 
@@ -209,7 +201,7 @@ impl Owner {
     }
 
     /// Data pages per CPU ring of logging PMCs attached from now on (a
-    /// power of two; default [`crate::log::sink::DEFAULT_BUFFER_PAGES`]).
+    /// power of two; default [`crate::global::log::DEFAULT_BUFFER_PAGES`]).
     /// Like hwpmc's `kern.hwpmc.logbuffersize`: small buffers lose samples
     /// (DROPNOTIFY), large ones cost locked memory
     /// (`kernel.perf_event_mlock_kb`). A ring the mlock limit refuses is
@@ -324,10 +316,10 @@ impl Owner {
         let weak = Arc::downgrade(&self.inner);
         self.inner
             .drainer
-            .registered(crate::backend::drainer::spawn_thread, move || {
+            .registered(crate::periodic::spawn_thread, move || {
                 weak.upgrade().map_or(0, |inner| Owner { inner }.sweep())
             })
-            .map_err(|e| crate::backend::drainer::spawn_error(&e))?;
+            .map_err(|e| crate::periodic::spawn_error(&e))?;
         Ok(handle)
     }
 }

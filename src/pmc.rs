@@ -24,8 +24,10 @@ mod validate;
 
 use std::sync::Arc;
 
-use crate::backend::{Backend, CounterValue, Counters, EventRequest, HotCounter, PreparedEvent};
-use crate::machine::PmcInfo;
+use crate::PmcInfo;
+use crate::backend::{
+    BackendImpl, CounterValue, Counters, EventRequest, HotCounter, PreparedEvent,
+};
 use crate::owner::registry::SharedState;
 use crate::owner::{Owner, SourceHandle};
 use crate::spec::EventSpec;
@@ -103,7 +105,7 @@ pub struct Pmc {
     /// Its owner: the pmcinfo registry it is in, the log it writes to,
     /// the backend it was allocated on.
     owner: Owner,
-    backend: Arc<dyn Backend>,
+    backend: Arc<dyn BackendImpl>,
     event: Arc<dyn PreparedEvent>,
     /// Process targets (TC/TS).
     targets: Vec<Target>,
@@ -494,7 +496,7 @@ impl Pmc {
         pid == self.owner_pid || self.backend.process_exists(pid)
     }
 
-    /// The capabilities of the PMC's class as [`crate::machine::cpuinfo`]
+    /// The capabilities of the PMC's class as [`crate::global::cpuinfo`]
     /// reports them (`pmc_capabilities` looks the class up in the cpuinfo
     /// classes, libpmc.c); the event's own when the class is not listed.
     pub fn capabilities(&self) -> Capabilities {
@@ -506,7 +508,7 @@ impl Pmc {
             .map_or_else(|| self.event.capabilities(), |c| c.caps)
     }
 
-    /// The width of the PMC's class as [`crate::machine::cpuinfo`] reports
+    /// The width of the PMC's class as [`crate::global::cpuinfo`] reports
     /// it (`pmc_width` looks the class up in the cpuinfo classes, libpmc.c).
     /// Values `read` returns are 64-bit whatever the hardware width: Linux
     /// extends counters, so they do not wrap at 2^width.

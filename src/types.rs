@@ -221,7 +221,7 @@ impl LibpmcClass {
     /// core class (raw and native names are listed by `pmcstat -L`), the
     /// kernel's software events under SOFT (tracepoints and probes are
     /// named by the user, not listed), `msr` under TSC, none under UCP.
-    /// (ARMV8 lists libpmc's own table: [`crate::machine::libpmc_event_names`].)
+    /// (ARMV8 lists libpmc's own table: [`crate::global::libpmc_event_names`].)
     pub fn listed_classes(self) -> Vec<Class> {
         match self {
             LibpmcClass::K8 | LibpmcClass::Iap | LibpmcClass::Armv8 => {
@@ -236,12 +236,12 @@ impl LibpmcClass {
 
 impl Class {
     /// The FreeBSD class libpmc reports this class as, on a CPU whose
-    /// [`crate::machine::CpuInfo::cputype`] is `cputype` (the vendor in it
+    /// [`crate::CpuInfo::cputype`] is `cputype` (the vendor in it
     /// picks the core PMU's class).
     pub fn libpmc_class(&self, cputype: &str) -> LibpmcClass {
         match self {
             // The core PMU's own format is libpmc's pmu-events path.
-            Class::Pmu(n) if crate::probe::is_core_pmu(n) => Class::Raw.libpmc_class(cputype),
+            Class::Pmu(n) if is_core_pmu(n) => Class::Raw.libpmc_class(cputype),
             Class::Hardware | Class::Cache | Class::Raw => {
                 let t = cputype.to_ascii_lowercase();
                 if t.contains("intel") {
@@ -383,6 +383,66 @@ impl Reading {
             (self.time_running as f64 / self.time_enabled as f64).min(1.0)
         }
     }
+}
+
+/// Whether a sysfs PMU name is a core (CPU) PMU: `cpu`, the hybrid
+/// `cpu_core`/`cpu_atom`, or an Arm `armv*` PMU (public as
+/// `pmc::probe::is_core_pmu`).
+pub(crate) fn is_core_pmu(name: &str) -> bool {
+    name == "cpu" || name.starts_with("cpu_") || name.starts_with("armv")
+}
+
+/// One class of PMCs on this machine (`struct pmc_classinfo`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassInfo {
+    /// The class.
+    pub class: Class,
+    /// What its PMCs can do.
+    pub caps: Capabilities,
+    /// The hardware counter width in bits (values read through `pmc` are
+    /// always extended to 64 bits).
+    pub width: u32,
+    /// How many PMCs of the class each CPU has (`None`: limited only by
+    /// kernel resources, as for software events).
+    pub num: Option<u32>,
+}
+
+/// The machine description (`struct pmc_cpuinfo`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuInfo {
+    /// The CPU model, e.g. `AMD EPYC (family 0x19, model 0x1)`.
+    pub cputype: String,
+    /// Highest possible CPU number + 1 (`pmc_ncpu`).
+    pub ncpu: u32,
+    /// Hardware PMCs per CPU (general-purpose + fixed), 0 without a PMU.
+    pub npmc: u32,
+    /// The classes available.
+    pub classes: Vec<ClassInfo>,
+}
+
+/// One allocated PMC as `pmc_pmcinfo` describes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PmcInfo {
+    /// The PMC's id.
+    pub id: PmcId,
+    /// The event specifier it was allocated with.
+    pub name: String,
+    /// Its class.
+    pub class: Class,
+    /// Its mode.
+    pub mode: Mode,
+    /// Its flags.
+    pub flags: Flags,
+    /// Its CPU argument.
+    pub cpu: Cpu,
+    /// Its state.
+    pub state: State,
+    /// The owning process.
+    pub owner_pid: u32,
+    /// The reload count (sampling) or initial value (counting).
+    pub reload_count: u64,
+    /// The processes it is attached to.
+    pub targets: Vec<u32>,
 }
 
 #[cfg(test)]

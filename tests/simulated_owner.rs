@@ -6,7 +6,7 @@
 
 use std::error::Error as _;
 
-use pmc::backends::{Backend, SimBackend};
+use pmc::backend::{Backend, SimBackend};
 use pmc::{Cpu, Flags, Mode, Owner, State};
 
 #[test]

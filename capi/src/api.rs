@@ -8,7 +8,7 @@ use std::fs::File;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use pmc_core::machine::CpuInfo;
+use pmc_core::CpuInfo;
 use pmc_core::{Class, Cpu, Flags, Mode, Pmc};
 
 use crate::types::{self, disp, pmc_classinfo, pmc_cpuinfo, pmc_driverstats, pmc_info};
@@ -280,7 +280,7 @@ fn cpuinfo_and_vendor() -> CResult<&'static (pmc_cpuinfo, Vendor)> {
     let vendor = vendor(&info);
     let mut out = pmc_cpuinfo {
         // The crate's one mapping (the log's INITIALIZE pl_cpu too).
-        pm_cputype: pmc_core::log::cpu::this_machine().cputype,
+        pm_cputype: pmc_core::global::this_machine().cputype,
         pm_ncpu: info.ncpu,
         pm_npmc: info.npmc,
         ..pmc_cpuinfo::default()
@@ -409,8 +409,8 @@ fn freebsd_event_of(spec: &str, class: u32) -> u32 {
 /// equivalent here and stays 0.
 pub fn driver_stats() -> CResult<pmc_driverstats> {
     require_init("pmc_get_driver_stats")?;
-    let (samples, lost) = pmc_core::log::sink::stats();
-    let queue = pmc_core::log::sink::queue_stats();
+    let (samples, lost) = pmc_core::global::log::stats();
+    let queue = pmc_core::global::log::queue_stats();
     let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
     Ok(pmc_driverstats {
         pm_intr_processed: clamp(samples),
@@ -446,27 +446,27 @@ pub fn configure_logfile(out: Option<File>) -> CResult<()> {
     require_init("pmc_configure_logfile")?;
     match out {
         // By descriptor: a pipe or socket gets the never-blocking queue.
-        Some(f) => Ok(pmc_core::log::sink::configure_logfile_fd(&f)?),
-        None => Ok(pmc_core::log::sink::deconfigure_logfile()?),
+        Some(f) => Ok(pmc_core::global::log::configure_logfile_fd(&f)?),
+        None => Ok(pmc_core::global::log::deconfigure_logfile()?),
     }
 }
 
 /// `pmc_flush_logfile`
 pub fn flush_logfile() -> CResult<()> {
     require_init("pmc_flush_logfile")?;
-    Ok(pmc_core::log::sink::flush_logfile()?)
+    Ok(pmc_core::global::log::flush_logfile()?)
 }
 
 /// `pmc_close_logfile`
 pub fn close_logfile() -> CResult<()> {
     require_init("pmc_close_logfile")?;
-    Ok(pmc_core::log::sink::close_logfile()?)
+    Ok(pmc_core::global::log::close_logfile()?)
 }
 
 /// `pmc_writelog`
 pub fn writelog(value: u32) -> CResult<()> {
     require_init("pmc_writelog")?;
-    Ok(pmc_core::log::sink::writelog(value)?)
+    Ok(pmc_core::global::log::writelog(value)?)
 }
 
 /// `pmc_set_user_stack` (extension): sampling PMCs allocated from now on
@@ -508,7 +508,7 @@ pub fn event_names_of_class(class: u32) -> CResult<Vec<&'static CStr>> {
     }
     if class == types::class::ARMV8 {
         // libpmc's table of this CPU type (`cortex_a53_event_table`, …).
-        let names = pmc_core::machine::libpmc_event_names(pmc_core::LibpmcClass::Armv8)?;
+        let names = pmc_core::global::libpmc_event_names(pmc_core::LibpmcClass::Armv8)?;
         return Ok(names.iter().filter_map(|n| intern(n)).collect());
     }
     let ours: Vec<Class> = match class {

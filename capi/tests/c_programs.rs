@@ -768,7 +768,7 @@ fn core_class() -> Result<&'static str, Failed> {
 fn pmccontrol_list_state() -> TestResult {
     let c = build_and_run("pmccontrol_like", Link::Shared, &["-l"])?;
     let info = pmc_core::cpuinfo().map_err(|e| format!("cpuinfo: {e}"))?;
-    let cputype = pmc::names::cputype(pmc_core::log::cpu::this_machine().cputype)
+    let cputype = pmc::names::cputype(pmc_core::global::this_machine().cputype)
         .map_err(|f| f.message)?
         .to_string_lossy()
         .into_owned();

@@ -1,6 +1,6 @@
 //! Neutral backend events: what a platform observes while its PMCs run,
 //! in its own terms but without its record format. Backends emit them;
-//! [`crate::log::translate`] applies hwpmc's logging rules (PROCCSW deltas,
+//! `crate::owner::translate` applies hwpmc's logging rules (PROCCSW deltas,
 //! PROCEXIT sums, USERCALLCHAIN, SYSEXIT vs THR_EXIT) and turns them into
 //! pmclog records, so a second backend does not repeat those rules.
 
@@ -16,6 +16,18 @@ pub struct Callchain {
 
 /// One thing a backend observed, stamped by the caller with its time (the
 /// log's clock) as `(time, BackendEvent)`.
+// Made by the Linux backend (the portable backend does not sample; the
+// FreeBSD one hands over hwpmc's own records, `Logged`) and tests.
+#[cfg_attr(
+    not(any(
+        test,
+        all(
+            any(target_os = "linux", target_os = "android"),
+            not(pmc_force_portable)
+        )
+    )),
+    allow(dead_code)
+)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BackendEvent {
     /// A sample of a sampling PMC.

@@ -1,33 +1,61 @@
-//! The seam between the portable hwpmc semantics and a platform.
+//! The counter interfaces an [`Owner`](crate::Owner) can count on: the
+//! public [`Backend`] handle and [`BackendKind`] (with the `test-doubles`
+//! cargo feature, `SimBackend` too), and — private to the crate — the
+//! seam between the portable hwpmc semantics and a platform.
 //!
-//! [`crate::Pmc`] implements FreeBSD's rules (modes, attach/detach, start/stop,
-//! initial values, validation) once, on top of three small traits:
+//! A [`Backend`] is an opaque handle on one instance of a platform
+//! binding: Linux perf_event, FreeBSD hwpmc(4), or the portable backend
+//! (CPU time, faults, context switches and block I/O of the calling
+//! process, on any Unix). The process's own choice is
+//! [`Backend::selected`] ([`crate::global`] makes it); [`Backend::new`]
+//! makes an independent instance for an owner of one's own.
 //!
-//! - [`Backend`]: resolves an [`EventSpec`] into a [`PreparedEvent`] and
-//!   answers machine queries;
-//! - [`PreparedEvent`]: a resolved event that can be opened on a process
+//! ```
+//! use pmc::Owner;
+//! use pmc::backend::{Backend, BackendKind};
+//!
+//! // A profiler's own owner, on the portable backend whatever the process chose.
+//! let owner = Owner::new(Backend::new(BackendKind::Portable)?);
+//! assert_eq!(owner.backend().name(), "portable");
+//! # Ok::<(), pmc::Error>(())
+//! ```
+//!
+//! With the `test-doubles` cargo feature, `SimBackend` — a deterministic
+//! simulated machine whose clock, processes and CPUs a test drives — can
+//! back an owner too (`Owner::new(SimBackend::new(2))`), for testing code
+//! that uses `pmc` without a kernel.
+//!
+//! The seam: [`crate::Pmc`] implements FreeBSD's rules (modes,
+//! attach/detach, start/stop, initial values, validation) once, on top of
+//! small crate-private traits:
+//!
+//! - `BackendImpl`: what the [`Backend`] handle wraps (named apart from
+//!   it): resolves an `EventSpec` into a `PreparedEvent`, answers machine
+//!   queries and tells the probe its platform's facts (`facts.rs`);
+//! - `PreparedEvent`: a resolved event that can be opened on a process
 //!   or a CPU;
-//! - [`Counters`]: the open hardware/software counters of one target;
-//! - [`Platform`]: what the hot path needs of the platform itself,
-//!   statically (the direct counter handle [`HotCounter`]), implemented by
-//!   [`Native`];
-//! - [`source::SampleSource`]: what a logging target produces, pulled by
+//! - `Counters`: the open hardware/software counters of one target;
+//! - `Platform`: what the hot path needs of the platform itself,
+//!   statically (the direct counter handle `HotCounter`), implemented by
+//!   `Native`;
+//! - `source::SampleSource`: what a logging target produces, pulled by
 //!   the PMC's [`Owner`](crate::Owner), which alone writes the log.
 //!
 //! Backends report what their PMCs observe as neutral
-//! [`event::BackendEvent`]s, which [`crate::log::translate`] turns into
+//! `event::BackendEvent`s, which the owner's translator turns into
 //! pmclog records by hwpmc's rules; they also answer every question the
 //! portable layer has about the machine (processes, executables, CPUs), so
-//! nothing outside a platform's module reads `/proc` or sysfs.
+//! nothing outside a platform's module reads `/proc` or sysfs. A backend
+//! never reaches the process's defaults ([`crate::global`]).
 //!
 //! The Linux binding (`backends/linux`, wired in `linux/`) implements them on
 //! perf_event; on FreeBSD, `freebsd/` drives hwpmc(4) (compiled there, and
-//! in tests over pmc-freebsd's kernel double);
-//! [`portable::PortableBackend`] counts what any Unix accounts for the
-//! calling process (CPU time, faults, context switches, block I/O) and is
-//! chosen where neither can be used and on platforms without a native
-//! backend ([`active`] says which runs and why); [`sim::SimBackend`] is a
-//! deterministic test double; [`unsupported`] makes every call fail with
+//! in tests over pmc-freebsd's kernel double); `portable` counts what any
+//! Unix accounts for the calling process (CPU time, faults, context
+//! switches, block I/O) and is chosen where neither can be used and on
+//! platforms without a native backend ([`crate::global::active`] says
+//! which runs and why); `sim` is a deterministic test double;
+//! `unsupported` makes every call fail with
 //! [`Error::NoBackend`](crate::Error::NoBackend); `conformance/` runs one
 //! semantic suite of `Pmc` over every backend.
 
@@ -35,44 +63,63 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::log::cpu::CpuIdentity;
-use crate::machine::{ClassInfo, CpuInfo};
 use crate::spec::EventSpec;
-use crate::{Capabilities, Class, Flags, Mode, Result};
+use crate::{Capabilities, Class, ClassInfo, CpuInfo, Flags, Mode, Result};
+use facts::PlatformFacts;
 use source::SampleSource;
 
-pub mod portable;
+pub(crate) mod facts;
+mod handle;
+pub(crate) mod kind;
+pub(crate) mod portable;
 #[cfg(any(test, feature = "test-doubles"))]
-pub mod sim;
-pub mod unsupported;
+pub(crate) mod sim;
+pub(crate) mod unsupported;
 
 #[cfg(any(target_os = "freebsd", test))]
-pub mod freebsd;
+pub(crate) mod freebsd;
 
 #[cfg(test)]
 mod conformance;
 
-pub mod event;
-pub mod source;
+pub(crate) mod event;
+pub(crate) mod source;
 
-pub(crate) mod drainer;
-
-pub mod select;
-pub use select::{active, default_backend};
+pub use handle::Backend;
+pub use kind::BackendKind;
+#[cfg(any(test, feature = "test-doubles"))]
+pub use sim::SimBackend;
 
 cfg_if::cfg_if! {
     // `--cfg pmc_force_portable` compiles Linux as a platform without a
     // native backend, so CI checks those paths here (see `.ci/run`).
     if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
-        pub mod linux;
+        pub(crate) mod linux;
         /// The platform this build runs on: perf_event.
-        pub type Native = linux::LinuxBackend;
+        pub(crate) type Native = linux::LinuxBackend;
     } else if #[cfg(target_os = "freebsd")] {
         /// The platform this build runs on: hwpmc(4).
-        pub type Native = freebsd::NativeFreeBsd;
+        pub(crate) type Native = freebsd::NativeFreeBsd;
     } else {
         /// The platform this build runs on: no native counter interface,
         /// so the portable backend.
-        pub type Native = portable::PortableBackend;
+        pub(crate) type Native = portable::PortableBackend;
+    }
+}
+
+impl facts::Environment {
+    /// Detects the facts of this machine and caller, from the platform's
+    /// plain sources rather than through a backend (the test gate stays
+    /// independent of the code under test); nothing is known to work where
+    /// this build has no perf_event backend.
+    pub fn detect() -> facts::Environment {
+        cfg_if::cfg_if! {
+            if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
+                linux::environment::environment()
+            } else {
+                facts::Environment::nothing_known()
+            }
+        }
     }
 }
 
@@ -95,15 +142,15 @@ pub(crate) fn monotonic_clock_ns() -> u64 {
 }
 
 /// The direct counter handle of this platform (see [`Counters::hot`]).
-pub type HotCounter = <Native as Platform>::Hot;
+pub(crate) type HotCounter = <Native as Platform>::Hot;
 
 /// What `Pmc`'s hot path needs of the platform itself rather than of a
 /// backend instance: the direct counter handle, statically dispatched.
 /// Implemented by [`Native`]. Everything else — the clock, the samples,
 /// the CPU's identity — is asked of the backend a PMC was allocated on
-/// ([`Backend`], [`source::SampleSource`]), so the backend selected at run
+/// ([`BackendImpl`], [`source::SampleSource`]), so the backend selected at run
 /// time is the one that drains and timestamps.
-pub trait Platform {
+pub(crate) trait Platform {
     /// A handle `Pmc` starts, reads and stops directly (statically
     /// dispatched: the hot path of a one-counter process PMC).
     type Hot: HotHandle;
@@ -112,7 +159,7 @@ pub trait Platform {
 /// The operations of a direct counter handle. Each answers only "did it
 /// work": on failure `Pmc` takes its general path through [`Counters`],
 /// which repeats the (idempotent) operation and reports the error in full.
-pub trait HotHandle: Clone + fmt::Debug + Send + Sync {
+pub(crate) trait HotHandle: Clone + fmt::Debug + Send + Sync {
     /// Enables; false when that failed.
     fn enable(&self) -> bool;
     /// Disables; false when that failed. The disabled counter keeps its
@@ -124,8 +171,17 @@ pub trait HotHandle: Clone + fmt::Debug + Send + Sync {
 }
 
 /// What `allocate` asks a backend to prepare.
+// The sampling fields are read only by the Linux backend (the portable
+// one ignores them; hwpmc's takes the period in its own request).
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    allow(dead_code)
+)]
 #[derive(Clone, Debug)]
-pub struct EventRequest<'a> {
+pub(crate) struct EventRequest<'a> {
     /// The parsed specifier.
     pub spec: &'a EventSpec,
     /// The mode (already validated against `flags` and the CPU).
@@ -135,6 +191,8 @@ pub struct EventRequest<'a> {
     /// For sampling modes, the reload count (sample period).
     pub sample_period: u64,
     /// The PMC's id (written in its log records).
+    // Read by the FreeBSD backend only (hwpmc logs its own records).
+    #[cfg_attr(not(any(test, target_os = "freebsd")), allow(dead_code))]
     pub pmcid: u32,
     /// The data pages of each ring a logging target maps, as its owner's
     /// tunable sets them (`None`: the backend's default).
@@ -147,7 +205,7 @@ pub struct EventRequest<'a> {
 
 /// One counter's value as a backend reads it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CounterValue {
+pub(crate) struct CounterValue {
     /// The raw count.
     pub raw: u64,
     /// Nanoseconds enabled.
@@ -182,8 +240,10 @@ impl CounterValue {
     };
 }
 
-/// A platform binding.
-pub trait Backend: Send + Sync + fmt::Debug {
+/// A platform binding: what a [`Backend`] handle wraps. Named apart from
+/// the handle, which is the public face of the same thing; only this
+/// crate implements or calls it.
+pub(crate) trait BackendImpl: Send + Sync + fmt::Debug {
     /// A short name (`linux-perf_event`, `portable`, `sim`, `unsupported`).
     fn name(&self) -> &'static str;
 
@@ -257,6 +317,13 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Every event name of a class that `allocate` accepts.
     fn event_names(&self, class: &Class) -> Result<Vec<String>>;
 
+    /// What this platform tells a capability report beyond the
+    /// environment (the kernel, its PMUs and limits, the read path);
+    /// nothing by default.
+    fn platform_facts(&self) -> PlatformFacts {
+        PlatformFacts::default()
+    }
+
     /// The classes this machine offers, with their capabilities.
     fn classes(&self) -> Result<Vec<ClassInfo>> {
         Ok(self.cpuinfo()?.classes)
@@ -264,7 +331,7 @@ pub trait Backend: Send + Sync + fmt::Debug {
 }
 
 /// A resolved event, ready to be opened on targets.
-pub trait PreparedEvent: Send + Sync + fmt::Debug {
+pub(crate) trait PreparedEvent: Send + Sync + fmt::Debug {
     /// The class of the event.
     fn class(&self) -> Class;
 
@@ -315,7 +382,7 @@ pub trait PreparedEvent: Send + Sync + fmt::Debug {
 }
 
 /// The open counters of one target (a process tree or a CPU).
-pub trait Counters: Send + fmt::Debug {
+pub(crate) trait Counters: Send + fmt::Debug {
     /// Starts counting.
     fn enable(&mut self) -> Result<()>;
 

@@ -10,10 +10,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::{Backend, CounterValue, Counters, EventRequest, PreparedEvent};
-use crate::machine::{ClassInfo, CpuInfo};
+use super::{BackendImpl, CounterValue, Counters, EventRequest, PreparedEvent};
 use crate::spec::EventName;
 use crate::{Capabilities, Class, Error, Result};
+use crate::{ClassInfo, CpuInfo};
 
 /// The simulated machine.
 #[derive(Debug)]
@@ -133,7 +133,7 @@ impl SimBackend {
     }
 }
 
-impl Backend for SimBackend {
+impl BackendImpl for SimBackend {
     fn name(&self) -> &'static str {
         "sim"
     }

@@ -1,6 +1,6 @@
 //! The pull side of the log: what a logging target's counters produce,
 //! taken out by the PMC's [`Owner`](crate::Owner), which alone runs
-//! hwpmc's logging rules (`crate::log::translate`) and writes the log.
+//! hwpmc's logging rules (`crate::owner::translate`) and writes the log.
 //!
 //! A backend never writes the log and never learns whether one is
 //! configured: it hands out a [`SampleSource`] for a target that samples

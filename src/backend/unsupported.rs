@@ -13,8 +13,8 @@ pub use refusing::UnsupportedBackend;
 
 #[cfg(test)]
 mod refusing {
-    use crate::backend::{Backend, EventRequest, PreparedEvent};
-    use crate::machine::CpuInfo;
+    use crate::CpuInfo;
+    use crate::backend::{BackendImpl, EventRequest, PreparedEvent};
     use crate::{Class, Error, Result};
 
     /// Fails every call with [`Error::NoBackend`].
@@ -27,7 +27,7 @@ mod refusing {
         }
     }
 
-    impl Backend for UnsupportedBackend {
+    impl BackendImpl for UnsupportedBackend {
         fn name(&self) -> &'static str {
             "unsupported"
         }

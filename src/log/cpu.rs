@@ -111,13 +111,6 @@ pub fn hwpmc_cpuid_arm64(midr: u64) -> String {
     format!("0x{:016x}", midr & !(0xF << 20) & !0xF)
 }
 
-/// This machine's identity as the selected backend tells it
-/// ([`crate::backends::Backend::selected`]); [`PMC_CPU_GENERIC`] and
-/// an empty cpuid when unknown.
-pub fn this_machine() -> CpuIdentity {
-    crate::backend::default_backend().cpu_identity()
-}
-
 impl CpuIdentity {
     /// A CPU nothing is known of: [`PMC_CPU_GENERIC`], empty cpuid.
     pub fn unknown() -> CpuIdentity {

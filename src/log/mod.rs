@@ -56,7 +56,7 @@
 //! - [`LogReader`]: reads from a file/pipe or from memory fed piecewise,
 //!   with libpmc's OK / EOF / REQUIRE_DATA / ERROR (sticky) states and its
 //!   `pl_offset` / `pl_count`;
-//! - [`sink`]: the process-wide log of `pmc_configure_logfile`;
+//! - [`crate::global::log`]: the process-wide log of `pmc_configure_logfile`;
 //! - [`queue`]: the bounded, never-blocking writer of logs on pipes and
 //!   sockets (hwpmc's log buffers and DROPNOTIFY).
 
@@ -66,8 +66,6 @@ mod encode;
 pub mod queue;
 mod reader;
 mod record;
-pub mod sink;
-pub(crate) mod translate;
 mod writer;
 
 pub use reader::{LogReader, ReadError, ReadState};

@@ -86,7 +86,7 @@ pub enum ReadError {
 /// use pmc::log::{LogReader, LogRecord, LogWriter, ReadState};
 ///
 /// // A log as pmcstat -O writes it: INITIALIZE, records, CLOSELOG.
-/// let mut writer = LogWriter::new(Vec::new())?;
+/// let mut writer = LogWriter::new(Vec::new(), &pmc::global::this_machine())?;
 /// writer.writelog(42, 1_000)?;
 /// writer.close()?;
 /// let bytes = writer.into_inner();

@@ -413,7 +413,7 @@ fn dropnotify_counts_are_believed_only_in_our_logs() {
         matches!(r.read(), ReadState::Ok(e) if e.record == LogRecord::Dropnotify { lost: None })
     );
 
-    let mut ours = LogWriter::with_cpu(
+    let mut ours = LogWriter::new(
         Vec::new(),
         &CpuIdentity {
             cputype: 0x99,
@@ -679,7 +679,7 @@ fn writer_starts_with_initialize_and_ends_with_closelog() {
         cputype: cpu::PMC_CPU_AMD_K8,
         cpuid: "AuthenticAMD-25-11-1".into(),
     };
-    let mut w = LogWriter::with_cpu(Vec::new(), &cpu).unwrap();
+    let mut w = LogWriter::new(Vec::new(), &cpu).unwrap();
     w.writelog(7, 1).unwrap();
     w.close().unwrap();
     assert!(
@@ -727,7 +727,7 @@ fn a_write_error_reaches_flush_with_its_errno() {
         .write(true)
         .open("/dev/full")
         .expect("/dev/full exists on Linux");
-    let mut w = LogWriter::new(full).unwrap();
+    let mut w = LogWriter::new(full, &cpu::CpuIdentity::unknown()).unwrap();
     w.writelog(1, 1).unwrap();
     let e = w.flush().unwrap_err();
     assert_eq!(e.os_errno(), Some(libc::ENOSPC), "{e}");
@@ -745,7 +745,7 @@ fn a_write_error_is_told_without_writing() {
         .write(true)
         .open("/dev/full")
         .expect("/dev/full exists on Linux");
-    let mut w = LogWriter::new(full).unwrap();
+    let mut w = LogWriter::new(full, &cpu::CpuIdentity::unknown()).unwrap();
     w.writelog(1, 1).unwrap();
     assert!(w.error().is_none(), "nothing was written yet");
     let flushed = w.flush().unwrap_err().to_string();

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use super::cpu::{self, CpuIdentity};
+use super::cpu::CpuIdentity;
 use super::{LogRecord, TIMESTAMP_FREQ, VERSION};
 use crate::{Error, Result};
 
@@ -25,16 +25,12 @@ pub struct LogWriter<W: Write> {
 const WRITE_CHUNK: usize = 64 * 1024;
 
 impl<W: Write> LogWriter<W> {
-    /// Starts a log on `out` with an INITIALIZE record describing this
-    /// machine ([`cpu::this_machine`]).
-    pub fn new(out: W) -> Result<LogWriter<W>> {
-        LogWriter::with_cpu(out, &cpu::this_machine())
-    }
-
     /// Starts a log on `out` with an INITIALIZE record for `cpu`: version
     /// [`VERSION`], `tsc_freq` [`TIMESTAMP_FREQ`] (the timestamps are
-    /// nanoseconds), the wall-clock time now, and the origin mark.
-    pub fn with_cpu(out: W, cpu: &CpuIdentity) -> Result<LogWriter<W>> {
+    /// nanoseconds), the wall-clock time now, and the origin mark. This
+    /// machine's identity is [`crate::global::this_machine`];
+    /// [`CpuIdentity::unknown`] describes none.
+    pub fn new(out: W, cpu: &CpuIdentity) -> Result<LogWriter<W>> {
         let mut w = LogWriter {
             out,
             buf: Vec::with_capacity(WRITE_CHUNK * 2),

@@ -7,7 +7,7 @@ use super::{Inner, Owner, Registered};
 use crate::Flags;
 use crate::backend::event::BackendEvent;
 use crate::backend::source::{Drain, SampleSource, SourceInfo};
-use crate::log::translate::{Rules, Translator};
+use crate::owner::translate::{Rules, Translator};
 use crate::sample::{Mapping, StackSample, StackUnwinder};
 
 /// The registered sources (under the drain lock).

@@ -59,7 +59,7 @@ impl Owner {
             });
         }
         let identity = self.binding().cpu_identity();
-        let writer = LogWriter::with_cpu(Box::new(out) as Box<dyn Write + Send>, &identity)?;
+        let writer = LogWriter::new(Box::new(out) as Box<dyn Write + Send>, &identity)?;
         *log = Some(LogState {
             writer,
             kernel_mappings_logged: false,

@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::machine::PmcInfo;
+use crate::PmcInfo;
 use crate::{PmcId, State};
 
 /// One owner's PMCs: hwpmc's `po_pmcs` list and the pmcid counter.

@@ -12,7 +12,7 @@ fn an_allocation_without_a_count_gets_pmcstats_defaults() {
     assert_eq!(default_count(Mode::SC), 0);
 }
 
-fn sim(cpus: u32) -> Arc<dyn Backend> {
+fn sim(cpus: u32) -> Arc<dyn BackendImpl> {
     crate::backend::sim::SimBackend::new(cpus)
 }
 

@@ -1,6 +1,6 @@
 //! pmc_allocate(3)'s checks of mode, CPU and flags.
 
-use crate::backend::Backend;
+use crate::backend::BackendImpl;
 use crate::{Cpu, Error, Flags, Mode, Result};
 
 /// The allocation rules of `pmc_do_op_pmcallocate` (hwpmc_mod.c), in its
@@ -15,7 +15,7 @@ pub(super) fn validate_allocation(
     mode: Mode,
     flags: Flags,
     cpu: Cpu,
-    backend: &dyn Backend,
+    backend: &dyn BackendImpl,
     online: Option<&[u32]>,
 ) -> Result<()> {
     if let Cpu::Id(n) = cpu {

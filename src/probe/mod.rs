@@ -2,56 +2,24 @@
 //!
 //! [`Environment::detect`] gathers the facts that decide what perf_event
 //! allows (paranoid level, capabilities, PMUs, tracefs, whether hardware
-//! counters really count); [`Requirement`] checks a need against them with
-//! the kernel's rules; [`Report`] is the serialisable answer that
+//! counters really count); with the `test-doubles` feature, `Requirement`
+//! checks a need against them with the kernel's rules; [`Report`] is the serialisable answer that
 //! `cargo xtask probe` prints.
 
+#[cfg(any(test, feature = "test-doubles"))]
 mod requirements;
 mod works;
 
 use serde::{Deserialize, Serialize};
 
-pub use requirements::{Environment, Requirement, Tracefs, Verdict, is_core_pmu};
+use crate::backend::Backend;
+
+pub use crate::backend::facts::{Environment, PmuSummary, ReadPathReport, Tracefs, is_core_pmu};
+/// The test gate: what a test needs of the machine, checked against an
+/// [`Environment`] (the workspace's own tests; `test-doubles` feature).
+#[cfg(any(test, feature = "test-doubles"))]
+pub use requirements::{Requirement, Verdict};
 pub use works::{ClassRow, MODES, Outcome};
-
-/// One PMU registered with the kernel.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PmuSummary {
-    /// Its sysfs name.
-    pub name: String,
-    /// Its `type` number for `perf_event_attr.type`.
-    pub type_id: Option<u32>,
-    /// Its format fields (`event`, `umask`, …).
-    pub formats: Vec<String>,
-    /// The number of named events it lists.
-    pub events: usize,
-    /// The CPUs it counts on, if it says (`cpus`/`cpumask`).
-    pub cpus: Option<String>,
-    /// Its `caps/*` files (`max_precise`, `branches`, `pmu_name`, …).
-    pub caps: std::collections::BTreeMap<String, String>,
-}
-
-/// What user-space counter reads (rdpmc) can do here, measured.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ReadPathReport {
-    /// The core PMU's `rdpmc` sysfs setting with its meaning, if there is
-    /// a core PMU.
-    pub sysfs_setting: Option<String>,
-    /// The self-monitoring event the page was mapped for.
-    pub event: String,
-    /// `cap_user_rdpmc` on that event's real metadata page.
-    pub cap_user_rdpmc: Option<bool>,
-    /// The page's counter index (0: not on a hardware counter).
-    pub index: Option<u32>,
-    /// Median ns of one read(2).
-    pub syscall_ns: Option<f64>,
-    /// Median ns of one rdpmc read, when possible.
-    pub rdpmc_ns: Option<f64>,
-    /// The path the calibration chose (`read(2)` or `rdpmc`).
-    pub chosen: String,
-    /// Why rdpmc was not measured, or why probing failed.
-    pub note: Option<String>,
-}
 
 /// The capability report of this machine.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -83,7 +51,11 @@ pub struct Report {
 }
 
 impl Report {
-    /// Probes this machine: what `cargo xtask probe` prints.
+    /// Probes this machine: what `cargo xtask probe` prints. The kernel,
+    /// PMUs, limits and read path are what the selected backend
+    /// ([`crate::global::active`]) reports of its platform (nothing for
+    /// the portable one); the environment is the machine's own facts
+    /// ([`Environment::detect`]), whichever backend runs.
     ///
     /// ```
     /// let report = pmc::probe::Report::detect();
@@ -95,9 +67,9 @@ impl Report {
     /// ```
     pub fn detect() -> Report {
         let environment = Environment::detect();
-        let facts = platform::facts();
+        let facts = Backend::selected().get().platform_facts();
         Report {
-            backend: crate::backend::active().to_string(),
+            backend: crate::global::active().to_string(),
             kernel: facts.kernel,
             environment,
             pmus: facts.pmus,
@@ -327,63 +299,6 @@ fn without_target(detail: &str) -> String {
 
 fn yes(b: bool) -> &'static str {
     if b { "yes" } else { "no" }
-}
-
-/// The report's facts that only the platform can tell (the environment
-/// aside): the kernel, its PMUs and limits, the read path.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct PlatformFacts {
-    pub(crate) kernel: String,
-    pub(crate) pmus: Vec<PmuSummary>,
-    pub(crate) max_sample_rate: Option<u64>,
-    pub(crate) mlock_kb: Option<u64>,
-    pub(crate) max_stack: Option<u32>,
-    pub(crate) nmi_watchdog: Option<i32>,
-    pub(crate) nofile: (u64, u64),
-    pub(crate) virtual_machine: Option<String>,
-    pub(crate) read_path: ReadPathReport,
-}
-
-// The platform answers (this module names no platform path): on Linux the
-// backend's module, which reads through pmc-linux's plain helpers (see its
-// doc for why the gate stays independent of the code under test).
-cfg_if::cfg_if! {
-    if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
-        use crate::backend::linux::environment as platform;
-    } else {
-        mod platform {
-            use super::{Environment, PlatformFacts, Tracefs};
-
-            /// A platform without a backend: nothing is known to work.
-            pub(crate) fn environment() -> Environment {
-                Environment {
-                    os: std::env::consts::OS.into(),
-                    paranoid: None,
-                    root: false,
-                    cap_perfmon: false,
-                    cap_sys_admin: false,
-                    cap_sys_ptrace: false,
-                    cap_ipc_lock: false,
-                    pmus: Vec::new(),
-                    hardware_counting: false,
-                    tracefs: Tracefs::NotMounted,
-                    tracefs_mount_command: None,
-                    kernel_release: String::new(),
-                }
-            }
-
-            pub(crate) fn facts() -> PlatformFacts {
-                PlatformFacts::default()
-            }
-        }
-    }
-}
-
-impl Environment {
-    /// Detects the facts of this machine and caller.
-    pub fn detect() -> Environment {
-        platform::environment()
-    }
 }
 
 #[cfg(test)]

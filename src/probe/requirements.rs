@@ -16,84 +16,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// The state of tracefs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Tracefs {
-    /// Mounted and readable at this path.
-    Readable(String),
-    /// Mounted at this path but not readable by the caller.
-    Unreadable(String),
-    /// Not mounted where the platform looks for it.
-    NotMounted,
-    /// Listed as mounted in the mount table but its `events` directory
-    /// cannot be read even by root: a mount that failed or went stale.
-    Broken(String),
-}
-
-/// The facts about the machine and the caller that requirements depend on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Environment {
-    /// The operating system (`linux`, `freebsd`, …).
-    pub os: String,
-    /// `kernel.perf_event_paranoid`, `None` when perf_event is absent.
-    pub paranoid: Option<i32>,
-    /// Effective uid 0.
-    pub root: bool,
-    /// Effective CAP_PERFMON.
-    pub cap_perfmon: bool,
-    /// Effective CAP_SYS_ADMIN.
-    pub cap_sys_admin: bool,
-    /// Effective CAP_SYS_PTRACE.
-    pub cap_sys_ptrace: bool,
-    /// Effective CAP_IPC_LOCK.
-    pub cap_ipc_lock: bool,
-    /// The PMUs registered with the kernel (their sysfs directory names).
-    pub pmus: Vec<String>,
-    /// Hardware counters count here, by the outside reference: `perf stat
-    /// -e instructions:u true` counted a non-zero value. Where perf cannot
-    /// run, a registered core PMU (`cpu`, `cpu_core`, …) stands for it, so
-    /// that the tests run and a failure shows.
-    pub hardware_counting: bool,
-    /// tracefs.
-    pub tracefs: Tracefs,
-    /// How root mounts tracefs here (`mount -t tracefs nodev …`), for the
-    /// advice of a skip; `None` on a platform without tracefs.
-    #[serde(default)]
-    pub tracefs_mount_command: Option<String>,
-    /// The kernel release (`uname -r`, e.g. `6.1.0-57-arm64`).
-    #[serde(default)]
-    pub kernel_release: String,
-}
-
-impl Environment {
-    /// Whether the caller is exempt from `perf_event_paranoid` the way the
-    /// kernel decides it (`perfmon_capable()`: CAP_PERFMON or CAP_SYS_ADMIN).
-    pub fn perfmon_capable(&self) -> bool {
-        self.cap_perfmon || self.cap_sys_admin
-    }
-
-    /// The paranoid level that applies to the caller (-1 when capable).
-    pub fn effective_paranoid(&self) -> Option<i32> {
-        self.paranoid
-            .map(|p| if self.perfmon_capable() { -1 } else { p })
-    }
-
-    /// Whether a PMU of this name is registered.
-    pub fn has_pmu(&self, name: &str) -> bool {
-        self.pmus.iter().any(|p| p == name)
-    }
-
-    /// Whether a core (CPU) PMU is registered: `cpu`, the hybrid
-    /// `cpu_core`/`cpu_atom`, or an Arm `armv*` PMU.
-    pub fn has_core_pmu(&self) -> bool {
-        self.pmus.iter().any(|p| is_core_pmu(p))
-    }
-}
-
-/// Whether a sysfs PMU name is a core (CPU) PMU.
-pub fn is_core_pmu(name: &str) -> bool {
-    name == "cpu" || name.starts_with("cpu_") || name.starts_with("armv")
-}
+use crate::backend::facts::{Environment, Tracefs};
 
 /// The outcome of checking one requirement.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -616,6 +539,7 @@ mod tests {
 
     #[test]
     fn core_pmu_names() {
+        use crate::backend::facts::is_core_pmu;
         for n in ["cpu", "cpu_core", "cpu_atom", "armv8_pmuv3_0"] {
             assert!(is_core_pmu(n), "{n}");
         }

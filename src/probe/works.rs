@@ -2,7 +2,7 @@
 //! the way `Pmc` would and report success or why not.
 //!
 //! The events are prepared and opened by the backend in use, through the
-//! same `Backend`/`PreparedEvent`/`Counters` calls `Pmc` makes (a process
+//! same `BackendImpl`/`PreparedEvent`/`Counters` calls `Pmc` makes (a process
 //! target on the caller for TC/TS, CPU 0 for SC/SS), so the table shows
 //! what `pmc` itself can do here. It is a report, not a test gate: the
 //! gate ([`super::Environment`]) looks at the machine independently. A
@@ -12,8 +12,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{Backend, EventRequest, default_backend};
+use crate::backend::{BackendImpl, EventRequest};
 use crate::error::errno_name;
+use crate::global::default_backend;
 use crate::{Error, Flags, Mode};
 
 /// The outcome of trying one class in one mode.
@@ -119,7 +120,7 @@ fn fails(e: &Error) -> Outcome {
     }
 }
 
-fn try_one(backend: &dyn Backend, spec: &str, mode: Mode, flags: Flags) -> Outcome {
+fn try_one(backend: &dyn BackendImpl, spec: &str, mode: Mode, flags: Flags) -> Outcome {
     match try_spec(backend, spec, mode, flags) {
         Outcome::Fails { kind, detail }
             if matches!(kind.as_str(), "EACCES" | "EPERM") && !spec.contains(",usr") =>
@@ -139,7 +140,7 @@ fn try_one(backend: &dyn Backend, spec: &str, mode: Mode, flags: Flags) -> Outco
     }
 }
 
-fn try_spec(backend: &dyn Backend, spec: &str, mode: Mode, flags: Flags) -> Outcome {
+fn try_spec(backend: &dyn BackendImpl, spec: &str, mode: Mode, flags: Flags) -> Outcome {
     if flags.contains(Flags::CALLCHAIN) && !mode.is_sampling() {
         return Outcome::NotApplicable;
     }
@@ -152,7 +153,7 @@ fn try_spec(backend: &dyn Backend, spec: &str, mode: Mode, flags: Flags) -> Outc
 /// Prepares `spec` for `mode`, opens it on the caller (TC/TS) or CPU 0
 /// (SC/SS), and enables, disables and (when counting) reads it.
 fn open_enable_read(
-    backend: &dyn Backend,
+    backend: &dyn BackendImpl,
     spec: &str,
     mode: Mode,
     flags: Flags,
@@ -193,7 +194,7 @@ pub(super) fn what_works() -> Vec<ClassRow> {
 }
 
 /// Every class in every mode, on `backend`.
-fn what_works_on(backend: &dyn Backend) -> Vec<ClassRow> {
+fn what_works_on(backend: &dyn BackendImpl) -> Vec<ClassRow> {
     classes()
         .into_iter()
         .map(|(class, spec, flags)| ClassRow {
@@ -278,7 +279,7 @@ mod tests {
     #[derive(Debug)]
     struct UserOnlySim(std::sync::Arc<SimBackend>);
 
-    impl Backend for UserOnlySim {
+    impl BackendImpl for UserOnlySim {
         fn name(&self) -> &'static str {
             "user-only sim"
         }
@@ -308,7 +309,7 @@ mod tests {
             self.0.monotonic_ns()
         }
 
-        fn cpuinfo(&self) -> crate::Result<crate::machine::CpuInfo> {
+        fn cpuinfo(&self) -> crate::Result<crate::CpuInfo> {
             self.0.cpuinfo()
         }
         fn event_names(&self, class: &crate::Class) -> crate::Result<Vec<String>> {

@@ -33,7 +33,15 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 pub use names::{SOFT_EVENTS, generic_names};
-pub use parse::{parse, soft_without_linux};
+pub use parse::parse;
+#[cfg(any(
+    test,
+    all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )
+))]
+pub(crate) use parse::soft_without_linux;
 
 /// A parsed event specifier.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -562,7 +562,18 @@ fn tsc() -> EventName {
 /// to use instead), or a name that is no FreeBSD soft event Linux knows
 /// (with the closest ones). `None` for anything else. The error is the one
 /// the parser gave before these events reached hwpmc.
-pub fn soft_without_linux(spec: &EventSpec) -> Option<SpecError> {
+// Only the Linux resolver asks (and the tests).
+#[cfg_attr(
+    not(any(
+        test,
+        all(
+            any(target_os = "linux", target_os = "android"),
+            not(pmc_force_portable)
+        )
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn soft_without_linux(spec: &EventSpec) -> Option<SpecError> {
     let EventName::Named(text) = &spec.event else {
         return None;
     };

@@ -19,7 +19,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 
 use libtest_mimic::{Completion, Failed, Trial};
-use pmc::backends::{Backend, BackendKind};
+use pmc::backend::{Backend, BackendKind};
 use pmc::probe::{Environment, Requirement};
 use pmc::{Cpu, Error, Flags, Mode, Owner, Pmc, State};
 
@@ -649,7 +649,7 @@ fn a_tc_on_the_caller_and_a_busy_child_counts_both() {
 fn running_sampling_pmcs_read_what_pmcrw_reads() {
     // 10 s: far more than the trial takes, so no sample is due.
     const PERIOD: u64 = 10_000_000_000;
-    let log = pmc::log::sink::MemoryLog::new();
+    let log = pmc::global::log::MemoryLog::new();
     linux_owner()
         .configure_logfile(log)
         .unwrap_or_else(|e| panic!("configure_logfile: {e}"));
@@ -696,7 +696,7 @@ fn running_sampling_pmcs_read_what_pmcrw_reads() {
 /// owner's PMCs when pmclog_deconfigure_log runs); pmc_start starts it
 /// again.
 fn a_start_after_the_log_closed_runs_again() {
-    let log = pmc::log::sink::MemoryLog::new();
+    let log = pmc::global::log::MemoryLog::new();
     linux_owner()
         .configure_logfile(log)
         .unwrap_or_else(|e| panic!("configure_logfile: {e}"));

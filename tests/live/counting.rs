@@ -362,7 +362,7 @@ fn per_cpu_sums_every_online_cpu() -> TestResult {
     let each = all.read_each().ctx("read_each")?;
     let total = all.read().ctx("read")?;
     ensure!(
-        each.len() == pmc::machine::online_cpus().len(),
+        each.len() == pmc::global::online_cpus().len(),
         "one PMC per online CPU"
     );
     ensure!(
@@ -521,7 +521,7 @@ fn width_and_caps_are_the_cpuinfo_class_rows() -> TestResult {
             msr_per_task.then_some(soft),
         ),
     ];
-    let info = pmc::machine::cpuinfo().ctx("cpuinfo")?;
+    let info = pmc::global::cpuinfo().ctx("cpuinfo")?;
     for (spec, present, caps) in cases {
         let pmc = match (
             Pmc::allocate(spec, Mode::TC, Flags::empty(), Cpu::Any),

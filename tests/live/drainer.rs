@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use pmc::log::sink::{self, MemoryLog};
+use pmc::global::log::{self, MemoryLog};
 use pmc::probe::Requirement as R;
 use pmc::{Cpu, Flags, Mode, Pmc};
 
@@ -55,7 +55,7 @@ fn switches(tid: u32) -> Result<u64, libtest_mimic::Failed> {
 fn the_drain_thread_wakes_only_while_a_sampling_pmc_exists() -> TestResult {
     let watch = Duration::from_millis(500);
     let log = MemoryLog::new();
-    sink::configure_logfile(log.clone()).ctx("configure_logfile")?;
+    log::configure_logfile(log.clone()).ctx("configure_logfile")?;
     let mut pmc = Pmc::allocate_with_count(
         "cpu-clock,usr",
         Mode::TS,
@@ -84,7 +84,7 @@ fn the_drain_thread_wakes_only_while_a_sampling_pmc_exists() -> TestResult {
     let busy = switches(tid)? - before;
     pmc.stop().ctx("stop")?;
     drop(pmc);
-    sink::close_logfile().ctx("close_logfile")?;
+    log::close_logfile().ctx("close_logfile")?;
     ensure!(
         busy >= 3,
         "the drain thread switched {busy} times in {watch:?} with a sampling PMC (it sweeps every 10 ms)"

@@ -4,7 +4,7 @@
 //! perf_event_paranoid 2). The process's fd count is the same afterwards.
 
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
-use pmc::log::sink::{self, MemoryLog};
+use pmc::global::log::{self, MemoryLog};
 use pmc::probe::Requirement as R;
 use pmc::{Cpu, Flags, Mode, Pmc};
 
@@ -109,7 +109,7 @@ fn attach_failing_on_the_third_thread_closes_the_first_two() -> TestResult {
 
 fn refused_log_proccsw_sibling_leaves_no_fd() -> TestResult {
     let log = MemoryLog::new();
-    sink::configure_logfile(log.clone()).ctx("configure_logfile")?;
+    log::configure_logfile(log.clone()).ctx("configure_logfile")?;
     let before = open_fds();
     let outcome = (|| {
         // The counter itself is allowed (user-space, own process); its
@@ -139,7 +139,7 @@ fn refused_log_proccsw_sibling_leaves_no_fd() -> TestResult {
         );
         Ok::<(), libtest_mimic::Failed>(())
     })();
-    sink::close_logfile().ctx("close_logfile")?;
+    log::close_logfile().ctx("close_logfile")?;
     outcome?;
     let after = open_fds();
     ensure!(

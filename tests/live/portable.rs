@@ -1,6 +1,6 @@
 //! The portable backend through the public API, in child processes (the
 //! backend is chosen once per process): chosen by `PMC_BACKEND=portable`,
-//! by `pmc::backends::select`, and automatically when a seccomp filter
+//! by `pmc::global::select`, and automatically when a seccomp filter
 //! makes perf_event_open fail, as containers do. Each child measures its
 //! own work independently (its thread's CPU clock, fresh pages it
 //! touched) and prints what the PMCs and that measurement said.
@@ -8,7 +8,8 @@
 use std::process::Command;
 
 use libtest_mimic::Failed;
-use pmc::backends::{self, BackendKind};
+use pmc::backend::BackendKind;
+use pmc::global;
 use pmc::{Cpu, Flags, Mode, Pmc};
 
 use crate::ensure;
@@ -111,7 +112,7 @@ fn pmc_backend_env_selects_the_portable_backend() -> TestResult {
 fn select_before_the_first_allocate_chooses_it() -> TestResult {
     let out = child("select", &[])?;
     ensure!(
-        field(&out, "backend")?.starts_with("portable (pmc::backends::select(Portable))"),
+        field(&out, "backend")?.starts_with("portable (pmc::global::select(Portable))"),
         "{out}"
     );
     // After the first allocate, another backend is EBUSY; the same is fine.
@@ -160,9 +161,9 @@ pub fn run_if_requested() {
 }
 
 fn select_then_count() -> Result<(), String> {
-    backends::select(BackendKind::Portable).map_err(|e| e.to_string())?;
+    global::select(BackendKind::Portable).map_err(|e| e.to_string())?;
     count_and_report()?;
-    let again = |kind| match backends::select(kind) {
+    let again = |kind| match global::select(kind) {
         Ok(()) => "ok".to_string(),
         Err(e) if e.errno() == libc::EBUSY => "EBUSY".into(),
         Err(e) => e.to_string(),
@@ -199,7 +200,7 @@ fn count_and_report() -> Result<(), String> {
     }
     std::hint::black_box(&buf);
     faults.stop().map_err(|e| e.to_string())?;
-    println!("backend={}", backends::active());
+    println!("backend={}", global::active());
     println!("task_clock={}", clock.read().map_err(|e| e.to_string())?);
     println!("burnt_ns={burnt}");
     println!("page_faults={}", faults.read().map_err(|e| e.to_string())?);

@@ -1,7 +1,7 @@
 //! Sampling PMCs and pmclog on the real kernel.
 
 use object::{Object, ObjectSymbol};
-use pmc::log::sink::{self, MemoryLog};
+use pmc::global::log::{self, MemoryLog};
 use pmc::log::{LogEvent, LogRecord};
 use pmc::probe::Requirement as R;
 use pmc::{Cpu, Flags, Mode, Owner, Pmc};
@@ -103,9 +103,9 @@ pub fn tests() -> Vec<LiveTest> {
 /// Runs `f` with a fresh in-memory log and returns its events.
 fn with_log(f: impl FnOnce() -> TestResult) -> Result<Vec<LogEvent>, libtest_mimic::Failed> {
     let log = MemoryLog::new();
-    sink::configure_logfile(log.clone()).ctx("configure_logfile")?;
+    log::configure_logfile(log.clone()).ctx("configure_logfile")?;
     let r = f();
-    sink::close_logfile().ctx("close_logfile")?;
+    log::close_logfile().ctx("close_logfile")?;
     r?;
     Ok(log.events()?)
 }
@@ -115,9 +115,9 @@ fn with_log(f: impl FnOnce() -> TestResult) -> Result<Vec<LogEvent>, libtest_mim
 fn with_one_page_ring(
     f: impl FnOnce() -> TestResult,
 ) -> Result<Vec<LogEvent>, libtest_mimic::Failed> {
-    sink::set_buffer_pages(1).ctx("set_buffer_pages")?;
+    log::set_buffer_pages(1).ctx("set_buffer_pages")?;
     let events = with_log(f);
-    sink::set_buffer_pages(sink::DEFAULT_BUFFER_PAGES).ctx("restore buffer pages")?;
+    log::set_buffer_pages(log::DEFAULT_BUFFER_PAGES).ctx("restore buffer pages")?;
     events
 }
 
@@ -462,7 +462,7 @@ fn a_descendants_lost_samples_are_counted_too() -> TestResult {
 }
 
 fn log_required_rules() -> TestResult {
-    let _ = sink::close_logfile();
+    let _ = log::close_logfile();
     let mut ss = Pmc::allocate("cpu-clock", Mode::SS, Flags::empty(), Cpu::Id(0)).ctx("SS")?;
     let e = ss.start().err().ok_or("SS started without a log")?;
     ensure!(e.errno() == pmc::EDOOFUS, "SS: {e}");
@@ -904,27 +904,27 @@ fn closing_the_log_stops(spec: &str, mode: Mode, cpu: Cpu) -> TestResult {
             .count())
     };
     let first = MemoryLog::new();
-    sink::configure_logfile(first.clone()).ctx("configure")?;
+    log::configure_logfile(first.clone()).ctx("configure")?;
     let mut pmc =
         Pmc::allocate_with_count(spec, mode, Flags::empty(), cpu, 100_000).ctx("allocate")?;
     pmc.start().ctx("start")?;
     std::hint::black_box(crate::workloads::hot_function_for_profiling(100));
-    sink::close_logfile().ctx("close")?;
+    log::close_logfile().ctx("close")?;
     ensure!(
         pmc.state() == pmc::State::Stopped,
         "state after the log closed: {:?}",
         pmc.state()
     );
     let second = MemoryLog::new();
-    sink::configure_logfile(second.clone()).ctx("configure again")?;
+    log::configure_logfile(second.clone()).ctx("configure again")?;
     std::hint::black_box(crate::workloads::hot_function_for_profiling(100));
-    sink::flush_logfile().ctx("flush")?;
+    log::flush_logfile().ctx("flush")?;
     let while_stopped = samples(&second)?;
     // As pmc_start on a STOPPED PMC: it runs again, into the new log.
     pmc.start().ctx("restart")?;
     std::hint::black_box(crate::workloads::hot_function_for_profiling(100));
     pmc.stop().ctx("stop again")?;
-    sink::close_logfile().ctx("close again")?;
+    log::close_logfile().ctx("close again")?;
     let (before, after) = (samples(&first)?, samples(&second)?);
     println!(
         "samples: {before} in the closed log, {while_stopped} in the next one while \
@@ -1008,7 +1008,7 @@ fn system_sampling_logs_every_processs_mappings_once() -> TestResult {
 /// records (samples of its own child, its own PMCALLOCATE and PMCATTACH),
 /// and each counts only its own samples.
 fn two_owners_sample_at_once_into_their_own_logs() -> TestResult {
-    let backend = pmc::backends::Backend::selected();
+    let backend = pmc::backend::Backend::selected();
     let owners = [Owner::new(backend.clone()), Owner::new(backend)];
     let logs = [MemoryLog::new(), MemoryLog::new()];
     let mut children = Vec::new();

@@ -7,7 +7,7 @@
 
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::unistd::Pid;
-use pmc::log::sink::{self, MemoryLog};
+use pmc::global::log::{self, MemoryLog};
 use pmc::probe::Requirement as R;
 use pmc::{Cpu, Flags, Mode, Pmc, Reading};
 
@@ -31,7 +31,7 @@ fn per_cpu_instances_of_a_pinned_child_are_one_unscaled_counter() -> TestResult 
         .find(|&c| mine.is_set(c).unwrap_or(false))
         .ok_or("no CPU in this process's affinity")?;
     let log = MemoryLog::new();
-    sink::configure_logfile(log.clone()).ctx("configure_logfile")?;
+    log::configure_logfile(log.clone()).ctx("configure_logfile")?;
     let run = || -> Result<(Reading, Usage, usize), libtest_mimic::Failed> {
         let mut w = Workload::spawn("touch-handshake", &[&PAGES.to_string()])?;
         // The child runs on one CPU only: its instances on the others are
@@ -50,9 +50,9 @@ fn per_cpu_instances_of_a_pinned_child_are_one_unscaled_counter() -> TestResult 
         Ok((pmc.read_detailed().ctx("read_detailed")?, usage, handles))
     };
     let outcome = run();
-    sink::close_logfile().ctx("close_logfile")?;
+    log::close_logfile().ctx("close_logfile")?;
     let (r, usage, handles) = outcome?;
-    let cpus = pmc::machine::online_cpus().len();
+    let cpus = pmc::global::online_cpus().len();
     println!("{handles} instances on {cpus} CPUs; {r:?}; the child's getrusage {usage:?}");
     ensure!(
         handles == cpus,

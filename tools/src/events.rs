@@ -87,11 +87,9 @@ pub fn all() -> pmc::Result<Vec<ClassEvents>> {
 /// hwpmc): each of this machine's classes as the FreeBSD class libpmc
 /// reports it ([`pmc::Class::libpmc_class`]), one row per FreeBSD class at
 /// its first appearance, with the names `pmc_event_names_of_class`
-/// gives it ([`pmc::machine::libpmc_event_names`]) — what pmccontrol.c's
+/// gives it ([`pmc::global::libpmc_event_names`]) — what pmccontrol.c's
 /// `pmcc_do_list_events` prints.
-pub fn libpmc_classes(
-    info: &pmc::machine::CpuInfo,
-) -> Vec<(pmc::LibpmcClass, pmc::Result<Vec<String>>)> {
+pub fn libpmc_classes(info: &pmc::CpuInfo) -> Vec<(pmc::LibpmcClass, pmc::Result<Vec<String>>)> {
     let mut classes: Vec<pmc::LibpmcClass> = Vec::new();
     for c in &info.classes {
         let class = c.class.libpmc_class(&info.cputype);
@@ -101,7 +99,7 @@ pub fn libpmc_classes(
     }
     classes
         .into_iter()
-        .map(|class| (class, pmc::machine::libpmc_event_names(class)))
+        .map(|class| (class, pmc::global::libpmc_event_names(class)))
         .collect()
 }
 

@@ -65,7 +65,7 @@ pub fn usage(tool: &str, message: &str) -> ExitCode {
 /// Parses a CPU list (`0-3,6`) or `*` (every online CPU).
 pub fn parse_cpus(list: &str) -> Result<Vec<u32>, String> {
     if list.trim() == "*" {
-        return Ok(pmc::machine::online_cpus());
+        return Ok(pmc::global::online_cpus());
     }
     let bad = || format!("bad CPU list {list:?}: expected e.g. `0-3,6` or `*`");
     if list.trim().is_empty() {

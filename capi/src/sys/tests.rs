@@ -26,7 +26,7 @@ fn through_parser(records: &[LogRecord]) -> (Vec<pmclog_ev>, Vec<String>) {
         cputype: 0x99,
         cpuid: "GenuineIntel-6-85-4".into(),
     };
-    let mut w = LogWriter::with_cpu(Vec::new(), &cpu).unwrap();
+    let mut w = LogWriter::new(Vec::new(), &cpu).unwrap();
     for (i, r) in records.iter().enumerate() {
         w.write(r, 1000 + i as u64).unwrap();
     }

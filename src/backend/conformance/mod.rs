@@ -15,7 +15,7 @@
 //! checks that lists and capabilities agree, so nothing is skipped that
 //! could run and nothing is left out.
 
-use crate::backends::Backend;
+use crate::backend::Backend;
 use crate::{Cpu, Error, Flags, Mode, Owner, Pmc, State};
 
 mod subjects;

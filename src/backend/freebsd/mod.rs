@@ -43,9 +43,9 @@ use std::sync::Arc;
 use pmc_freebsd::abi::{self, pmc_op_pmcallocate};
 use pmc_freebsd::{Hwpmc, PmcId as HwpmcId, Transport};
 
-use super::{Backend, CounterValue, Counters, EventRequest, PreparedEvent};
-use crate::machine::{ClassInfo, CpuInfo};
+use super::{BackendImpl, CounterValue, Counters, EventRequest, PreparedEvent};
 use crate::{Capabilities, Class, Error, Mode, Result};
+use crate::{ClassInfo, CpuInfo};
 
 mod errors;
 mod events;
@@ -161,7 +161,7 @@ fn hwpmc_mode(mode: Mode) -> pmc_freebsd::Mode {
     }
 }
 
-impl<S: System> Backend for FreeBsdBackend<S> {
+impl<S: System> BackendImpl for FreeBsdBackend<S> {
     fn name(&self) -> &'static str {
         "freebsd-hwpmc"
     }

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use pmc_freebsd::SyscallTransport;
 
 use super::{FreeBsdBackend, LogPipe, System};
+use crate::CpuInfo;
 use crate::backend::unsupported::NoHotCounter;
-use crate::backend::{Backend, EventRequest, Platform, PreparedEvent};
-use crate::machine::CpuInfo;
+use crate::backend::{BackendImpl, EventRequest, Platform, PreparedEvent};
 use crate::{Class, Error, Result};
 
 /// The backend of a FreeBSD build.
@@ -89,7 +89,7 @@ impl Platform for NativeFreeBsd {
 
 /// The default backend of a FreeBSD build: hwpmc when its module is
 /// loaded, else a backend whose every allocation says why not.
-pub fn open_default() -> Arc<dyn Backend> {
+pub fn open_default() -> Arc<dyn BackendImpl> {
     let opened = SyscallTransport::open()
         .map_err(|errno| {
             super::from_freebsd(
@@ -123,7 +123,7 @@ impl HwpmcUnavailable {
     }
 }
 
-impl Backend for HwpmcUnavailable {
+impl BackendImpl for HwpmcUnavailable {
     fn name(&self) -> &'static str {
         "freebsd-hwpmc (unavailable)"
     }

@@ -14,7 +14,7 @@ fn kernel() -> Arc<KernelDouble> {
     Arc::new(KernelDouble::new(Machine::intel_2cpu(), 1000))
 }
 
-fn backend(k: &Arc<KernelDouble>) -> Arc<dyn Backend> {
+fn backend(k: &Arc<KernelDouble>) -> Arc<dyn BackendImpl> {
     Arc::new(FreeBsdBackend::open(k.clone()).expect("the double opens"))
 }
 

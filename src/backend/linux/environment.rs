@@ -21,7 +21,9 @@ use pmc_linux::selfmon::{ReadPath, UserPage};
 use pmc_linux::system;
 use pmc_linux::tracefs::{self, MountState};
 
-use crate::probe::{Environment, PlatformFacts, PmuSummary, ReadPathReport, Tracefs, is_core_pmu};
+use crate::backend::facts::{
+    Environment, PlatformFacts, PmuSummary, ReadPathReport, Tracefs, is_core_pmu,
+};
 
 /// The facts of this machine and caller the test gate decides on.
 pub(crate) fn environment() -> Environment {

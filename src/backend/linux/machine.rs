@@ -6,8 +6,8 @@ use pmc_linux::system;
 
 use super::resolve::caps::class_capabilities;
 use super::resolve::description;
-use crate::machine::{ClassInfo, CpuInfo};
 use crate::{Class, Result};
+use crate::{ClassInfo, CpuInfo};
 
 fn cpu_model() -> String {
     let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
@@ -195,8 +195,8 @@ pub(super) fn event_names(class: &Class) -> Result<Vec<String>> {
 
 #[cfg(test)]
 mod cpu_identity_tests {
-    /// This machine's INITIALIZE (`crate::log::cpu::this_machine`, through
-    /// the platform) describes the CPU of /proc/cpuinfo, read here on its
+    /// This machine's INITIALIZE (the Linux backend's `cpu_identity`, what
+    /// `pmc::global::this_machine` asks of it) describes the CPU of /proc/cpuinfo, read here on its
     /// own: the cpuid is hwpmc's `"%s-%d-%02X-%X"` of its vendor, family,
     /// model and stepping, and the cputype follows hwpmc_amd.c's family test
     /// (`PMC_CPU_AMD_K8` = 0x01, `PMC_CPU_GENERIC` = 0x400 in sys/sys/pmc.h).
@@ -214,7 +214,7 @@ mod cpu_identity_tests {
         let number = |key: &str| value(key).parse::<u32>().expect(key);
         let vendor = value("vendor_id");
         let (family, model, stepping) = (number("cpu family"), number("model"), number("stepping"));
-        let me = crate::log::cpu::this_machine();
+        let me = crate::backend::BackendImpl::cpu_identity(&super::super::LinuxBackend::new());
         assert_eq!(
             me.cpuid,
             format!("{vendor}-{family}-{model:02X}-{stepping:X}")

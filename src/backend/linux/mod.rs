@@ -4,7 +4,7 @@
 //!   hybrid CPUs), class and capabilities;
 //! - `counters`: process targets (one fd per thread, inheritance for new
 //!   threads and, with DESCENDANTS, new processes) and CPU targets;
-//! - this file: the [`Backend`] implementation, machine queries, and the
+//! - this file: the [`BackendImpl`] implementation, machine queries, and the
 //!   mapping of `pmc_linux::Error` into [`crate::Error`].
 
 mod counters;
@@ -13,6 +13,7 @@ pub(crate) mod environment;
 mod machine;
 mod resolve;
 pub(crate) mod sampling;
+#[cfg(any(test, feature = "test-doubles"))]
 pub(crate) mod test_hooks;
 pub(crate) mod trial;
 
@@ -20,9 +21,9 @@ use std::sync::Arc;
 
 use pmc_linux::system;
 
-use super::{Backend, EventRequest, Platform, PreparedEvent};
+use super::{BackendImpl, EventRequest, Platform, PreparedEvent};
+use crate::CpuInfo;
 use crate::log::cpu::CpuIdentity;
-use crate::machine::CpuInfo;
 use crate::{Class, Error, Result};
 
 /// perf_event as a `pmc` backend. Each instance has its own collector
@@ -55,7 +56,7 @@ fn possible_cpus() -> &'static [u32] {
     POSSIBLE.get_or_init(system::possible_cpus)
 }
 
-impl Backend for LinuxBackend {
+impl BackendImpl for LinuxBackend {
     fn name(&self) -> &'static str {
         "linux-perf_event"
     }
@@ -118,6 +119,10 @@ impl Backend for LinuxBackend {
     }
 
     /// From `/proc/cpuinfo` (x86) or MIDR_EL1 (arm64).
+    fn platform_facts(&self) -> crate::backend::facts::PlatformFacts {
+        environment::facts()
+    }
+
     fn cpu_identity(&self) -> CpuIdentity {
         if cfg!(target_arch = "aarch64") {
             return pmc_linux::pmu_events::host_cpuid()

@@ -471,6 +471,7 @@ fn resolve_name(
 }
 
 /// [`resolve`] against the given sysfs/tracefs roots.
+#[cfg(any(test, feature = "test-doubles"))]
 pub(super) fn resolve_in(request: &EventRequest<'_>, sysfs: &Sysfs) -> Result<LinuxEvent> {
     resolve_with(request, sysfs, Arc::default())
 }

@@ -30,9 +30,9 @@ use pmc_linux::attr::{Attr, AttrBit, EventConfig, ReadFormat, SampleType, Softwa
 use pmc_linux::record::{Record, RecordParser, Sample, kind};
 use pmc_linux::ring::RingBuffer;
 
-use crate::backend::drainer::{self, Drainer};
 use crate::backend::event::BackendEvent;
 use crate::backend::source::{Drain, MappingSource, SampleSource, SourceInfo};
+use crate::periodic::{self, Sweeper};
 use crate::sample::{UserRegs, UserStack};
 use crate::{Flags, Mode, Result};
 use exec_path::{PendingExec, mapped_image};
@@ -188,14 +188,14 @@ impl Intake {
 #[derive(Debug)]
 pub(crate) struct Collector {
     intakes: Mutex<Vec<Weak<Mutex<Intake>>>>,
-    thread: Arc<Drainer>,
+    thread: Arc<Sweeper>,
 }
 
 impl Default for Collector {
     fn default() -> Collector {
         Collector {
             intakes: Mutex::new(Vec::new()),
-            thread: Arc::new(Drainer::every(drainer::COLLECT_INTERVAL)),
+            thread: Arc::new(Sweeper::every(periodic::COLLECT_INTERVAL)),
         }
     }
 }
@@ -218,10 +218,10 @@ impl Collector {
         }
         let weak = Arc::downgrade(self);
         self.thread
-            .registered(drainer::spawn_collector, move || {
+            .registered(periodic::spawn_collector, move || {
                 weak.upgrade().map_or(0, |c| c.collect_all())
             })
-            .map_err(|e| drainer::collector_spawn_error(&e))
+            .map_err(|e| periodic::collector_spawn_error(&e))
     }
 
     /// The thread's sweep: every live set's rings into its intake; returns

@@ -1,5 +1,5 @@
 //! The independent look at whether perf_event can be used at all, made
-//! once by the automatic backend choice ([`crate::backend::select`]).
+//! once by the automatic backend choice (`crate::global::select`).
 
 use pmc_linux::attr::{Attr, EventConfig, Software};
 use pmc_linux::event::{Event, OpenFlags, Target};

@@ -15,7 +15,7 @@
 //! [`Error::NotSupported`] naming the portable backend, why it is in use,
 //! and why it cannot. FreeBSD's rules stay in [`crate::Pmc`].
 //!
-//! It is chosen by `PMC_BACKEND=portable`, by [`crate::backend::select()`],
+//! It is chosen by `PMC_BACKEND=portable`, by [`crate::global::select()`],
 //! automatically on Linux when perf_event cannot be used at all, and as the
 //! native backend of platforms that have no other.
 
@@ -26,12 +26,12 @@ mod tests;
 use std::time::Instant;
 
 use super::unsupported::NoHotCounter;
-use super::{Backend, CounterValue, Counters, EventRequest, Platform, PreparedEvent};
-use crate::machine::{ClassInfo, CpuInfo};
+use super::{BackendImpl, CounterValue, Counters, EventRequest, Platform, PreparedEvent};
 use crate::{Capabilities, Class, Error, Flags, Mode, Result};
+use crate::{ClassInfo, CpuInfo};
 use source::Source;
 
-/// The backend's name, as [`Backend::name`] and `PMC_BACKEND` spell it.
+/// The backend's name, as [`BackendImpl::name`] and `PMC_BACKEND` spell it.
 pub const NAME: &str = "portable";
 
 /// The portable backend; `reason` says why it is the one in use, and every
@@ -68,7 +68,7 @@ impl Default for PortableBackend {
     }
 }
 
-impl Backend for PortableBackend {
+impl BackendImpl for PortableBackend {
     fn name(&self) -> &'static str {
         NAME
     }

@@ -392,21 +392,21 @@ fn start_attaches_the_caller_and_freebsd_rules_come_from_pmc() {
 #[test]
 fn the_machine_it_describes() {
     let b = PortableBackend::new("test");
-    let info = crate::backend::Backend::cpuinfo(&b).unwrap();
+    let info = crate::backend::BackendImpl::cpuinfo(&b).unwrap();
     assert_eq!(info.npmc, 0);
     assert_eq!(info.classes.len(), 1);
-    let names = crate::backend::Backend::event_names(&b, &crate::Class::Software).unwrap();
+    let names = crate::backend::BackendImpl::event_names(&b, &crate::Class::Software).unwrap();
     assert!(names.contains(&"task-clock".to_string()), "{names:?}");
     assert_eq!(
         names.contains(&"signals".to_string()),
         !cfg!(any(target_os = "linux", target_os = "android"))
     );
-    assert!(crate::backend::Backend::process_exists(
+    assert!(crate::backend::BackendImpl::process_exists(
         &b,
         std::process::id()
     ));
-    assert!(!crate::backend::Backend::process_exists(&b, 0));
-    assert!(crate::backend::Backend::executable_path(&b, std::process::id()).is_some());
+    assert!(!crate::backend::BackendImpl::process_exists(&b, 0));
+    assert!(crate::backend::BackendImpl::executable_path(&b, std::process::id()).is_some());
 }
 
 /// Linux's `ru_oublock`/`ru_inblock` are the task's storage write and read

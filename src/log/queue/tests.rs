@@ -65,7 +65,7 @@ fn a_full_pipe_drops_samples_and_dropnotify_counts_them() {
     let (r, w) = pipe();
     let counts = Arc::new(QueueCounts::default());
     let queue = QueuedWriter::spawn(w, 4096, counts.clone()).expect("spawn");
-    let mut log = LogWriter::with_cpu(
+    let mut log = LogWriter::new(
         queue,
         &CpuIdentity {
             cputype: cpu::PMC_CPU_GENERIC,

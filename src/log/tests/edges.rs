@@ -416,8 +416,8 @@ fn the_iterator_reports_an_error_once() {
 /// destination while less is pending, the whole of it once 64 KiB are.
 #[test]
 fn the_writer_writes_in_64_kib_pieces() {
-    let out = sink::MemoryLog::new();
-    let mut w = LogWriter::with_cpu(out.clone(), &cpu::CpuIdentity::unknown()).unwrap();
+    let out = crate::MemoryLog::new();
+    let mut w = LogWriter::new(out.clone(), &cpu::CpuIdentity::unknown()).unwrap();
     // INITIALIZE (112) + 2725 USERDATA (24 each) = 65512 < 65536.
     for i in 0..2725 {
         w.writelog(i, u64::from(i)).unwrap();

@@ -229,7 +229,7 @@ fn run(args: &[String], out: &mut Out<'_>) -> Run {
 }
 
 /// `-L`: pmccontrol.c `pmcc_do_list_events`.
-fn list_events(info: &pmc::machine::CpuInfo, json: bool, out: &mut Out<'_>) -> Run {
+fn list_events(info: &pmc::CpuInfo, json: bool, out: &mut Out<'_>) -> Run {
     let classes = pmc_tools::events::libpmc_classes(info);
     if json {
         let v: Vec<_> = classes
@@ -283,8 +283,8 @@ fn list_events(info: &pmc::machine::CpuInfo, json: bool, out: &mut Out<'_>) -> R
 }
 
 /// `-l`: pmccontrol.c `pmcc_do_list_state`.
-fn list_state(info: &pmc::machine::CpuInfo, out: &mut Out<'_>) -> Run {
-    let cputype = pmc::log::cpu::this_machine().cputype;
+fn list_state(info: &pmc::CpuInfo, out: &mut Out<'_>) -> Run {
+    let cputype = pmc::global::this_machine().cputype;
     // printf("%d %s CPUs present, with %d PMCs per CPU\n", …): printf
     // prints a NULL name as "(null)".
     writeln!(
@@ -331,7 +331,7 @@ fn list_state(info: &pmc::machine::CpuInfo, out: &mut Out<'_>) -> Run {
 /// `pmc_get_driver_stats` gives this process (see the top of this file:
 /// every value is 0 here).
 fn statistics(out: &mut Out<'_>) -> Run {
-    let (samples, lost) = pmc::log::sink::stats();
+    let (samples, lost) = pmc::global::log::stats();
     // struct pmc_driverstats holds unsigned ints, printed with %d.
     let int = |v: u64| u32::try_from(v).unwrap_or(u32::MAX) as i32;
     let rows = [

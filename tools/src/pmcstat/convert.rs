@@ -46,7 +46,7 @@ pub(super) fn write_log(input: &Path, out: &Path) -> Result<(), ExitCode> {
         ExitCode::from(crate::sysexits::EX_IOERR)
     };
     let file = crate::destination::create(out).map_err(|e| write_failed(&e))?;
-    let mut writer = LogWriter::with_cpu(std::io::BufWriter::with_capacity(1 << 16, file), &cpu)
+    let mut writer = LogWriter::new(std::io::BufWriter::with_capacity(1 << 16, file), &cpu)
         .map_err(|e| write_failed(&e))?;
     let mut end = LogEnd::default();
     let mut losses = Losses::default();

@@ -25,7 +25,7 @@ use super::{DEFAULT_WAIT_INTERVAL, TOOL, cannot_run, os_fail, write_failure};
 /// Where the log of a run goes until it closes.
 pub(super) struct Recording {
     /// The log without -O (printed, reported or shown by -T from memory).
-    pub(super) memory_log: pmc::log::sink::MemoryLog,
+    pub(super) memory_log: pmc::global::log::MemoryLog,
     /// The -O log, held in memory until every check has passed
     /// ([`open_outputs`]), so a failed run leaves an existing log alone.
     pub(super) held_log: Option<HeldOutput>,
@@ -35,7 +35,7 @@ impl Recording {
     /// Configures the log first: LOG_PROC* counters need it, and
     /// allocations are logged.
     pub(super) fn configure(args: &Args, plan: &Plan) -> Result<Recording, ExitCode> {
-        let memory_log = pmc::log::sink::MemoryLog::new();
+        let memory_log = pmc::global::log::MemoryLog::new();
         let held_log = args
             .log_out
             .as_ref()
@@ -45,8 +45,8 @@ impl Recording {
             .map(|_| HeldOutput::new(wants_report(args) || args.verbose > 0));
         if plan.logging {
             match &held_log {
-                Some(held) => pmc::log::sink::configure_logfile(held.clone()),
-                None => pmc::log::sink::configure_logfile(memory_log.clone()),
+                Some(held) => pmc::global::log::configure_logfile(held.clone()),
+                None => pmc::global::log::configure_logfile(memory_log.clone()),
             }
             .map_err(|e| os_fail(&e))?;
         }
@@ -232,7 +232,7 @@ pub(super) fn open_outputs(
     if let (Some(held), Some(path)) = (held_log, &args.log_out) {
         // The records so far (INITIALIZE, the allocations) reach the file
         // at once.
-        pmc::log::sink::flush_logfile().map_err(|e| os_fail(&e))?;
+        pmc::global::log::flush_logfile().map_err(|e| os_fail(&e))?;
         let file = crate::destination::create(path).map_err(|e| cannot_open("-O", path, &e))?;
         held.open(file).map_err(|e| {
             crate::output::io_failure(TOOL, &e, &format!("the log to {}", path.display()))
@@ -311,7 +311,7 @@ pub(super) fn count_output(
 /// log and is said where it closes.
 fn flush_log_now(logging: bool) {
     if logging {
-        let _ = pmc::log::sink::flush_logfile();
+        let _ = pmc::global::log::flush_logfile();
     }
 }
 
@@ -481,7 +481,7 @@ impl<'a> Live<'a> {
     /// thread signals its owner SIGIO at its first write error).
     fn end_at_log_write_error(&mut self) -> Result<(), ExitCode> {
         if let Some(path) = self.args.log_out.as_deref()
-            && let Some(e) = pmc::log::sink::write_error()
+            && let Some(e) = pmc::global::log::write_error()
         {
             return Err(write_failure::stop(
                 write_failure::Failed::Log(path, e),
@@ -492,7 +492,7 @@ impl<'a> Live<'a> {
     }
 
     fn show_progress(&self) {
-        let (samples, lost) = pmc::log::sink::stats();
+        let (samples, lost) = pmc::global::log::stats();
         // A hung-up terminal (EIO) must not panic: SIGHUP still closes
         // the log.
         let _ = write!(
@@ -528,7 +528,7 @@ impl<'a> Live<'a> {
         if self.progress {
             let _ = writeln!(std::io::stderr());
         }
-        if let Err(e) = pmc::log::sink::close_logfile() {
+        if let Err(e) = pmc::global::log::close_logfile() {
             return Err(match (self.args.log_out.as_deref(), e) {
                 // The last records met the write error: as while waiting.
                 (Some(path), e @ pmc::Error::Log { .. }) => {
@@ -541,7 +541,7 @@ impl<'a> Live<'a> {
         // Said at the end of recording, as FreeBSD warns that sampling was
         // paused and perf that chunks were lost.
         losses.merge(seen_by_top);
-        losses.warn(pmc::log::sink::smallest_ring_kib());
+        losses.warn(pmc::global::log::smallest_ring_kib());
         if plan.print_log {
             // The log printed as -R prints it, to -o or standard error
             // (pmcstat.c's pa_printfile).
@@ -616,7 +616,7 @@ fn recorded_events(
         (Some(held), Some(path)) if held.is_regular_file() => read_events(path)?.0,
         (Some(held), Some(_)) => {
             let Some(bytes) = held.copy() else {
-                let (samples, lost) = pmc::log::sink::stats();
+                let (samples, lost) = pmc::global::log::stats();
                 return Ok((Vec::new(), Losses::counted(samples, lost)));
             };
             let mut reader = pmc::log::LogReader::from_memory();

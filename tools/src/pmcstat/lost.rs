@@ -86,7 +86,7 @@ impl Losses {
 /// The end of a live recording (after `close_logfile`): warns on standard
 /// error if `events`, the log just written, lost samples.
 pub(in crate::pmcstat) fn warn_lost(events: &[LogEvent]) {
-    Losses::of(events).warn(pmc::log::sink::smallest_ring_kib());
+    Losses::of(events).warn(pmc::global::log::smallest_ring_kib());
 }
 
 impl Losses {
@@ -105,7 +105,8 @@ mod tests {
 
     fn events(records: Vec<LogRecord>) -> Vec<LogEvent> {
         let mut bytes = Vec::new();
-        let mut w = pmc::log::LogWriter::new(&mut bytes).expect("writer");
+        let mut w =
+            pmc::log::LogWriter::new(&mut bytes, &pmc::global::this_machine()).expect("writer");
         for r in &records {
             w.write(r, 1).expect("write");
         }

@@ -132,7 +132,7 @@ pub(super) fn check_command_and_backend(args: &Args, plan: &Plan) -> Result<(), 
 /// reaches other processes; the portable one reads only pmcstat's own
 /// getrusage, so pmcstat says so before it starts anything.
 fn check_backend_counts_others() -> Result<(), ExitCode> {
-    let choice = pmc::backends::active();
+    let choice = pmc::global::active();
     if choice.name != "portable" {
         return Ok(());
     }

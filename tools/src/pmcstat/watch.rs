@@ -23,7 +23,7 @@ pub(super) fn watch(
     args: &Args,
     threshold: f64,
     skiplink: bool,
-    memory_log: &pmc::log::sink::MemoryLog,
+    memory_log: &pmc::global::log::MemoryLog,
     keep: bool,
     held: &mut Option<HeldCommand>,
     interrupts: &Interrupts,
@@ -41,7 +41,7 @@ pub(super) fn watch(
     let mut fed = 0;
     let source = |refresh: bool| -> Result<Vec<u8>, String> {
         if refresh {
-            pmc::log::sink::flush_logfile().map_err(|e| e.to_string())?;
+            pmc::global::log::flush_logfile().map_err(|e| e.to_string())?;
         }
         if !keep {
             return Ok(memory_log.take_bytes());

@@ -76,7 +76,7 @@ pub(super) fn stop(failed: Failed<'_>, run: Run<'_>) -> ExitCode {
     }
     // The log: CLOSELOG when it can still be written (the counts failed);
     // after its own failure, what reached the file is all there is.
-    let closed = pmc::log::sink::close_logfile();
+    let closed = pmc::global::log::close_logfile();
     let mut said = match &failed {
         Failed::Counts => "recording stopped: the counts cannot be written".to_string(),
         Failed::Log(..) => "recording stopped: the log cannot be written".to_string(),

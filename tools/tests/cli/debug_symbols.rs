@@ -212,7 +212,7 @@ fn write_log(path: &Path, also: Option<&str>, pcs: &[u64]) -> TestResult {
 /// A log of one process per object path, one leaf sample per pc.
 fn write_log_of(path: &Path, objects: &[Option<&str>], pcs: &[u64]) -> TestResult {
     let file = std::fs::File::create(path).ctx("create log")?;
-    let mut w = LogWriter::new(file).ctx("LogWriter::new")?;
+    let mut w = LogWriter::new(file, &pmc::global::this_machine()).ctx("LogWriter::new")?;
     let mut records = vec![LogRecord::PmcAllocateDyn {
         pmcid: 1,
         event: 0,
@@ -758,7 +758,7 @@ fn a_vdso_of_another_boot_stays_unnamed() -> TestResult {
     let dir = TempDir::new("vdso-old")?;
     let log = dir.join("old.pmclog");
     let file = std::fs::File::create(&log).ctx("create log")?;
-    let mut w = LogWriter::new(file).ctx("LogWriter::new")?;
+    let mut w = LogWriter::new(file, &pmc::global::this_machine()).ctx("LogWriter::new")?;
     let records = [
         // Started in 1970: long before this boot.
         LogRecord::Initialize {
@@ -824,7 +824,7 @@ fn jit_code_is_named_from_the_processs_perf_map() -> TestResult {
     .ctx("write the perf map")?;
     let log = dir.join("jit.pmclog");
     let file = std::fs::File::create(&log).ctx("create log")?;
-    let mut w = LogWriter::new(file).ctx("LogWriter::new")?;
+    let mut w = LogWriter::new(file, &pmc::global::this_machine()).ctx("LogWriter::new")?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .ctx("clock")?

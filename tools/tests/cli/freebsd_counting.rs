@@ -192,7 +192,7 @@ fn process_columns_are_pmcstat_c_s_and_exit_ex_ok() -> TestResult {
 }
 
 fn system_counting_prints_one_column_per_cpu() -> TestResult {
-    let two = pmc::machine::online_cpus().contains(&1);
+    let two = pmc::global::online_cpus().contains(&1);
     let list = if two { "0-1" } else { "0" };
     let out = pmcstat(&["-s", "context-switches", "-c", list, "-l", "0.2"])?;
     let err = text(&out.stderr);

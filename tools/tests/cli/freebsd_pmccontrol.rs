@@ -202,7 +202,7 @@ fn armv8_names() -> Result<Vec<String>, libtest_mimic::Failed> {
         "ARMV8_CORTEX_A76" => 107,
         _ => 34,
     };
-    let listed = pmc::machine::libpmc_event_names(pmc::LibpmcClass::Armv8).ctx("ARMV8 names")?;
+    let listed = pmc::global::libpmc_event_names(pmc::LibpmcClass::Armv8).ctx("ARMV8 names")?;
     ensure!(
         listed.len() == aliases + 1024 && listed[0] == "SW_INCR",
         "{} ARMV8 names, first {:?}; libpmc's table has {aliases} aliases and 1024 events",

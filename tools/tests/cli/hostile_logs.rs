@@ -180,7 +180,7 @@ fn run_guarded(cwd: &Path, args: &[&str]) -> Result<Guarded, libtest_mimic::Fail
 /// per pc.
 fn write_log(path: &Path, before: Vec<LogRecord>, pcs: &[u64]) -> TestResult {
     let file = std::fs::File::create(path).ctx("create log")?;
-    let mut w = LogWriter::new(file).ctx("LogWriter::new")?;
+    let mut w = LogWriter::new(file, &pmc::global::this_machine()).ctx("LogWriter::new")?;
     let mut records = vec![LogRecord::PmcAllocateDyn {
         pmcid: 1,
         event: 0,

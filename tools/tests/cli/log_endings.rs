@@ -55,7 +55,7 @@ fn sample(i: u64, depth: u64) -> LogRecord {
 
 /// A log of INITIALIZE, `samples` samples and, when `close`, CLOSELOG.
 fn log_bytes(samples: u64, close: bool) -> Result<Vec<u8>, libtest_mimic::Failed> {
-    let mut w = LogWriter::new(Vec::new()).ctx("LogWriter::new")?;
+    let mut w = LogWriter::new(Vec::new(), &pmc::global::this_machine()).ctx("LogWriter::new")?;
     w.write(
         &LogRecord::PmcAllocateDyn {
             pmcid: 0x1,
@@ -109,7 +109,8 @@ fn dump_of_a_large_log_holds_little_memory() -> TestResult {
     {
         use std::io::Write;
         let file = std::fs::File::create(&log).ctx("create the log")?;
-        let mut w = LogWriter::new(std::io::BufWriter::new(file)).ctx("LogWriter::new")?;
+        let mut w = LogWriter::new(std::io::BufWriter::new(file), &pmc::global::this_machine())
+            .ctx("LogWriter::new")?;
         // 104-byte samples: 500 000 of them make 52 MB.
         for i in 0..500_000 {
             w.write(&sample(i, 9), i).ctx("write a sample")?;

@@ -214,7 +214,7 @@ fn r_warns_of_a_log_that_lost_samples() -> TestResult {
     let write = |name: &str, drops: bool| -> Result<String, libtest_mimic::Failed> {
         let path = dir.path(name);
         let file = std::fs::File::create(&path).ctx("create log")?;
-        let mut w = LogWriter::new(file).ctx("LogWriter::new")?;
+        let mut w = LogWriter::new(file, &pmc::global::this_machine()).ctx("LogWriter::new")?;
         let sample = LogRecord::Callchain {
             pid: 1,
             tid: 1,

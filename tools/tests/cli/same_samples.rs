@@ -561,7 +561,7 @@ type Counts = HashMap<(String, Option<String>), u64>;
 
 fn write_log(path: &str, records: &[LogRecord]) -> TestResult {
     let file = std::fs::File::create(path).ctx("create the log")?;
-    let mut w = LogWriter::new(file).ctx("LogWriter::new")?;
+    let mut w = LogWriter::new(file, &pmc::global::this_machine()).ctx("LogWriter::new")?;
     let allocate = LogRecord::PmcAllocateDyn {
         pmcid: 1,
         event: 0,

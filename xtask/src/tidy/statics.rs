@@ -21,12 +21,12 @@ pub(super) const STATICS_SCOPE: &[&str] = &[
 pub(super) const STATICS_ALLOWED: &[(&str, &str, &str)] = &[
     // The portable crate.
     (
-        "src/owner.rs",
+        "src/global/mod.rs",
         "GLOBAL",
         "the process's default owner (FreeBSD: one per process)",
     ),
     (
-        "src/backend/select.rs",
+        "src/global/select.rs",
         "SELECTOR",
         "the backend chosen once per process",
     ),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use pmc_freebsd::double::{KernelDouble, Machine, Process};
 
 use super::FreeBsdBackend;
-use crate::backend::Backend;
+use crate::backend::BackendImpl;
 
 fn spawn(k: &KernelDouble, pid: i32, parent: i32) {
     k.add_process(

@@ -65,7 +65,7 @@ fn backend_with_cpu_2_inactive() -> Arc<FreeBsdBackend<Arc<KernelDouble>>> {
 }
 
 /// An owner over `backend` with a new memory log configured, and the log.
-pub(super) fn owner_with_log(backend: impl Into<crate::backends::Backend>) -> (Owner, MemoryLog) {
+pub(super) fn owner_with_log(backend: impl Into<crate::backend::Backend>) -> (Owner, MemoryLog) {
     let owner = Owner::new(backend);
     let log = MemoryLog::new();
     owner.configure_logfile(log.clone()).unwrap();

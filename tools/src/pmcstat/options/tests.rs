@@ -57,7 +57,7 @@ fn c_and_n_set_the_cpus_and_count_of_later_specs() {
         "true",
     ]);
     // Before any -c: every CPU (pmcstat.c's root set).
-    assert_eq!(s[0].cpus, pmc::machine::online_cpus());
+    assert_eq!(s[0].cpus, pmc::global::online_cpus());
     assert_eq!(s[0].reload, DEFAULT_SAMPLE_COUNT);
     assert_eq!((s[1].spec.as_str(), s[1].cpus.as_slice()), ("y", &[0][..]));
     assert_eq!(s[1].reload, DEFAULT_SAMPLE_COUNT);

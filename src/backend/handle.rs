@@ -1,71 +1,36 @@
-//! The counter interfaces an [`Owner`](crate::Owner) can count on, and
-//! which one this process uses.
-//!
-//! A [`Backend`] is an opaque handle on one instance of a platform
-//! binding: Linux perf_event, FreeBSD hwpmc(4), or the portable backend
-//! (CPU time, faults, context switches and block I/O of the calling
-//! process, on any Unix). The process's own choice — [`select`], else
-//! `PMC_BACKEND`, else the automatic one — is [`Backend::selected`], the
-//! backend of [`Owner::global`](crate::Owner::global) and of every
-//! libpmc-style entry point; [`active`] says which it is and why.
-//! [`Backend::new`] makes an independent instance for an owner of one's
-//! own.
-//!
-//! ```
-//! use pmc::Owner;
-//! use pmc::backends::{Backend, BackendKind};
-//!
-//! // A profiler's own owner, on the portable backend whatever the process chose.
-//! let owner = Owner::new(Backend::new(BackendKind::Portable)?);
-//! assert_eq!(owner.backend().name(), "portable");
-//! # Ok::<(), pmc::Error>(())
-//! ```
-//!
-//! With the `test-doubles` cargo feature, `SimBackend` — a deterministic
-//! simulated machine whose clock, processes and CPUs a test drives — can
-//! back an owner too (`Owner::new(SimBackend::new(2))`), for testing code
-//! that uses `pmc` without a kernel.
+//! The public handle on a backend instance ([`Backend`]).
 
 use std::fmt;
 use std::sync::Arc;
 
-use crate::backend;
-use crate::machine::CpuInfo;
-use crate::{Class, Result};
-
-pub use crate::backend::select::{BackendChoice, BackendKind, active, compiled_backends, select};
-#[cfg(any(test, feature = "test-doubles"))]
-pub use crate::backend::sim::SimBackend;
+use super::BackendImpl;
+use super::kind::{self, BackendKind};
+use crate::{Class, CpuInfo, Result};
 
 /// One instance of a platform binding, which an [`Owner`](crate::Owner)
 /// allocates its PMCs on, drains their samples through and takes its
 /// log's clock from. Cloning gives another handle on the same instance.
+/// With the `test-doubles` feature an `Arc<SimBackend>` converts into one
+/// (`Owner::new(SimBackend::new(2))`).
 #[derive(Clone)]
 pub struct Backend {
-    inner: Arc<dyn backend::Backend>,
+    inner: Arc<dyn BackendImpl>,
 }
 
 impl Backend {
-    /// The backend this process uses (chosen once: [`select`], else
-    /// `PMC_BACKEND`, else the automatic choice; see [`active`]): the one
-    /// [`Owner::global`](crate::Owner::global) counts on.
-    pub fn selected() -> Backend {
-        Backend::from_dyn(backend::default_backend())
-    }
-
     /// A new, independent instance of a backend of this build, whatever
     /// the process selected; [`Error::NotSupported`](crate::Error::NotSupported) for one this build
-    /// lacks ([`compiled_backends`]).
+    /// lacks ([`compiled_backends`](crate::global::compiled_backends)).
     pub fn new(kind: BackendKind) -> Result<Backend> {
-        backend::select::instance(kind).map(Backend::from_dyn)
+        kind::instance(kind).map(Backend::from_dyn)
     }
 
-    pub(crate) fn from_dyn(inner: Arc<dyn backend::Backend>) -> Backend {
+    pub(crate) fn from_dyn(inner: Arc<dyn BackendImpl>) -> Backend {
         Backend { inner }
     }
 
     /// The binding itself, for the crate's own use.
-    pub(crate) fn get(&self) -> &Arc<dyn backend::Backend> {
+    pub(crate) fn get(&self) -> &Arc<dyn BackendImpl> {
         &self.inner
     }
 
@@ -123,15 +88,19 @@ impl fmt::Debug for Backend {
     }
 }
 
-/// A concrete binding of this crate (the simulator with `test-doubles`).
-impl<B: backend::Backend + 'static> From<Arc<B>> for Backend {
+/// A concrete binding of this crate: for users, the simulator
+/// (`Arc<SimBackend>`, with `test-doubles`). Hidden from the docs, whose
+/// bound names the crate-private seam.
+#[doc(hidden)]
+impl<B: BackendImpl + 'static> From<Arc<B>> for Backend {
     fn from(backend: Arc<B>) -> Backend {
         Backend { inner: backend }
     }
 }
 
-impl From<Arc<dyn backend::Backend>> for Backend {
-    fn from(backend: Arc<dyn backend::Backend>) -> Backend {
+#[doc(hidden)]
+impl From<Arc<dyn BackendImpl>> for Backend {
+    fn from(backend: Arc<dyn BackendImpl>) -> Backend {
         Backend { inner: backend }
     }
 }

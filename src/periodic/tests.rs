@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 use super::*;
 
 /// A drainer for one test.
-fn private_drainer() -> Arc<Drainer> {
-    Arc::new(Drainer::new())
+fn private_drainer() -> Arc<Sweeper> {
+    Arc::new(Sweeper::new())
 }
 
 /// Polls `what` for up to 10 s (a loaded machine schedules late).

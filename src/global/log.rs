@@ -16,20 +16,21 @@ pub use crate::owner::MemoryLog;
 /// [`Owner::configure_logfile`]. EBUSY when one is configured.
 ///
 /// ```
-/// use pmc::log::{LogReader, LogRecord, sink};
+/// use pmc::global::log;
+/// use pmc::log::{LogReader, LogRecord};
 /// use pmc::{Cpu, Flags, Mode, Pmc};
 ///
 /// // Sample user-mode CPU time every 100 µs into a log kept in memory.
-/// let log = sink::MemoryLog::new();
-/// sink::configure_logfile(log.clone())?;
+/// let memory = log::MemoryLog::new();
+/// log::configure_logfile(memory.clone())?;
 /// let mut pmc = Pmc::allocate_with_count("cpu-clock,usr", Mode::TS, Flags::empty(), Cpu::Any, 100_000)?;
 /// pmc.start()?;
 /// let sum: u64 = (0..20_000_000u64).map(std::hint::black_box).sum();
 /// pmc.stop()?;
-/// sink::close_logfile()?;
+/// log::close_logfile()?;
 /// // The bytes are a FreeBSD pmclog: read them back as pmcstat -R would.
 /// let mut reader = LogReader::from_memory();
-/// reader.feed(&log.bytes());
+/// reader.feed(&memory.bytes());
 /// let records: Vec<LogRecord> = reader.map(|e| e.map(|e| e.record)).collect::<Result<_, _>>().unwrap();
 /// assert!(matches!(records.first(), Some(LogRecord::Initialize { .. })), "{sum}");
 /// assert!(matches!(records.last(), Some(LogRecord::Closelog)));
@@ -109,4 +110,6 @@ pub fn smallest_ring_kib() -> Option<usize> {
     Owner::global().smallest_ring_kib()
 }
 
-pub use crate::backend::source::DEFAULT_BUFFER_PAGES;
+/// The ring size of a logging PMC, in data pages, unless
+/// [`set_buffer_pages`] chose another.
+pub const DEFAULT_BUFFER_PAGES: usize = crate::backend::source::DEFAULT_BUFFER_PAGES;

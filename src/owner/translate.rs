@@ -20,10 +20,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::LogRecord;
 use crate::Flags;
 use crate::backend::event::{BackendEvent, Callchain};
 pub use crate::backend::source::MappingSource;
+use crate::log::LogRecord;
 
 /// What the rules depend on for one PMC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,63 +1,8 @@
 //! Machine queries: `pmc_cpuinfo`, `pmc_ncpu`, `pmc_npmc`, `pmc_pmcinfo`,
 //! `pmc_event_names_of_class`.
 
-use serde::{Deserialize, Serialize};
-
-use crate::backend::default_backend;
-use crate::{Capabilities, Class, Cpu, Flags, LibpmcClass, Mode, PmcId, Result, State};
-
-/// One class of PMCs on this machine (`struct pmc_classinfo`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClassInfo {
-    /// The class.
-    pub class: Class,
-    /// What its PMCs can do.
-    pub caps: Capabilities,
-    /// The hardware counter width in bits (values read through `pmc` are
-    /// always extended to 64 bits).
-    pub width: u32,
-    /// How many PMCs of the class each CPU has (`None`: limited only by
-    /// kernel resources, as for software events).
-    pub num: Option<u32>,
-}
-
-/// The machine description (`struct pmc_cpuinfo`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CpuInfo {
-    /// The CPU model, e.g. `AMD EPYC (family 0x19, model 0x1)`.
-    pub cputype: String,
-    /// Highest possible CPU number + 1 (`pmc_ncpu`).
-    pub ncpu: u32,
-    /// Hardware PMCs per CPU (general-purpose + fixed), 0 without a PMU.
-    pub npmc: u32,
-    /// The classes available.
-    pub classes: Vec<ClassInfo>,
-}
-
-/// One allocated PMC as `pmc_pmcinfo` describes it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PmcInfo {
-    /// The PMC's id.
-    pub id: PmcId,
-    /// The event specifier it was allocated with.
-    pub name: String,
-    /// Its class.
-    pub class: Class,
-    /// Its mode.
-    pub mode: Mode,
-    /// Its flags.
-    pub flags: Flags,
-    /// Its CPU argument.
-    pub cpu: Cpu,
-    /// Its state.
-    pub state: State,
-    /// The owning process.
-    pub owner_pid: u32,
-    /// The reload count (sampling) or initial value (counting).
-    pub reload_count: u64,
-    /// The processes it is attached to.
-    pub targets: Vec<u32>,
-}
+use super::select::default_backend;
+use crate::{Class, Cpu, CpuInfo, LibpmcClass, PmcInfo, Result};
 
 /// The machine description (`pmc_cpuinfo`).
 pub fn cpuinfo() -> Result<CpuInfo> {
@@ -120,7 +65,7 @@ pub fn event_names_of_class(class: &Class) -> Result<Vec<String>> {
 /// lists the names of its [`LibpmcClass::listed_classes`].
 pub fn libpmc_event_names(class: LibpmcClass) -> Result<Vec<String>> {
     if class == LibpmcClass::Armv8 {
-        let cputype = crate::log::cpu::this_machine().cputype;
+        let cputype = super::this_machine().cputype;
         return Ok(crate::spec::armv8::event_names(cputype));
     }
     class

@@ -16,80 +16,14 @@
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use super::Backend;
-use super::portable::{self, PortableBackend};
-use crate::machine::CpuInfo;
-use crate::{Class, Error, Result};
-
-/// A backend that [`select`] and `PMC_BACKEND` can choose.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BackendKind {
-    /// Linux perf_event (`linux`; compiled on Linux only).
-    Linux,
-    /// The portable backend (`portable`; every platform).
-    Portable,
-    /// FreeBSD hwpmc(4) (`freebsd`, `hwpmc`; compiled on FreeBSD only).
-    FreeBsd,
-}
-
-impl BackendKind {
-    /// The backend's name ([`crate::backends::Backend::name`]).
-    pub fn name(self) -> &'static str {
-        match self {
-            BackendKind::Linux => "linux-perf_event",
-            BackendKind::Portable => portable::NAME,
-            BackendKind::FreeBsd => "freebsd-hwpmc",
-        }
-    }
-
-    /// Whether this build has the backend.
-    pub fn is_compiled(self) -> bool {
-        match self {
-            BackendKind::Linux => LINUX_COMPILED,
-            BackendKind::Portable => true,
-            BackendKind::FreeBsd => cfg!(target_os = "freebsd"),
-        }
-    }
-
-    /// Parses a `PMC_BACKEND` value (`linux`, `perf_event`,
-    /// `linux-perf_event`, `portable`, `freebsd`, `hwpmc`; case-insensitive).
-    pub fn from_name(name: &str) -> Option<BackendKind> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "linux" | "perf_event" | "linux-perf_event" => Some(BackendKind::Linux),
-            "portable" => Some(BackendKind::Portable),
-            "freebsd" | "hwpmc" | "freebsd-hwpmc" => Some(BackendKind::FreeBsd),
-            _ => None,
-        }
-    }
-
-    const ALL: [BackendKind; 3] = [
-        BackendKind::Linux,
-        BackendKind::FreeBsd,
-        BackendKind::Portable,
-    ];
-}
-
-const LINUX_COMPILED: bool = cfg!(all(
-    any(target_os = "linux", target_os = "android"),
-    not(pmc_force_portable)
-));
-
-/// The backends this build can select (their
-/// [`names`](crate::backends::Backend::name)); with the `test-doubles`
-/// feature the simulator is there too, through [`crate::Owner::new`].
-pub fn compiled_backends() -> Vec<&'static str> {
-    BackendKind::ALL
-        .iter()
-        .filter(|k| k.is_compiled())
-        .map(|k| k.name())
-        .collect()
-}
+use crate::backend::kind::{self, BackendKind, InvalidSelection, compiled, compiled_backends};
+use crate::backend::{Backend, BackendImpl};
+use crate::{Error, Result};
 
 /// Which backend runs, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BackendChoice {
-    /// Its [`name`](crate::backends::Backend::name).
+    /// Its [`name`](crate::backend::Backend::name).
     pub name: &'static str,
     /// Why it was chosen (`PMC_BACKEND=portable`, `perf_event_paranoid is
     /// 3: …`, …).
@@ -125,7 +59,7 @@ pub fn active() -> BackendChoice {
 }
 
 /// The backend of this process (chosen once; see the module doc).
-pub fn default_backend() -> Arc<dyn Backend> {
+pub(crate) fn default_backend() -> Arc<dyn BackendImpl> {
     SELECTOR.get().backend.clone()
 }
 
@@ -134,12 +68,12 @@ static SELECTOR: Selector = Selector::new(automatic);
 /// A backend with the reason it was chosen.
 #[derive(Debug)]
 struct Chosen {
-    backend: Arc<dyn Backend>,
+    backend: Arc<dyn BackendImpl>,
     choice: BackendChoice,
 }
 
 impl Chosen {
-    fn new(backend: Arc<dyn Backend>, reason: String) -> Chosen {
+    fn new(backend: Arc<dyn BackendImpl>, reason: String) -> Chosen {
         let name = backend.name();
         Chosen {
             backend,
@@ -176,7 +110,7 @@ impl Selector {
         let mut fresh = false;
         let chosen = self.chosen.get_or_init(|| {
             fresh = true;
-            build(kind, format!("pmc::backends::select({kind:?})"))
+            build(kind, format!("pmc::global::select({kind:?})"))
         });
         if fresh || chosen.choice.name == kind.name() {
             return Ok(());
@@ -194,51 +128,23 @@ impl Selector {
     }
 }
 
-/// `NotSupported` for a backend this build lacks.
-fn compiled(kind: BackendKind) -> Result<()> {
-    if kind.is_compiled() {
-        return Ok(());
-    }
-    Err(Error::NotSupported {
-        what: format!("the {} backend", kind.name()),
-        why: format!("this build has only {}", compiled_backends().join(", ")),
-    })
-}
-
-/// A new instance of a backend of this build, apart from the process's
-/// choice (`pmc::backends::Backend::new`).
-pub(crate) fn instance(kind: BackendKind) -> Result<Arc<dyn Backend>> {
-    compiled(kind)?;
-    Ok(build(kind, format!("pmc::backends::Backend::new({kind:?})")).backend)
-}
-
-/// A backend of this build.
+/// A backend of this build, with the reason it was chosen.
 fn build(kind: BackendKind, reason: String) -> Chosen {
-    match kind {
-        BackendKind::Portable => {
-            Chosen::new(Arc::new(PortableBackend::new(reason.clone())), reason)
-        }
-        BackendKind::Linux => native_linux(reason),
-        BackendKind::FreeBsd => native_freebsd(reason),
-    }
+    Chosen::new(kind::build(kind, reason.clone()), reason)
 }
 
 cfg_if::cfg_if! {
     if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
-        fn native_linux(reason: String) -> Chosen {
-            Chosen::new(Arc::new(super::linux::LinuxBackend::new()), reason)
-        }
-
         /// Linux: perf_event unless it cannot be used at all.
         fn automatic_native() -> Chosen {
-            let trial = super::linux::trial::perf_event_trial();
-            let (kind, reason) = decide_linux(trial, super::linux::trial::paranoid());
+            let trial = crate::backend::linux::trial::perf_event_trial();
+            let (kind, reason) = decide_linux(trial, crate::backend::linux::trial::paranoid());
             build(kind, reason)
         }
     } else if #[cfg(target_os = "freebsd")] {
         /// FreeBSD: hwpmc(4), or the portable backend without its module.
         fn automatic_native() -> Chosen {
-            let hwpmc = super::freebsd::open_default();
+            let hwpmc = crate::backend::freebsd::open_default();
             // `open_default` names a backend that could not open hwpmc
             // differently ("freebsd-hwpmc (unavailable)").
             if hwpmc.name() == BackendKind::FreeBsd.name() {
@@ -257,28 +163,6 @@ cfg_if::cfg_if! {
                 BackendKind::Portable,
                 format!("no native backend for {}", std::env::consts::OS),
             )
-        }
-    }
-}
-
-cfg_if::cfg_if! {
-    if #[cfg(not(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable))))] {
-        fn native_linux(reason: String) -> Chosen {
-            // `BackendKind::is_compiled` keeps `select` from getting here.
-            invalid(format!("{reason} names the linux backend, which this build lacks"))
-        }
-    }
-}
-
-cfg_if::cfg_if! {
-    if #[cfg(target_os = "freebsd")] {
-        fn native_freebsd(reason: String) -> Chosen {
-            Chosen::new(super::freebsd::open_default(), reason)
-        }
-    } else {
-        fn native_freebsd(reason: String) -> Chosen {
-            // `BackendKind::is_compiled` keeps `select` from getting here.
-            invalid(format!("{reason} names the FreeBSD backend, which this build lacks"))
         }
     }
 }
@@ -373,54 +257,12 @@ fn invalid(why: String) -> Chosen {
     )
 }
 
-/// The backend of an invalid `PMC_BACKEND`: every call fails with
-/// [`Error::InvalidArgument`] saying why, rather than silently counting
-/// with another backend.
-#[derive(Debug)]
-struct InvalidSelection {
-    why: String,
-}
-
-impl InvalidSelection {
-    fn error(&self) -> Error {
-        Error::invalid("backend selection", self.why.clone())
-    }
-}
-
-impl Backend for InvalidSelection {
-    fn name(&self) -> &'static str {
-        "none"
-    }
-
-    fn prepare(
-        &self,
-        _request: &super::EventRequest<'_>,
-    ) -> Result<std::sync::Arc<dyn super::PreparedEvent>> {
-        Err(self.error())
-    }
-
-    fn caller_pid(&self) -> u32 {
-        std::process::id()
-    }
-
-    fn process_exists(&self, pid: u32) -> bool {
-        PortableBackend::default().process_exists(pid)
-    }
-
-    fn online_cpus(&self) -> Vec<u32> {
-        PortableBackend::default().online_cpus()
-    }
-
-    fn monotonic_ns(&self) -> u64 {
-        super::monotonic_clock_ns()
-    }
-
-    fn cpuinfo(&self) -> Result<CpuInfo> {
-        Err(self.error())
-    }
-
-    fn event_names(&self, _class: &Class) -> Result<Vec<String>> {
-        Err(self.error())
+impl Backend {
+    /// The backend this process uses (chosen once: [`select`], else
+    /// `PMC_BACKEND`, else the automatic choice; see [`active`]): the one
+    /// [`Owner::global`](crate::Owner::global) counts on.
+    pub fn selected() -> Backend {
+        Backend::from_dyn(default_backend())
     }
 }
 

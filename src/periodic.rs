@@ -1,17 +1,21 @@
-//! The drainer thread: moves records from the rings to the log every
-//! [`SWEEP_INTERVAL`] while any ring set lives, and parks while none does,
-//! so a process that samples nothing is never woken by it. The same
-//! schedule runs the collector thread ([`COLLECT_INTERVAL`]), which only
-//! copies the rings into their sets' spools: it never waits for the log's
-//! writes or the decoding, so a drainer stalled on either (a loaded
-//! machine, a disk under writeback) does not let a ring overflow.
+//! A periodic thread that sleeps when there is nothing to do: a
+//! [`Sweeper`] runs its sweep every interval while anything registered
+//! with it lives, and parks while nothing does, so a process that samples
+//! nothing is never woken by it. Two schedules use it: each owner's drain
+//! thread, which moves records from the rings to the log every
+//! [`SWEEP_INTERVAL`], and Linux's collector thread
+//! ([`COLLECT_INTERVAL`]), which only copies the rings into their sets'
+//! spools: it never waits for the log's writes or the decoding, so a drain
+//! stalled on either (a loaded machine, a disk under writeback) does not
+//! let a ring overflow. It knows nothing of rings or logs: the sweep is
+//! the caller's closure.
 //!
 //! The schedule is a small state machine over a generation count that every
-//! registration bumps: the drainer reads the generation, sweeps, and parks
+//! registration bumps: the sweeper reads the generation, sweeps, and parks
 //! only if the sweep found no live set *and* no registration happened since
 //! it read the generation (a set registered during the sweep may be missed
 //! by its snapshot, never by the check). Registration wakes a parked
-//! drainer and starts the thread the first time.
+//! sweeper and starts the thread the first time.
 //!
 //! A thread that cannot be spawned is an error for the registration that
 //! needed it (the attach or allocate mapping the first ring): without the
@@ -83,9 +87,9 @@ fn spawn_named(name: &str, body: Box<dyn FnOnce() + Send>) -> io::Result<()> {
         .map(drop)
 }
 
-/// The drainer's schedule and its thread's state.
+/// A periodic thread's schedule and state.
 #[derive(Debug)]
-pub(crate) struct Drainer {
+pub(crate) struct Sweeper {
     interval: Duration,
     state: Mutex<State>,
     wake: Condvar,
@@ -104,15 +108,15 @@ struct State {
     shutdown: bool,
 }
 
-impl Drainer {
-    /// A drainer whose thread is not started.
-    pub(crate) const fn new() -> Drainer {
-        Drainer::every(SWEEP_INTERVAL)
+impl Sweeper {
+    /// A sweeper on the drain's schedule, whose thread is not started.
+    pub(crate) const fn new() -> Sweeper {
+        Sweeper::every(SWEEP_INTERVAL)
     }
 
-    /// A drainer sweeping every `interval` (the collector's schedule).
-    pub(crate) const fn every(interval: Duration) -> Drainer {
-        Drainer {
+    /// A sweeper sweeping every `interval` (the collector's schedule).
+    pub(crate) const fn every(interval: Duration) -> Sweeper {
+        Sweeper {
             interval,
             state: Mutex::new(State {
                 started: false,
