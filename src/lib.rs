@@ -14,7 +14,7 @@ pub mod sample;
 pub mod spec;
 mod types;
 
-pub use error::{EDOOFUS, Errno, Error, Op, Result};
+pub use error::{EDOOFUS, Errno, Error, Op, Reason, Result};
 pub use machine::{cpuinfo, event_names_of_class, ncpu, npmc, pmcinfo, process_exists};
 pub use owner::{MemoryLog, Owner};
 pub use pmc::{

@@ -305,6 +305,7 @@ impl Pmc {
                          release some",
                         class.libpmc_class(cputype).name()
                     ),
+                    source: None,
                 })
         };
         let request = |id: PmcId| EventRequest {
@@ -530,6 +531,7 @@ impl Pmc {
             return Err(Error::Busy {
                 op: op.into(),
                 why: "the PMC is running; stop it first".into(),
+                source: None,
             });
         }
         Ok(())

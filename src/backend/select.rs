@@ -190,6 +190,7 @@ impl Selector {
                 chosen.choice.reason,
                 kind.name()
             ),
+            source: None,
         })
     }
 }
@@ -202,6 +203,7 @@ fn compiled(kind: BackendKind) -> Result<()> {
     Err(Error::NotSupported {
         what: format!("the {} backend", kind.name()),
         why: format!("this build has only {}", compiled_backends().join(", ")),
+        source: None,
     })
 }
 

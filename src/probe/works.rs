@@ -292,6 +292,7 @@ mod tests {
                     op: format!("open {}", request.spec.text).into(),
                     source: std::io::Error::from_raw_os_error(libc::EACCES),
                     hint: None,
+                    reason: None,
                 }),
             }
         }

@@ -536,6 +536,8 @@ impl CpuCounters {
             return Err(Error::Unavailable {
                 what: format!("{} on CPU {cpu}", event.description),
                 why: format!("its PMU counts only on CPUs {cpus:?}; choose one of them"),
+                reason: None,
+                source: None,
             });
         }
         let events = Arc::<[Event]>::from(events);

@@ -185,6 +185,7 @@ fn encoding_qualifier_error(spec: &EventSpec, what: &str) -> Error {
         why: "they change the hardware event encoding, which generic events do not expose; \
               use the raw or PMU form, e.g. `cpu/event=0xc0,umask=0x0,cmask=1/` or `r…`"
             .into(),
+        source: None,
     }
 }
 
@@ -282,16 +283,12 @@ fn not_supported(e: pmc_linux::Error) -> Error {
     super::from_linux(e)
 }
 
+/// A tracepoint tracefs lacks is an unknown name (EINVAL, `from_linux`);
+/// a tracefs that is not there is unavailable.
 fn tracepoint_event(d: &MachineDescription, subsystem: &str, event: &str) -> Result<Resolved> {
-    let id = d.tracepoint_id(subsystem, event).map_err(|e| match e {
-        pmc_linux::Error::File { why, .. } if why.starts_with("no tracepoint") => {
-            Error::UnknownEvent {
-                what: format!("tracepoint {subsystem}:{event}"),
-                why,
-            }
-        }
-        other => not_supported(other),
-    })?;
+    let id = d
+        .tracepoint_id(subsystem, event)
+        .map_err(super::from_linux)?;
     Ok(Resolved {
         planned: vec![Planned::anywhere(Attr::new(EventConfig::Tracepoint(id)))],
         class: Class::Tracepoint,
@@ -565,6 +562,7 @@ fn exit_tracepoint(d: &MachineDescription, flags: Flags) -> Result<Option<u64>> 
                  tracepoint, which needs tracefs: {e} (as root: \
                  `mount -t tracefs nodev /sys/kernel/tracing`)"
             ),
+            source: None,
         }),
     }
 }
@@ -584,6 +582,7 @@ fn interrupts_event() -> Error {
         why: "Linux has no generic hardware-interrupt counter and this CPU's native \
               event is not known; count the `irq:irq_handler_entry` tracepoint instead"
             .into(),
+        source: None,
     }
 }
 

@@ -207,6 +207,8 @@ fn trial_open_uncached(event: &LinuxEvent) -> Result<()> {
 pub(super) fn sibling_error(e: Error) -> Error {
     match e {
         Error::PermissionDenied { op, source, .. } => Error::PermissionDenied {
+            reason: system::paranoid()
+                .and_then(|level| crate::Reason::Paranoid { level, needed: 1 }.boxed()),
             op: format!(
                 "{op}, which LOG_PROCCSW and per-process LOG_PROCEXIT use to read the counter \
                  at context switches and exits (kernel-side samples, even for a user-mode counter)"
@@ -246,6 +248,7 @@ pub(super) fn open_sibling(sibling: &Attr, target: Target, leader: &Event) -> Re
                      out the flag",
                     system::kernel_release()
                 ),
+                source: None,
             }
         } else {
             sibling_error(from_linux(e))
