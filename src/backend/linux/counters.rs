@@ -10,6 +10,8 @@ use pmc_linux::attr::Attr;
 use pmc_linux::event::{Event, OpenFlags, Target};
 use pmc_linux::system;
 
+use std::borrow::Cow;
+use std::ffi::CString;
 use std::sync::Arc;
 
 use pmc_linux::ring::RingBuffer;
@@ -17,12 +19,44 @@ use pmc_linux::ring::RingBuffer;
 use super::from_linux;
 
 mod open;
-use super::resolve::LinuxEvent;
 use super::sampling::{self, LinuxSource, RingSet, SetPlan};
 use crate::backend::source::SampleSource;
 use crate::backend::{CounterValue, Counters, HotHandle};
 use crate::{Error, Result};
 pub(super) use open::{TrialCache, trial_open};
+
+/// What the counters of every target of an event open: one attr per core
+/// PMU (several on hybrid CPUs) and what logging needs.
+#[derive(Debug)]
+pub(super) struct OpenPlan {
+    pub(super) attrs: Vec<Attr>,
+    /// For each attr, the CPUs its PMU counts on (`None`: any CPU).
+    pub(super) cpus: Vec<Option<Vec<u32>>>,
+    /// The string `config1` points to (uprobe path, kprobe function).
+    pub(super) string: Option<CString>,
+    /// Sampling or `LOG_PROC*`: rings and what to log.
+    pub(super) log: Option<sampling::LogPlan>,
+    /// Per-thread values for `LOG_PROCCSW` and per-process `LOG_PROCEXIT`:
+    /// the attrs of the sampling siblings grouped under each counter (see
+    /// `sampling::SliceSiblings`).
+    pub(super) slices: Option<sampling::SliceSiblings>,
+    /// How errors and `describe` name the event.
+    pub(super) description: Cow<'static, str>,
+    /// The tracepoint filter, if any.
+    pub(super) filter: Option<String>,
+    /// The backend's collector and trial-open cache.
+    pub(super) shared: Arc<super::Shared>,
+}
+
+/// When a process target's counters start counting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Start {
+    /// At the first enable.
+    AtEnable,
+    /// At the process's next exec after the first enable (perf_event's
+    /// `enable_on_exec`), for a process held before its exec.
+    AtExec,
+}
 use open::{open_one, open_sibling, open_with_fallback};
 
 /// Sums the events of a target. `chunks` splits `events` into the
@@ -161,7 +195,7 @@ pub(super) fn rdpmc_index_from_page(
 /// `events` are (cpu, event) pairs. Falls back to smaller rings when the
 /// mlock limit refuses the default size.
 fn map_rings(
-    event: &LinuxEvent,
+    event: &OpenPlan,
     cpus: &[i32],
     events: &Arc<[Event]>,
     siblings: &[(i32, Event)],
@@ -226,10 +260,10 @@ fn map_rings(
 
 impl ProcessCounters {
     pub(super) fn open(
-        event: &LinuxEvent,
+        event: &OpenPlan,
         pid: u32,
         descendants: bool,
-        at_exec: bool,
+        start: Start,
     ) -> Result<ProcessCounters> {
         let root = i32::try_from(pid).map_err(|_| Error::NoSuchProcess {
             op: "attach".into(),
@@ -275,7 +309,7 @@ impl ProcessCounters {
                 // (hybrid) and CPU (logging) are one counter to scale.
                 let first = events.len();
                 for attr in &event.attrs {
-                    let attr = &attr.enable_on_exec(at_exec);
+                    let attr = &attr.enable_on_exec(start == Start::AtExec);
                     for &cpu in cpus {
                         let target = Target { pid: tid, cpu };
                         let leader = match open_with_fallback(attr, target, event) {
@@ -344,7 +378,7 @@ impl ProcessCounters {
             plain_attr,
             user_read: None,
             enabled: false,
-            armed_for_exec: at_exec,
+            armed_for_exec: start == Start::AtExec,
             // linux/perf_event.h: PERF_TYPE_SOFTWARE 1, PERF_TYPE_TRACEPOINT 2.
             never_multiplexed: event.attrs.iter().all(|a| matches!(a.type_id(), 1 | 2)),
         })
@@ -521,7 +555,7 @@ pub(super) struct CpuCounters {
 }
 
 impl CpuCounters {
-    pub(super) fn open(event: &LinuxEvent, cpu: u32) -> Result<CpuCounters> {
+    pub(super) fn open(event: &OpenPlan, cpu: u32) -> Result<CpuCounters> {
         // Each attr counts only on its PMU's CPUs (hybrid core types,
         // uncore cpumasks).
         let mut events = Vec::with_capacity(event.attrs.len());

@@ -2,6 +2,7 @@
 //!
 //! - `resolve`: event specifier → `perf_event_attr`s (one per core PMU on
 //!   hybrid CPUs), class and capabilities;
+//! - `event`: the resolved event, which opens counters for a target;
 //! - `counters`: process targets (one fd per thread, inheritance for new
 //!   threads and, with DESCENDANTS, new processes) and CPU targets;
 //! - this file: the [`Backend`] implementation, machine queries, and the
@@ -10,6 +11,7 @@
 mod counters;
 pub use counters::HotCounter;
 pub(crate) mod environment;
+mod event;
 mod machine;
 mod resolve;
 pub(crate) mod sampling;

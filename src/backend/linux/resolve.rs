@@ -8,8 +8,9 @@ use std::sync::Arc;
 use pmc_linux::attr::{self as la, Attr, EventConfig, ReadFormat};
 use pmc_linux::pmu as lpmu;
 
-use super::counters::{CpuCounters, ProcessCounters};
-use crate::backend::{Counters, EventRequest, PreparedEvent};
+use super::counters::OpenPlan;
+use super::event::LinuxEvent;
+use crate::backend::EventRequest;
 use crate::spec::{self, EventName, EventSpec, Precise, Qualifiers};
 use crate::{Capabilities, Class, Error, Flags, Result};
 
@@ -21,77 +22,6 @@ mod pmu;
 mod tests;
 
 use description::MachineDescription;
-
-/// A resolved event: one attr per core PMU (several on hybrid CPUs).
-#[derive(Debug)]
-pub(super) struct LinuxEvent {
-    pub(super) attrs: Vec<Attr>,
-    /// For each attr, the CPUs its PMU counts on (`None`: any CPU).
-    pub(super) cpus: Vec<Option<Vec<u32>>>,
-    /// The string `config1` points to (uprobe path, kprobe function).
-    pub(super) string: Option<CString>,
-    /// Sampling or `LOG_PROC*`: rings and what to log.
-    pub(super) log: Option<super::sampling::LogPlan>,
-    /// Per-thread values for `LOG_PROCCSW` and per-process `LOG_PROCEXIT`:
-    /// the attrs of the sampling siblings grouped under each counter (see
-    /// `sampling::SliceSiblings`).
-    pub(super) slices: Option<super::sampling::SliceSiblings>,
-    pub(super) class: Class,
-    pub(super) caps: Capabilities,
-    pub(super) description: Cow<'static, str>,
-    pub(super) filter: Option<String>,
-    /// The backend's collector and trial-open cache.
-    pub(super) shared: Arc<super::Shared>,
-}
-
-impl PreparedEvent for LinuxEvent {
-    fn class(&self) -> Class {
-        self.class.clone()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.caps
-    }
-
-    fn width(&self) -> u32 {
-        64
-    }
-
-    fn describe(&self) -> String {
-        self.description.to_string()
-    }
-
-    fn serves_every_cpu(&self) -> bool {
-        // Attrs, CPU lists and the log plan: nothing is one PMC's.
-        true
-    }
-
-    fn open_process(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
-        Ok(Box::new(ProcessCounters::open(
-            self,
-            pid,
-            descendants,
-            false,
-        )?))
-    }
-
-    fn open_process_at_exec(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
-        Ok(Box::new(ProcessCounters::open(
-            self,
-            pid,
-            descendants,
-            true,
-        )?))
-    }
-
-    fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {
-        Ok(Box::new(CpuCounters::open(self, cpu)?))
-    }
-
-    fn trial_open(&self) -> Result<()> {
-        super::counters::trial_open(self)
-    }
-}
 
 pub(super) fn hardware_event(h: spec::HardwareEvent) -> Option<la::Hardware> {
     use la::Hardware as L;
@@ -534,16 +464,18 @@ fn resolve_with(
         _ => None,
     };
     Ok(LinuxEvent {
-        attrs,
-        cpus,
-        log,
-        string,
+        plan: OpenPlan {
+            attrs,
+            cpus,
+            log,
+            string,
+            description,
+            filter: q.filter.clone(),
+            slices,
+            shared,
+        },
         class,
         caps,
-        description,
-        filter: q.filter.clone(),
-        slices,
-        shared,
     })
 }
 

@@ -244,9 +244,9 @@ fn libpmc_armv8_names_resolve_on_an_arm_core_pmu() {
         ("EVENT_2A0H,usr", 0x2A0),
     ] {
         let e = resolve(spec, Mode::TC, &a76);
-        assert_eq!(e.attrs.len(), 1, "{spec}");
+        assert_eq!(e.plan.attrs.len(), 1, "{spec}");
         assert_eq!(
-            (e.attrs[0].type_id(), e.attrs[0].get_config()),
+            (e.plan.attrs[0].type_id(), e.plan.attrs[0].get_config()),
             (8, config),
             "{spec}"
         );
@@ -256,7 +256,7 @@ fn libpmc_armv8_names_resolve_on_an_arm_core_pmu() {
     let root = tempfile::tempdir().expect("temp dir");
     let qemu = arm_sysfs(root.path(), "0x00000000000f0510");
     let e = resolve("LD_RETIRED", Mode::TC, &qemu);
-    assert_eq!(e.attrs[0].get_config(), 0x06);
+    assert_eq!(e.plan.attrs[0].get_config(), 0x06);
     let Err(err) = try_resolve("STALL_FRONTEND", Mode::TC, &qemu) else {
         panic!("STALL_FRONTEND is not an A53 name");
     };
