@@ -5,6 +5,11 @@
 //! counted too; without DESCENDANTS `inherit_thread` keeps child processes
 //! out, as hwpmc does. With DESCENDANTS the existing descendant processes
 //! get fds of their own and future children are inherited.
+//!
+//! Here: the plan every target opens from, process targets and the
+//! reading of their counts; `cpu` the system-wide targets, `open` the
+//! opening (fallbacks, trial cache), `rings` a logging target's rings,
+//! `hot` the inlined path of a one-fd counting target.
 
 use pmc_linux::attr::Attr;
 use pmc_linux::event::{Event, OpenFlags, Target};
@@ -14,16 +19,20 @@ use std::borrow::Cow;
 use std::ffi::CString;
 use std::sync::Arc;
 
-use pmc_linux::ring::RingBuffer;
-
 use super::from_linux;
 
+mod cpu;
+mod hot;
 mod open;
-use super::sampling::{self, LinuxSource, RingSet, SetPlan};
+mod rings;
+use super::sampling::{self, LinuxSource};
 use crate::backend::source::SampleSource;
-use crate::backend::{CounterValue, Counters, HotHandle};
+use crate::backend::{CounterValue, Counters};
 use crate::{Error, Result};
+pub(super) use cpu::CpuCounters;
+pub use hot::HotCounter;
 pub(super) use open::{TrialCache, trial_open};
+use rings::map_rings;
 
 /// What the counters of every target of an event open: one attr per core
 /// PMU (several on hybrid CPUs) and what logging needs.
@@ -57,7 +66,7 @@ pub(super) enum Start {
     /// `enable_on_exec`), for a process held before its exec.
     AtExec,
 }
-use open::{open_one, open_sibling, open_with_fallback};
+use open::{open_sibling, open_with_fallback};
 
 /// Sums the events of a target. `chunks` splits `events` into the
 /// instances of one thread's counter (empty: one event each): its per-CPU
@@ -189,73 +198,6 @@ pub(super) fn rdpmc_index_from_page(
         )),
         i => Ok(i - 1),
     }
-}
-
-/// Maps one ring per CPU and routes the other events of that CPU into it;
-/// `events` are (cpu, event) pairs. Falls back to smaller rings when the
-/// mlock limit refuses the default size.
-fn map_rings(
-    event: &OpenPlan,
-    cpus: &[i32],
-    events: &Arc<[Event]>,
-    siblings: &[(i32, Event)],
-    root: Option<(u32, Arc<[Event]>)>,
-) -> Result<Option<Arc<LinuxSource>>> {
-    let Some(plan) = &event.log else {
-        return Ok(None);
-    };
-    let mut ring_cut_to_kib: Option<usize> = None;
-    let mut rings = Vec::new();
-    let mut owner_of_cpu: Vec<(i32, usize)> = Vec::new();
-    let mut ring_of = Vec::with_capacity(events.len());
-    for (i, (cpu, ev)) in cpus.iter().zip(events.iter()).enumerate() {
-        if let Some(ring) = owner_of_cpu.iter().position(|(c, _)| c == cpu) {
-            ev.set_output(Some(&events[owner_of_cpu[ring].1]))
-                .map_err(from_linux)?;
-            ring_of.push(ring);
-            continue;
-        }
-        ring_of.push(rings.len());
-        let mut pages = plan.pages;
-        let ring = loop {
-            match RingBuffer::new(ev, pages) {
-                Ok(r) => {
-                    if pages < plan.pages {
-                        let kib = r.data_size() / 1024;
-                        ring_cut_to_kib = Some(ring_cut_to_kib.map_or(kib, |k| k.min(kib)));
-                    }
-                    break r;
-                }
-                Err(e) if pages > 1 && matches!(e.errno(), libc::EPERM | libc::ENOMEM) => {
-                    pages /= 2
-                }
-                Err(e) => return Err(from_linux(e)),
-            }
-        };
-        rings.push(ring);
-        owner_of_cpu.push((*cpu, i));
-    }
-    for (cpu, sibling) in siblings {
-        if let Some((_, owner)) = owner_of_cpu.iter().find(|(c, _)| c == cpu) {
-            sibling
-                .set_output(Some(&events[*owner]))
-                .map_err(from_linux)?;
-        }
-    }
-    let attr = event.attrs.first().copied().unwrap_or_default();
-    let writers = sampling::RingEvents {
-        events: events.clone(),
-        ring_of,
-    };
-    let set = SetPlan {
-        plan,
-        attr: &attr,
-        writers,
-        root,
-        slices: event.slices.as_ref(),
-        ring_cut_to_kib,
-    };
-    Ok(Some(RingSet::source(set, rings, &event.shared.collector)?))
 }
 
 impl ProcessCounters {
@@ -504,121 +446,6 @@ impl Counters for ProcessCounters {
             return Ok(None);
         };
         rdpmc_index_from_page(page.caps(), self.enabled).map(Some)
-    }
-}
-
-/// A target that is one plain counting fd, shared with its
-/// `ProcessCounters` (see [`Counters::hot`]): each call is the binding's
-/// inlined syscall, errors converted out of line.
-#[derive(Debug, Clone)]
-pub struct HotCounter(Arc<[Event]>);
-
-impl HotCounter {
-    #[inline]
-    fn event(&self) -> &Event {
-        // `Counters::hot` hands out only one-event targets.
-        &self.0[0]
-    }
-
-    // Each call answers only "did it work": on failure `Pmc` takes its
-    // general path, which repeats the (idempotent) operation through
-    // `Counters` and reports the error in full. Nothing here builds an
-    // error on success, so the hot path is the syscall and a compare.
-}
-
-impl HotHandle for HotCounter {
-    /// Enables; false when the ioctl failed.
-    #[inline(always)]
-    fn enable(&self) -> bool {
-        self.event().enable_errno().is_ok()
-    }
-
-    /// Disables (`Pmc::stop`); false when the ioctl failed.
-    #[inline(always)]
-    fn disable(&self) -> bool {
-        self.event().disable_errno().is_ok()
-    }
-
-    /// The scaled value; `None` when the read failed or the counter was
-    /// enabled but never ran.
-    #[inline(always)]
-    fn read_scaled(&self) -> Option<u64> {
-        self.event().read_timed_errno().ok()?.scaled()
-    }
-}
-
-/// A system-wide counter on one CPU (one fd per core PMU).
-#[derive(Debug)]
-pub(super) struct CpuCounters {
-    events: Arc<[Event]>,
-    rings: Option<Arc<LinuxSource>>,
-}
-
-impl CpuCounters {
-    pub(super) fn open(event: &OpenPlan, cpu: u32) -> Result<CpuCounters> {
-        // Each attr counts only on its PMU's CPUs (hybrid core types,
-        // uncore cpumasks).
-        let mut events = Vec::with_capacity(event.attrs.len());
-        for (attr, cpus) in event.attrs.iter().zip(&event.cpus) {
-            if cpus.as_ref().is_some_and(|c| !c.contains(&cpu)) {
-                continue;
-            }
-            events.push(open_one(attr, Target::cpu(cpu), event)?);
-        }
-        if events.is_empty() {
-            let cpus: Vec<u32> = event.cpus.iter().flatten().flatten().copied().collect();
-            return Err(Error::Unavailable {
-                what: format!("{} on CPU {cpu}", event.description),
-                why: format!("its PMU counts only on CPUs {cpus:?}; choose one of them"),
-                reason: None,
-                source: None,
-            });
-        }
-        let events = Arc::<[Event]>::from(events);
-        // Only the rings (logging events) need a CPU per event.
-        let rings = match event.log {
-            Some(_) => map_rings(event, &vec![cpu as i32; events.len()], &events, &[], None)?,
-            None => None,
-        };
-        Ok(CpuCounters { events, rings })
-    }
-}
-
-impl Counters for CpuCounters {
-    fn enable(&mut self) -> Result<()> {
-        for_each(&self.events, Event::enable)
-    }
-
-    fn disable(&mut self) -> Result<()> {
-        for_each(&self.events, Event::disable)?;
-        Ok(())
-    }
-
-    fn read(&mut self) -> Result<CounterValue> {
-        read_events(&self.events, &[])
-    }
-
-    fn set_period(&mut self, period: u64) -> Result<()> {
-        if self.events.first().is_some_and(|e| e.is_sampling()) {
-            for_each(&self.events, |e| e.set_period(period))?;
-        }
-        Ok(())
-    }
-
-    fn handles(&self) -> usize {
-        self.events.len()
-    }
-
-    fn sample_source(&self) -> Option<Arc<dyn SampleSource>> {
-        self.rings.clone().map(|r| r as Arc<dyn SampleSource>)
-    }
-
-    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        use std::os::fd::AsFd;
-        match &*self.events {
-            [one] => Some(one.as_fd()),
-            _ => None,
-        }
     }
 }
 
