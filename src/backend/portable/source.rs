@@ -183,7 +183,7 @@ pub fn resolve(spec: &EventSpec, context: &str) -> Result<Source> {
                             names_here().join(", ")
                         ),
                         reason: crate::Reason::UnknownEvent {
-                            closest: Vec::new(),
+                            closest: pmc_suggest::closest(&lower, names_here(), 5),
                         }
                         .boxed(),
                     });
