@@ -3,7 +3,11 @@
 //! Every variant says what failed; those that come from the operating system
 //! carry its errno and advice on what to do. [`Error::errno`] gives the errno
 //! libpmc would have set for the same failure, so code ported from FreeBSD can
-//! keep its `switch (errno)`.
+//! keep its `switch (errno)` ([`Errno::INVAL`], [`Errno::PERM`] …); the
+//! operating system's own error, when there was one, is the error's
+//! [`source`](std::error::Error::source). Code that acts on a failure
+//! matches the variant, the errno or the typed [`Reason`]
+//! ([`Error::reason`]), never the text.
 
 use crate::spec::SpecError;
 
@@ -168,7 +172,7 @@ pub enum Reason {
     /// Monitoring another process needs ptrace rights over it.
     Ptrace {
         /// The process.
-        pid: i32,
+        pid: u32,
     },
     /// tracefs is not mounted, so no tracepoint can be named.
     NoTracefs,

@@ -275,7 +275,9 @@ fn reason_of(hint: &pmc_linux::Hint) -> Option<Box<Reason>> {
     use pmc_linux::Hint;
     match *hint {
         Hint::Paranoid { level, needed, .. } => Reason::Paranoid { level, needed },
-        Hint::Ptrace { pid } => Reason::Ptrace { pid },
+        Hint::Ptrace { pid } => Reason::Ptrace {
+            pid: u32::try_from(pid).ok()?,
+        },
         Hint::NoHardwarePmu => Reason::NoPmu,
         Hint::TracefsNotMounted => Reason::NoTracefs,
         Hint::TracefsPermission => Reason::TracefsDenied,
