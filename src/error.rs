@@ -3,7 +3,11 @@
 //! Every variant says what failed; those that come from the operating system
 //! carry its errno and advice on what to do. [`Error::errno`] gives the errno
 //! libpmc would have set for the same failure, so code ported from FreeBSD can
-//! keep its `switch (errno)`.
+//! keep its `switch (errno)` ([`Errno::INVAL`], [`Errno::PERM`] …); the
+//! operating system's own error, when there was one, is the error's
+//! [`source`](std::error::Error::source). Code that acts on a failure
+//! matches the variant, the errno or the typed [`Reason`]
+//! ([`Error::reason`]), never the text.
 
 use crate::spec::SpecError;
 
@@ -20,6 +24,50 @@ pub const EDOOFUS: i32 = libc_errno::EBADFD;
 pub struct Errno(i32);
 
 impl Errno {
+    /// Operation not permitted.
+    pub const PERM: Errno = Errno(libc::EPERM);
+    /// No such file or directory (no such PMU, tracepoint or sysfs file).
+    pub const NOENT: Errno = Errno(libc::ENOENT);
+    /// No such process.
+    pub const SRCH: Errno = Errno(libc::ESRCH);
+    /// Interrupted system call.
+    pub const INTR: Errno = Errno(libc::EINTR);
+    /// Input/output error.
+    pub const IO: Errno = Errno(libc::EIO);
+    /// No such device or address: hwpmc's answer for missing hardware or
+    /// a disabled CPU.
+    pub const NXIO: Errno = Errno(libc::ENXIO);
+    /// Argument list too long (perf_event_attr larger than the kernel's).
+    pub const TOOBIG: Errno = Errno(libc::E2BIG);
+    /// Bad file descriptor.
+    pub const BADF: Errno = Errno(libc::EBADF);
+    /// Resource temporarily unavailable.
+    pub const AGAIN: Errno = Errno(libc::EAGAIN);
+    /// Out of memory.
+    pub const NOMEM: Errno = Errno(libc::ENOMEM);
+    /// Permission denied (the OS's own errno behind many EPERMs).
+    pub const ACCESS: Errno = Errno(libc::EACCES);
+    /// Bad address.
+    pub const FAULT: Errno = Errno(libc::EFAULT);
+    /// Device or resource busy.
+    pub const BUSY: Errno = Errno(libc::EBUSY);
+    /// Already exists (already attached).
+    pub const EXIST: Errno = Errno(libc::EEXIST);
+    /// No such device.
+    pub const NODEV: Errno = Errno(libc::ENODEV);
+    /// Invalid argument.
+    pub const INVAL: Errno = Errno(libc::EINVAL);
+    /// Too many open files in this process.
+    pub const MFILE: Errno = Errno(libc::EMFILE);
+    /// No space left on device.
+    pub const NOSPC: Errno = Errno(libc::ENOSPC);
+    /// Function not implemented.
+    pub const NOSYS: Errno = Errno(libc::ENOSYS);
+    /// Operation not supported.
+    pub const OPNOTSUPP: Errno = Errno(libc::EOPNOTSUPP);
+    /// libpmc's "a log file is required" ([`EDOOFUS`]).
+    pub const DOOFUS: Errno = Errno(EDOOFUS);
+
     /// The errno of this raw number.
     pub const fn from_raw(raw: i32) -> Errno {
         Errno(raw)
@@ -78,6 +126,67 @@ impl From<Errno> for std::io::Error {
 /// CPU 3`) — a literal where it is one, built where it names more.
 pub type Op = std::borrow::Cow<'static, str>;
 
+/// Why a request failed, typed: the facts behind an [`Error`] that a
+/// caller may act on (offer the closest event names, lower the paranoid
+/// level, bring a CPU online, mount tracefs), from [`Error::reason`].
+/// The error's text says the same in prose; match on this instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reason {
+    /// This machine has no hardware PMU (a virtual machine without PMU
+    /// passthrough): only software events count.
+    NoPmu,
+    /// The event name names no event here.
+    UnknownEvent {
+        /// The known names closest to it, best first (may be empty).
+        closest: Vec<String>,
+    },
+    /// The event names a PMU (`name/terms/`) this machine does not have.
+    NoSuchPmu {
+        /// The PMU named.
+        name: String,
+        /// The PMUs here closest to it, best first (may be empty).
+        closest: Vec<String>,
+    },
+    /// The tracepoint does not exist (tracefs is there and lacks it).
+    NoSuchTracepoint {
+        /// Its subsystem (`sched`).
+        subsystem: String,
+        /// Its event (`sched_switch`).
+        event: String,
+        /// The tracepoints closest to it, as `subsystem:event`, best first.
+        closest: Vec<String>,
+    },
+    /// The CPU is offline (or not present).
+    OfflineCpu {
+        /// The CPU.
+        cpu: u32,
+    },
+    /// `kernel.perf_event_paranoid` forbids the request.
+    Paranoid {
+        /// Its current value.
+        level: i32,
+        /// The highest value that allows the request.
+        needed: i32,
+    },
+    /// Monitoring another process needs ptrace rights over it.
+    Ptrace {
+        /// The process.
+        pid: u32,
+    },
+    /// tracefs is not mounted, so no tracepoint can be named.
+    NoTracefs,
+    /// tracefs is mounted but this user may not read it.
+    TracefsDenied,
+}
+
+impl Reason {
+    /// This reason, for an error's `reason` field.
+    pub(crate) fn boxed(self) -> Option<Box<Reason>> {
+        Some(Box::new(self))
+    }
+}
+
 /// The result type of `pmc`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -103,6 +212,9 @@ pub enum Error {
         what: String,
         /// Where it was looked for, and the closest names.
         why: String,
+        /// The same, typed ([`Reason::UnknownEvent`], [`Reason::NoSuchPmu`],
+        /// [`Reason::NoSuchTracepoint`]), where the backend knows it.
+        reason: Option<Box<Reason>>,
     },
 
     /// An argument breaks the rules of pmc_allocate(3)/pmc_attach(3) (EINVAL).
@@ -150,12 +262,14 @@ pub enum Error {
     },
 
     /// The PMC is running, or the resource is in use (EBUSY).
-    #[error("{op}: {why} (EBUSY)")]
+    #[error("{op}: {why} (EBUSY{})", os_suffix(source.as_ref()))]
     Busy {
         /// The call.
         op: Op,
         /// What is busy and what to do.
         why: String,
+        /// The operating system's refusal, when it was one.
+        source: Option<std::io::Error>,
     },
 
     /// The PMC needs a log file and none is configured (libpmc's EDOOFUS).
@@ -176,12 +290,15 @@ pub enum Error {
     /// not have, a feature the kernel does not offer. Not for something
     /// merely absent or switched off right now ([`Error::Unavailable`]) nor
     /// for a platform without a backend ([`Error::NoBackend`]).
-    #[error("{what} is not supported (EOPNOTSUPP): {why}")]
+    #[error("{what} is not supported (EOPNOTSUPP{}): {why}", os_suffix(source.as_ref()))]
     NotSupported {
         /// The feature.
         what: String,
         /// Why, and what to use instead.
         why: String,
+        /// The operating system's refusal, when it was one (perf_event_open's
+        /// ENOENT or EOPNOTSUPP for an event the PMU lacks).
+        source: Option<std::io::Error>,
     },
 
     /// What the request needs is absent or switched off here (ENXIO, as
@@ -191,12 +308,17 @@ pub enum Error {
     /// hardware PMU at all (a virtual machine), an offline CPU, tracefs
     /// not mounted. Not for an event or feature the present hardware lacks
     /// ([`Error::NotSupported`]).
-    #[error("{what} is unavailable (ENXIO): {why}")]
+    #[error("{what} is unavailable (ENXIO{}): {why}", os_suffix(source.as_ref()))]
     Unavailable {
         /// The resource.
         what: String,
         /// Why, and what to do.
         why: String,
+        /// The same, typed ([`Reason::NoPmu`], [`Reason::OfflineCpu`],
+        /// [`Reason::NoTracefs`] …), where it is known.
+        reason: Option<Box<Reason>>,
+        /// The operating system's refusal, when it was one.
+        source: Option<std::io::Error>,
     },
 
     /// The operating system refused for lack of privilege (EPERM; the OS
@@ -214,6 +336,9 @@ pub enum Error {
         source: std::io::Error,
         /// What would allow it: the paranoid level and sysctl, CAP_PERFMON, ptrace rights.
         hint: Option<String>,
+        /// The same, typed ([`Reason::Paranoid`], [`Reason::Ptrace`]), where
+        /// it is known.
+        reason: Option<Box<Reason>>,
     },
 
     /// The counter was enabled but never got onto the hardware (all of its
@@ -272,27 +397,22 @@ pub enum Error {
 impl Error {
     /// The errno libpmc would have set for this failure.
     pub fn errno(&self) -> Errno {
-        Errno(self.raw_errno())
-    }
-
-    fn raw_errno(&self) -> i32 {
-        use libc_errno::*;
         match self {
             Error::InvalidSpec { .. }
             | Error::InvalidArgument { .. }
-            | Error::UnknownEvent { .. } => EINVAL,
+            | Error::UnknownEvent { .. } => Errno::INVAL,
             Error::NoSuchProcess { .. } | Error::NotMonitored { .. } | Error::NoTargets { .. } => {
-                ESRCH
+                Errno::SRCH
             }
-            Error::AlreadyAttached { .. } => EEXIST,
-            Error::Busy { .. } => EBUSY,
-            Error::LogRequired { .. } => EDOOFUS,
-            Error::NotSupported { .. } => EOPNOTSUPP,
-            Error::Unavailable { .. } | Error::NoBackend { .. } => ENXIO,
-            Error::PermissionDenied { .. } => EPERM,
-            Error::NotCounted { .. } => ENXIO,
-            Error::Os { source, .. } => raw(source),
-            Error::Log { source, .. } => source.as_ref().map_or(EINVAL, raw),
+            Error::AlreadyAttached { .. } => Errno::EXIST,
+            Error::Busy { .. } => Errno::BUSY,
+            Error::LogRequired { .. } => Errno::DOOFUS,
+            Error::NotSupported { .. } => Errno::OPNOTSUPP,
+            Error::Unavailable { .. } | Error::NoBackend { .. } => Errno::NXIO,
+            Error::PermissionDenied { .. } => Errno::PERM,
+            Error::NotCounted { .. } => Errno::NXIO,
+            Error::Os { source, .. } => Errno(raw(source)),
+            Error::Log { source, .. } => source.as_ref().map_or(Errno::INVAL, |e| Errno(raw(e))),
         }
     }
 
@@ -301,7 +421,22 @@ impl Error {
     pub fn os_error(&self) -> Option<&std::io::Error> {
         match self {
             Error::PermissionDenied { source, .. } | Error::Os { source, .. } => Some(source),
-            Error::Log { source, .. } => source.as_ref(),
+            Error::Log { source, .. }
+            | Error::Busy { source, .. }
+            | Error::NotSupported { source, .. }
+            | Error::Unavailable { source, .. } => source.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// Why it failed, typed, where the layer that failed knows it: the
+    /// closest names of an unknown event, PMU or tracepoint, the CPU that
+    /// is offline, the paranoid level that forbids it ([`Reason`]).
+    pub fn reason(&self) -> Option<&Reason> {
+        match self {
+            Error::UnknownEvent { reason, .. }
+            | Error::Unavailable { reason, .. }
+            | Error::PermissionDenied { reason, .. } => reason.as_deref(),
             _ => None,
         }
     }
@@ -334,6 +469,14 @@ impl Error {
 /// The errno of an OS error (the errors here are all made from one).
 fn raw(e: &std::io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// The OS's errno in a message whose own errno is libpmc's (ENXIO for the
+/// kernel's ENOENT), so the text carries both.
+fn os_suffix(source: Option<&std::io::Error>) -> String {
+    source
+        .map(|e| format!("; the OS said {}, errno {}", errno_name(raw(e)), raw(e)))
+        .unwrap_or_default()
 }
 
 fn hint_suffix(hint: &Option<String>) -> String {
@@ -392,7 +535,6 @@ mod libc_errno {
         target_os = "android"
     )))]
     pub use libc::EINVAL as EBADFD;
-    pub use libc::{EBUSY, EEXIST, EINVAL, ENXIO, EOPNOTSUPP, EPERM, ESRCH};
 }
 
 #[cfg(test)]
@@ -418,6 +560,7 @@ mod errno_tests {
             op: "perf_event_open".into(),
             source: std::io::Error::from_raw_os_error(libc::EACCES),
             hint: None,
+            reason: None,
         };
         assert_eq!(os.errno(), libc::EPERM, "libpmc's errno");
         let io = os.os_error().expect("the OS refused");

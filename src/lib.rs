@@ -35,7 +35,7 @@ pub mod sample;
 pub mod spec;
 mod types;
 
-pub use error::{EDOOFUS, Errno, Error, Op, Result};
+pub use error::{EDOOFUS, Errno, Error, Op, Reason, Result};
 pub use global::{cpuinfo, event_names_of_class, ncpu, npmc, pmcinfo, process_exists};
 pub use owner::{MemoryLog, Owner};
 pub use pmc::{

@@ -307,6 +307,7 @@ impl Pmc {
                          release some",
                         class.libpmc_class(cputype).name()
                     ),
+                    source: None,
                 })
         };
         let request = |id: PmcId| EventRequest {
@@ -532,6 +533,7 @@ impl Pmc {
             return Err(Error::Busy {
                 op: op.into(),
                 why: "the PMC is running; stop it first".into(),
+                source: None,
             });
         }
         Ok(())

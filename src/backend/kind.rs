@@ -82,6 +82,7 @@ pub(crate) fn compiled(kind: BackendKind) -> Result<()> {
     Err(Error::NotSupported {
         what: format!("the {} backend", kind.name()),
         why: format!("this build has only {}", compiled_backends().join(", ")),
+        source: None,
     })
 }
 

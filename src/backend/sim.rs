@@ -143,6 +143,7 @@ impl BackendImpl for SimBackend {
             return Err(Error::NotSupported {
                 what: "copying user stacks with samples".into(),
                 why: "this backend takes no user registers or stack; use frame-pointer callchains (CALLCHAIN)".into(),
+                source: None,
             });
         }
         let class = match &request.spec.event {
@@ -154,6 +155,10 @@ impl BackendImpl for SimBackend {
                     what: format!("event `{name}`"),
                     why: "the simulator knows generic hardware, cache and software names only"
                         .into(),
+                    reason: crate::Reason::UnknownEvent {
+                        closest: Vec::new(),
+                    }
+                    .boxed(),
                 });
             }
             other => {
@@ -161,6 +166,7 @@ impl BackendImpl for SimBackend {
                     what: format!("{other:?}"),
                     why: "the simulator has generic hardware, cache and software events only"
                         .into(),
+                    source: None,
                 });
             }
         };
@@ -303,6 +309,8 @@ impl PreparedEvent for SimEvent {
             return Err(Error::Unavailable {
                 what: format!("cpu {cpu}"),
                 why: "the CPU is offline".into(),
+                reason: crate::Reason::OfflineCpu { cpu }.boxed(),
+                source: Some(crate::Errno::NODEV.into()),
             });
         }
         Ok(Box::new(SimCounter::new(self)))

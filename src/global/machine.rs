@@ -44,6 +44,8 @@ pub fn pmcinfo(cpu: u32) -> Result<Vec<PmcInfo>> {
         return Err(crate::Error::Unavailable {
             what: format!("cpu {cpu}"),
             why: "it is offline; bring it online or ask about another CPU".into(),
+            reason: crate::Reason::OfflineCpu { cpu }.boxed(),
+            source: None,
         });
     }
     Ok(crate::Owner::global()

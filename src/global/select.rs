@@ -124,6 +124,7 @@ impl Selector {
                 chosen.choice.reason,
                 kind.name()
             ),
+            source: None,
         })
     }
 }

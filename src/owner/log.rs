@@ -56,6 +56,7 @@ impl Owner {
             return Err(Error::Busy {
                 op: "configure_logfile".into(),
                 why: "a log file is already configured; close it with close_logfile first".into(),
+                source: None,
             });
         }
         let identity = self.binding().cpu_identity();

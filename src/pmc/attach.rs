@@ -59,6 +59,7 @@ impl Pmc {
             return Err(Error::Busy {
                 op: "attach".into(),
                 why: "the PMC is running; stop it before attaching".into(),
+                source: None,
             });
         }
         let pid = self.resolve_pid(pid);

@@ -69,6 +69,8 @@ pub(super) fn validate_allocation(
                         "it exists but is offline (online: {online:?}); {} or choose another",
                         backend.how_to_online(n)
                     ),
+                    reason: crate::Reason::OfflineCpu { cpu: n }.boxed(),
+                    source: None,
                 });
             }
         }

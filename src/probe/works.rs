@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{BackendImpl, EventRequest};
 use crate::error::errno_name;
 use crate::global::default_backend;
-use crate::{Error, Flags, Mode};
+use crate::{Errno, Error, Flags, Mode, Result};
 
 /// The outcome of trying one class in one mode.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -121,33 +121,33 @@ fn fails(e: &Error) -> Outcome {
 }
 
 fn try_one(backend: &dyn BackendImpl, spec: &str, mode: Mode, flags: Flags) -> Outcome {
-    match try_spec(backend, spec, mode, flags) {
-        Outcome::Fails { kind, detail }
-            if matches!(kind.as_str(), "EACCES" | "EPERM") && !spec.contains(",usr") =>
-        {
-            match try_spec(backend, &format!("{spec},usr"), mode, flags) {
-                Outcome::Works => Outcome::UserOnly,
+    match attempt(backend, spec, mode, flags) {
+        Err(e) if refused_for_privilege(&e) && !spec.contains(",usr") => {
+            match attempt(backend, &format!("{spec},usr"), mode, flags) {
+                Ok(Outcome::Works) => Outcome::UserOnly,
                 // Still refused for privilege: the first error says it.
-                Outcome::Fails { kind: k2, .. } if matches!(k2.as_str(), "EACCES" | "EPERM") => {
-                    Outcome::Fails { kind, detail }
-                }
+                Err(again) if refused_for_privilege(&again) => fails(&e),
                 // Otherwise the user-mode attempt names what else is
                 // missing (no PMU, no tracefs, …).
-                other => other,
+                other => other.unwrap_or_else(|e| fails(&e)),
             }
         }
-        other => other,
+        other => other.unwrap_or_else(|e| fails(&e)),
     }
 }
 
-fn try_spec(backend: &dyn BackendImpl, spec: &str, mode: Mode, flags: Flags) -> Outcome {
+/// Whether the OS refused for lack of privilege (EACCES or EPERM), which
+/// user-mode counting (`,usr`) may not need.
+fn refused_for_privilege(e: &Error) -> bool {
+    let errno = e.os_errno().map_or(e.errno(), Errno::from_raw);
+    errno == Errno::ACCESS || errno == Errno::PERM
+}
+
+fn attempt(backend: &dyn BackendImpl, spec: &str, mode: Mode, flags: Flags) -> Result<Outcome> {
     if flags.contains(Flags::CALLCHAIN) && !mode.is_sampling() {
-        return Outcome::NotApplicable;
+        return Ok(Outcome::NotApplicable);
     }
-    match open_enable_read(backend, spec, mode, flags) {
-        Ok(()) => Outcome::Works,
-        Err(e) => fails(&e),
-    }
+    open_enable_read(backend, spec, mode, flags).map(|()| Outcome::Works)
 }
 
 /// Prepares `spec` for `mode`, opens it on the caller (TC/TS) or CPU 0
@@ -293,6 +293,7 @@ mod tests {
                     op: format!("open {}", request.spec.text).into(),
                     source: std::io::Error::from_raw_os_error(libc::EACCES),
                     hint: None,
+                    reason: None,
                 }),
             }
         }

@@ -21,7 +21,7 @@ use std::sync::{Mutex, OnceLock};
 use libtest_mimic::{Completion, Failed, Trial};
 use pmc::backend::{Backend, BackendKind};
 use pmc::probe::{Environment, Requirement};
-use pmc::{Cpu, Error, Flags, Mode, Owner, Pmc, State};
+use pmc::{Cpu, Error, Flags, Mode, Owner, Pmc, Reason, State};
 
 use crate::harness::{FORCE_ENV, Forced, Gate, gate};
 

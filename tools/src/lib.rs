@@ -103,14 +103,18 @@ mod tests {
         let unknown_tracepoint = pmc::Error::UnknownEvent {
             what: "tracepoint sched:nosuch".into(),
             why: "no tracepoint sched:nosuch".into(),
+            reason: None,
         };
         let unknown_event = pmc::Error::UnknownEvent {
             what: "event `nosuchevent`".into(),
             why: "not a generic name".into(),
+            reason: None,
         };
         let no_tracefs = pmc::Error::Unavailable {
             what: "/sys/kernel/tracing".into(),
             why: "tracefs is not mounted".into(),
+            reason: None,
+            source: None,
         };
         assert!(!unknown_tracepoint.is_environmental() && no_tracefs.is_environmental());
         assert_eq!(exit_status(&unknown_tracepoint), sysexits::EX_USAGE);

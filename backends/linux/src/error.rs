@@ -40,6 +40,33 @@ pub enum Error {
         /// Advice, e.g. how to mount tracefs.
         hint: Option<Hint>,
     },
+    /// No PMU of that name under the sysfs PMU directory.
+    #[error(
+        "PMU `{name}`: there is no such PMU in {root}; this machine has: {}",
+        closest_or_all(closest, present)
+    )]
+    NoSuchPmu {
+        /// The name asked for.
+        name: String,
+        /// The directory searched (`/sys/bus/event_source/devices`).
+        root: String,
+        /// The PMUs there closest to `name`, best first (may be empty).
+        closest: Vec<String>,
+        /// Every PMU there.
+        present: Vec<String>,
+    },
+    /// tracefs is there but has no such tracepoint.
+    #[error("{path}: no tracepoint {subsystem}:{event}{}", closest_suffix(closest))]
+    NoSuchTracepoint {
+        /// The subsystem asked for.
+        subsystem: String,
+        /// The event asked for.
+        event: String,
+        /// The directory that does not exist.
+        path: String,
+        /// The tracepoints closest to it, as `subsystem:event`, best first.
+        closest: Vec<String>,
+    },
     /// Something this kernel, CPU or machine does not provide.
     #[error("{what} is not supported here: {why}")]
     Unsupported {
@@ -57,7 +84,8 @@ impl Error {
             Error::Os { errno, .. } => *errno,
             Error::Invalid { .. } => libc::EINVAL,
             Error::File { errno, .. } => errno.unwrap_or(libc::EINVAL),
-            Error::Unsupported { .. } => libc::EOPNOTSUPP,
+            Error::Unsupported { .. } | Error::NoSuchPmu { .. } => libc::EOPNOTSUPP,
+            Error::NoSuchTracepoint { .. } => libc::ENOENT,
         }
     }
 
@@ -222,6 +250,23 @@ impl fmt::Display for Hint {
             ),
             Hint::Other(s) => f.write_str(s),
         }
+    }
+}
+
+/// The closest names if there are any, else every name.
+fn closest_or_all(closest: &[String], all: &[String]) -> String {
+    if closest.is_empty() {
+        all.join(", ")
+    } else {
+        closest.join(", ")
+    }
+}
+
+fn closest_suffix(closest: &[String]) -> String {
+    if closest.is_empty() {
+        String::new()
+    } else {
+        format!(" (closest: {})", closest.join(", "))
     }
 }
 

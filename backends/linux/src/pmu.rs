@@ -309,19 +309,13 @@ impl Pmu {
         if !name.contains('/') && dir.join("type").exists() {
             return Pmu::read(&dir);
         }
-        let names = names_in(root);
-        let near = pmc_suggest::closest(name, names.iter().map(String::as_str), 5);
-        Err(Error::Unsupported {
-            what: format!("PMU `{name}`"),
-            why: format!(
-                "there is no such PMU in {}; this machine has: {}",
-                root.display(),
-                if near.is_empty() {
-                    names.join(", ")
-                } else {
-                    near.join(", ")
-                }
-            ),
+        let present = names_in(root);
+        let closest = pmc_suggest::closest(name, present.iter().map(String::as_str), 5);
+        Err(Error::NoSuchPmu {
+            name: name.to_string(),
+            root: root.display().to_string(),
+            closest,
+            present,
         })
     }
 

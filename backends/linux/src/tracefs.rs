@@ -89,6 +89,12 @@ impl Tracefs {
         Tracefs::from_state(mount_state())
     }
 
+    /// [`Tracefs::locate`] over other mount points and mount table
+    /// ([`mount_state_in`]).
+    pub fn locate_in(points: &[PathBuf], mounts: impl FnOnce() -> String) -> Result<Tracefs> {
+        Tracefs::from_state(mount_state_in(points, mounts))
+    }
+
     fn from_state(state: MountState) -> Result<Tracefs> {
         match state {
             MountState::Readable(root) => Ok(Tracefs { root }),
@@ -148,19 +154,12 @@ impl Tracefs {
             .into_iter()
             .map(|(s, e)| format!("{s}:{e}"))
             .collect();
-        let near = pmc_suggest::closest(&wanted, all.iter().map(String::as_str), 5);
-        Err(Error::File {
+        let closest = pmc_suggest::closest(&wanted, all.iter().map(String::as_str), 5);
+        Err(Error::NoSuchTracepoint {
+            subsystem: subsystem.to_string(),
+            event: event.to_string(),
             path: dir.display().to_string(),
-            why: format!(
-                "no tracepoint {wanted}{}",
-                if near.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (closest: {})", near.join(", "))
-                }
-            ),
-            errno: Some(libc::ENOENT),
-            hint: None,
+            closest,
         })
     }
 

@@ -16,7 +16,7 @@
 //! could run and nothing is left out.
 
 use crate::backend::Backend;
-use crate::{Cpu, Error, Flags, Mode, Owner, Pmc, State};
+use crate::{Cpu, Error, Flags, Mode, Owner, Pmc, Reason, State};
 
 mod subjects;
 mod suite;

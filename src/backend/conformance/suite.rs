@@ -12,7 +12,7 @@
 //! machine, gated by its requirements). Its parent provides the names in
 //! `use super::*` below.
 
-use super::{Backend, Cpu, Error, Flags, Mode, Owner, Pmc, State};
+use super::{Backend, Cpu, Error, Flags, Mode, Owner, Pmc, Reason, State};
 
 /// What a scenario needs beyond counting events of the caller.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

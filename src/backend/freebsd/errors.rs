@@ -41,6 +41,10 @@ pub fn from_freebsd(e: pmc_freebsd::Error, what: &str) -> Error {
         pmc_freebsd::Error::Spec(spec) => Error::UnknownEvent {
             what: format!("event {:?}", spec.spec),
             why: format!("{}; list hwpmc's events with pmccontrol -L", spec.reason),
+            reason: crate::Reason::UnknownEvent {
+                closest: Vec::new(),
+            }
+            .boxed(),
         },
         pmc_freebsd::Error::Invalid(why) => Error::InvalidArgument {
             op: "hwpmc".into(),
@@ -62,20 +66,25 @@ fn from_kernel(op: Op, errno: Errno, hint: &'static str, what: &str) -> Error {
     match errno {
         Errno::EPERM => Error::PermissionDenied {
             op: op_what.into(),
-            source: std::io::Error::from_raw_os_error(host_errno(errno)),
+            source: kernel_error(errno),
             hint: Some(hint.into()),
+            reason: None,
         },
         Errno::EBUSY => Error::Busy {
             op: op.name().into(),
             why: format!("{what}: {hint}"),
+            source: Some(kernel_error(errno)),
         },
         Errno::EOPNOTSUPP => Error::NotSupported {
             what: op_what,
             why: hint.into(),
+            source: Some(kernel_error(errno)),
         },
         Errno::ENXIO => Error::Unavailable {
             what: op_what,
             why: hint.into(),
+            reason: None,
+            source: Some(kernel_error(errno)),
         },
         Errno::EDOOFUS => Error::LogRequired {
             op: op.name().into(),
@@ -83,10 +92,15 @@ fn from_kernel(op: Op, errno: Errno, hint: &'static str, what: &str) -> Error {
         },
         _ => Error::Os {
             op: op_what.into(),
-            source: std::io::Error::from_raw_os_error(host_errno(errno)),
+            source: kernel_error(errno),
             hint: Some(hint.into()),
         },
     }
+}
+
+/// hwpmc's errno as the OS error behind the portable one.
+fn kernel_error(errno: Errno) -> std::io::Error {
+    std::io::Error::from_raw_os_error(host_errno(errno))
 }
 
 #[cfg(test)]

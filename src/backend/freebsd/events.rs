@@ -32,6 +32,7 @@ pub fn libpmc_spec(spec: &EventSpec) -> Result<String> {
         why: "hwpmc has no such events (they are Linux perf_event's); list hwpmc's with \
               pmccontrol -L"
             .into(),
+        source: None,
     };
     match &spec.event {
         // sys/kern/subr_trap.c / vm_fault.c: the page_fault soft events.
@@ -45,6 +46,7 @@ pub fn libpmc_spec(spec: &EventSpec) -> Result<String> {
                   (SOFT-CLOCK.*), interrupts and lock failures, not this; list them with \
                   pmccontrol -L"
                 .into(),
+            source: None,
         }),
         EventName::Hardware(_) | EventName::Cache(_) | EventName::Named(_) => Ok(spec.text.clone()),
         EventName::Raw(_) => Err(linux_only("raw perf encoding")),

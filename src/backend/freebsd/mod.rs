@@ -171,6 +171,7 @@ impl<S: System> BackendImpl for FreeBsdBackend<S> {
             return Err(Error::NotSupported {
                 what: "copying user stacks with samples".into(),
                 why: "this backend takes no user registers or stack; use frame-pointer callchains (CALLCHAIN)".into(),
+                source: None,
             });
         }
         let spec = libpmc_spec(request.spec)?;
@@ -290,6 +291,7 @@ impl<S: System> BackendImpl for FreeBsdBackend<S> {
         let raw = raw_class_of(class).ok_or_else(|| Error::NotSupported {
             what: format!("class {class}"),
             why: "hwpmc has no such class; see pmc::cpuinfo for the classes of this machine".into(),
+            source: None,
         })?;
         Ok(self.hwpmc.event_names_of_class(raw))
     }

@@ -104,7 +104,10 @@ pub fn open_default() -> Arc<dyn BackendImpl> {
         .and_then(FreeBsdBackend::open);
     match opened {
         Ok(backend) => Arc::new(backend),
-        Err(e) => Arc::new(HwpmcUnavailable { why: e.to_string() }),
+        Err(e) => Arc::new(HwpmcUnavailable {
+            why: e.to_string(),
+            os_errno: e.os_errno(),
+        }),
     }
 }
 
@@ -112,6 +115,8 @@ pub fn open_default() -> Arc<dyn BackendImpl> {
 #[derive(Debug)]
 struct HwpmcUnavailable {
     why: String,
+    /// The errno of the OS's refusal, kept as each error's source.
+    os_errno: Option<i32>,
 }
 
 impl HwpmcUnavailable {
@@ -119,6 +124,8 @@ impl HwpmcUnavailable {
         Error::Unavailable {
             what: "hwpmc".into(),
             why: self.why.clone(),
+            reason: None,
+            source: self.os_errno.map(std::io::Error::from_raw_os_error),
         }
     }
 }

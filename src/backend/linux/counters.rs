@@ -5,25 +5,68 @@
 //! counted too; without DESCENDANTS `inherit_thread` keeps child processes
 //! out, as hwpmc does. With DESCENDANTS the existing descendant processes
 //! get fds of their own and future children are inherited.
+//!
+//! Here: the plan every target opens from, process targets and the
+//! reading of their counts; `cpu` the system-wide targets, `open` the
+//! opening (fallbacks, trial cache), `rings` a logging target's rings,
+//! `hot` the inlined path of a one-fd counting target.
 
 use pmc_linux::attr::Attr;
 use pmc_linux::event::{Event, OpenFlags, Target};
 use pmc_linux::system;
 
+use std::borrow::Cow;
+use std::ffi::CString;
 use std::sync::Arc;
-
-use pmc_linux::ring::RingBuffer;
 
 use super::from_linux;
 
+mod cpu;
+mod hot;
 mod open;
-use super::resolve::LinuxEvent;
-use super::sampling::{self, LinuxSource, RingSet, SetPlan};
+mod rings;
+use super::sampling::{self, LinuxSource};
 use crate::backend::source::SampleSource;
-use crate::backend::{CounterValue, Counters, HotHandle};
+use crate::backend::{CounterValue, Counters};
 use crate::{Error, Result};
+pub(super) use cpu::CpuCounters;
+pub use hot::HotCounter;
 pub(super) use open::{TrialCache, trial_open};
-use open::{open_one, open_sibling, open_with_fallback};
+use rings::map_rings;
+
+/// What the counters of every target of an event open: one attr per core
+/// PMU (several on hybrid CPUs) and what logging needs.
+#[derive(Debug)]
+pub(super) struct OpenPlan {
+    pub(super) attrs: Vec<Attr>,
+    /// For each attr, the CPUs its PMU counts on (`None`: any CPU).
+    pub(super) cpus: Vec<Option<Vec<u32>>>,
+    /// The string `config1` points to (uprobe path, kprobe function).
+    pub(super) string: Option<CString>,
+    /// Sampling or `LOG_PROC*`: rings and what to log.
+    pub(super) log: Option<sampling::LogPlan>,
+    /// Per-thread values for `LOG_PROCCSW` and per-process `LOG_PROCEXIT`:
+    /// the attrs of the sampling siblings grouped under each counter (see
+    /// `sampling::SliceSiblings`).
+    pub(super) slices: Option<sampling::SliceSiblings>,
+    /// How errors and `describe` name the event.
+    pub(super) description: Cow<'static, str>,
+    /// The tracepoint filter, if any.
+    pub(super) filter: Option<String>,
+    /// The backend's collector and trial-open cache.
+    pub(super) shared: Arc<super::Shared>,
+}
+
+/// When a process target's counters start counting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Start {
+    /// At the first enable.
+    AtEnable,
+    /// At the process's next exec after the first enable (perf_event's
+    /// `enable_on_exec`), for a process held before its exec.
+    AtExec,
+}
+use open::{open_sibling, open_with_fallback};
 
 /// Sums the events of a target. `chunks` splits `events` into the
 /// instances of one thread's counter (empty: one event each): its per-CPU
@@ -157,79 +200,12 @@ pub(super) fn rdpmc_index_from_page(
     }
 }
 
-/// Maps one ring per CPU and routes the other events of that CPU into it;
-/// `events` are (cpu, event) pairs. Falls back to smaller rings when the
-/// mlock limit refuses the default size.
-fn map_rings(
-    event: &LinuxEvent,
-    cpus: &[i32],
-    events: &Arc<[Event]>,
-    siblings: &[(i32, Event)],
-    root: Option<(u32, Arc<[Event]>)>,
-) -> Result<Option<Arc<LinuxSource>>> {
-    let Some(plan) = &event.log else {
-        return Ok(None);
-    };
-    let mut ring_cut_to_kib: Option<usize> = None;
-    let mut rings = Vec::new();
-    let mut owner_of_cpu: Vec<(i32, usize)> = Vec::new();
-    let mut ring_of = Vec::with_capacity(events.len());
-    for (i, (cpu, ev)) in cpus.iter().zip(events.iter()).enumerate() {
-        if let Some(ring) = owner_of_cpu.iter().position(|(c, _)| c == cpu) {
-            ev.set_output(Some(&events[owner_of_cpu[ring].1]))
-                .map_err(from_linux)?;
-            ring_of.push(ring);
-            continue;
-        }
-        ring_of.push(rings.len());
-        let mut pages = plan.pages;
-        let ring = loop {
-            match RingBuffer::new(ev, pages) {
-                Ok(r) => {
-                    if pages < plan.pages {
-                        let kib = r.data_size() / 1024;
-                        ring_cut_to_kib = Some(ring_cut_to_kib.map_or(kib, |k| k.min(kib)));
-                    }
-                    break r;
-                }
-                Err(e) if pages > 1 && matches!(e.errno(), libc::EPERM | libc::ENOMEM) => {
-                    pages /= 2
-                }
-                Err(e) => return Err(from_linux(e)),
-            }
-        };
-        rings.push(ring);
-        owner_of_cpu.push((*cpu, i));
-    }
-    for (cpu, sibling) in siblings {
-        if let Some((_, owner)) = owner_of_cpu.iter().find(|(c, _)| c == cpu) {
-            sibling
-                .set_output(Some(&events[*owner]))
-                .map_err(from_linux)?;
-        }
-    }
-    let attr = event.attrs.first().copied().unwrap_or_default();
-    let writers = sampling::RingEvents {
-        events: events.clone(),
-        ring_of,
-    };
-    let set = SetPlan {
-        plan,
-        attr: &attr,
-        writers,
-        root,
-        slices: event.slices.as_ref(),
-        ring_cut_to_kib,
-    };
-    Ok(Some(RingSet::source(set, rings, &event.shared.collector)?))
-}
-
 impl ProcessCounters {
     pub(super) fn open(
-        event: &LinuxEvent,
+        event: &OpenPlan,
         pid: u32,
         descendants: bool,
-        at_exec: bool,
+        start: Start,
     ) -> Result<ProcessCounters> {
         let root = i32::try_from(pid).map_err(|_| Error::NoSuchProcess {
             op: "attach".into(),
@@ -275,7 +251,7 @@ impl ProcessCounters {
                 // (hybrid) and CPU (logging) are one counter to scale.
                 let first = events.len();
                 for attr in &event.attrs {
-                    let attr = &attr.enable_on_exec(at_exec);
+                    let attr = &attr.enable_on_exec(start == Start::AtExec);
                     for &cpu in cpus {
                         let target = Target { pid: tid, cpu };
                         let leader = match open_with_fallback(attr, target, event) {
@@ -344,7 +320,7 @@ impl ProcessCounters {
             plain_attr,
             user_read: None,
             enabled: false,
-            armed_for_exec: at_exec,
+            armed_for_exec: start == Start::AtExec,
             // linux/perf_event.h: PERF_TYPE_SOFTWARE 1, PERF_TYPE_TRACEPOINT 2.
             never_multiplexed: event.attrs.iter().all(|a| matches!(a.type_id(), 1 | 2)),
         })
@@ -470,119 +446,6 @@ impl Counters for ProcessCounters {
             return Ok(None);
         };
         rdpmc_index_from_page(page.caps(), self.enabled).map(Some)
-    }
-}
-
-/// A target that is one plain counting fd, shared with its
-/// `ProcessCounters` (see [`Counters::hot`]): each call is the binding's
-/// inlined syscall, errors converted out of line.
-#[derive(Debug, Clone)]
-pub struct HotCounter(Arc<[Event]>);
-
-impl HotCounter {
-    #[inline]
-    fn event(&self) -> &Event {
-        // `Counters::hot` hands out only one-event targets.
-        &self.0[0]
-    }
-
-    // Each call answers only "did it work": on failure `Pmc` takes its
-    // general path, which repeats the (idempotent) operation through
-    // `Counters` and reports the error in full. Nothing here builds an
-    // error on success, so the hot path is the syscall and a compare.
-}
-
-impl HotHandle for HotCounter {
-    /// Enables; false when the ioctl failed.
-    #[inline(always)]
-    fn enable(&self) -> bool {
-        self.event().enable_errno().is_ok()
-    }
-
-    /// Disables (`Pmc::stop`); false when the ioctl failed.
-    #[inline(always)]
-    fn disable(&self) -> bool {
-        self.event().disable_errno().is_ok()
-    }
-
-    /// The scaled value; `None` when the read failed or the counter was
-    /// enabled but never ran.
-    #[inline(always)]
-    fn read_scaled(&self) -> Option<u64> {
-        self.event().read_timed_errno().ok()?.scaled()
-    }
-}
-
-/// A system-wide counter on one CPU (one fd per core PMU).
-#[derive(Debug)]
-pub(super) struct CpuCounters {
-    events: Arc<[Event]>,
-    rings: Option<Arc<LinuxSource>>,
-}
-
-impl CpuCounters {
-    pub(super) fn open(event: &LinuxEvent, cpu: u32) -> Result<CpuCounters> {
-        // Each attr counts only on its PMU's CPUs (hybrid core types,
-        // uncore cpumasks).
-        let mut events = Vec::with_capacity(event.attrs.len());
-        for (attr, cpus) in event.attrs.iter().zip(&event.cpus) {
-            if cpus.as_ref().is_some_and(|c| !c.contains(&cpu)) {
-                continue;
-            }
-            events.push(open_one(attr, Target::cpu(cpu), event)?);
-        }
-        if events.is_empty() {
-            let cpus: Vec<u32> = event.cpus.iter().flatten().flatten().copied().collect();
-            return Err(Error::Unavailable {
-                what: format!("{} on CPU {cpu}", event.description),
-                why: format!("its PMU counts only on CPUs {cpus:?}; choose one of them"),
-            });
-        }
-        let events = Arc::<[Event]>::from(events);
-        // Only the rings (logging events) need a CPU per event.
-        let rings = match event.log {
-            Some(_) => map_rings(event, &vec![cpu as i32; events.len()], &events, &[], None)?,
-            None => None,
-        };
-        Ok(CpuCounters { events, rings })
-    }
-}
-
-impl Counters for CpuCounters {
-    fn enable(&mut self) -> Result<()> {
-        for_each(&self.events, Event::enable)
-    }
-
-    fn disable(&mut self) -> Result<()> {
-        for_each(&self.events, Event::disable)?;
-        Ok(())
-    }
-
-    fn read(&mut self) -> Result<CounterValue> {
-        read_events(&self.events, &[])
-    }
-
-    fn set_period(&mut self, period: u64) -> Result<()> {
-        if self.events.first().is_some_and(|e| e.is_sampling()) {
-            for_each(&self.events, |e| e.set_period(period))?;
-        }
-        Ok(())
-    }
-
-    fn handles(&self) -> usize {
-        self.events.len()
-    }
-
-    fn sample_source(&self) -> Option<Arc<dyn SampleSource>> {
-        self.rings.clone().map(|r| r as Arc<dyn SampleSource>)
-    }
-
-    fn fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
-        use std::os::fd::AsFd;
-        match &*self.events {
-            [one] => Some(one.as_fd()),
-            _ => None,
-        }
     }
 }
 

@@ -2,6 +2,7 @@
 //!
 //! - `resolve`: event specifier → `perf_event_attr`s (one per core PMU on
 //!   hybrid CPUs), class and capabilities;
+//! - `event`: the resolved event, which opens counters for a target;
 //! - `counters`: process targets (one fd per thread, inheritance for new
 //!   threads and, with DESCENDANTS, new processes) and CPU targets;
 //! - this file: the [`BackendImpl`] implementation, machine queries, and the
@@ -10,6 +11,7 @@
 mod counters;
 pub use counters::HotCounter;
 pub(crate) mod environment;
+mod event;
 mod machine;
 mod resolve;
 pub(crate) mod sampling;
@@ -24,7 +26,7 @@ use pmc_linux::system;
 use super::{BackendImpl, EventRequest, Platform, PreparedEvent};
 use crate::CpuInfo;
 use crate::log::cpu::CpuIdentity;
-use crate::{Class, Error, Result};
+use crate::{Class, Errno, Error, Reason, Result};
 
 /// perf_event as a `pmc` backend. Each instance has its own collector
 /// thread and trial-open cache (what its PMCs share).
@@ -158,45 +160,53 @@ impl Platform for LinuxBackend {
 
 /// Converts a binding error into the portable error, choosing the libpmc
 /// errno: EACCES/EPERM → EPERM, a missing PMU → ENXIO, an event the PMU
-/// lacks → EOPNOTSUPP, ESRCH → ESRCH, EBUSY → EBUSY.
+/// lacks → EOPNOTSUPP, a missing tracepoint → EINVAL, EBUSY → EBUSY. The
+/// kernel's own errno stays the error's `source()`; the binding's
+/// diagnosis becomes the typed [`Reason`] where it is one.
 #[cold]
 #[inline(never)]
 pub(crate) fn from_linux(e: pmc_linux::Error) -> Error {
-    use pmc_linux::{Error as L, Hint};
+    use pmc_linux::Error as L;
+    let os = |errno: i32| std::io::Error::from_raw_os_error(errno);
     match e {
         L::Os { op, errno, hint } => {
-            let no_pmu = matches!(hint, Some(Hint::NoHardwarePmu));
-            let hint_text = hint.as_ref().map(ToString::to_string);
+            let reason = hint.as_ref().and_then(reason_of);
+            let advice = hint.as_ref().map(ToString::to_string);
+            let errno = Errno::from_raw(errno);
             match errno {
-                libc::EACCES | libc::EPERM => Error::PermissionDenied {
+                Errno::ACCESS | Errno::PERM => Error::PermissionDenied {
                     op: op.into(),
-                    source: std::io::Error::from_raw_os_error(errno),
-                    hint: hint_text,
+                    source: errno.into(),
+                    hint: advice,
+                    reason,
                 },
-                libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV if no_pmu => Error::Unavailable {
+                Errno::NOENT | Errno::OPNOTSUPP | Errno::NODEV
+                    if reason.as_deref() == Some(&Reason::NoPmu) =>
+                {
+                    Error::Unavailable {
+                        what: op,
+                        why: advice.unwrap_or_default(),
+                        reason,
+                        source: Some(errno.into()),
+                    }
+                }
+                Errno::NOENT | Errno::OPNOTSUPP | Errno::NODEV => Error::NotSupported {
                     what: op,
-                    why: format!(
-                        "{} [kernel: {}]",
-                        hint_text.unwrap_or_else(|| "no hardware PMU (virtual machine?)".into()),
-                        pmc_linux::error::errno_name(errno)
-                    ),
+                    why: advice.unwrap_or_else(|| pmc_linux::error::strerror(errno.raw())),
+                    source: Some(errno.into()),
                 },
-                libc::ENOENT | libc::EOPNOTSUPP | libc::ENODEV => Error::NotSupported {
-                    what: op,
-                    why: format!(
-                        "{} [kernel: {}]",
-                        hint_text.unwrap_or_else(|| pmc_linux::error::strerror(errno)),
-                        pmc_linux::error::errno_name(errno)
-                    ),
-                },
-                libc::EBUSY => Error::Busy {
+                Errno::BUSY => Error::Busy {
                     op: "open".into(),
-                    why: format!("{op}: {}", hint_text.unwrap_or_default()),
+                    why: match advice {
+                        Some(advice) => format!("{op}: {advice}"),
+                        None => op,
+                    },
+                    source: Some(errno.into()),
                 },
                 _ => Error::Os {
                     op: op.into(),
-                    source: std::io::Error::from_raw_os_error(errno),
-                    hint: hint_text,
+                    source: errno.into(),
+                    hint: advice,
                 },
             }
         }
@@ -209,29 +219,154 @@ pub(crate) fn from_linux(e: pmc_linux::Error) -> Error {
             why,
             errno,
             hint,
-        } => match hint {
-            Some(h @ (Hint::TracefsNotMounted | Hint::TracefsPermission)) => Error::Unavailable {
+        } => match hint.as_ref().and_then(reason_of) {
+            reason @ Some(_) => Error::Unavailable {
                 what: path,
-                why: format!("{why}; {h}"),
+                why: format!("{why}; {}", hint.map(|h| h.to_string()).unwrap_or_default()),
+                reason,
+                source: errno.map(os),
             },
-            _ => Error::Os {
+            None => Error::Os {
                 op: format!("{path}: {why}").into(),
-                source: std::io::Error::from_raw_os_error(errno.unwrap_or(libc::EIO)),
+                source: os(errno.unwrap_or(libc::EIO)),
                 hint: hint.map(|h| h.to_string()),
             },
         },
-        L::Unsupported { what, why } => Error::NotSupported { what, why },
+        // The resolver makes this an unknown event when the spec names the
+        // PMU; anywhere else a PMU the kernel lacks is a missing feature.
+        no_pmu @ L::NoSuchPmu { .. } => Error::NotSupported {
+            what: "PMU".into(),
+            why: no_pmu.to_string(),
+            source: None,
+        },
+        L::NoSuchTracepoint {
+            subsystem,
+            event,
+            path,
+            closest,
+        } => Error::UnknownEvent {
+            what: format!("tracepoint {subsystem}:{event}"),
+            why: format!(
+                "{path} does not exist{}",
+                if closest.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (closest: {})", closest.join(", "))
+                }
+            ),
+            reason: Reason::NoSuchTracepoint {
+                subsystem,
+                event,
+                closest,
+            }
+            .boxed(),
+        },
+        L::Unsupported { what, why } => Error::NotSupported {
+            what,
+            why,
+            source: None,
+        },
         other => Error::Os {
             op: other.to_string().into(),
-            source: std::io::Error::from_raw_os_error(other.errno()),
+            source: os(other.errno()),
             hint: None,
         },
     }
 }
 
+/// The binding's diagnosis as a typed reason, where it is one a caller
+/// may act on.
+fn reason_of(hint: &pmc_linux::Hint) -> Option<Box<Reason>> {
+    use pmc_linux::Hint;
+    match *hint {
+        Hint::Paranoid { level, needed, .. } => Reason::Paranoid { level, needed },
+        Hint::Ptrace { pid } => Reason::Ptrace {
+            pid: u32::try_from(pid).ok()?,
+        },
+        Hint::NoHardwarePmu => Reason::NoPmu,
+        Hint::TracefsNotMounted => Reason::NoTracefs,
+        Hint::TracefsPermission => Reason::TracefsDenied,
+        _ => return None,
+    }
+    .boxed()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kernel refusal keeps its errno as the error's `source()`, an
+    /// `io::Error`, whatever libpmc errno the error reports: here
+    /// perf_event_open of a PMU type no kernel has (ENOENT), or EACCES/EPERM
+    /// where perf_event is forbidden.
+    #[test]
+    fn a_kernel_refusal_is_the_source_as_an_io_error() {
+        use pmc_linux::attr::{Attr, EventConfig};
+        use pmc_linux::event::{Event, OpenFlags, Target};
+        let attr = Attr::new(EventConfig::Dynamic {
+            pmu_type: 0x7fff_fff0,
+            config: 0,
+            config1: 0,
+            config2: 0,
+            config3: 0,
+        });
+        let refused = Event::open(&attr, Target::task(0), None, OpenFlags::empty())
+            .expect_err("no PMU has this type");
+        let errno = refused.errno();
+        let e = from_linux(refused);
+        let source = std::error::Error::source(&e).expect("the kernel's refusal is the source");
+        let io = source
+            .downcast_ref::<std::io::Error>()
+            .expect("an io::Error");
+        assert_eq!(io.raw_os_error(), Some(errno), "{e}");
+        assert_eq!(e.os_errno(), Some(errno), "{e}");
+        assert!(e.to_string().contains(Errno::from_raw(errno).name()), "{e}");
+    }
+
+    /// The binding's diagnoses become typed reasons: no tracefs (from the
+    /// mount points, none of which has it), a paranoid level that forbids
+    /// the request, no hardware PMU.
+    #[test]
+    fn the_bindings_diagnoses_are_typed_reasons() {
+        let nowhere = std::env::temp_dir().join(format!("pmc-no-tracefs-{}", std::process::id()));
+        let missing = pmc_linux::tracefs::Tracefs::locate_in(&[nowhere], String::new)
+            .expect_err("nothing is mounted there");
+        let e = from_linux(missing);
+        assert!(matches!(e, Error::Unavailable { .. }), "{e:?}");
+        assert_eq!(e.reason(), Some(&Reason::NoTracefs), "{e}");
+        assert_eq!(e.os_errno(), Some(libc::ENOENT), "{e}");
+        assert!(e.to_string().contains("mount"), "says what to do: {e}");
+
+        let forbidden = pmc_linux::Error::Os {
+            op: "perf_event_open(cycles:k)".into(),
+            errno: libc::EACCES,
+            hint: Some(pmc_linux::Hint::Paranoid {
+                level: 2,
+                needed: 1,
+                reason: "counting kernel events",
+            }),
+        };
+        let e = from_linux(forbidden);
+        assert_eq!(e.errno(), Errno::PERM, "{e}");
+        assert_eq!(
+            e.reason(),
+            Some(&Reason::Paranoid {
+                level: 2,
+                needed: 1
+            })
+        );
+        assert_eq!(e.os_errno(), Some(libc::EACCES), "{e}");
+
+        let no_pmu = pmc_linux::Error::Os {
+            op: "perf_event_open(cycles)".into(),
+            errno: libc::ENOENT,
+            hint: Some(pmc_linux::Hint::NoHardwarePmu),
+        };
+        let e = from_linux(no_pmu);
+        assert_eq!(e.errno(), Errno::NXIO, "{e}");
+        assert_eq!(e.reason(), Some(&Reason::NoPmu), "{e}");
+        assert_eq!(e.os_errno(), Some(libc::ENOENT), "{e}");
+    }
 
     /// The questions `Pmc` asks instead of reading procfs/sysfs itself:
     /// this process's executable is the one std finds for it, a pid that

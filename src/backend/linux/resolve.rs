@@ -8,8 +8,9 @@ use std::sync::Arc;
 use pmc_linux::attr::{self as la, Attr, EventConfig, ReadFormat};
 use pmc_linux::pmu as lpmu;
 
-use super::counters::{CpuCounters, ProcessCounters};
-use crate::backend::{Counters, EventRequest, PreparedEvent};
+use super::counters::OpenPlan;
+use super::event::LinuxEvent;
+use crate::backend::EventRequest;
 use crate::spec::{self, EventName, EventSpec, Precise, Qualifiers};
 use crate::{Capabilities, Class, Error, Flags, Result};
 
@@ -21,77 +22,6 @@ mod pmu;
 mod tests;
 
 use description::MachineDescription;
-
-/// A resolved event: one attr per core PMU (several on hybrid CPUs).
-#[derive(Debug)]
-pub(super) struct LinuxEvent {
-    pub(super) attrs: Vec<Attr>,
-    /// For each attr, the CPUs its PMU counts on (`None`: any CPU).
-    pub(super) cpus: Vec<Option<Vec<u32>>>,
-    /// The string `config1` points to (uprobe path, kprobe function).
-    pub(super) string: Option<CString>,
-    /// Sampling or `LOG_PROC*`: rings and what to log.
-    pub(super) log: Option<super::sampling::LogPlan>,
-    /// Per-thread values for `LOG_PROCCSW` and per-process `LOG_PROCEXIT`:
-    /// the attrs of the sampling siblings grouped under each counter (see
-    /// `sampling::SliceSiblings`).
-    pub(super) slices: Option<super::sampling::SliceSiblings>,
-    pub(super) class: Class,
-    pub(super) caps: Capabilities,
-    pub(super) description: Cow<'static, str>,
-    pub(super) filter: Option<String>,
-    /// The backend's collector and trial-open cache.
-    pub(super) shared: Arc<super::Shared>,
-}
-
-impl PreparedEvent for LinuxEvent {
-    fn class(&self) -> Class {
-        self.class.clone()
-    }
-
-    fn capabilities(&self) -> Capabilities {
-        self.caps
-    }
-
-    fn width(&self) -> u32 {
-        64
-    }
-
-    fn describe(&self) -> String {
-        self.description.to_string()
-    }
-
-    fn serves_every_cpu(&self) -> bool {
-        // Attrs, CPU lists and the log plan: nothing is one PMC's.
-        true
-    }
-
-    fn open_process(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
-        Ok(Box::new(ProcessCounters::open(
-            self,
-            pid,
-            descendants,
-            false,
-        )?))
-    }
-
-    fn open_process_at_exec(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
-        Ok(Box::new(ProcessCounters::open(
-            self,
-            pid,
-            descendants,
-            true,
-        )?))
-    }
-
-    fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {
-        Ok(Box::new(CpuCounters::open(self, cpu)?))
-    }
-
-    fn trial_open(&self) -> Result<()> {
-        super::counters::trial_open(self)
-    }
-}
 
 pub(super) fn hardware_event(h: spec::HardwareEvent) -> Option<la::Hardware> {
     use la::Hardware as L;
@@ -185,6 +115,7 @@ fn encoding_qualifier_error(spec: &EventSpec, what: &str) -> Error {
         why: "they change the hardware event encoding, which generic events do not expose; \
               use the raw or PMU form, e.g. `cpu/event=0xc0,umask=0x0,cmask=1/` or `r…`"
             .into(),
+        source: None,
     }
 }
 
@@ -282,16 +213,12 @@ fn not_supported(e: pmc_linux::Error) -> Error {
     super::from_linux(e)
 }
 
+/// A tracepoint tracefs lacks is an unknown name (EINVAL, `from_linux`);
+/// a tracefs that is not there is unavailable.
 fn tracepoint_event(d: &MachineDescription, subsystem: &str, event: &str) -> Result<Resolved> {
-    let id = d.tracepoint_id(subsystem, event).map_err(|e| match e {
-        pmc_linux::Error::File { why, .. } if why.starts_with("no tracepoint") => {
-            Error::UnknownEvent {
-                what: format!("tracepoint {subsystem}:{event}"),
-                why,
-            }
-        }
-        other => not_supported(other),
-    })?;
+    let id = d
+        .tracepoint_id(subsystem, event)
+        .map_err(super::from_linux)?;
     Ok(Resolved {
         planned: vec![Planned::anywhere(Attr::new(EventConfig::Tracepoint(id)))],
         class: Class::Tracepoint,
@@ -538,16 +465,18 @@ fn resolve_with(
         _ => None,
     };
     Ok(LinuxEvent {
-        attrs,
-        cpus,
-        log,
-        string,
+        plan: OpenPlan {
+            attrs,
+            cpus,
+            log,
+            string,
+            description,
+            filter: q.filter.clone(),
+            slices,
+            shared,
+        },
         class,
         caps,
-        description,
-        filter: q.filter.clone(),
-        slices,
-        shared,
     })
 }
 
@@ -566,6 +495,7 @@ fn exit_tracepoint(d: &MachineDescription, flags: Flags) -> Result<Option<u64>> 
                  tracepoint, which needs tracefs: {e} (as root: \
                  `mount -t tracefs nodev /sys/kernel/tracing`)"
             ),
+            source: None,
         }),
     }
 }
@@ -585,6 +515,7 @@ fn interrupts_event() -> Error {
         why: "Linux has no generic hardware-interrupt counter and this CPU's native \
               event is not known; count the `irq:irq_handler_entry` tracepoint instead"
             .into(),
+        source: None,
     }
 }
 

@@ -16,92 +16,35 @@
 //! perf has no record that carries a counter's value at a context switch
 //! or an exit, but a sibling that samples with `PERF_SAMPLE_READ` of the
 //! group reads the counter at exactly that moment.
+//!
+//! Here: the rings' set and its drains, and the collector; `plan` what a
+//! logging event asks perf for, `records` one perf record as a backend
+//! event.
 
 mod callchain;
 mod exec_path;
 mod lost;
+mod plan;
 mod procfs;
+mod records;
 
 pub(super) use lost::for_this_kernel;
+pub(super) use plan::{LogPlan, SliceSiblings, default_ring_pages, logging_attr};
 
 use std::sync::{Arc, Mutex, Weak};
 
-use pmc_linux::attr::{Attr, AttrBit, EventConfig, ReadFormat, SampleType, Software};
-use pmc_linux::record::{Record, RecordParser, Sample, kind};
+use pmc_linux::attr::{Attr, AttrBit};
+use pmc_linux::record::{Record, RecordParser, kind};
 use pmc_linux::ring::RingBuffer;
 
 use crate::backend::event::BackendEvent;
 use crate::backend::source::{Drain, MappingSource, SampleSource, SourceInfo};
 use crate::periodic::{self, Sweeper};
-use crate::sample::{UserRegs, UserStack};
-use crate::{Flags, Mode, Result};
+use crate::{Flags, Result};
 use exec_path::{PendingExec, mapped_image};
 use lost::RingLosses;
 use procfs::ProcMappings;
-
-/// The siblings that sample a counter's per-thread value, each reading the
-/// group (the counter leads it) when it fires:
-/// - `switch`: the `context-switches` software event, period 1: fires as a
-///   thread is switched out, so consecutive values of one (thread, CPU)
-///   differ by that slice's count (hwpmc's PROCCSW);
-/// - `exit`: the `sched:sched_process_exit` tracepoint, which fires in the
-///   exiting thread before its counters are torn down: its last slice.
-///
-/// A thread's value is the sum of its slices, a process's the sum of its
-/// threads', exact per process even where children inherit the counter.
-/// Both fire in the kernel, so they need `perf_event_paranoid` <= 1 (or
-/// CAP_PERFMON) even for a user-mode counter.
-#[derive(Clone, Debug)]
-pub(super) struct SliceSiblings {
-    pub(super) switch: Attr,
-    pub(super) exit: Option<Attr>,
-}
-
-impl SliceSiblings {
-    /// Whether a PMC needs them: hwpmc logs PROCCSW for counting process
-    /// PMCs only, and per-process exit values matter once descendants are
-    /// followed.
-    pub(super) fn wanted(mode: Mode, flags: Flags) -> bool {
-        mode == Mode::TC
-            && (flags.contains(Flags::LOG_PROCCSW)
-                || flags.contains(Flags::LOG_PROCEXIT | Flags::DESCENDANTS))
-    }
-
-    /// Siblings for `leader` (a logging counter attr); `exit_tracepoint` is
-    /// the id of `sched:sched_process_exit` when exit values are wanted.
-    pub(super) fn new(leader: &Attr, exit_tracepoint: Option<u64>) -> SliceSiblings {
-        let sibling = |event| {
-            Attr::new(event)
-                .inherit(leader.is_set(AttrBit::INHERIT))
-                .inherit_thread(leader.is_set(AttrBit::INHERIT_THREAD))
-                .sample_period(1)
-                // The leader's sample_id fields, so every record in the
-                // shared ring ends with the same trailer.
-                .sample_type(leader.get_sample_type() | SampleType::READ)
-                .read_format(ReadFormat::GROUP)
-                .set(AttrBit::SAMPLE_ID_ALL, 1)
-                .set(AttrBit::USE_CLOCKID, 1)
-                .clockid(leader.get_clockid())
-        };
-        SliceSiblings {
-            switch: sibling(EventConfig::Software(Software::ContextSwitches)),
-            exit: exit_tracepoint.map(|id| sibling(EventConfig::Tracepoint(id))),
-        }
-    }
-
-    /// The attrs to open under each counter, in group order.
-    pub(super) fn attrs(&self) -> impl Iterator<Item = &Attr> {
-        std::iter::once(&self.switch).chain(self.exit.as_ref())
-    }
-}
-
-/// What a logging event needs beyond counting.
-#[derive(Clone, Debug)]
-pub(super) struct LogPlan {
-    pub(super) flags: Flags,
-    pub(super) sampling: bool,
-    pub(super) pages: usize,
-}
+use records::{backend_event, slice_event};
 
 /// The rings of one target and how to turn their records into neutral
 /// events: the target's [`SampleSource`].
@@ -144,7 +87,7 @@ impl SampleSource for LinuxSource {
     }
 
     fn drain(&self, how: Drain, out: &mut Vec<(u64, BackendEvent)>) -> bool {
-        self.set().drain(out, how == Drain::Final)
+        self.set().drain(out, how)
     }
 
     /// Disables the events of a process target; a CPU's stop with the PMC.
@@ -237,18 +180,6 @@ impl Collector {
             intake.lock().unwrap_or_else(|p| p.into_inner()).collect();
         }
         intakes.len()
-    }
-}
-
-/// The data pages of a ring when the user set none: 512 KiB (perf's
-/// default, within the default `perf_event_mlock_kb` on every CPU), four
-/// times that where no mlock limit applies (CAP_IPC_LOCK).
-pub(super) fn default_ring_pages() -> usize {
-    use pmc_linux::system::{CAP_IPC_LOCK, has_capability};
-    if has_capability(CAP_IPC_LOCK) {
-        4 * crate::backend::source::DEFAULT_BUFFER_PAGES
-    } else {
-        crate::backend::source::DEFAULT_BUFFER_PAGES
     }
 }
 
@@ -418,12 +349,12 @@ impl RingSet {
         self.spools.iter().any(|s| s.peek().is_some())
     }
 
-    /// Appends the published records to `events` as neutral events: every one
-    /// for a `last` drain (stop, release, log flush or close), which also
+    /// Appends the published records to `events` as backend events: every
+    /// one for a [`Drain::Final`] (stop, release, log flush or close), which also
     /// reports the losses no LOST record told yet; a window of
-    /// [`DECODE_WINDOW_NS`] for a sweep. Returns whether records are left
-    /// to decode.
-    pub(super) fn drain(&mut self, events: &mut Vec<(u64, BackendEvent)>, last: bool) -> bool {
+    /// [`DECODE_WINDOW_NS`] for a [`Drain::Sweep`]. Returns whether records
+    /// are left to decode.
+    pub(super) fn drain(&mut self, events: &mut Vec<(u64, BackendEvent)>, how: Drain) -> bool {
         self.collect();
         let parser = self.parser;
         let slice_parser = self.slice_parser;
@@ -437,9 +368,9 @@ impl RingSet {
             .as_ref()
             .filter(|_| self.flags.contains(Flags::LOG_PROCEXIT) && !self.info.exit_slices);
         // A sweep decodes one window of sample time and leaves the rest
-        // for the next (which empties the rings again first); a last
+        // for the next (which empties the rings again first); a final
         // drain decodes everything.
-        let cutoff = if last {
+        let cutoff = if how == Drain::Final {
             u64::MAX
         } else {
             self.spools
@@ -522,18 +453,20 @@ impl RingSet {
                         }
                     }
                 }
-                if let Some(event) = neutral(&record, sampling, user_only, root) {
+                if let Some(event) = backend_event(&record, sampling, user_only, root) {
                     events.push(event);
                 }
             }
             spool.end_if_corrupt();
         }
-        if last {
+        if how == Drain::Final {
             for pending in &mut self.pending_execs {
                 events.extend(pending.drain(..).map(|p| p.into_event(None)));
             }
         }
-        if last && let Some(losses) = &mut self.losses {
+        if how == Drain::Final
+            && let Some(losses) = &mut self.losses
+        {
             // Read after the rings were emptied: every loss before now.
             let count = losses.reconcile();
             if count > 0 {
@@ -543,245 +476,4 @@ impl RingSet {
         }
         self.has_backlog()
     }
-}
-
-/// The neutral form of one perf record (`None`: nothing to log).
-fn neutral(
-    record: &Record<'_>,
-    sampling: bool,
-    user_only: bool,
-    root: Option<&(u32, Arc<[pmc_linux::event::Event]>)>,
-) -> Option<(u64, BackendEvent)> {
-    Some(match record {
-        Record::Sample(s) if sampling => {
-            let mut user = s.is_user();
-            let mut pc = s.ip().unwrap_or(0);
-            let mut callchain = s.callchain().map(|pcs| callchain::split(user, pcs.iter()));
-            // A kernel-mode sample's user registers are the ones it
-            // entered the kernel with: its user stack unwinds from there
-            // (perf's `--call-graph dwarf` does too).
-            let user_stack = user_stack(s);
-            if user_only && !user {
-                // Skid: a user-only counter overflowed in user mode but
-                // its interrupt came after the entry to the kernel (a
-                // system call), whose pc the kernel then reports. The
-                // sample is the user pc the kernel was entered from (the
-                // callchain's user part starts with it), as hwpmc, which
-                // takes a `usr` PMC's pc from the trap frame, logs it.
-                let entered_from = callchain
-                    .as_ref()
-                    .and_then(|c| c.user.first().copied())
-                    .or_else(|| user_stack.as_ref().map(|u| u.regs.pc));
-                if let Some(user_pc) = entered_from {
-                    pc = user_pc;
-                    user = true;
-                    if let Some(c) = &mut callchain {
-                        c.kernel.clear();
-                    }
-                }
-            }
-            (
-                s.time().unwrap_or(0),
-                BackendEvent::Sample {
-                    pid: s.pid().unwrap_or(0),
-                    tid: s.tid().unwrap_or(0),
-                    cpu: s.cpu().unwrap_or(0),
-                    user,
-                    pc,
-                    callchain,
-                    user_stack,
-                },
-            )
-        }
-        // MAP_IN's start is the executable mapping's start address, as hwpmc
-        // logs it (hwpmc_mod.c `pmc_log_process_mappings`: `entry->start`);
-        // perf reports executable mmaps only (`mmap_data` is off).
-        Record::Mmap2 {
-            pid,
-            addr,
-            len,
-            pgoff,
-            filename,
-            sample_id,
-            ..
-        }
-        | Record::Mmap {
-            pid,
-            addr,
-            len,
-            pgoff,
-            filename,
-            sample_id,
-            ..
-        } => (
-            sample_id.time.unwrap_or(0),
-            BackendEvent::Mapping {
-                pid: *pid,
-                start: *addr,
-                len: *len,
-                pgoff: *pgoff,
-                path: String::from_utf8_lossy(filename).into_owned(),
-            },
-        ),
-        Record::Fork {
-            pid, ppid, time, ..
-        } if pid != ppid => (
-            *time,
-            BackendEvent::Fork {
-                parent: *ppid,
-                child: *pid,
-            },
-        ),
-        Record::Fork { pid, tid, time, .. } => (
-            *time,
-            BackendEvent::ThreadCreate {
-                pid: *pid,
-                tid: *tid,
-            },
-        ),
-        // A child's value as it exits (INHERIT_STAT), possibly in another
-        // CPU's ring than its EXIT.
-        Record::Read {
-            pid,
-            values,
-            sample_id,
-            ..
-        } => (
-            sample_id.time.unwrap_or(0),
-            BackendEvent::ExitValue {
-                pid: *pid,
-                value: values.values().map(|v| v.value).sum(),
-            },
-        ),
-        Record::Exit { pid, tid, time, .. } if pid == tid => (
-            *time,
-            BackendEvent::ProcessExit {
-                pid: *pid,
-                value: root.filter(|(r, _)| r == pid).map(|(_, events)| {
-                    events
-                        .iter()
-                        .filter_map(|e| e.read_timed().ok())
-                        .map(|c| c.value)
-                        .sum()
-                }),
-            },
-        ),
-        Record::Exit { pid, tid, time, .. } => (
-            *time,
-            BackendEvent::ThreadExit {
-                pid: *pid,
-                tid: *tid,
-            },
-        ),
-        Record::Lost {
-            lost, sample_id, ..
-        }
-        | Record::LostSamples { lost, sample_id } => (
-            sample_id.time.unwrap_or(0),
-            BackendEvent::Lost { count: *lost },
-        ),
-        _ => return None,
-    })
-}
-
-/// perf's register numbers (`arch/*/include/uapi/asm/perf_regs.h`) of
-/// the registers an unwind starts from, in mask order: x86-64 BP (6), SP
-/// (7), IP (8); AArch64 X29 (29), LR (30), SP (31), PC (32).
-#[cfg(target_arch = "aarch64")]
-const UNWIND_REGS_MASK: u64 = 0xf << 29;
-#[cfg(not(target_arch = "aarch64"))]
-const UNWIND_REGS_MASK: u64 = 0b111 << 6;
-
-/// The user registers and stack copy of a sample, when it has them (a
-/// 64-bit ABI, the registers the mask asked for, a non-empty copy).
-fn user_stack(s: &Sample<'_>) -> Option<UserStack> {
-    let fields = s.fields().ok()?;
-    let regs = fields.regs_user?;
-    // PERF_SAMPLE_REGS_ABI_64; a 32-bit task's registers unwind otherwise.
-    if regs.abi != 2 {
-        return None;
-    }
-    let r = |i: usize| regs.regs.get(i);
-    #[cfg(target_arch = "aarch64")]
-    let regs = UserRegs {
-        fp: r(0)?,
-        lr: r(1)?,
-        sp: r(2)?,
-        pc: r(3)?,
-    };
-    #[cfg(not(target_arch = "aarch64"))]
-    let regs = UserRegs {
-        fp: r(0)?,
-        sp: r(1)?,
-        pc: r(2)?,
-        lr: 0,
-    };
-    let bytes = fields.stack_user?.valid_bytes();
-    if bytes.is_empty() {
-        return None;
-    }
-    Some(UserStack {
-        regs,
-        bytes: bytes.to_vec(),
-    })
-}
-
-/// The slice a sibling's sample reports: the group's first value is the
-/// counter's total on (tid, cpu).
-fn slice_event(s: &Sample<'_>) -> Option<(u64, BackendEvent)> {
-    let total = s.read()?.values().next()?.value;
-    Some((
-        s.time().unwrap_or(0),
-        BackendEvent::Slice {
-            pid: s.pid()?,
-            tid: s.tid()?,
-            cpu: s.cpu().unwrap_or(0),
-            total,
-        },
-    ))
-}
-
-/// The sampling/log bits of a logging attr: sample fields, side-band
-/// records, the monotonic clock, and for a sampling event its lost count
-/// (`PERF_FORMAT_LOST`, dropped at open where the kernel lacks it:
-/// [`for_this_kernel`]).
-pub(super) fn logging_attr(
-    mut a: Attr,
-    flags: Flags,
-    sampling: bool,
-    user_stack: Option<u32>,
-) -> Attr {
-    let mut t = SampleType::TID | SampleType::TIME | SampleType::CPU | SampleType::ID;
-    if sampling {
-        t |= SampleType::IP | SampleType::PERIOD;
-        a = a.read_format(a.get_read_format() | ReadFormat::LOST);
-        if flags.contains(Flags::CALLCHAIN) {
-            t |= SampleType::CALLCHAIN;
-            if let Some(max) = pmc_linux::system::max_stack() {
-                a = a.sample_max_stack(u16::try_from(max).unwrap_or(u16::MAX));
-            }
-        }
-        if let Some(bytes) = user_stack {
-            // The unwinder's registers only: each one costs 8 bytes of
-            // every sample.
-            t |= SampleType::REGS_USER | SampleType::STACK_USER;
-            a = a
-                .sample_regs_user(UNWIND_REGS_MASK)
-                .sample_stack_user(bytes);
-        }
-    }
-    a = a
-        .sample_type(t)
-        .set(AttrBit::SAMPLE_ID_ALL, 1)
-        .set(AttrBit::USE_CLOCKID, 1)
-        .clockid(libc::CLOCK_MONOTONIC)
-        .set(AttrBit::TASK, 1)
-        .set(AttrBit::COMM, 1)
-        .set(AttrBit::COMM_EXEC, 1)
-        .set(AttrBit::MMAP2, 1)
-        .set(AttrBit::MMAP, 1);
-    if flags.contains(Flags::LOG_PROCEXIT) {
-        a = a.set(AttrBit::INHERIT_STAT, 1);
-    }
-    a
 }

@@ -66,6 +66,7 @@ pub fn slice_siblings_for_sysfs(
     let sysfs = fixture_sysfs(pmu_root, tracefs_root, None);
     let event = resolve_spec(spec, mode, flags, count, &sysfs)?;
     Ok(event
+        .plan
         .slices
         .map(|s| s.attrs().copied().collect())
         .unwrap_or_default())
@@ -92,7 +93,7 @@ fn plan(
     sysfs: &super::resolve::Sysfs,
 ) -> Result<Vec<(pmc_linux::attr::Attr, Option<Vec<u32>>)>> {
     let event = resolve_spec(spec, mode, flags, count, sysfs)?;
-    Ok(event.attrs.into_iter().zip(event.cpus).collect())
+    Ok(event.plan.attrs.into_iter().zip(event.plan.cpus).collect())
 }
 
 fn resolve_spec(
@@ -101,7 +102,7 @@ fn resolve_spec(
     flags: crate::Flags,
     count: u64,
     sysfs: &super::resolve::Sysfs,
-) -> Result<super::resolve::LinuxEvent> {
+) -> Result<super::event::LinuxEvent> {
     let parsed = crate::spec::parse(spec).map_err(|source| Error::InvalidSpec {
         spec: spec.to_string(),
         source,

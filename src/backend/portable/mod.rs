@@ -58,6 +58,7 @@ impl PortableBackend {
                 self.reason,
                 source::names_here().join(", ")
             ),
+            source: None,
         }
     }
 }
@@ -236,6 +237,7 @@ impl PreparedEvent for PortableEvent {
                      process ({caller}) only; attach to pid 0",
                     self.reason
                 ),
+                source: None,
             });
         }
         if descendants {
@@ -247,6 +249,7 @@ impl PreparedEvent for PortableEvent {
                      for); allocate without DESCENDANTS",
                     self.reason
                 ),
+                source: None,
             });
         }
         Ok(Box::new(self.counters()?))
@@ -259,6 +262,7 @@ impl PreparedEvent for PortableEvent {
                 "the portable backend ({}) has no per-CPU counts; use TC mode",
                 self.reason
             ),
+            source: None,
         })
     }
 

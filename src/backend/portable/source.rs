@@ -182,6 +182,10 @@ pub fn resolve(spec: &EventSpec, context: &str) -> Result<Source> {
                             "the portable backend ({context}) knows only {}",
                             names_here().join(", ")
                         ),
+                        reason: crate::Reason::UnknownEvent {
+                            closest: pmc_suggest::closest(&lower, names_here(), 5),
+                        }
+                        .boxed(),
                     });
                 }
             }
@@ -227,6 +231,7 @@ fn apply_privilege(base: Source, spec: &EventSpec) -> Result<Source> {
                  split them by user/kernel mode); drop `,usr`/`,os` (`:u`/`:k`)",
                 base.origin()
             ),
+            source: None,
         });
     }
     match (user, kernel) {
@@ -237,6 +242,7 @@ fn apply_privilege(base: Source, spec: &EventSpec) -> Result<Source> {
             why: "the portable backend counts user (`,usr`) and kernel (`,os`) time, \
                   not hypervisor time alone"
                 .into(),
+            source: None,
         }),
     }
 }
@@ -283,6 +289,7 @@ fn not_supported(what: String, why: String, context: &str) -> Error {
     Error::NotSupported {
         what,
         why: format!("the portable backend ({context}) cannot count it: {why}"),
+        source: None,
     }
 }
 

@@ -309,6 +309,14 @@ fn events_without_an_os_total_are_refused() {
     assert!(matches!(e, Error::UnknownEvent { .. }), "{e}");
     assert_eq!(e.errno(), libc::EINVAL);
     assert!(e.to_string().contains("inblock"), "{e}");
+    // The typed reason offers the names nearest the one asked for.
+    let e = refusal("inblocks", Mode::TC, Flags::empty());
+    match e.reason() {
+        Some(crate::Reason::UnknownEvent { closest }) => {
+            assert_eq!(closest.first().map(String::as_str), Some("inblock"), "{e}");
+        }
+        other => panic!("{other:?}: {e}"),
+    }
 }
 
 #[test]

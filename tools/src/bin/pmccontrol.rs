@@ -403,6 +403,7 @@ fn enable_disable(ops: &[Op]) -> Run {
                       kernel.perf_event_paranoid, and free the counter the NMI watchdog holds \
                       with kernel.nmi_watchdog=0"
                     .into(),
+                source: None,
             };
             let verb = if enable { "Enable" } else { "Disable" };
             return Err(err(

@@ -312,6 +312,12 @@ pub(super) fn an_offline_cpu_is_enxio_before_the_flag_checks(s: &dyn Subject) {
     assert_eq!(e(Mode::SC, Flags::empty()), libc::ENXIO);
     assert_eq!(e(Mode::SS, Flags::empty()), libc::ENXIO);
     assert_eq!(e(Mode::SC, Flags::LOG_PROCCSW), libc::ENXIO);
+    let offline = pmc(s, Mode::SC, Flags::empty(), Cpu::Id(1)).unwrap_err();
+    assert_eq!(
+        offline.reason(),
+        Some(&Reason::OfflineCpu { cpu: 1 }),
+        "{offline}"
+    );
     // pmc_do_op_pmcallocate's ENXIO ("Check that an inactive CPU is not
     // being asked for") comes before any allocation; pmc decides it from
     // the active CPUs (pmc/validate.rs): hwpmc is asked nothing.

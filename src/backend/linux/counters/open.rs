@@ -7,11 +7,11 @@ use pmc_linux::system;
 use std::sync::Mutex;
 
 use super::super::from_linux;
-use super::super::resolve::LinuxEvent;
 use super::super::sampling;
+use super::OpenPlan;
 use crate::{Error, Result};
 
-pub(super) fn open_one(attr: &Attr, target: Target, event: &LinuxEvent) -> Result<Event> {
+pub(super) fn open_one(attr: &Attr, target: Target, event: &OpenPlan) -> Result<Event> {
     let attr = &sampling::for_this_kernel(attr);
     let opened = match &event.string {
         Some(s) => Event::open_with_string(attr, s, target, None, OpenFlags::empty()),
@@ -32,7 +32,7 @@ pub(super) fn open_one(attr: &Attr, target: Target, event: &LinuxEvent) -> Resul
 /// times the rest of `allocate`, and programs allocate the same event over
 /// and over: what opened once is not tried again (a later failure, e.g.
 /// after a paranoid change, still surfaces at attach).
-pub(in crate::backend::linux) fn trial_open(event: &LinuxEvent) -> Result<()> {
+pub(in crate::backend::linux) fn trial_open(event: &OpenPlan) -> Result<()> {
     let cache = &event.shared.opened;
     // Looked up by hash and compared in place: the key is copied only
     // when it is new.
@@ -142,7 +142,7 @@ impl std::hash::BuildHasher for KeyIsHash {
 }
 
 impl TrialCache {
-    fn hash(event: &LinuxEvent) -> u64 {
+    fn hash(event: &OpenPlan) -> u64 {
         use std::hash::{Hash, Hasher};
         let mut h = WordHash::default();
         event.attrs.hash(&mut h);
@@ -154,21 +154,21 @@ impl TrialCache {
         h.finish()
     }
 
-    fn matches(key: &TrialKey, event: &LinuxEvent) -> bool {
+    fn matches(key: &TrialKey, event: &OpenPlan) -> bool {
         key.0 == event.attrs
             && key.1.iter().eq(event.slices.iter().flat_map(|s| s.attrs()))
             && key.2 == event.string
             && key.3 == event.filter
     }
 
-    fn contains(&self, hash: u64, event: &LinuxEvent) -> bool {
+    fn contains(&self, hash: u64, event: &OpenPlan) -> bool {
         self.0.lock().is_ok_and(|map| {
             map.get(&hash)
                 .is_some_and(|keys| keys.iter().any(|k| Self::matches(k, event)))
         })
     }
 
-    fn insert(&self, hash: u64, event: &LinuxEvent) {
+    fn insert(&self, hash: u64, event: &OpenPlan) {
         let Ok(mut map) = self.0.lock() else {
             return;
         };
@@ -191,7 +191,7 @@ impl TrialCache {
     }
 }
 
-fn trial_open_uncached(event: &LinuxEvent) -> Result<()> {
+fn trial_open_uncached(event: &OpenPlan) -> Result<()> {
     let target = Target { pid: 0, cpu: -1 };
     for attr in &event.attrs {
         let leader = open_with_fallback(attr, target, event)?;
@@ -207,6 +207,8 @@ fn trial_open_uncached(event: &LinuxEvent) -> Result<()> {
 pub(super) fn sibling_error(e: Error) -> Error {
     match e {
         Error::PermissionDenied { op, source, .. } => Error::PermissionDenied {
+            reason: system::paranoid()
+                .and_then(|level| crate::Reason::Paranoid { level, needed: 1 }.boxed()),
             op: format!(
                 "{op}, which LOG_PROCCSW and per-process LOG_PROCEXIT use to read the counter \
                  at context switches and exits (kernel-side samples, even for a user-mode counter)"
@@ -246,6 +248,7 @@ pub(super) fn open_sibling(sibling: &Attr, target: Target, leader: &Event) -> Re
                      out the flag",
                     system::kernel_release()
                 ),
+                source: None,
             }
         } else {
             sibling_error(from_linux(e))
@@ -269,7 +272,7 @@ pub(super) fn inherited_sample_read_supported() -> bool {
 
 /// Opens, retrying without `inherit_thread` on kernels older than 5.13 that
 /// reject it (their inherited counters then include child processes too).
-pub(super) fn open_with_fallback(attr: &Attr, target: Target, event: &LinuxEvent) -> Result<Event> {
+pub(super) fn open_with_fallback(attr: &Attr, target: Target, event: &OpenPlan) -> Result<Event> {
     match open_one(attr, target, event) {
         Err(e) if e.os_errno() == Some(libc::EINVAL) && attr.is_set(AttrBit::INHERIT_THREAD) => {
             open_one(&attr.inherit_thread(false), target, event)

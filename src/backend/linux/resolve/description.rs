@@ -124,18 +124,11 @@ impl MachineDescription {
         if let Ok(i) = self.pmus.binary_search_by(|p| p.name.as_str().cmp(name)) {
             return Ok(&self.pmus[i]);
         }
-        let near = pmc_suggest::closest(name, self.listed.iter().map(String::as_str), 5);
-        Err(pmc_linux::Error::Unsupported {
-            what: format!("PMU `{name}`"),
-            why: format!(
-                "there is no such PMU in {}; this machine has: {}",
-                self.pmu_root.display(),
-                if near.is_empty() {
-                    self.listed.join(", ")
-                } else {
-                    near.join(", ")
-                }
-            ),
+        Err(pmc_linux::Error::NoSuchPmu {
+            name: name.to_string(),
+            root: self.pmu_root.display().to_string(),
+            closest: pmc_suggest::closest(name, self.listed.iter().map(String::as_str), 5),
+            present: self.listed.clone(),
         })
     }
 

@@ -50,6 +50,7 @@ pub(super) fn check_qualifier_fields(pmu: &Pmu, terms: &[lpmu::Term]) -> Result<
                     t.name,
                     fields.join(", ")
                 ),
+                source: None,
             });
         }
     }
@@ -72,12 +73,28 @@ pub(super) fn spec_terms(terms: &[spec::Term]) -> Vec<lpmu::Term> {
         .collect()
 }
 
-/// An unknown PMU is an unknown name (EINVAL).
+/// An unknown PMU is an unknown name (EINVAL) when the event names it;
+/// elsewhere (a kernel without the uprobe PMU) it is a missing feature.
 fn unknown_pmu(e: pmc_linux::Error) -> Error {
     match e {
-        pmc_linux::Error::Unsupported { what, why } if why.starts_with("there is no such PMU") => {
-            Error::UnknownEvent { what, why }
-        }
+        pmc_linux::Error::NoSuchPmu {
+            name,
+            root,
+            closest,
+            present,
+        } => Error::UnknownEvent {
+            what: format!("PMU `{name}`"),
+            why: format!(
+                "there is no such PMU in {root}; this machine has: {}",
+                if closest.is_empty() {
+                    &present
+                } else {
+                    &closest
+                }
+                .join(", ")
+            ),
+            reason: crate::Reason::NoSuchPmu { name, closest }.boxed(),
+        },
         other => not_supported(other),
     }
 }
@@ -116,6 +133,7 @@ pub(super) fn pmu_event(
                 pmu.name,
                 pmu.cpus.clone().unwrap_or_default()
             ),
+            source: None,
         });
     }
     let config = EventConfig::Dynamic {
@@ -208,6 +226,10 @@ pub(super) fn named_event(
     }
     let near = pmc_suggest::closest(&lower, d.known_names().iter().map(String::as_str), 5);
     Err(Error::UnknownEvent {
+        reason: crate::Reason::UnknownEvent {
+            closest: near.clone(),
+        }
+        .boxed(),
         what: format!("event `{name}`"),
         why: format!(
             "it is not a generic name nor an event alias of any PMU in {}, {}{}; other \

@@ -244,9 +244,9 @@ fn libpmc_armv8_names_resolve_on_an_arm_core_pmu() {
         ("EVENT_2A0H,usr", 0x2A0),
     ] {
         let e = resolve(spec, Mode::TC, &a76);
-        assert_eq!(e.attrs.len(), 1, "{spec}");
+        assert_eq!(e.plan.attrs.len(), 1, "{spec}");
         assert_eq!(
-            (e.attrs[0].type_id(), e.attrs[0].get_config()),
+            (e.plan.attrs[0].type_id(), e.plan.attrs[0].get_config()),
             (8, config),
             "{spec}"
         );
@@ -256,7 +256,7 @@ fn libpmc_armv8_names_resolve_on_an_arm_core_pmu() {
     let root = tempfile::tempdir().expect("temp dir");
     let qemu = arm_sysfs(root.path(), "0x00000000000f0510");
     let e = resolve("LD_RETIRED", Mode::TC, &qemu);
-    assert_eq!(e.attrs[0].get_config(), 0x06);
+    assert_eq!(e.plan.attrs[0].get_config(), 0x06);
     let Err(err) = try_resolve("STALL_FRONTEND", Mode::TC, &qemu) else {
         panic!("STALL_FRONTEND is not an A53 name");
     };
@@ -264,4 +264,56 @@ fn libpmc_armv8_names_resolve_on_an_arm_core_pmu() {
     // No Arm PMU, no ARMV8 names.
     assert!(try_resolve("STALL_FRONTEND", Mode::TC, &sysfs("sysfs-intel-icx")).is_err());
     assert!(try_resolve("EVENT_08H", Mode::TC, &sysfs("sysfs-amd")).is_err());
+}
+
+/// A name that names nothing here is an unknown event (EINVAL) whose typed
+/// reason says which kind of name it was and offers the closest ones: a
+/// PMU the sysfs tree lacks, a tracepoint tracefs lacks, an event name no
+/// table knows.
+#[test]
+fn unknown_names_carry_their_typed_reason() {
+    use crate::Reason;
+    let icx = sysfs("sysfs-intel-icx");
+
+    let e = try_resolve("cpv/event=0xc0/", Mode::TC, &icx).expect_err("no PMU cpv");
+    assert_eq!(e.errno(), crate::Errno::INVAL, "{e}");
+    match e.reason() {
+        Some(Reason::NoSuchPmu { name, closest }) => {
+            assert_eq!(name, "cpv");
+            assert!(closest.iter().any(|c| c == "cpu"), "{closest:?}");
+        }
+        other => panic!("{other:?}: {e}"),
+    }
+    assert!(e.to_string().contains("there is no such PMU"), "{e}");
+
+    let e = try_resolve("sched:sched_process_exix", Mode::TC, &icx).expect_err("no tracepoint");
+    assert_eq!(e.errno(), crate::Errno::INVAL, "{e}");
+    match e.reason() {
+        Some(Reason::NoSuchTracepoint {
+            subsystem,
+            event,
+            closest,
+        }) => {
+            assert_eq!(
+                (subsystem.as_str(), event.as_str()),
+                ("sched", "sched_process_exix")
+            );
+            assert!(
+                closest.iter().any(|c| c == "sched:sched_process_exit"),
+                "{closest:?}"
+            );
+        }
+        other => panic!("{other:?}: {e}"),
+    }
+
+    let e = try_resolve("topdown-retirinx", Mode::TC, &icx).expect_err("no such event");
+    match e.reason() {
+        Some(Reason::UnknownEvent { closest }) => {
+            assert!(
+                closest.iter().any(|c| c == "topdown-retiring"),
+                "{closest:?}"
+            );
+        }
+        other => panic!("{other:?}: {e}"),
+    }
 }

@@ -1,0 +1,67 @@
+//! A resolved event as the backend seam's [`PreparedEvent`]: what the
+//! resolver made of a specifier (class, capabilities) and the plan the
+//! counters open from it. The resolver builds it; it opens counters;
+//! counters know nothing of it.
+
+use crate::backend::{Counters, PreparedEvent};
+use crate::{Capabilities, Class, Result};
+
+use super::counters::{self, CpuCounters, OpenPlan, ProcessCounters, Start};
+
+/// A resolved event: its class row and the counters' plan.
+#[derive(Debug)]
+pub(super) struct LinuxEvent {
+    /// What each target opens.
+    pub(super) plan: OpenPlan,
+    pub(super) class: Class,
+    pub(super) caps: Capabilities,
+}
+
+impl PreparedEvent for LinuxEvent {
+    fn class(&self) -> Class {
+        self.class.clone()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        self.caps
+    }
+
+    fn width(&self) -> u32 {
+        64
+    }
+
+    fn describe(&self) -> String {
+        self.plan.description.to_string()
+    }
+
+    fn serves_every_cpu(&self) -> bool {
+        // Attrs, CPU lists and the log plan: nothing is one PMC's.
+        true
+    }
+
+    fn open_process(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
+        Ok(Box::new(ProcessCounters::open(
+            &self.plan,
+            pid,
+            descendants,
+            Start::AtEnable,
+        )?))
+    }
+
+    fn open_process_at_exec(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
+        Ok(Box::new(ProcessCounters::open(
+            &self.plan,
+            pid,
+            descendants,
+            Start::AtExec,
+        )?))
+    }
+
+    fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {
+        Ok(Box::new(CpuCounters::open(&self.plan, cpu)?))
+    }
+
+    fn trial_open(&self) -> Result<()> {
+        counters::trial_open(&self.plan)
+    }
+}
