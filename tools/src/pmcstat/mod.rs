@@ -20,7 +20,7 @@ use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use pmc::{Flags, Mode, PerCpu, Pmc};
+use pmc::{Flags, Mode, Pmc};
 
 use crate::destination::HeldOutput;
 use crate::gate::{self, HeldCommand};
@@ -199,7 +199,11 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
                 counters.push(Counter::process(&spec, ev.cumulative, pmc));
             }
             Mode::SC => {
-                let per_cpu = PerCpu::allocate_on_cpus(&ev.spec, Mode::SC, flags, &ev.cpus)
+                let per_cpu = Pmc::builder(&ev.spec)
+                    .flags(flags)
+                    .per_cpu()
+                    .cpus(&ev.cpus)
+                    .build()
                     .map_err(|e| os_fail(&e))?;
                 counters.push(Counter::system(&ev.spec, ev.cumulative, per_cpu));
             }
