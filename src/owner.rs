@@ -157,7 +157,7 @@ impl Owner {
     }
 
     /// Its PMCs as `pmc_pmcinfo` lists them, as they are now: what each
-    /// PMC's [`Pmc::info`] says.
+    /// PMC's `Pmc::info` says.
     pub fn pmcinfo(&self) -> Vec<PmcInfo> {
         let backend = self.binding();
         self.inner
