@@ -239,9 +239,8 @@ fn named_class(spec: &EventSpec) -> Class {
     }
 }
 
-/// The positional, libpmc-style allocation on an owner: the same
-/// checks and rules as [`Owner::pmc`], with the mode and CPU as
-/// `pmc_allocate(3)` takes them.
+/// The PMCs of an owner: its builder, and the positional libpmc-style
+/// calls over it (the mode and CPU as `pmc_allocate(3)` takes them).
 impl Owner {
     /// A PMC of this owner counting `event` (an event specifier, see
     /// [`crate::spec`], or a parsed [`EventSpec`]), to set up and

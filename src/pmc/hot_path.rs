@@ -2,7 +2,7 @@
 //! ARCHITECTURE.md) and the general path it falls back to.
 
 use super::Pmc;
-use crate::backend::{CounterValue, HotHandle};
+use crate::backend::CounterValue;
 use crate::{Error, Flags, Mode, Reading, Result, State};
 
 impl Pmc {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use pmc_linux::system;
 
-use super::{Backend, EventRequest, Platform, PreparedEvent};
+use super::{Backend, EventRequest, PreparedEvent};
 use crate::log::cpu::CpuIdentity;
 use crate::machine::CpuInfo;
 use crate::{Class, Error, Result};
@@ -145,10 +145,6 @@ fn executable_path(pid: u32) -> Option<String> {
     std::fs::read_link(format!("/proc/{pid}/exe"))
         .ok()
         .map(|p| p.display().to_string())
-}
-
-impl Platform for LinuxBackend {
-    type Hot = HotCounter;
 }
 
 /// Converts a binding error into the portable error, choosing the libpmc
