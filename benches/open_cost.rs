@@ -6,7 +6,7 @@
 //! Subjects and their baselines (same attrs, from `attrs_for`):
 //! - `open_cycle`: TC `task-clock` allocate → attach(0) → start → stop →
 //!   release vs raw open / enable / disable / close;
-//! - `percpu_open10`: `PerCpu::allocate` (SC, every online CPU) of ten
+//! - `percpu_open10`: `Pmc::builder(event).per_cpu()` (SC, every online CPU) of ten
 //!   software events and drop vs raw opens of the ten attrs on each CPU;
 //! - `allocate_tracepoint`: TC allocate + drop of a tracepoint vs raw
 //!   open + close of it with another open of it held, so that neither
@@ -154,7 +154,7 @@ fn main() {
             subject: Box::new(|| {
                 let all: Vec<PerCpu> = SOFTWARE_EVENTS
                     .iter()
-                    .map(|s| PerCpu::allocate(s, Mode::SC, Flags::empty()).expect("PerCpu"))
+                    .map(|s| Pmc::builder(*s).per_cpu().build().expect("PerCpu"))
                     .collect();
                 drop(black_box(all));
             }),

@@ -14,7 +14,7 @@
 use std::sync::{Arc, Mutex};
 
 use pmc::sample::{Mapping, StackSample, StackUnwinder, UserStack};
-use pmc::{Flags, Owner, Pmc};
+use pmc::{Flags, Owner};
 
 /// What the unwinder saw, shared with `main`.
 #[derive(Debug, Default)]
@@ -74,12 +74,12 @@ fn main() -> pmc::Result<()> {
     let log = pmc::global::log::MemoryLog::new();
     owner.configure_logfile(log.clone())?;
     // A cpu-clock sample every 100 µs of this process, 8 KiB of stack each.
-    let mut pmc = Pmc::process("cpu-clock,usr")
+    let mut pmc = owner
+        .pmc("cpu-clock,usr")
         .sampling(100_000)
         .flags(Flags::CALLCHAIN)
         .user_stack(pmc::sample::DEFAULT_USER_STACK_BYTES)
-        .owner(&owner)
-        .allocate()?;
+        .build()?;
     pmc.attach(0)?;
     pmc.start()?;
     let result = work(200_000_000);

@@ -39,7 +39,8 @@ pub use error::{EDOOFUS, Errno, Error, Op, Reason, Result};
 pub use global::{cpuinfo, event_names_of_class, ncpu, npmc, pmcinfo, process_exists};
 pub use owner::{MemoryLog, Owner};
 pub use pmc::{
-    DEFAULT_RELOAD_COUNT, MAX_RELOAD_COUNT, MIN_RELOAD_COUNT, PerCpu, Pmc, ProcessPmc, SystemPmc,
+    DEFAULT_RELOAD_COUNT, EventArg, MAX_RELOAD_COUNT, MIN_RELOAD_COUNT, PerCpu, PerCpuBuilder, Pmc,
+    PmcBuilder,
 };
 pub use types::*;
 

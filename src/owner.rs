@@ -30,7 +30,7 @@ use crate::backend::Backend;
 use crate::backend::event::BackendEvent;
 use crate::backend::source::SampleSource;
 use crate::periodic::Sweeper;
-use crate::{Cpu, Error, Flags, Mode, Pmc, Result};
+use crate::{Error, Flags, Mode, Result};
 use log::LogState;
 pub use log::MemoryLog;
 use registry::Registry;
@@ -148,34 +148,13 @@ impl Owner {
         self.inner.backend.get()
     }
 
-    /// Allocates a PMC of this owner (see [`Pmc::allocate`]).
-    pub fn allocate(&self, spec: &str, mode: Mode, flags: Flags, cpu: Cpu) -> Result<Pmc> {
-        Pmc::allocate_for(
-            self,
-            spec,
-            mode,
-            flags,
-            cpu,
-            crate::pmc::default_count(mode),
-        )
-    }
-
-    /// Allocates a PMC of this owner with a reload count or initial value
-    /// (see [`Pmc::allocate_with_count`]).
-    pub fn allocate_with_count(
-        &self,
-        spec: &str,
-        mode: Mode,
-        flags: Flags,
-        cpu: Cpu,
-        count: u64,
-    ) -> Result<Pmc> {
-        Pmc::allocate_for(self, spec, mode, flags, cpu, count)
-    }
-
-    /// Its PMCs as `pmc_pmcinfo` lists them, with their current states.
+    /// Its PMCs as `pmc_pmcinfo` lists them, as they are now: what each
+    /// PMC's `Pmc::info` says.
     pub fn pmcinfo(&self) -> Vec<PmcInfo> {
-        self.inner.registry.snapshot()
+        let backend = self.binding();
+        self.inner
+            .registry
+            .snapshot(|pid| backend.process_exists(pid))
     }
 
     /// The log's clock: its backend's CLOCK_MONOTONIC nanoseconds, the
@@ -296,8 +275,8 @@ impl Owner {
     pub(crate) fn register_source(
         &self,
         pmcid: u32,
+        mode: Mode,
         flags: Flags,
-        sampling: bool,
         source: Arc<dyn SampleSource>,
     ) -> Result<SourceHandle> {
         let info = source.info();
@@ -306,7 +285,7 @@ impl Owner {
                 .smallest_ring_kib
                 .fetch_min(kib, Ordering::Relaxed);
         }
-        let key = drain::register(self, pmcid, flags, sampling, source, &info);
+        let key = drain::register(self, pmcid, mode, flags, source, &info);
         let handle = SourceHandle {
             owner: Arc::downgrade(&self.inner),
             key,
@@ -353,7 +332,7 @@ impl SourceHandle {
     /// writes into the log configured then.
     pub(crate) fn drain_stopped(&self) {
         if let Some(inner) = self.owner.upgrade() {
-            Owner { inner }.drain_one(self.key, false);
+            Owner { inner }.drain_one(self.key, drain::AfterDrain::KeepForRestart);
         }
     }
 }
@@ -361,7 +340,7 @@ impl SourceHandle {
 impl Drop for SourceHandle {
     fn drop(&mut self) {
         if let Some(inner) = self.owner.upgrade() {
-            Owner { inner }.drain_one(self.key, true);
+            Owner { inner }.drain_one(self.key, drain::AfterDrain::Unregister);
         }
     }
 }

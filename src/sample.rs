@@ -1,7 +1,7 @@
 //! User stacks of samples, and unwinding them into the log's call chains.
 //!
 //! A sampling PMC allocated with a user-stack size
-//! ([`ProcessPmc::user_stack`](crate::ProcessPmc::user_stack),
+//! ([`PmcBuilder::user_stack`](crate::PmcBuilder::user_stack),
 //! [`Owner::set_user_stack`](crate::Owner::set_user_stack); on Linux
 //! perf's `PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER`) takes, with
 //! each sample of user code, the thread's registers ([`UserRegs`]) and a

@@ -34,11 +34,11 @@
 //!   queries and tells the probe its platform's facts (`facts.rs`);
 //! - `PreparedEvent`: a resolved event that can be opened on a process
 //!   or a CPU;
-//! - `Counters`: the open hardware/software counters of one target;
-//! - `Platform`: what the hot path needs of the platform itself,
-//!   statically (the direct counter handle `HotCounter`), implemented by
-//!   `Native`;
-//! - `source::SampleSource`: what a logging target produces, pulled by
+//! - [`Counters`]: the open hardware/software counters of one target;
+//! - [`HotCounter`]: a direct handle on a target that is one plain
+//!   counter, which `Pmc`'s hot path starts, reads and stops (asked of the
+//!   PMC's own counters, whichever backend made them);
+//! - [`source::SampleSource`]: what a logging target produces, pulled by
 //!   the PMC's [`Owner`](crate::Owner), which alone writes the log.
 //!
 //! Backends report what their PMCs observe as neutral
@@ -90,22 +90,13 @@ pub use kind::BackendKind;
 #[cfg(any(test, feature = "test-doubles"))]
 pub use sim::SimBackend;
 
-cfg_if::cfg_if! {
-    // `--cfg pmc_force_portable` compiles Linux as a platform without a
-    // native backend, so CI checks those paths here (see `.ci/run`).
-    if #[cfg(all(any(target_os = "linux", target_os = "android"), not(pmc_force_portable)))] {
-        pub(crate) mod linux;
-        /// The platform this build runs on: perf_event.
-        pub(crate) type Native = linux::LinuxBackend;
-    } else if #[cfg(target_os = "freebsd")] {
-        /// The platform this build runs on: hwpmc(4).
-        pub(crate) type Native = freebsd::NativeFreeBsd;
-    } else {
-        /// The platform this build runs on: no native counter interface,
-        /// so the portable backend.
-        pub(crate) type Native = portable::PortableBackend;
-    }
-}
+// `--cfg pmc_force_portable` compiles Linux as a platform without a
+// native backend, so CI checks those paths here (see `.ci/run`).
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(pmc_force_portable)
+))]
+pub(crate) mod linux;
 
 impl facts::Environment {
     /// Detects the facts of this machine and caller, from the platform's
@@ -141,24 +132,75 @@ pub(crate) fn monotonic_clock_ns() -> u64 {
     }
 }
 
-/// The direct counter handle of this platform (see [`Counters::hot`]).
-pub(crate) type HotCounter = <Native as Platform>::Hot;
-
-/// What `Pmc`'s hot path needs of the platform itself rather than of a
-/// backend instance: the direct counter handle, statically dispatched.
-/// Implemented by [`Native`]. Everything else — the clock, the samples,
-/// the CPU's identity — is asked of the backend a PMC was allocated on
-/// ([`BackendImpl`], [`source::SampleSource`]), so the backend selected at run
-/// time is the one that drains and timestamps.
-pub(crate) trait Platform {
-    /// A handle `Pmc` starts, reads and stops directly (statically
-    /// dispatched: the hot path of a one-counter process PMC).
-    type Hot: HotHandle;
+/// A direct handle on a target that is one plain counter (see
+/// [`Counters::hot`]): one variant per backend of this build that offers
+/// one, made by that backend's counters, so the handle is always the
+/// running backend's. An enum matched statically rather than a
+/// `Box<dyn HotHandle>`: the indirect calls cost 26 user-space
+/// instructions per start/read/stop bracket (204 against 178 under
+/// callgrind, `cargo bench -p hwpmc --bench bracket_instructions`), which
+/// put the bracket past its target of at most 100 added to the raw
+/// system calls (108 against 82).
+#[derive(Clone, Debug)]
+pub(crate) enum HotCounter {
+    /// A perf_event fd.
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    ))]
+    PerfEvent(linux::HotCounter),
 }
 
-/// The operations of a direct counter handle. Each answers only "did it
-/// work": on failure `Pmc` takes its general path through [`Counters`],
-/// which repeats the (idempotent) operation and reports the error in full.
+impl HotCounter {
+    /// Enables; false when that failed.
+    #[inline(always)]
+    pub(crate) fn enable(&self) -> bool {
+        match *self {
+            #[cfg(all(
+                any(target_os = "linux", target_os = "android"),
+                not(pmc_force_portable)
+            ))]
+            HotCounter::PerfEvent(ref counter) => counter.enable(),
+        }
+    }
+
+    /// Disables; false when that failed (the count stays readable).
+    #[inline(always)]
+    pub(crate) fn disable(&self) -> bool {
+        match *self {
+            #[cfg(all(
+                any(target_os = "linux", target_os = "android"),
+                not(pmc_force_portable)
+            ))]
+            HotCounter::PerfEvent(ref counter) => counter.disable(),
+        }
+    }
+
+    /// The scaled value; `None` when the read failed or the counter was
+    /// enabled but never ran.
+    #[inline(always)]
+    pub(crate) fn read_scaled(&self) -> Option<u64> {
+        match *self {
+            #[cfg(all(
+                any(target_os = "linux", target_os = "android"),
+                not(pmc_force_portable)
+            ))]
+            HotCounter::PerfEvent(ref counter) => counter.read_scaled(),
+        }
+    }
+}
+
+/// The operations of a backend's direct counter handle, a variant of
+/// [`HotCounter`]. Each answers only "did it work": on failure `Pmc` takes
+/// its general path through [`Counters`], which repeats the (idempotent)
+/// operation and reports the error in full.
+#[cfg_attr(
+    not(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    )),
+    expect(dead_code, reason = "no backend of this build has a direct handle")
+)]
 pub(crate) trait HotHandle: Clone + fmt::Debug + Send + Sync {
     /// Enables; false when that failed.
     fn enable(&self) -> bool;

@@ -2,10 +2,6 @@
 //! [`Error::NoBackend`], so portable code builds everywhere and reports
 //! clearly at run time.
 
-use super::HotHandle;
-#[cfg(test)]
-use super::Platform;
-
 /// Every platform has at least the portable backend, so this one only
 /// serves tests of what callers make of a backend that refuses everything.
 #[cfg(test)]
@@ -64,27 +60,6 @@ mod refusing {
             Err(unsupported())
         }
     }
-}
-
-/// No counter here has a direct handle (the type has no values).
-#[derive(Debug, Clone, Copy)]
-pub enum NoHotCounter {}
-
-impl HotHandle for NoHotCounter {
-    fn enable(&self) -> bool {
-        match *self {}
-    }
-    fn disable(&self) -> bool {
-        match *self {}
-    }
-    fn read_scaled(&self) -> Option<u64> {
-        match *self {}
-    }
-}
-
-#[cfg(test)]
-impl Platform for UnsupportedBackend {
-    type Hot = NoHotCounter;
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! or owner as an argument, so only the code here (and the probe) fixes
 //! the process's choice of backend.
 
+mod allocate;
 pub mod log;
 mod machine;
 mod select;

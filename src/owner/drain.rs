@@ -4,11 +4,11 @@
 use std::sync::{Arc, MutexGuard};
 
 use super::{Inner, Owner, Registered};
-use crate::Flags;
 use crate::backend::event::BackendEvent;
 use crate::backend::source::{Drain, SampleSource, SourceInfo};
 use crate::owner::translate::{Rules, Translator};
 use crate::sample::{Mapping, StackSample, StackUnwinder};
+use crate::{Flags, Mode};
 
 /// The registered sources (under the drain lock).
 #[derive(Debug)]
@@ -51,6 +51,16 @@ impl Inner {
     }
 }
 
+/// What becomes of a source [`Owner::drain_one`] drained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum AfterDrain {
+    /// Its PMC stopped: it stays, and a later start logs into the log
+    /// configured then.
+    KeepForRestart,
+    /// It is closing (detach, release, an exited target): it goes.
+    Unregister,
+}
+
 /// Adds a source; returns its key. Its initial mappings are read now,
 /// before its counters are enabled, as hwpmc logs them at attach and
 /// start (read later, all of `/proc/*/maps` takes long enough for a ring
@@ -58,15 +68,15 @@ impl Inner {
 pub(super) fn register(
     owner: &Owner,
     pmcid: u32,
+    mode: Mode,
     flags: Flags,
-    sampling: bool,
     source: Arc<dyn SampleSource>,
     info: &SourceInfo,
 ) -> u64 {
     let mut translator = Translator::new(Rules {
         pmcid,
         flags,
-        sampling,
+        sampling: mode.is_sampling(),
         kernel_samples: info.kernel_samples,
         system: info.system,
         exit_slices: info.exit_slices,
@@ -137,16 +147,16 @@ impl Owner {
         self.drain_locked(&mut sources, Drain::Final, None);
     }
 
-    /// One source completely: as its PMC stops (a later start logs into
-    /// the log configured then), or, `remove`, as it closes.
-    pub(super) fn drain_one(&self, key: u64, remove: bool) {
+    /// One source completely, as its PMC stops or as the source closes.
+    pub(super) fn drain_one(&self, key: u64, then: AfterDrain) {
         let mut sources = self.inner.sources();
         self.drain_locked(&mut sources, Drain::Final, Some(key));
         if let Some(i) = sources.list.iter().position(|r| r.key == key) {
-            if remove {
-                sources.list.remove(i);
-            } else {
-                sources.list[i].translator.stopped();
+            match then {
+                AfterDrain::Unregister => {
+                    sources.list.remove(i);
+                }
+                AfterDrain::KeepForRestart => sources.list[i].translator.stopped(),
             }
         }
     }

@@ -1,16 +1,16 @@
 //! An owner's pmcinfo registry: its PMCs as `pmc_pmcinfo` lists them.
 //!
-//! Each PMC's row is written when its targets or settings change
-//! (`Pmc::publish`), never on start/stop: the state lives in a
-//! [`SharedState`], an atomic the PMC and its row share, so the hot path
-//! takes no lock.
+//! Each PMC and its registry row share one [`PmcRecord`]: what the row
+//! lists (targets, reload count, state) is read from the record the PMC
+//! writes, so `Owner::pmcinfo` and `Pmc::info` cannot disagree. The state
+//! is an atomic byte in it, so start and stop take no lock.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::PmcInfo;
-use crate::{PmcId, State};
+use crate::{Class, Cpu, Flags, Mode, PmcId, State};
 
 /// One owner's PMCs: hwpmc's `po_pmcs` list and the pmcid counter.
 #[derive(Debug)]
@@ -22,48 +22,117 @@ pub(crate) struct Registry {
     /// The backend's `cputype` (which picks the core PMU's class).
     cputype: std::sync::OnceLock<String>,
     /// By pmcid. A hash map: a PMC's row is written at allocate and removed
-    /// at release, and a tree's node shifts of ~130-byte rows cost more
-    /// than those of the open they go with (`PerCpu`'s many rows);
-    /// listings sort by id.
-    rows: Mutex<HashMap<u32, Row>>,
+    /// at release, and a tree's node shifts cost more than those of the
+    /// open they go with (`PerCpu`'s many rows); listings sort by id.
+    rows: Mutex<HashMap<u32, Arc<PmcRecord>>>,
 }
 
-/// A pmcinfo row and the PMC's shared state.
+/// One PMC's pmcinfo row, the one copy of what it says: the PMC writes
+/// it, its owner's registry lists it.
+///
+/// `State` is `#[repr(u8)]`: one relaxed byte store per start/stop. A log
+/// close stops a running PMC from the owner's side and sets
+/// [`STOPPED_BY_LOG`] beside the state, so the PMC still finishes that
+/// stop (its saved value, its sources' final drain) when next used.
 #[derive(Debug)]
-struct Row {
-    info: PmcInfo,
-    state: SharedState,
+pub(crate) struct PmcRecord {
+    id: PmcId,
+    name: String,
+    class: Class,
+    mode: Mode,
+    flags: Flags,
+    cpu: Cpu,
+    owner_pid: u32,
+    state: AtomicU8,
+    /// The reload count (sampling) or initial value (counting).
+    reload_count: AtomicU64,
+    /// The processes attached, those that exited since included: readers
+    /// leave those out as they read (see [`PmcRecord::info`]).
+    targets: Mutex<Vec<u32>>,
 }
-
-/// A PMC's state, the one copy of it, shared between the PMC and its
-/// registry row. `State` is `#[repr(u8)]`: one relaxed byte store per
-/// start/stop. A log close stops a running PMC from the owner's side and
-/// sets [`STOPPED_BY_LOG`] beside the state, so the PMC still finishes
-/// that stop (its saved value, its sources' final drain) when next used.
-#[derive(Debug, Clone)]
-pub(crate) struct SharedState(Arc<AtomicU8>);
 
 /// The bit set beside `Stopped` by a log close.
 const STOPPED_BY_LOG: u8 = 0x80;
 
-impl SharedState {
-    pub(crate) fn new(state: State) -> SharedState {
-        SharedState(Arc::new(AtomicU8::new(state as u8)))
+impl PmcRecord {
+    /// The record of a PMC described by `info` (its state, reload count
+    /// and targets included).
+    pub(crate) fn new(info: PmcInfo) -> PmcRecord {
+        PmcRecord {
+            id: info.id,
+            name: info.name,
+            class: info.class,
+            mode: info.mode,
+            flags: info.flags,
+            cpu: info.cpu,
+            owner_pid: info.owner_pid,
+            state: AtomicU8::new(info.state as u8),
+            reload_count: AtomicU64::new(info.reload_count),
+            targets: Mutex::new(info.targets),
+        }
+    }
+
+    /// The pmcinfo row now. `exists` says whether a target process is
+    /// still alive (the owner is: it is the caller); those that exited
+    /// are left out, as hwpmc unlinks them at exit.
+    pub(crate) fn info(&self, exists: impl Fn(u32) -> bool) -> PmcInfo {
+        PmcInfo {
+            id: self.id,
+            name: self.name.clone(),
+            class: self.class.clone(),
+            mode: self.mode,
+            flags: self.flags,
+            cpu: self.cpu,
+            state: self.load(),
+            owner_pid: self.owner_pid,
+            reload_count: self.reload_count(),
+            targets: self.live_targets(exists),
+        }
+    }
+
+    /// The targets, less those `exists` says exited (the owner always
+    /// counts as alive).
+    pub(crate) fn live_targets(&self, exists: impl Fn(u32) -> bool) -> Vec<u32> {
+        self.targets()
+            .iter()
+            .copied()
+            .filter(|&pid| pid == self.owner_pid || exists(pid))
+            .collect()
+    }
+
+    fn targets(&self) -> std::sync::MutexGuard<'_, Vec<u32>> {
+        self.targets.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Replaces the list of targets (after an attach, detach or prune).
+    pub(crate) fn set_targets(&self, pids: impl Iterator<Item = u32>) {
+        let mut targets = self.targets();
+        targets.clear();
+        targets.extend(pids);
+    }
+
+    #[inline]
+    pub(crate) fn reload_count(&self) -> u64 {
+        self.reload_count.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_reload_count(&self, count: u64) {
+        self.reload_count.store(count, Ordering::Relaxed);
     }
 
     #[inline]
     pub(crate) fn store(&self, state: State) {
-        self.0.store(state as u8, Ordering::Relaxed);
+        self.state.store(state as u8, Ordering::Relaxed);
     }
 
     #[inline]
     pub(crate) fn load(&self) -> State {
-        state_from_u8(self.0.load(Ordering::Relaxed) & !STOPPED_BY_LOG)
+        state_from_u8(self.state.load(Ordering::Relaxed) & !STOPPED_BY_LOG)
     }
 
     /// Running → Stopped, marked as done by a log close.
     fn stop_for_log_close(&self) {
-        let _ = self.0.compare_exchange(
+        let _ = self.state.compare_exchange(
             State::Running as u8,
             State::Stopped as u8 | STOPPED_BY_LOG,
             Ordering::Relaxed,
@@ -74,7 +143,7 @@ impl SharedState {
     /// Whether a log close stopped the PMC since the last call: the PMC
     /// then finishes the stop itself. Clears the mark.
     pub(crate) fn take_stopped_by_log(&self) -> bool {
-        self.0
+        self.state
             .compare_exchange(
                 State::Stopped as u8 | STOPPED_BY_LOG,
                 State::Stopped as u8,
@@ -121,7 +190,7 @@ impl Registry {
         }
     }
 
-    fn rows(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Row>> {
+    fn rows(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Arc<PmcRecord>>> {
         self.rows.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -157,28 +226,9 @@ impl Registry {
         ids.taken.remove(&id.0);
     }
 
-    /// Writes (or replaces) a PMC's row.
-    pub(crate) fn publish(&self, info: PmcInfo, state: &SharedState) {
-        self.rows().insert(
-            info.id.0,
-            Row {
-                info,
-                state: state.clone(),
-            },
-        );
-    }
-
-    /// Updates what can change in a published row (its targets and reload
-    /// count); false if `id` has no row.
-    pub(crate) fn update(&self, id: PmcId, targets: Vec<u32>, reload_count: u64) -> bool {
-        match self.rows().get_mut(&id.0) {
-            Some(row) => {
-                row.info.targets = targets;
-                row.info.reload_count = reload_count;
-                true
-            }
-            None => false,
-        }
+    /// Lists a PMC: its row is `record`, which the PMC keeps writing.
+    pub(crate) fn insert(&self, record: Arc<PmcRecord>) {
+        self.rows().insert(record.id.0, record);
     }
 
     /// Removes a released PMC's row and frees its id.
@@ -192,19 +242,19 @@ impl Registry {
         // The lowest such id, as the tree this was gave.
         self.rows()
             .values()
-            .filter(|row| row.info.id != id && row.info.targets.contains(&pid))
-            .map(|row| row.info.id)
+            .filter(|row| row.id != id && row.targets().contains(&pid))
+            .map(|row| row.id)
             .min_by_key(|id| id.0)
     }
 
     /// Marks the running PMCs `ids` Stopped: their log was closed, and
     /// hwpmc stops the PMCs that need the log when it is deconfigured (the
     /// owner has already stopped their counters). Each PMC finishes that
-    /// stop at its next operation ([`SharedState::take_stopped_by_log`]).
+    /// stop at its next operation ([`PmcRecord::take_stopped_by_log`]).
     pub(crate) fn mark_stopped_by_log_close(&self, ids: &[u32]) {
         let rows = self.rows();
         for row in ids.iter().filter_map(|id| rows.get(id)) {
-            row.state.stop_for_log_close();
+            row.stop_for_log_close();
         }
     }
 
@@ -213,16 +263,9 @@ impl Registry {
         self.rows().is_empty()
     }
 
-    /// Every row, with the current states.
-    pub(crate) fn snapshot(&self) -> Vec<PmcInfo> {
-        let mut rows: Vec<PmcInfo> = self
-            .rows()
-            .values()
-            .map(|row| PmcInfo {
-                state: row.state.load(),
-                ..row.info.clone()
-            })
-            .collect();
+    /// Every row as it is now (see [`PmcRecord::info`] for `exists`).
+    pub(crate) fn snapshot(&self, exists: impl Fn(u32) -> bool) -> Vec<PmcInfo> {
+        let mut rows: Vec<PmcInfo> = self.rows().values().map(|row| row.info(&exists)).collect();
         rows.sort_by_key(|row| row.id.0);
         rows
     }
@@ -231,6 +274,21 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn record_in(state: State) -> PmcRecord {
+        PmcRecord::new(PmcInfo {
+            id: PmcId(1),
+            name: "task-clock".into(),
+            class: Class::Software,
+            mode: Mode::TC,
+            flags: Flags::empty(),
+            cpu: Cpu::Any,
+            state,
+            owner_pid: 1,
+            reload_count: 0,
+            targets: Vec::new(),
+        })
+    }
 
     #[test]
     fn every_state_survives_the_shared_byte() {
@@ -242,7 +300,7 @@ mod tests {
             State::Running,
             State::Deleted,
         ] {
-            let shared = SharedState::new(State::Free);
+            let shared = record_in(State::Free);
             shared.store(s);
             assert_eq!(shared.load(), s);
         }
@@ -250,8 +308,8 @@ mod tests {
 
     #[test]
     fn a_log_close_stops_only_running_pmcs_and_says_so_once() {
-        let running = SharedState::new(State::Running);
-        let allocated = SharedState::new(State::Allocated);
+        let running = record_in(State::Running);
+        let allocated = record_in(State::Allocated);
         running.stop_for_log_close();
         allocated.stop_for_log_close();
         assert_eq!(running.load(), State::Stopped);

@@ -335,10 +335,10 @@ fn two_owners_keep_their_pmcs_logs_and_statistics_apart() {
         FakeSource::new(SourceInfo::default()),
     );
     let h_a = a
-        .register_source(pmc_a.id().0, Flags::empty(), true, src_a.clone())
+        .register_source(pmc_a.id().0, Mode::TS, Flags::empty(), src_a.clone())
         .unwrap();
     let h_b = b
-        .register_source(7, Flags::empty(), true, src_b.clone())
+        .register_source(7, Mode::TS, Flags::empty(), src_b.clone())
         .unwrap();
     for t in 1..=3 {
         src_a.push(t, sample(100));
@@ -373,7 +373,7 @@ fn the_drain_thread_sweeps_and_a_dropped_source_is_drained_to_the_end() {
     owner.configure_logfile(log.clone()).unwrap();
     let src = FakeSource::new(SourceInfo::default());
     let handle = owner
-        .register_source(1, Flags::empty(), true, src.clone())
+        .register_source(1, Mode::TS, Flags::empty(), src.clone())
         .unwrap();
     src.push(1, sample(5));
     let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -403,7 +403,7 @@ fn a_closed_log_drops_a_running_sources_records_until_its_pmc_stops() {
     owner.configure_logfile(MemoryLog::new()).unwrap();
     let src = FakeSource::new(SourceInfo::default());
     let handle = owner
-        .register_source(1, Flags::empty(), true, src.clone())
+        .register_source(1, Mode::TS, Flags::empty(), src.clone())
         .unwrap();
     owner.close_logfile().unwrap();
     assert!(*src.stopped_by_log.lock().unwrap());
@@ -445,10 +445,20 @@ fn initial_mappings_are_claimed_once_per_log() {
         let log = MemoryLog::new();
         owner.configure_logfile(log.clone()).unwrap();
         let first = owner
-            .register_source(1, Flags::empty(), true, FakeSource::new(system(vec![11])))
+            .register_source(
+                1,
+                Mode::SS,
+                Flags::empty(),
+                FakeSource::new(system(vec![11])),
+            )
             .unwrap();
         let second = owner
-            .register_source(2, Flags::empty(), true, FakeSource::new(system(vec![12])))
+            .register_source(
+                2,
+                Mode::SS,
+                Flags::empty(),
+                FakeSource::new(system(vec![12])),
+            )
             .unwrap();
         owner.flush_logfile().unwrap();
         assert_eq!(
@@ -569,7 +579,7 @@ fn user_stacks_are_unwound_into_the_logged_chains_in_time_order() {
     owner.configure_logfile(log.clone()).unwrap();
     let src = FakeSource::new(SourceInfo::default());
     let handle = owner
-        .register_source(1, Flags::CALLCHAIN, true, src.clone())
+        .register_source(1, Mode::TS, Flags::CALLCHAIN, src.clone())
         .unwrap();
     // Out of time order, as per-CPU rings interleave.
     src.push(30, stack_sample(5, 64, vec![0x4000, 0xbad]));

@@ -14,11 +14,11 @@ impl Pmc {
     /// processes too.
     ///
     /// ```
-    /// use pmc::{Cpu, Flags, Mode, Pmc};
+    /// use pmc::Pmc;
     ///
     /// // A child of ours, in user mode: perf_event_paranoid 2 allows it.
     /// let mut child = std::process::Command::new("sleep").arg("0.2").spawn().unwrap();
-    /// let mut pmc = Pmc::allocate("task-clock,usr", Mode::TC, Flags::empty(), Cpu::Any)?;
+    /// let mut pmc = Pmc::builder("task-clock,usr").build()?;
     /// pmc.attach(child.id())?;
     /// pmc.start()?;
     /// child.wait().unwrap();
@@ -82,12 +82,10 @@ impl Pmc {
             self.event.open_process(pid, descendants)?
         };
         let source = match counters.sample_source() {
-            Some(source) => Some(self.owner.register_source(
-                self.id.0,
-                self.flags,
-                self.mode.is_sampling(),
-                source,
-            )?),
+            Some(source) => Some(
+                self.owner
+                    .register_source(self.id.0, self.mode, self.flags, source)?,
+            ),
             None => None,
         };
         self.targets.push(Target {
@@ -96,7 +94,11 @@ impl Pmc {
             counters,
         });
         if self.owner.log_configured() {
-            let path = self.backend.executable_path(pid).unwrap_or_default();
+            let path = self
+                .owner
+                .binding()
+                .executable_path(pid)
+                .unwrap_or_default();
             self.owner
                 .write_if_logging(|| crate::log::LogRecord::PmcAttach {
                     pmcid: self.id.0,
@@ -121,12 +123,12 @@ impl Pmc {
         if !self.flags.contains(Flags::DESCENDANTS) {
             return Ok(());
         }
-        let new_tree = self.backend.descendants(pid);
+        let new_tree = self.owner.binding().descendants(pid);
         for t in &self.targets {
             if new_tree.contains(&t.pid) {
                 return Err(Error::AlreadyAttached { pid: t.pid });
             }
-            if self.backend.descendants(t.pid).contains(&pid) {
+            if self.owner.binding().descendants(t.pid).contains(&pid) {
                 return Err(Error::AlreadyAttached { pid });
             }
         }
@@ -169,7 +171,7 @@ impl Pmc {
             // pmc_do_op_pmcdetach: a process that does not exist (or is
             // exiting) is ESRCH; pmc_detach_one_process: one no PMC
             // monitors is ESRCH, one another PMC monitors is EINVAL.
-            if !self.backend.process_exists(pid) {
+            if !self.owner.binding().process_exists(pid) {
                 return Err(Error::NoSuchProcess {
                     op: "detach".into(),
                     pid,

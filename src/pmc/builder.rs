@@ -1,5 +1,7 @@
-//! Builders for [`Pmc`]: the mode follows from what is built, so a process
-//! PMC never gets a CPU and a system PMC always has one.
+//! [`PmcBuilder`]: the one way a PMC is made. The mode follows from what
+//! is built — a process PMC never gets a CPU, a system PMC always has one
+//! — and the owner is named, never implied: [`Owner::pmc`] builds on that
+//! owner, `Pmc::builder` on the process's.
 //!
 //! Not run as a doctest: `instructions` and `cycles` need a hardware PMU,
 //! and the system PMCs root or `perf_event_paranoid` ≤ 0.
@@ -8,193 +10,272 @@
 //! use pmc::{Flags, Pmc};
 //!
 //! // A process counter (TC), started on the caller.
-//! let mut tc = Pmc::process("instructions,usr").allocate()?;
+//! let mut tc = Pmc::builder("instructions,usr").build()?;
 //! // A process sampler (TS) every 100 000 events, with callchains.
-//! let ts = Pmc::process("cpu-clock").sampling(100_000).flags(Flags::CALLCHAIN).allocate()?;
+//! let ts = Pmc::builder("cpu-clock").sampling(100_000).flags(Flags::CALLCHAIN).build()?;
 //! // A system counter (SC) on CPU 0, and a system sampler (SS) on CPU 1.
-//! let sc = Pmc::system("cycles", 0).allocate()?;
-//! let ss = Pmc::system("cycles", 1).sampling(1_000_000).allocate()?;
+//! let sc = Pmc::builder("cycles").system(0).build()?;
+//! let ss = Pmc::builder("cycles").system(1).sampling(1_000_000).build()?;
+//! // A system counter on every online CPU, as `pmcstat -s` makes it.
+//! let all = Pmc::builder("cycles").per_cpu().build()?;
 //! tc.start()?;
-//! # drop((ts, sc, ss));
+//! # drop((ts, sc, ss, all));
 //! # Ok::<(), pmc::Error>(())
 //! ```
 
-use super::{Pmc, default_count};
-use crate::{Cpu, Flags, Mode, Owner, Result};
+use super::allocate::{Allocation, Prefetched, allocate};
+use super::{PerCpuBuilder, Pmc, default_count};
+use crate::spec::EventSpec;
+use crate::{Cpu, Error, Flags, Mode, Owner, Result};
 
-/// A process PMC being built: TC, or TS with [`ProcessPmc::sampling`].
+/// The event a [`PmcBuilder`] counts: a specifier's text (see
+/// [`crate::spec`]), parsed when the PMC is built, or a parsed
+/// [`EventSpec`].
 #[derive(Clone, Debug)]
-#[must_use = "a builder does nothing until `allocate`"]
-pub struct ProcessPmc<'a> {
-    spec: &'a str,
-    common: Common<'a>,
+pub enum EventArg {
+    /// An event specifier, e.g. `"instructions,usr"`.
+    Text(String),
+    /// A specifier parsed already.
+    Spec(EventSpec),
 }
 
-/// A system PMC being built on one CPU: SC, or SS with
-/// [`SystemPmc::sampling`].
-#[derive(Clone, Debug)]
-#[must_use = "a builder does nothing until `allocate`"]
-pub struct SystemPmc<'a> {
-    spec: &'a str,
-    cpu: u32,
-    common: Common<'a>,
+impl From<&str> for EventArg {
+    fn from(text: &str) -> EventArg {
+        EventArg::Text(text.to_string())
+    }
 }
 
-/// What both builders set.
-#[derive(Clone, Debug, Default)]
-struct Common<'a> {
+impl From<String> for EventArg {
+    fn from(text: String) -> EventArg {
+        EventArg::Text(text)
+    }
+}
+
+impl From<&String> for EventArg {
+    fn from(text: &String) -> EventArg {
+        EventArg::Text(text.clone())
+    }
+}
+
+impl From<EventSpec> for EventArg {
+    fn from(spec: EventSpec) -> EventArg {
+        EventArg::Spec(spec)
+    }
+}
+
+impl From<&EventSpec> for EventArg {
+    fn from(spec: &EventSpec) -> EventArg {
+        EventArg::Spec(spec.clone())
+    }
+}
+
+impl EventArg {
+    /// The parsed specifier (a text is parsed through `owner`, which keeps
+    /// its last parse).
+    pub(super) fn parse(&self, owner: &Owner) -> Result<EventSpec> {
+        match self {
+            EventArg::Spec(spec) => Ok(spec.clone()),
+            EventArg::Text(text) => owner.parse_spec(text).map_err(|source| Error::InvalidSpec {
+                spec: text.clone(),
+                source,
+            }),
+        }
+    }
+}
+
+/// A PMC being built: a process counter (TC) until told otherwise —
+/// [`PmcBuilder::system`] makes it count one CPU (SC),
+/// [`PmcBuilder::sampling`] makes it sample (TS, SS), and
+/// [`PmcBuilder::per_cpu`] makes one system PMC per CPU ([`PerCpu`](super::PerCpu)).
+///
+/// ```
+/// use pmc::Pmc;
+///
+/// let mut pmc = Pmc::builder("task-clock,usr").build()?;
+/// pmc.start()?; // never attached: counts the caller
+/// let sum: u64 = (0..1_000_000u64).map(std::hint::black_box).sum();
+/// pmc.stop()?;
+/// assert!(pmc.read()? > 0, "{sum}");
+/// # Ok::<(), pmc::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build`"]
+pub struct PmcBuilder {
+    event: EventArg,
+    owner: Owner,
+    mode: Mode,
+    cpu: Cpu,
     flags: Flags,
-    /// `Some`: sampling, with this reload count.
+    /// The reload count of a sampling mode (else the default).
     period: Option<u64>,
-    /// The initial value of a counting PMC.
+    /// The initial value of a counting mode (else 0).
     initial: Option<u64>,
-    owner: Option<&'a Owner>,
     /// Bytes of user stack each sample copies, if asked.
     user_stack: Option<u32>,
 }
 
-impl Common<'_> {
-    fn mode(&self, counting: Mode, sampling: Mode) -> Mode {
-        if self.period.is_some() {
-            sampling
+impl PmcBuilder {
+    /// A process counter (TC) of `event` on `owner`, to set up (see
+    /// [`Owner::pmc`], and `Pmc::builder` for the process's owner).
+    pub fn new(event: impl Into<EventArg>, owner: &Owner) -> PmcBuilder {
+        PmcBuilder {
+            event: event.into(),
+            owner: owner.clone(),
+            mode: Mode::TC,
+            cpu: Cpu::Any,
+            flags: Flags::empty(),
+            period: None,
+            initial: None,
+            user_stack: None,
+        }
+    }
+
+    /// A process PMC (TC, or TS when sampling), the default: attach it, or
+    /// start it on the caller.
+    pub fn process(mut self) -> Self {
+        self.mode = if self.mode.is_sampling() {
+            Mode::TS
         } else {
-            counting
-        }
+            Mode::TC
+        };
+        self.cpu = Cpu::Any;
+        self
     }
 
-    fn allocate(&self, spec: &str, mode: Mode, cpu: Cpu) -> Result<Pmc> {
-        let count = self
-            .period
-            .or(self.initial)
-            .unwrap_or_else(|| default_count(mode));
-        let owner = self.owner.unwrap_or_else(|| Owner::global());
-        match self.user_stack {
-            Some(bytes) => {
-                Pmc::allocate_with_user_stack(owner, spec, mode, self.flags, cpu, count, bytes)
+    /// A system PMC counting everything `cpu` runs (SC, or SS when
+    /// sampling). Counting a whole CPU needs root, CAP_PERFMON or
+    /// `perf_event_paranoid` ≤ 0.
+    pub fn system(mut self, cpu: u32) -> Self {
+        self.mode = system_mode(self.mode);
+        self.cpu = Cpu::Id(cpu);
+        self
+    }
+
+    /// Samples every `period` events (the reload count) instead of
+    /// counting; raised to [`crate::MIN_RELOAD_COUNT`] as hwpmc does.
+    pub fn sampling(mut self, period: u64) -> Self {
+        self.mode = if self.mode.is_system() {
+            Mode::SS
+        } else {
+            Mode::TS
+        };
+        self.period = Some(period);
+        self
+    }
+
+    /// Copies the user registers and `bytes` of user stack with each
+    /// sample (a multiple of 8 up to
+    /// [`crate::sample::MAX_USER_STACK_BYTES`]; perf's default is
+    /// [`crate::sample::DEFAULT_USER_STACK_BYTES`]), for the owner to
+    /// unwind with the objects' CFI into the sample's user call chain as
+    /// it writes the log, or for the embedder's own
+    /// [`crate::sample::StackUnwinder`]: `--call-graph dwarf`. Sampling
+    /// modes only; overrides [`Owner::set_user_stack`].
+    pub fn user_stack(mut self, bytes: u32) -> Self {
+        self.user_stack = Some(bytes);
+        self
+    }
+
+    /// Adds `flags` (`PMC_F_*`).
+    pub fn flags(mut self, flags: Flags) -> Self {
+        self.flags |= flags;
+        self
+    }
+
+    /// The value a counting PMC starts from (see [`Pmc::set`]); ignored
+    /// when sampling.
+    pub fn initial_value(mut self, value: u64) -> Self {
+        self.initial = Some(value);
+        self
+    }
+
+    /// Builds on `owner` instead of the one the builder was made with.
+    pub fn owner(mut self, owner: &Owner) -> Self {
+        self.owner = owner.clone();
+        self
+    }
+
+    /// One system PMC of this event on each online CPU (or those
+    /// [`PerCpuBuilder::cpus`] names), as `pmcstat -s` makes them: SC, or
+    /// SS when sampling.
+    pub fn per_cpu(mut self) -> PerCpuBuilder {
+        self.mode = system_mode(self.mode);
+        PerCpuBuilder::new(self)
+    }
+
+    /// `pmc_allocate(3)`'s mode and CPU as given, for the positional
+    /// calls: their pairing is checked at build, as libpmc checks it.
+    pub(crate) fn positional(mut self, mode: Mode, cpu: Cpu) -> Self {
+        self.mode = mode;
+        self.cpu = cpu;
+        self
+    }
+
+    /// `pmc_allocate`'s sixth argument: the reload count of a sampling
+    /// mode, the initial value of a counting one.
+    pub(crate) fn count(self, count: u64) -> Self {
+        if self.mode.is_sampling() {
+            Self {
+                period: Some(count),
+                ..self
             }
-            None => owner.allocate_with_count(spec, mode, self.flags, cpu, count),
-        }
-    }
-}
-
-impl Pmc {
-    /// Builds a process PMC counting `spec` (TC; TS with
-    /// [`ProcessPmc::sampling`]): attach it, or start it on the caller.
-    ///
-    /// ```
-    /// use pmc::Pmc;
-    ///
-    /// let mut pmc = Pmc::process("task-clock,usr").allocate()?;
-    /// pmc.start()?; // never attached: counts the caller
-    /// let sum: u64 = (0..1_000_000u64).map(std::hint::black_box).sum();
-    /// pmc.stop()?;
-    /// assert!(pmc.read()? > 0, "{sum}");
-    /// # Ok::<(), pmc::Error>(())
-    /// ```
-    pub fn process(spec: &str) -> ProcessPmc<'_> {
-        ProcessPmc {
-            spec,
-            common: Common::default(),
+        } else {
+            self.initial_value(count)
         }
     }
 
-    /// Builds a system PMC counting `spec` on `cpu` (SC; SS with
-    /// [`SystemPmc::sampling`]).
-    ///
-    /// Not run as a doctest: counting a whole CPU needs root, CAP_PERFMON
-    /// or `perf_event_paranoid` ≤ 0.
-    ///
-    /// ```no_run
-    /// use pmc::Pmc;
-    ///
-    /// // Everything CPU 0 runs, in CPU time (ns).
-    /// let mut pmc = Pmc::system("cpu-clock", 0).allocate()?;
-    /// pmc.start()?;
-    /// std::thread::sleep(std::time::Duration::from_millis(10));
-    /// pmc.stop()?;
-    /// println!("CPU 0 ran {} ns", pmc.read()?);
-    /// # Ok::<(), pmc::Error>(())
-    /// ```
-    pub fn system(spec: &str, cpu: u32) -> SystemPmc<'_> {
-        SystemPmc {
-            spec,
+    /// The mode it builds.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The owner it builds on.
+    pub(super) fn owner_ref(&self) -> &Owner {
+        &self.owner
+    }
+
+    /// The event it counts.
+    pub(super) fn event(&self) -> &EventArg {
+        &self.event
+    }
+
+    /// What it allocates on `cpu`.
+    pub(super) fn allocation(&self, cpu: Cpu) -> Allocation {
+        let given = if self.mode.is_sampling() {
+            self.period
+        } else {
+            self.initial
+        };
+        let count = given.unwrap_or_else(|| default_count(self.mode));
+        Allocation {
+            mode: self.mode,
+            flags: self.flags,
             cpu,
-            common: Common::default(),
+            count,
+            user_stack: self.user_stack,
         }
     }
-}
 
-macro_rules! common_setters {
-    ($builder:ident) => {
-        impl<'a> $builder<'a> {
-            /// Samples every `period` events (the reload count) instead of
-            /// counting; raised to [`crate::MIN_RELOAD_COUNT`] as hwpmc does.
-            pub fn sampling(mut self, period: u64) -> Self {
-                self.common.period = Some(period);
-                self
-            }
-
-            /// Copies the user registers and `bytes` of user stack with
-            /// each sample (a multiple of 8 up to
-            /// [`crate::sample::MAX_USER_STACK_BYTES`]; perf's default is
-            /// [`crate::sample::DEFAULT_USER_STACK_BYTES`]), for the owner
-            /// to unwind with the objects' CFI into the sample's user call
-            /// chain as it writes the log, or for the embedder's own
-            /// [`crate::sample::StackUnwinder`]: `--call-graph dwarf`.
-            /// Sampling modes only; overrides [`Owner::set_user_stack`].
-            pub fn user_stack(mut self, bytes: u32) -> Self {
-                self.common.user_stack = Some(bytes);
-                self
-            }
-
-            /// Adds `flags` (`PMC_F_*`).
-            pub fn flags(mut self, flags: Flags) -> Self {
-                self.common.flags |= flags;
-                self
-            }
-
-            /// The value a counting PMC starts from (see [`Pmc::set`]);
-            /// ignored once [`Self::sampling`] is set.
-            pub fn initial_value(mut self, value: u64) -> Self {
-                self.common.initial = Some(value);
-                self
-            }
-
-            /// Allocates on `owner` instead of the process's
-            /// ([`Owner::global`]).
-            pub fn owner(mut self, owner: &'a Owner) -> Self {
-                self.common.owner = Some(owner);
-                self
-            }
-        }
-    };
-}
-
-common_setters!(ProcessPmc);
-common_setters!(SystemPmc);
-
-impl ProcessPmc<'_> {
-    /// The mode this builder allocates: TC, or TS when sampling.
-    pub fn mode(&self) -> Mode {
-        self.common.mode(Mode::TC, Mode::TS)
-    }
-
-    /// Allocates it (`pmc_allocate` with `PMC_CPU_ANY`).
-    pub fn allocate(&self) -> Result<Pmc> {
-        self.common.allocate(self.spec, self.mode(), Cpu::Any)
+    /// Allocates the PMC (`pmc_allocate`): checks the mode, CPU and flags
+    /// as hwpmc does, resolves the event, and opens a system PMC's CPU at
+    /// once (a process PMC opens at attach or start).
+    pub fn build(&self) -> Result<Pmc> {
+        let spec = self.event.parse(&self.owner)?;
+        allocate(
+            &self.owner,
+            spec,
+            &self.allocation(self.cpu),
+            Prefetched::default(),
+        )
     }
 }
 
-impl SystemPmc<'_> {
-    /// The mode this builder allocates: SC, or SS when sampling.
-    pub fn mode(&self) -> Mode {
-        self.common.mode(Mode::SC, Mode::SS)
-    }
-
-    /// Allocates it (`pmc_allocate` on its CPU).
-    pub fn allocate(&self) -> Result<Pmc> {
-        self.common
-            .allocate(self.spec, self.mode(), Cpu::Id(self.cpu))
+/// The system mode of `mode`'s kind: SS for a sampling one, else SC.
+fn system_mode(mode: Mode) -> Mode {
+    if mode.is_sampling() {
+        Mode::SS
+    } else {
+        Mode::SC
     }
 }
 
@@ -203,45 +284,85 @@ mod tests {
     use super::*;
     use crate::backend::sim::SimBackend;
 
-    /// Each builder allocates the mode, CPU, flags and count the positional
-    /// `allocate` would be given, on the owner it names.
+    /// Each way of building allocates the mode, CPU, flags and count the
+    /// positional `allocate` would be given, on the owner it names.
     #[test]
-    fn builders_allocate_what_allocate_would() {
+    fn the_builder_allocates_what_allocate_would() {
         let owner = Owner::new(SimBackend::new(2));
-        let tc = Pmc::process("task-clock").owner(&owner).allocate().unwrap();
+        let tc = owner.pmc("task-clock").build().unwrap();
         assert_eq!(
             (tc.mode(), tc.cpu(), tc.reload_count()),
             (Mode::TC, Cpu::Any, 0)
         );
-        let ts = Pmc::process("task-clock")
+        let ts = owner
+            .pmc("task-clock")
             .sampling(5_000)
             .flags(Flags::CALLCHAIN)
-            .owner(&owner)
-            .allocate()
+            .build()
             .unwrap();
         assert_eq!(
             (ts.mode(), ts.flags(), ts.reload_count()),
             (Mode::TS, Flags::CALLCHAIN, 5_000)
         );
-        let sc = Pmc::system("task-clock", 1)
+        let sc = owner
+            .pmc("task-clock")
+            .system(1)
             .initial_value(7)
-            .owner(&owner)
-            .allocate()
+            .build()
             .unwrap();
         assert_eq!(
             (sc.mode(), sc.cpu(), sc.reload_count()),
             (Mode::SC, Cpu::Id(1), 7)
         );
-        let ss = Pmc::system("task-clock", 0).sampling(10).owner(&owner);
+        // The order of `system` and `sampling` does not matter.
+        let ss = owner.pmc("task-clock").sampling(10).system(0);
         assert_eq!(ss.mode(), Mode::SS);
-        let ss = ss.allocate().unwrap();
+        let ss = ss.build().unwrap();
         // pmc_allocate's minimum reload count applies here too.
         assert_eq!(ss.reload_count(), crate::MIN_RELOAD_COUNT);
         assert_eq!(owner.pmcinfo().len(), 4);
         // The CPU is checked as allocate checks it.
-        let e = Pmc::system("task-clock", 9)
-            .owner(&owner)
-            .allocate()
+        let e = owner.pmc("task-clock").system(9).build().unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL, "{e}");
+    }
+
+    /// `.owner` moves the PMC to another owner: its pmcinfo lists it, the
+    /// first owner's does not.
+    #[test]
+    fn the_owner_named_last_gets_the_pmc() {
+        let first = Owner::new(SimBackend::new(1));
+        let second = Owner::new(SimBackend::new(1));
+        let pmc = first.pmc("task-clock").owner(&second).build().unwrap();
+        assert!(pmc.owner().same_as(&second));
+        assert_eq!(second.pmcinfo().len(), 1);
+        assert!(first.pmcinfo().is_empty());
+    }
+
+    /// A parsed specifier builds the PMC its text builds; a text that does
+    /// not parse fails at build, as `allocate` fails.
+    #[test]
+    fn an_event_is_text_or_a_parsed_spec() {
+        let owner = Owner::new(SimBackend::new(1));
+        let spec = crate::spec::parse("task-clock,usr").unwrap();
+        let typed = owner.pmc(&spec).build().unwrap();
+        let text = owner.pmc("task-clock,usr").build().unwrap();
+        assert_eq!(typed.spec(), text.spec());
+        assert_eq!(typed.info().name, "task-clock,usr");
+        let e = owner.pmc("task-clock,nosuchqualifier").build().unwrap_err();
+        assert!(matches!(e, Error::InvalidSpec { .. }), "{e}");
+    }
+
+    /// A user-stack copy needs a sampling mode.
+    #[test]
+    fn a_user_stack_copy_needs_a_sampling_mode() {
+        let owner = Owner::new(SimBackend::new(1));
+        let e = owner.pmc("task-clock").user_stack(64).build().unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL, "{e}");
+        let e = owner
+            .pmc("task-clock")
+            .sampling(1_000)
+            .user_stack(7)
+            .build()
             .unwrap_err();
         assert_eq!(e.errno(), libc::EINVAL, "{e}");
     }

@@ -2,21 +2,21 @@
 //! ARCHITECTURE.md) and the general path it falls back to.
 
 use super::Pmc;
-use crate::backend::{CounterValue, HotHandle};
+use crate::backend::CounterValue;
 use crate::{Error, Flags, Mode, Reading, Result, State};
 
 impl Pmc {
     /// A state change on the hot path (start/stop): no lock, no allocation.
     #[inline]
     pub(super) fn set_state(&mut self, state: State) {
-        self.shared_state.store(state);
+        self.record.store(state);
     }
 
     /// Finishes the stop a log close made from the owner's side (hwpmc
     /// stops the PMCs that write into a log as it is deconfigured): the
     /// saved value and the sources' last drain, as `stop` makes them.
     pub(super) fn settle(&mut self) -> Result<()> {
-        if self.shared_state.take_stopped_by_log() {
+        if self.record.take_stopped_by_log() {
             self.set_state(State::Running);
             self.stop_general()?;
         }
@@ -78,13 +78,13 @@ impl Pmc {
         self.saved_in_counter = false;
         for t in &mut self.targets {
             if sampling {
-                t.counters.set_period(self.reload_count)?;
+                t.counters.set_period(self.record.reload_count())?;
             }
             t.counters.enable()?;
         }
         if let Some(s) = &mut self.system {
             if sampling {
-                s.set_period(self.reload_count)?;
+                s.set_period(self.record.reload_count())?;
             }
             s.enable()?;
         }
@@ -125,7 +125,7 @@ impl Pmc {
 
     #[inline(never)]
     pub(super) fn stop_general(&mut self) -> Result<()> {
-        if self.shared_state.take_stopped_by_log() {
+        if self.record.take_stopped_by_log() {
             self.set_state(State::Running);
         }
         match self.state() {
@@ -180,7 +180,7 @@ impl Pmc {
     /// left before the next sample (the counter counts up from
     /// 2^width − reload count to the overflow).
     fn events_to_next_sample(&self, raw: u64) -> u64 {
-        let period = self.reload_count.max(1);
+        let period = self.record.reload_count().max(1);
         period - raw.wrapping_sub(self.sample_base) % period
     }
 

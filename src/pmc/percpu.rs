@@ -2,79 +2,81 @@
 
 use std::sync::Arc;
 
-use super::{Asked, Pmc};
+use super::allocate::{Prefetched, allocate};
+use super::{Pmc, PmcBuilder};
 use crate::backend::PreparedEvent;
-use crate::{Error, Flags, Mode, Owner, Reading, Result};
+use crate::{Cpu, Reading, Result};
 
 /// A system PMC on every online CPU, as `pmcstat -s` clones them; reads sum
-/// the CPUs.
+/// the CPUs. Made by [`PmcBuilder::per_cpu`].
 #[derive(Debug)]
 pub struct PerCpu {
     pmcs: Vec<(u32, Pmc)>,
 }
 
-impl PerCpu {
-    /// Allocates `spec` in a system mode on every online CPU.
-    pub fn allocate(spec: &str, mode: Mode, flags: Flags) -> Result<PerCpu> {
-        Self::allocate_on_every_cpu(Owner::global(), spec, mode, flags)
+/// A [`PerCpu`] being built: [`PmcBuilder::per_cpu`].
+#[derive(Clone, Debug)]
+#[must_use = "a builder does nothing until `build`"]
+pub struct PerCpuBuilder {
+    /// Each CPU's PMC, in a system mode.
+    pmc: PmcBuilder,
+    /// `None`: every online CPU.
+    cpus: Option<Vec<u32>>,
+}
+
+impl PerCpuBuilder {
+    pub(super) fn new(pmc: PmcBuilder) -> PerCpuBuilder {
+        PerCpuBuilder { pmc, cpus: None }
     }
 
-    /// On the CPUs the backend last saw online (no system call where it
-    /// keeps them); if that fails and the CPUs online now are others (one
-    /// went offline: its open failed), on those.
-    fn allocate_on_every_cpu(
-        owner: &Owner,
-        spec: &str,
-        mode: Mode,
-        flags: Flags,
-    ) -> Result<PerCpu> {
-        let seen = owner.binding().online_cpus_last_seen();
-        match Self::allocate_checked(owner, spec, mode, flags, &seen, &seen) {
-            Err(e) => {
-                let online = owner.binding().online_cpus();
-                if online == seen {
-                    return Err(e);
+    /// On these CPUs instead of every online one (pmcstat's `-c`).
+    pub fn cpus(mut self, cpus: &[u32]) -> Self {
+        self.cpus = Some(cpus.to_vec());
+        self
+    }
+
+    /// Allocates the PMC of every CPU; the first failure releases those
+    /// already made and is the error.
+    pub fn build(&self) -> Result<PerCpu> {
+        let backend = self.pmc.owner_ref().binding();
+        match &self.cpus {
+            Some(cpus) => self.build_on(cpus, &backend.online_cpus()),
+            // On the CPUs the backend last saw online (no system call
+            // where it keeps them); if that fails and the CPUs online now
+            // are others (one went offline: its open failed), on those.
+            None => {
+                let seen = backend.online_cpus_last_seen();
+                match self.build_on(&seen, &seen) {
+                    Err(e) => {
+                        let online = backend.online_cpus();
+                        if online == seen {
+                            return Err(e);
+                        }
+                        self.build_on(&online, &online)
+                    }
+                    done => done,
                 }
-                Self::allocate_checked(owner, spec, mode, flags, &online, &online)
             }
-            done => done,
         }
     }
 
-    /// Allocates `spec` in a system mode on the given CPUs.
-    pub fn allocate_on_cpus(spec: &str, mode: Mode, flags: Flags, cpus: &[u32]) -> Result<PerCpu> {
-        let owner = Owner::global();
-        let online = owner.binding().online_cpus();
-        Self::allocate_checked(owner, spec, mode, flags, cpus, &online)
-    }
-
-    /// The online CPUs and the owner are asked for once, not once per CPU.
-    fn allocate_checked(
-        owner: &Owner,
-        spec: &str,
-        mode: Mode,
-        flags: Flags,
-        cpus: &[u32],
-        online: &[u32],
-    ) -> Result<PerCpu> {
-        if !mode.is_system() {
-            return Err(Error::invalid(
-                "allocate",
-                format!("PerCpu needs a system mode (SC, SS), not {mode}"),
-            ));
-        }
-        let owner_pid = Some(owner.backend().caller_pid());
+    /// The event, the online CPUs and the owner are asked for once, not
+    /// once per CPU.
+    fn build_on(&self, cpus: &[u32], online: &[u32]) -> Result<PerCpu> {
+        let owner = self.pmc.owner_ref();
+        let spec = self.pmc.event().parse(owner)?;
+        let owner_pid = Some(owner.binding().caller_pid());
         // The first CPU's preparation serves the others when it can.
         let mut shared: Option<Arc<dyn PreparedEvent>> = None;
         let mut pmcs = Vec::with_capacity(cpus.len());
         for &c in cpus {
-            let asked = Asked {
-                online: Some(online),
-                owner: owner_pid,
-                user_stack: None,
+            let known = Prefetched {
+                online_cpus: Some(online),
+                owner_pid,
                 prepared: shared.as_ref(),
             };
-            let pmc = Pmc::allocate_for_per_cpu(owner, spec, mode, flags, c, asked)?;
+            let what = self.pmc.allocation(Cpu::Id(c));
+            let pmc = allocate(owner, spec.clone(), &what, known)?;
             if shared.is_none() && pmc.event.serves_every_cpu() {
                 shared = Some(Arc::clone(&pmc.event));
             }
@@ -82,7 +84,9 @@ impl PerCpu {
         }
         Ok(PerCpu { pmcs })
     }
+}
 
+impl PerCpu {
     /// Starts every CPU's PMC.
     pub fn start(&mut self) -> Result<()> {
         self.pmcs.iter_mut().try_for_each(|(_, p)| p.start())
@@ -139,7 +143,7 @@ impl PerCpu {
 mod tests {
     use super::*;
     use crate::backend::sim::SimBackend;
-    use crate::{Cpu, Flags};
+    use crate::{Mode, Owner};
 
     /// `PerCpu` allocates on the CPUs the backend last saw online (the
     /// sim keeps them as Linux does); when a CPU went offline since, its
@@ -150,8 +154,8 @@ mod tests {
         let sim = SimBackend::new(2);
         let owner = Owner::new(sim.clone());
         let cpus = |p: &mut PerCpu| p.pmcs().map(|(c, _)| c).collect::<Vec<_>>();
-        let mut all =
-            PerCpu::allocate_on_every_cpu(&owner, "task-clock", Mode::SC, Flags::empty()).unwrap();
+        let every_cpu = owner.pmc("task-clock").per_cpu();
+        let mut all = every_cpu.build().unwrap();
         assert_eq!(cpus(&mut all), [0, 1]);
         drop(all);
         sim.set_online(1, false);
@@ -160,15 +164,39 @@ mod tests {
             [0, 1],
             "the kept list is stale"
         );
-        let mut now =
-            PerCpu::allocate_on_every_cpu(&owner, "task-clock", Mode::SC, Flags::empty()).unwrap();
+        let mut now = every_cpu.build().unwrap();
         assert_eq!(cpus(&mut now), [0]);
         assert_eq!(owner.pmcinfo().len(), 1, "CPU 0's first try was released");
         drop(now);
         sim.refuse_opens(Some(libc::EACCES));
-        let e = PerCpu::allocate_on_every_cpu(&owner, "task-clock", Mode::SC, Flags::empty())
-            .unwrap_err();
+        let e = every_cpu.build().unwrap_err();
         assert_eq!(e.errno(), libc::EACCES, "{e}");
+    }
+
+    /// The builder's settings reach every CPU's PMC: a sampling `per_cpu`
+    /// is SS with its period, on the CPUs named, on the builder's owner.
+    #[test]
+    fn every_cpus_pmc_is_what_the_builder_says() {
+        let owner = Owner::new(SimBackend::new(4));
+        let mut ss = owner
+            .pmc("task-clock")
+            .sampling(5_000)
+            .per_cpu()
+            .cpus(&[1, 3])
+            .build()
+            .unwrap();
+        let made: Vec<_> = ss
+            .pmcs()
+            .map(|(c, p)| (c, p.cpu(), p.mode(), p.reload_count()))
+            .collect();
+        assert_eq!(
+            made,
+            [
+                (1, Cpu::Id(1), Mode::SS, 5_000),
+                (3, Cpu::Id(3), Mode::SS, 5_000)
+            ]
+        );
+        assert_eq!(owner.pmcinfo().len(), 2);
     }
 
     /// A CPU's PMC given another CPU's preparation uses it (no prepare of
@@ -177,16 +205,15 @@ mod tests {
     #[test]
     fn a_shared_preparation_serves_another_cpus_pmc() {
         let owner = Owner::new(SimBackend::new(2));
-        let first = owner
-            .allocate("task-clock", Mode::SC, Flags::empty(), Cpu::Id(0))
-            .unwrap();
-        let asked = Asked {
+        let builder = owner.pmc("task-clock").system(0);
+        let first = builder.build().unwrap();
+        let spec = builder.event().parse(&owner).unwrap();
+        let known = Prefetched {
             prepared: Some(&first.event),
-            ..Asked::default()
+            ..Prefetched::default()
         };
         let mut second =
-            Pmc::allocate_for_per_cpu(&owner, "task-clock", Mode::SC, Flags::empty(), 1, asked)
-                .unwrap();
+            allocate(&owner, spec.clone(), &builder.allocation(Cpu::Id(1)), known).unwrap();
         assert!(Arc::ptr_eq(&first.event, &second.event));
         assert_ne!(first.id(), second.id());
         assert_eq!(second.cpu(), Cpu::Id(1));
@@ -196,13 +223,11 @@ mod tests {
             crate::State::Allocated,
             "only the second started"
         );
-        let own = Pmc::allocate_for_per_cpu(
+        let own = allocate(
             &owner,
-            "task-clock",
-            Mode::SC,
-            Flags::empty(),
-            1,
-            Asked::default(),
+            spec,
+            &builder.allocation(Cpu::Id(1)),
+            Prefetched::default(),
         )
         .unwrap();
         assert!(!Arc::ptr_eq(&first.event, &own.event));

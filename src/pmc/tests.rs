@@ -1,4 +1,6 @@
 use super::*;
+use crate::backend::BackendImpl;
+use allocate::check_reload_count;
 
 #[test]
 fn an_allocation_without_a_count_gets_pmcstats_defaults() {
@@ -71,4 +73,34 @@ fn the_detach_rule_sees_only_the_pmcs_of_the_same_owner() {
     let mut rival = tc(&owner);
     rival.attach(4242).expect("attach by this owner");
     assert_eq!(p.detach(4242).unwrap_err().errno(), libc::EINVAL);
+}
+
+/// A PMC and its owner's pmcinfo read one record: after a detach, an
+/// exit no operation of the PMC has seen, and a `set`, `owner.pmcinfo()`
+/// lists what `pmc.info()` says, at once.
+#[test]
+fn the_owners_pmcinfo_and_the_pmcs_info_agree_at_once() {
+    let sim = crate::backend::sim::SimBackend::new(1);
+    sim.spawn(4242);
+    sim.spawn(4243);
+    let owner = Owner::new(sim.clone());
+    let mut pmc = owner.pmc("task-clock").build().unwrap();
+    pmc.attach(4242).unwrap();
+    pmc.attach(4243).unwrap();
+    let row = |owner: &Owner| owner.pmcinfo().pop().expect("one row");
+    assert_eq!(row(&owner), pmc.info());
+    assert_eq!(pmc.info().targets, [4242, 4243]);
+    pmc.detach(4242).unwrap();
+    assert_eq!(row(&owner), pmc.info());
+    assert_eq!(row(&owner).targets, [4243]);
+    sim.exit(4243);
+    assert_eq!(
+        row(&owner).targets,
+        Vec::<u32>::new(),
+        "the exit, unseen by the PMC"
+    );
+    assert_eq!(row(&owner), pmc.info());
+    pmc.set(12_345).unwrap();
+    assert_eq!(row(&owner).reload_count, 12_345);
+    assert_eq!(row(&owner), pmc.info());
 }

@@ -48,8 +48,8 @@ pub(super) fn validate_allocation(
             return Err(Error::invalid(
                 "allocate",
                 format!(
-                    "system-mode PMCs ({mode}) count on one CPU: pass Cpu::Id(n), or use \
-                     PerCpu::allocate for every CPU"
+                    "system-mode PMCs ({mode}) count on one CPU: pass Cpu::Id(n), or build \
+                     one on every CPU with Pmc::builder(event).per_cpu()"
                 ),
             ));
         }

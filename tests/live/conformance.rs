@@ -445,12 +445,14 @@ fn per_cpu_is_one_system_pmc_per_online_cpu() {
     // hwpmc_mod.c pmc_do_op_pmcallocate: "Virtual PMCs should only ask
     // for a default CPU" — a process mode on a CPU is EINVAL.
     for mode in [Mode::TC, Mode::TS] {
-        let e = pmc::PerCpu::allocate("cpu-clock", mode, Flags::empty()).unwrap_err();
+        let e = Pmc::allocate("cpu-clock", mode, Flags::empty(), Cpu::Id(0)).unwrap_err();
         assert_eq!(e.errno(), libc::EINVAL, "{mode}: {e}");
     }
     let online = sysfs_online_cpus();
     let fds_before = perf_event_fds();
-    let mut all = pmc::PerCpu::allocate("cpu-clock", Mode::SC, Flags::empty())
+    let mut all = Pmc::builder("cpu-clock")
+        .per_cpu()
+        .build()
         .unwrap_or_else(|e| panic!("allocate: {e}"));
     // hwpmc_mod.c pmc_do_op_pmcallocate configures a system PMC at once:
     // each CPU's is open from allocate.
@@ -468,7 +470,10 @@ fn per_cpu_is_one_system_pmc_per_online_cpu() {
     // stays 0); a sampling one DEFAULT_SAMPLE_COUNT (pmcstat.h, 65536).
     let counts: Vec<u64> = all.pmcs().map(|(_, p)| p.reload_count()).collect();
     assert_eq!(counts, vec![0; online.len()], "SC: no initial value");
-    let mut sampling = pmc::PerCpu::allocate("cpu-clock", Mode::SS, Flags::empty())
+    let mut sampling = Pmc::builder("cpu-clock")
+        .sampling(pmc::DEFAULT_RELOAD_COUNT)
+        .per_cpu()
+        .build()
         .unwrap_or_else(|e| panic!("allocate SS: {e}"));
     let counts: Vec<u64> = sampling.pmcs().map(|(_, p)| p.reload_count()).collect();
     assert_eq!(counts, vec![65_536; online.len()], "SS: pmcstat's default");
@@ -509,8 +514,11 @@ fn per_cpu_is_one_system_pmc_per_online_cpu() {
         online.len()
     );
     let last = *online.last().expect("a CPU is online");
-    let mut one = pmc::PerCpu::allocate_on_cpus("cpu-clock", Mode::SC, Flags::empty(), &[last])
-        .unwrap_or_else(|e| panic!("allocate_on_cpus: {e}"));
+    let mut one = Pmc::builder("cpu-clock")
+        .per_cpu()
+        .cpus(&[last])
+        .build()
+        .unwrap_or_else(|e| panic!("per_cpu().cpus: {e}"));
     let listed: Vec<(u32, Cpu)> = one.pmcs().map(|(c, p)| (c, p.cpu())).collect();
     assert_eq!(
         listed,

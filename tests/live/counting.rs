@@ -2,7 +2,7 @@
 
 use libtest_mimic::Failed;
 use pmc::probe::Requirement as R;
-use pmc::{Cpu, Error, Flags, Mode, PerCpu, Pmc, State};
+use pmc::{Cpu, Error, Flags, Mode, Pmc, State};
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, Workload, open_fds, spin_ms, test};
@@ -353,7 +353,10 @@ fn sc_on_cpu0_counts() -> TestResult {
 }
 
 fn per_cpu_sums_every_online_cpu() -> TestResult {
-    let mut all = PerCpu::allocate("cpu-clock", Mode::SC, Flags::empty()).ctx("allocate")?;
+    let mut all = Pmc::builder("cpu-clock")
+        .per_cpu()
+        .build()
+        .ctx("allocate")?;
     let t0 = std::time::Instant::now();
     all.start().ctx("start")?;
     std::thread::sleep(std::time::Duration::from_millis(100));
@@ -884,7 +887,7 @@ fn kernel_counting_refused_by_paranoid_names_the_sysctl() -> TestResult {
 fn a_pmc_on_one_thread_gives_its_perf_event_descriptor() -> TestResult {
     let mut w = Workload::spawn("spin", &["20"])?;
     let mut other = Workload::spawn("spin", &["1"])?;
-    let mut pmc = Pmc::process("task-clock,usr").allocate().ctx("allocate")?;
+    let mut pmc = Pmc::builder("task-clock,usr").build().ctx("allocate")?;
     ensure!(pmc.fd().is_none(), "an unattached PMC has a descriptor");
     pmc.attach(w.pid()).ctx("attach")?;
     let fd = {

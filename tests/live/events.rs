@@ -275,7 +275,10 @@ fn tsc_rate_by_perf() -> Result<f64, libtest_mimic::Failed> {
 fn msr_tsc_counts() -> TestResult {
     // Allocated before perf is asked for the rate: where paranoid forbids
     // the msr PMU, this allocation says so (EACCES, the sysctl), not perf.
-    let mut per_cpu = pmc::PerCpu::allocate("tsc", Mode::SC, Flags::empty()).ctx("allocate tsc")?;
+    let mut per_cpu = pmc::Pmc::builder("tsc")
+        .per_cpu()
+        .build()
+        .ctx("allocate tsc")?;
     let rate = tsc_rate_by_perf()?;
     println!("perf's TSC rate: {rate:.4} ticks/ns");
     let t0 = std::time::Instant::now();

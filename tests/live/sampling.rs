@@ -953,7 +953,10 @@ fn system_sampling_logs_every_processs_mappings_once() -> TestResult {
     let mut w = Workload::spawn("spin", &["1"])?;
     let child = w.pid();
     let events = with_log(|| {
-        let mut cpus = pmc::PerCpu::allocate("cpu-clock", Mode::SS, Flags::empty())
+        let mut cpus = pmc::Pmc::builder("cpu-clock")
+            .sampling(pmc::DEFAULT_RELOAD_COUNT)
+            .per_cpu()
+            .build()
             .ctx("allocate on every CPU")?;
         cpus.start().ctx("start")?;
         std::thread::sleep(std::time::Duration::from_millis(50));

@@ -59,7 +59,7 @@ cfg_if::cfg_if! {
         // Selected on FreeBSD (`select.rs`).
         mod native;
         #[cfg_attr(not(target_os = "freebsd"), allow(unused_imports))]
-        pub use native::{NativeFreeBsd, open_default};
+        pub use native::open_default;
     }
 }
 

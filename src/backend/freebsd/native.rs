@@ -1,5 +1,5 @@
 //! FreeBSD itself: hwpmc's system call as the [`System`], the
-//! [`Platform`] of the build, and the default backend.
+//! native backend of the build, and the default backend.
 //!
 //! Compiled on FreeBSD only; `.ci/run` type-checks it, with the unit
 //! tests, by `cargo clippy --target x86_64-unknown-freebsd` (linking would
@@ -11,12 +11,8 @@ use pmc_freebsd::SyscallTransport;
 
 use super::{FreeBsdBackend, LogPipe, System};
 use crate::CpuInfo;
-use crate::backend::unsupported::NoHotCounter;
-use crate::backend::{BackendImpl, EventRequest, Platform, PreparedEvent};
+use crate::backend::{BackendImpl, EventRequest, PreparedEvent};
 use crate::{Class, Error, Result};
-
-/// The backend of a FreeBSD build.
-pub type NativeFreeBsd = FreeBsdBackend<SyscallTransport>;
 
 impl System for SyscallTransport {
     fn caller_pid(&self) -> u32 {
@@ -80,11 +76,6 @@ impl LogPipe for Pipe {
             }
         }
     }
-}
-
-impl Platform for NativeFreeBsd {
-    /// No direct handle yet: every start/read/stop is a hwpmc call.
-    type Hot = NoHotCounter;
 }
 
 /// The default backend of a FreeBSD build: hwpmc when its module is

@@ -406,13 +406,13 @@ impl Counters for ProcessCounters {
         }
     }
 
-    fn hot(&self) -> Option<HotCounter> {
+    fn hot(&self) -> Option<crate::backend::HotCounter> {
         // An armed counter's first enable is not an ioctl.
         (self.events.len() == 1
             && self.rings.is_none()
             && self.user_read.is_none()
             && !self.armed_for_exec)
-            .then(|| HotCounter(self.events.clone()))
+            .then(|| crate::backend::HotCounter::PerfEvent(HotCounter(self.events.clone())))
     }
 
     fn rdpmc_index(&mut self) -> Result<Option<u32>> {

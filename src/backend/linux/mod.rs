@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use pmc_linux::system;
 
-use super::{BackendImpl, EventRequest, Platform, PreparedEvent};
+use super::{BackendImpl, EventRequest, PreparedEvent};
 use crate::CpuInfo;
 use crate::log::cpu::CpuIdentity;
 use crate::{Class, Errno, Error, Reason, Result};
@@ -152,10 +152,6 @@ fn executable_path(pid: u32) -> Option<String> {
     std::fs::read_link(format!("/proc/{pid}/exe"))
         .ok()
         .map(|p| p.display().to_string())
-}
-
-impl Platform for LinuxBackend {
-    type Hot = HotCounter;
 }
 
 /// Converts a binding error into the portable error, choosing the libpmc

@@ -25,8 +25,7 @@ mod tests;
 
 use std::time::Instant;
 
-use super::unsupported::NoHotCounter;
-use super::{BackendImpl, CounterValue, Counters, EventRequest, Platform, PreparedEvent};
+use super::{BackendImpl, CounterValue, Counters, EventRequest, PreparedEvent};
 use crate::{Capabilities, Class, Error, Flags, Mode, Result};
 use crate::{ClassInfo, CpuInfo};
 use source::Source;
@@ -339,9 +338,4 @@ impl Counters for PortableCounters {
     fn handles(&self) -> usize {
         0
     }
-}
-
-/// Where the portable backend is the native one: no hot handle.
-impl Platform for PortableBackend {
-    type Hot = NoHotCounter;
 }

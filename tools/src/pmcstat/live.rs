@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use pmc::{Flags, Mode, PerCpu, Pmc};
+use pmc::{Flags, Mode, Pmc};
 
 use crate::destination::HeldOutput;
 use crate::gate::HeldCommand;
@@ -97,7 +97,11 @@ pub(super) fn allocate_all(args: &Args, specs: &[EventSpec]) -> Result<Pmcs, Exi
                     .push(Counter::process(&spec, ev.cumulative, pmc));
             }
             Mode::SC => {
-                let per_cpu = PerCpu::allocate_on_cpus(&ev.spec, Mode::SC, flags, &ev.cpus)
+                let per_cpu = Pmc::builder(&ev.spec)
+                    .flags(flags)
+                    .per_cpu()
+                    .cpus(&ev.cpus)
+                    .build()
                     .map_err(|e| os_fail(&e))?;
                 pmcs.counters
                     .push(Counter::system(&ev.spec, ev.cumulative, per_cpu));
