@@ -1,10 +1,9 @@
-//! The one allocation path: every way of making a PMC — [`PmcBuilder`],
+//! The one allocation path: every way of making a PMC — [`PmcBuilder`](super::PmcBuilder),
 //! [`PerCpu`](super::PerCpu), the positional libpmc-style calls — ends in
 //! [`allocate`], which checks, resolves, opens and lists it.
 
 use std::sync::Arc;
 
-use super::builder::{EventArg, PmcBuilder};
 use super::validate::validate_allocation;
 use super::{MAX_RELOAD_COUNT, MIN_RELOAD_COUNT, Pmc};
 use crate::PmcInfo;
@@ -237,42 +236,5 @@ fn named_class(spec: &EventSpec) -> Class {
         EventName::Tracepoint { .. } => Class::Tracepoint,
         EventName::Breakpoint { .. } => Class::Breakpoint,
         EventName::Probe(_) => Class::Uprobe,
-    }
-}
-
-/// The PMCs of an owner: its builder, and the positional libpmc-style
-/// calls over it (the mode and CPU as `pmc_allocate(3)` takes them).
-impl Owner {
-    /// A PMC of this owner counting `event` (an event specifier, see
-    /// [`crate::spec`], or a parsed [`EventSpec`]), to set up and
-    /// [`build`](PmcBuilder::build): a process counter (TC) unless told
-    /// otherwise.
-    pub fn pmc(&self, event: impl Into<EventArg>) -> PmcBuilder {
-        PmcBuilder::new(event, self)
-    }
-
-    /// Allocates a PMC of this owner (`pmc_allocate`) with no initial value
-    /// / the default reload count: [`Owner::pmc`] with libpmc's
-    /// positional arguments.
-    pub fn allocate(&self, spec: &str, mode: Mode, flags: Flags, cpu: Cpu) -> Result<Pmc> {
-        self.pmc(spec).positional(mode, cpu).flags(flags).build()
-    }
-
-    /// Allocates a PMC of this owner with a reload count (sampling) or
-    /// initial value (counting), FreeBSD 12's sixth argument of
-    /// `pmc_allocate` (see [`Pmc::set`]).
-    pub fn allocate_with_count(
-        &self,
-        spec: &str,
-        mode: Mode,
-        flags: Flags,
-        cpu: Cpu,
-        count: u64,
-    ) -> Result<Pmc> {
-        self.pmc(spec)
-            .positional(mode, cpu)
-            .flags(flags)
-            .count(count)
-            .build()
     }
 }

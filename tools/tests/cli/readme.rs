@@ -98,10 +98,36 @@ fn pmcstat_pmccontrol_and_gprof_lines_run_as_written() -> TestResult {
         lines.iter().any(|l| l.contains("--folded")),
         "no --folded line among the documents' pmcstat lines: {lines:?}"
     );
-    let dir = std::env::temp_dir().join(format!("pmc-readme-{}", std::process::id()));
+    let folded = lines
+        .iter()
+        .find_map(|line| line.split("--folded ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .ok_or("no --folded line")?
+        .to_string();
+    in_scratch_directory("readme", &lines, |dir| {
+        // The profiled program was sampled and its hot function named.
+        let stacks = std::fs::read_to_string(dir.join(&folded)).ctx(&folded)?;
+        ensure!(
+            stacks.contains("busy_loop"),
+            "{folded} does not name busy_loop:\n{}",
+            tail(&stacks)
+        );
+        Ok(())
+    })
+}
+
+/// Runs `lines` with `sh -c`, each of which must succeed, in a new scratch
+/// directory where `pmcstat` and `pmccontrol` are this build's and every
+/// `./program` a line names is [`BUSY_C`]; then `check` on the directory.
+pub(crate) fn in_scratch_directory(
+    name: &str,
+    lines: &[String],
+    check: impl FnOnce(&Path) -> TestResult,
+) -> TestResult {
+    let dir = std::env::temp_dir().join(format!("pmc-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("bin")).ctx("scratch directory")?;
-    let result = run_lines(&dir, &lines);
+    let result = run_lines(&dir, lines).and_then(|()| check(&dir));
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
@@ -139,7 +165,6 @@ fn run_lines(dir: &Path, lines: &[String]) -> TestResult {
         dir.join("bin").display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let mut folded = None;
     for line in lines {
         // `cargo run -p hwpmc-tools --bin X -- ARGS` runs X ARGS (cargo has
         // built X for this test already).
@@ -165,23 +190,7 @@ fn run_lines(dir: &Path, lines: &[String]) -> TestResult {
             text(&out.stdout),
             text(&out.stderr)
         );
-        if let Some(file) = line.split("--folded ").nth(1) {
-            folded = Some(
-                file.split_whitespace()
-                    .next()
-                    .unwrap_or_default()
-                    .to_string(),
-            );
-        }
     }
-    // The profiled program was sampled and its hot function named.
-    let folded = folded.ok_or("no --folded line")?;
-    let stacks = std::fs::read_to_string(dir.join(&folded)).ctx(&folded)?;
-    ensure!(
-        stacks.contains("busy_loop"),
-        "{folded} does not name busy_loop:\n{}",
-        tail(&stacks)
-    );
     Ok(())
 }
 
