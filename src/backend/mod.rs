@@ -34,11 +34,11 @@
 //!   queries and tells the probe its platform's facts (`facts.rs`);
 //! - `PreparedEvent`: a resolved event that can be opened on a process
 //!   or a CPU;
-//! - [`Counters`]: the open hardware/software counters of one target;
-//! - [`HotCounter`]: a direct handle on a target that is one plain
+//! - `Counters`: the open hardware/software counters of one target;
+//! - `HotCounter`: a direct handle on a target that is one plain
 //!   counter, which `Pmc`'s hot path starts, reads and stops (asked of the
 //!   PMC's own counters, whichever backend made them);
-//! - [`source::SampleSource`]: what a logging target produces, pulled by
+//! - `source::SampleSource`: what a logging target produces, pulled by
 //!   the PMC's [`Owner`](crate::Owner), which alone writes the log.
 //!
 //! Backends report what their PMCs observe as neutral
