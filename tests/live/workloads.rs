@@ -87,6 +87,8 @@ pub fn clock_agrees_with_cpu_time(
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
     pub own_cpu_ns: u64,
+    /// The user-mode part of `own_cpu_ns` (what a user-only PMC sees).
+    pub own_user_ns: u64,
     pub own_minflt: u64,
     pub children_cpu_ns: u64,
     pub children_minflt: u64,
@@ -103,13 +105,15 @@ impl Usage {
             };
             (
                 ns(u.user_time()) + ns(u.system_time()),
+                ns(u.user_time()),
                 u.minor_page_faults() as u64,
             )
         };
-        let (own_cpu_ns, own_minflt) = take(UsageWho::RUSAGE_SELF);
-        let (children_cpu_ns, children_minflt) = take(UsageWho::RUSAGE_CHILDREN);
+        let (own_cpu_ns, own_user_ns, own_minflt) = take(UsageWho::RUSAGE_SELF);
+        let (children_cpu_ns, _, children_minflt) = take(UsageWho::RUSAGE_CHILDREN);
         Usage {
             own_cpu_ns,
+            own_user_ns,
             own_minflt,
             children_cpu_ns,
             children_minflt,
@@ -120,8 +124,9 @@ impl Usage {
     pub fn line_since(start: Usage) -> String {
         let now = Usage::now();
         format!(
-            "usage own_cpu_ns={} own_minflt={} children_cpu_ns={} children_minflt={}",
+            "usage own_cpu_ns={} own_user_ns={} own_minflt={} children_cpu_ns={} children_minflt={}",
             now.own_cpu_ns - start.own_cpu_ns,
+            now.own_user_ns - start.own_user_ns,
             now.own_minflt - start.own_minflt,
             now.children_cpu_ns - start.children_cpu_ns,
             now.children_minflt - start.children_minflt,
@@ -137,6 +142,7 @@ impl Usage {
         };
         Some(Usage {
             own_cpu_ns: field("own_cpu_ns")?,
+            own_user_ns: field("own_user_ns")?,
             own_minflt: field("own_minflt")?,
             children_cpu_ns: field("children_cpu_ns")?,
             children_minflt: field("children_minflt")?,

@@ -193,8 +193,11 @@ fn process_sampling_of_busy_threads_at_defaults_loses_nothing() -> TestResult {
          {} ns of CPU",
         usage.own_cpu_ns
     );
-    // One sample per 65536 ns of the threads' CPU time (4.5 s: ~68700).
-    fits_cpu_time(recorded, usage.own_cpu_ns, usage.own_cpu_ns)?;
+    // One sample per 65536 ns of the threads' CPU time (4.5 s: ~68700);
+    // of their user time only where pmcstat fell back to a user-only
+    // counter (as nobody at perf_event_paranoid 2, a timer that fires in
+    // the kernel gives no sample: 63 400 there, 7.7 % fewer).
+    fits_cpu_time(recorded, usage.own_user_ns, usage.own_cpu_ns)?;
     ensure!(
         lost == 0,
         "{lost} samples lost beside {recorded} recorded at the default settings"
