@@ -20,7 +20,21 @@ pub struct BenchArgs {
     /// the same workloads.
     #[arg(long)]
     pub report_only: bool,
+    /// Keep this run's figures: docs/performance.jsonl, the table in
+    /// docs/performance.md and README's performance lines.
+    #[arg(long)]
+    pub record: bool,
 }
+
+/// The figures README shows, as (case, figure): one per claim a reader
+/// weighs first; docs/performance.md has them all.
+const HEADLINES: &[(&str, &str)] = &[
+    ("read", "pmc_read"),
+    ("open_cost", "open_cycle"),
+    ("open_cost", "percpu_open10"),
+    ("decode", "samples_per_s"),
+    ("sampling", "slowdown_vs_perf"),
+];
 
 fn verdict(met: bool) -> &'static str {
     if met { "met" } else { "MISSED" }
@@ -41,6 +55,27 @@ fn target(subject: &str) -> (Option<f64>, &'static str) {
 
 pub fn run(args: &BenchArgs) -> ExitCode {
     crate::bench_report::measure_child_if_requested();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace")
+        .to_path_buf();
+    let figures = crate::bench_summary::start_run(&root);
+    let code = run_cases(args);
+    if args.record && code == ExitCode::SUCCESS {
+        if let Err(e) = crate::bench_summary::record_run(&root, &figures, HEADLINES) {
+            eprintln!("xtask bench --record: {e}");
+            return ExitCode::FAILURE;
+        }
+        println!(
+            "\nrecorded: {}, {} and README's performance lines",
+            crate::bench_summary::RECORDED,
+            crate::bench_summary::TABLE
+        );
+    }
+    code
+}
+
+fn run_cases(args: &BenchArgs) -> ExitCode {
     if args.dwarf_only {
         return match crate::bench_report::release_pmcstat(
             &std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()),
@@ -100,6 +135,19 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         let subject = r["subject"].as_str().unwrap_or("?");
         let (goal, what) = target(subject);
         let ratio = r["ratio"].as_f64().unwrap_or(f64::NAN);
+        if let Some(g) = goal {
+            crate::bench_summary::record(&crate::bench_summary::Figure {
+                case: "read",
+                figure: subject,
+                what,
+                ours: r["subject_ns"].as_f64().unwrap_or(f64::NAN),
+                baseline: r["baseline_ns"].as_f64().unwrap_or(f64::NAN),
+                unit: "ns",
+                ratio: Some(ratio),
+                target: &format!("ratio <= {g:.2}"),
+                met: ratio <= g,
+            });
+        }
         println!(
             "{:<46} {:>8.1}ns {:>8.1}ns {:>7.3} {:>17} {:>7}  {}",
             what,
@@ -146,6 +194,17 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                 Some("decode") => {
                     let ours = v["ours_per_s"].as_f64().unwrap_or(0.0);
                     let ratio = v["ratio"].as_f64().unwrap_or(0.0);
+                    crate::bench_summary::record(&crate::bench_summary::Figure {
+                        case: "decode",
+                        figure: "samples_per_s",
+                        what: "record decoding vs perf-event-data",
+                        ours: ours / 1e6,
+                        baseline: v["peer_per_s"].as_f64().unwrap_or(0.0) / 1e6,
+                        unit: "M samples/s",
+                        ratio: Some(ratio),
+                        target: ">= 50 M/s and >= 2x",
+                        met: ours >= 50e6 && ratio >= 2.0,
+                    });
                     println!(
                         "\nrecord decode: {:.1} M samples/s, {:.2}x perf-event-data ({:.1} M/s)                          [targets: 50 M/s {}, 2x {}]",
                         ours / 1e6,
@@ -161,6 +220,19 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                     let lost = v["lost"].as_u64().unwrap_or(u64::MAX);
                     // Paired per round: pmc's workload time over perf's.
                     let paired = v["pmc_over_perf"].as_f64();
+                    if let (Some(p), Some(perf)) = (paired, perf) {
+                        crate::bench_summary::record(&crate::bench_summary::Figure {
+                            case: "sampling",
+                            figure: "slowdown_vs_perf",
+                            what: "workload slowdown sampled at 10 kHz with callchains vs perf record -g",
+                            ours,
+                            baseline: perf,
+                            unit: "x",
+                            ratio: Some(p),
+                            target: "pmc/perf <= 1, 0 lost",
+                            met: p <= 1.0 && lost == 0,
+                        });
+                    }
                     println!(
                         "sampling at 10 kHz with callchains: workload slowdown {ours:.3}x with pmc, {} \
                          with perf record -g; pmc/perf per round {} [{}, {}]; {} samples, {lost} lost \
@@ -192,6 +264,24 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                     let f = |key: &str| v[key].as_f64().unwrap_or(f64::NAN);
                     let cpu_ratio = f("cpu_ratio");
                     let cpu_us = f("subject_cpu_ns") / 1e3;
+                    let limit = match subject {
+                        "open_cycle" => Some(1.5),
+                        "percpu_open10" => Some(1.2),
+                        _ => None,
+                    };
+                    if let Some(limit) = limit {
+                        crate::bench_summary::record(&crate::bench_summary::Figure {
+                            case: "open_cost",
+                            figure: subject,
+                            what: v["what"].as_str().unwrap_or(subject),
+                            ours: cpu_us,
+                            baseline: f("baseline_cpu_ns") / 1e3,
+                            unit: "us CPU",
+                            ratio: Some(cpu_ratio),
+                            target: &format!("CPU ratio <= {limit}"),
+                            met: cpu_ratio <= limit,
+                        });
+                    }
                     let target = match subject {
                         "open_cycle" => {
                             format!("CPU ratio <= 1.5 {}", verdict(cpu_ratio <= 1.5))
@@ -230,6 +320,17 @@ pub fn run(args: &BenchArgs) -> ExitCode {
                         }
                         None => {
                             let added = v["added"].as_f64().unwrap_or(f64::NAN);
+                            crate::bench_summary::record(&crate::bench_summary::Figure {
+                                case: "bracket",
+                                figure: subject,
+                                what: "user instructions of a start/read/stop bracket vs raw ioctls/read(2)",
+                                ours: v["pmc_per_bracket"].as_f64().unwrap_or(f64::NAN),
+                                baseline: v["raw_per_bracket"].as_f64().unwrap_or(f64::NAN),
+                                unit: "instructions",
+                                ratio: None,
+                                target: "adds <= 100",
+                                met: added <= 100.0,
+                            });
                             println!(
                                 "start/read/stop bracket ({how}): {} user instructions with pmc, \
                                  {} with raw ioctls/read(2); pmc adds {added:.0} [target <= 100 {}]",

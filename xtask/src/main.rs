@@ -28,6 +28,7 @@
 mod bench;
 mod bench_dwarf;
 mod bench_report;
+mod bench_summary;
 mod install;
 mod matrix;
 mod mutants;
@@ -71,9 +72,9 @@ enum Command {
     Install(install::InstallArgs),
     /// Mutation testing (cargo-mutants) of the core files; score per file.
     Mutants(mutants::MutantsArgs),
-    /// Check the invariants a command can check (unsafe only in sys/, SAFETY lines, file length, no /proc or /sys in the portable crate, the layering, process-wide statics, no branch on an error message).
     /// Compare the library crates' public surface with public-api/*.txt (--bless rewrites them).
     PublicApi(public_api::PublicApiArgs),
+    /// Check the invariants a command can check (unsafe only in sys/, SAFETY lines, file length, no /proc or /sys in the portable crate, the layering, process-wide statics, no branch on an error message).
     Tidy {
         /// The tree to check (default: this workspace).
         root: Option<std::path::PathBuf>,

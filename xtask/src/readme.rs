@@ -308,3 +308,65 @@ fn the_first_pages_stay_short() {
          history goes to CHANGELOG.md, semantics to docs/"
     );
 }
+
+/// README's performance lines and docs/performance.md are the recorded
+/// bench run's figures, rendered (`cargo xtask bench --record`), never
+/// prose edited apart from the measurement.
+#[test]
+fn the_performance_lines_come_from_the_recorded_bench() {
+    use crate::bench_summary as summary;
+    let figures = summary::parse(&read(summary::RECORDED))
+        .unwrap_or_else(|e| panic!("{}: {e}", summary::RECORDED));
+    assert!(
+        figures
+            .iter()
+            .any(|v| v["headline"].as_bool() == Some(true)),
+        "{} marks no headline figure: README would show none",
+        summary::RECORDED
+    );
+    assert_eq!(
+        read(summary::TABLE),
+        summary::render_table(&figures),
+        "{} is not the rendering of {}: rerun `cargo xtask bench --record`",
+        summary::TABLE,
+        summary::RECORDED
+    );
+    let readme = read("README.md");
+    let block = summary::render_readme(&figures);
+    assert!(
+        readme.contains(&block),
+        "README.md's performance lines are not those of {}: rerun `cargo xtask bench --record`\n\
+         expected:\n{block}",
+        summary::RECORDED
+    );
+}
+
+#[test]
+fn a_figure_file_renders_its_headlines_and_replaces_reruns() {
+    use crate::bench_summary as summary;
+    let text = r#"{"case":"a","figure":"x","what":"thing","ours":1.5,"baseline":3.0,"unit":"ms","ratio":0.5,"target":"<= 1","met":true,"headline":true}
+{"case":"a","figure":"y","what":"other","ours":900.0,"baseline":300.0,"unit":"MB","ratio":3.0,"target":"<= 1","met":false}
+{"case":"a","figure":"x","what":"thing","ours":2.5,"baseline":5.0,"unit":"ms","ratio":0.5,"target":"<= 1","met":true,"headline":true}
+"#;
+    let figures = summary::parse(text).expect("valid figures");
+    assert_eq!(figures.len(), 2, "the rerun of a/x replaces the first");
+    let block = summary::render_readme(&figures);
+    assert!(
+        block.contains("- thing: 2.50 ms against 5 ms (target <= 1: met)"),
+        "{block}"
+    );
+    assert!(!block.contains("other"), "not a headline: {block}");
+    let table = summary::render_table(&figures);
+    assert!(
+        table.contains("| a | other | 900 MB | 300 MB | 3 | <= 1 | missed |"),
+        "{table}"
+    );
+    let readme = format!("intro\n{}\nrest\n", summary::render_readme(&[]));
+    let spliced = summary::splice_readme(&readme, &block).expect("markers present");
+    assert!(spliced.starts_with("intro\n") && spliced.ends_with("\nrest\n"));
+    assert!(spliced.contains("- thing: 2.50 ms"), "{spliced}");
+    assert!(
+        summary::parse("{\"case\":\"a\"}").is_err(),
+        "a figure lacking fields"
+    );
+}
