@@ -20,6 +20,10 @@ pub struct BenchArgs {
     /// the same workloads.
     #[arg(long)]
     pub report_only: bool,
+    /// Only the exporter benchmark: the cost of one `pmcstat --listen`
+    /// scrape of 10 events on every CPU.
+    #[arg(long)]
+    pub exporter_only: bool,
 }
 
 fn verdict(met: bool) -> &'static str {
@@ -55,6 +59,15 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         };
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    if args.exporter_only {
+        return match crate::bench_exporter::run(&cargo) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("xtask bench: exporter benchmark: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if args.report_only {
         return match crate::bench_report::run(&cargo) {
             Ok(()) => ExitCode::SUCCESS,
@@ -246,6 +259,10 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     }
     if let Err(e) = crate::bench_report::run(&cargo) {
         eprintln!("xtask bench: report benchmark: {e}");
+        return ExitCode::FAILURE;
+    }
+    if let Err(e) = crate::bench_exporter::run(&cargo) {
+        eprintln!("xtask bench: exporter benchmark: {e}");
         return ExitCode::FAILURE;
     }
     if args.criterion {
