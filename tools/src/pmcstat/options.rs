@@ -174,9 +174,10 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(super) csv: bool,
     /// Serve the counts of -p and -s to Prometheus at
-    /// http://[ADDR:]PORT/metrics (OpenMetrics text), read at each scrape,
-    /// until pmcstat ends.
+    /// http://[ADDR:]PORT/metrics, read at each scrape, until pmcstat ends.
     ///
+    /// The body is OpenMetrics text when the client asks for it
+    /// (Prometheus does), else Prometheus's text format 0.0.4.
     /// ADDR defaults to 127.0.0.1 (`--listen 9100` or `--listen :9100`);
     /// `0.0.0.0:9100` or `[::]:9100` serve every interface. One series per
     /// PMC and CPU (-s) or per specifier's target (-p; the processes of
