@@ -89,6 +89,7 @@ pub(super) fn sources(
     let join = |items: Vec<String>| Some(items.join(",")).filter(|s| !s.is_empty());
     let pid = join(pids.iter().map(u32::to_string).collect());
     let mut distinct_names = names;
+    distinct_names.sort();
     distinct_names.dedup();
     let command = join(distinct_names);
     counters

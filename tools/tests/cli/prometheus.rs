@@ -26,15 +26,94 @@ const PATIENCE: Duration = Duration::from_secs(120);
 const EVENTS: [&str; 2] = ["cpu-clock", "context-switches"];
 
 pub fn tests() -> Vec<LiveTest> {
-    vec![test(
-        "prometheus::prometheus_stores_what_pmcstat_prints_and_promtool_passes_a_scrape",
-        vec![
-            R::Paranoid(0),
-            R::Program("prometheus".into()),
-            R::Program("promtool".into()),
-        ],
-        prometheus_stores_what_pmcstat_prints_and_promtool_passes_a_scrape,
-    )]
+    vec![
+        test(
+            "prometheus::prometheus_stores_what_pmcstat_prints_and_promtool_passes_a_scrape",
+            vec![
+                R::Paranoid(0),
+                R::Program("prometheus".into()),
+                R::Program("promtool".into()),
+            ],
+            prometheus_stores_what_pmcstat_prints_and_promtool_passes_a_scrape,
+        ),
+        test(
+            "prometheus::listen_labels_a_commands_counts_refuses_a_taken_port_and_ends_with_it",
+            vec![R::Paranoid(2)],
+            listen_labels_a_commands_counts_refuses_a_taken_port_and_ends_with_it,
+        ),
+    ]
+}
+
+/// `-p` with a command: its series carry the command's pid and name; a
+/// second pmcstat on the same port fails before it runs anything, saying
+/// the errno; the server goes with the command's end.
+fn listen_labels_a_commands_counts_refuses_a_taken_port_and_ends_with_it() -> TestResult {
+    let port = free_port()?;
+    let listen = format!("127.0.0.1:{port}");
+    let exe = std::env::current_exe().ctx("current_exe")?;
+    let mut pmcstat = Reaped(
+        Command::new(PMCSTAT)
+            .args(["--listen", &listen, "-p", "task-clock,usr", "--"])
+            .arg(&exe)
+            .arg("2000")
+            .env(crate::workloads::ENV, "hot")
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ctx("pmcstat --listen -p")?,
+    );
+    let start = Instant::now();
+    let body = loop {
+        if let Ok((200, body)) = get(port, "/metrics", "*/*") {
+            break body;
+        }
+        ensure!(
+            start.elapsed() < PATIENCE,
+            "pmcstat --listen never answered"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let name = exe.file_name().unwrap_or_default().to_string_lossy();
+    let series = body
+        .lines()
+        .find(|l| l.starts_with("pmc_events_total{"))
+        .ok_or_else(|| format!("no pmc_events_total in\n{body}"))?;
+    let pid = series
+        .split("pid=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|p| p.parse::<u32>().ok())
+        .ok_or_else(|| format!("no numeric pid label in {series}"))?;
+    ensure!(
+        series.contains(r#"event="task-clock,usr",mode="TC""#)
+            && series.contains(&format!(r#"command="{name}""#))
+            && !series.contains("cpu="),
+        "{series}"
+    );
+    ensure!(
+        pid != pmcstat.0.id(),
+        "the pid label is pmcstat's own: {series}"
+    );
+
+    let taken = Command::new(PMCSTAT)
+        .args(["--listen", &listen, "-p", "task-clock,usr", "--", "true"])
+        .stdin(Stdio::null())
+        .output()
+        .ctx("a second pmcstat --listen")?;
+    let said = String::from_utf8_lossy(&taken.stderr);
+    ensure!(
+        taken.status.code() == Some(71) && said.contains("EADDRINUSE") && said.contains("--listen"),
+        "a taken port: {:?}, {said}",
+        taken.status
+    );
+
+    let status = pmcstat.0.wait().ctx("wait for pmcstat")?;
+    ensure!(status.success(), "pmcstat: {status:?}");
+    ensure!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "port {port} still served after pmcstat's command ended"
+    );
+    Ok(())
 }
 
 /// A child killed and reaped when the test ends, failed or not.
