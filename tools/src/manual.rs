@@ -97,7 +97,7 @@ const PMCSTAT_EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "71",
-        "EX_OSERR: the system refuses a specifier or a PMC operation, the command cannot run, an output cannot be opened, or the -R log cannot be opened.",
+        "EX_OSERR: the system refuses a specifier or a PMC operation, the command cannot run, an output cannot be opened, the -R log cannot be opened, or --listen cannot bind its address (a port in use).",
     ),
     (
         "74",
@@ -155,14 +155,24 @@ const PMCSTAT_EXAMPLES: &[Example] = &[
     },
 ];
 
-const PMCSTAT_SECTIONS: &[(&str, &[&str])] = &[(
-    "SIGNALS",
-    &[
-        "SIGINT, SIGTERM, SIGHUP and SIGQUIT end the run: the command pmcstat started gets the same signal (a second one kills it), the counts are printed, an -O log is closed and pmcstat exits 0.",
-        "A signal ignored at start stays ignored for the command, and SIGTERM, SIGHUP and SIGQUIT for pmcstat too (nohup).",
-        "The -O log's first records are written at once: even after kill -9 the log's beginning reads.",
-    ],
-)];
+const PMCSTAT_SECTIONS: &[(&str, &[&str])] = &[
+    (
+        "SIGNALS",
+        &[
+            "SIGINT, SIGTERM, SIGHUP and SIGQUIT end the run: the command pmcstat started gets the same signal (a second one kills it), the counts are printed, an -O log is closed and pmcstat exits 0.",
+            "A signal ignored at start stays ignored for the command, and SIGTERM, SIGHUP and SIGQUIT for pmcstat too (nohup).",
+            "The -O log's first records are written at once: even after kill -9 the log's beginning reads.",
+        ],
+    ),
+    (
+        "FLEET",
+        &[
+            "pmcstat --listen 9100 -s instructions -s cycles serves those counts of every CPU to Prometheus at http://127.0.0.1:9100/metrics until it is stopped; scrape it with a job whose static_configs target is 127.0.0.1:9100 (give --listen 0.0.0.0:9100 to be scraped from another machine). Each scrape reads the PMCs then: the values are monotonic counters, scaled as the -w lines are.",
+            "Series: pmc_events_total, pmc_enabled_seconds_total, pmc_running_seconds_total (less than enabled: the PMC was multiplexed and the count extrapolated), pmc_up, and pmc_lost_samples_total; labels event (the specifier as given), mode (SC or TC), cpu (-s), pid and command (-p, of the command or the processes of -t).",
+            "Prometheus gets OpenMetrics, any other client Prometheus's text format (what promtool check metrics reads). What a scrape of 2 CPUs and 10 events costs, in latency and in pmcstat's CPU, is measured by cargo xtask bench --exporter-only (the recorded figures: docs/performance.md). Past one Prometheus, its remote_write sends the same series to Thanos, Cortex, Mimir or VictoriaMetrics, which keep them for the whole fleet.",
+        ],
+    ),
+];
 
 /// The statuses pmccontrol exits with (`src/bin/pmccontrol.rs`).
 const PMCCONTROL_EXIT_STATUS: &[(&str, &str)] = &[

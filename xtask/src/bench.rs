@@ -24,6 +24,10 @@ pub struct BenchArgs {
     /// docs/performance.md and README's performance lines.
     #[arg(long)]
     pub record: bool,
+    /// Only the exporter benchmark: the cost of one `pmcstat --listen`
+    /// scrape of 10 events on every CPU.
+    #[arg(long)]
+    pub exporter_only: bool,
 }
 
 /// The figures README shows, as (case, figure): one per claim a reader
@@ -34,6 +38,8 @@ const HEADLINES: &[(&str, &str)] = &[
     ("open_cost", "percpu_open10"),
     ("decode", "samples_per_s"),
     ("sampling", "slowdown_vs_perf"),
+    ("exporter", "scrape_latency"),
+    ("exporter", "scrape_cpu"),
 ];
 
 fn verdict(met: bool) -> &'static str {
@@ -90,6 +96,15 @@ fn run_cases(args: &BenchArgs) -> ExitCode {
         };
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    if args.exporter_only {
+        return match crate::bench_exporter::run(&cargo) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("xtask bench: exporter benchmark: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if args.report_only {
         return match crate::bench_report::run(&cargo) {
             Ok(()) => ExitCode::SUCCESS,
@@ -347,6 +362,10 @@ fn run_cases(args: &BenchArgs) -> ExitCode {
     }
     if let Err(e) = crate::bench_report::run(&cargo) {
         eprintln!("xtask bench: report benchmark: {e}");
+        return ExitCode::FAILURE;
+    }
+    if let Err(e) = crate::bench_exporter::run(&cargo) {
+        eprintln!("xtask bench: exporter benchmark: {e}");
         return ExitCode::FAILURE;
     }
     if args.criterion {

@@ -3,6 +3,7 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use pmc::{PerCpu, Pmc, Reading};
@@ -19,18 +20,30 @@ pub(super) struct Counter {
     label: String,
     /// The event name of the table's header.
     name: String,
+    /// The specifier as given (or as counted, `,usr` added): the
+    /// exporter's `event` label.
+    spec: String,
     /// `-C` in effect for this specifier: totals instead of deltas.
     cumulative: bool,
-    pmcs: Pmcs,
+    /// Shared with the exporter's thread (`--listen`), which reads them at
+    /// each scrape; each holder locks only for its reads.
+    pmcs: Arc<Mutex<Pmcs>>,
     /// The values of the last table line, per column (`ev_saved`).
     saved: Vec<u64>,
     /// The last JSON / CSV reading.
     last: Option<Reading>,
 }
 
-enum Pmcs {
+pub(super) enum Pmcs {
     Process(Box<Pmc>),
     System(PerCpu),
+}
+
+/// A lock of the PMCs that outlives a panic of the other holder (the
+/// PMCs themselves stay consistent: every call on them is whole).
+pub(super) fn lock(pmcs: &Mutex<Pmcs>) -> MutexGuard<'_, Pmcs> {
+    pmcs.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Counter {
@@ -51,29 +64,41 @@ impl Counter {
         Counter {
             label,
             name: output::event_name(spec).to_string(),
+            spec: spec.to_string(),
             cumulative,
-            pmcs,
+            pmcs: Arc::new(Mutex::new(pmcs)),
             saved: Vec::new(),
             last: None,
         }
     }
 
-    pub(super) fn process_pmc(&mut self) -> Option<&mut Pmc> {
-        match &mut self.pmcs {
-            Pmcs::Process(p) => Some(p),
+    /// Runs `f` on the process PMC, if this counter is one.
+    pub(super) fn with_process_pmc<T>(&self, f: impl FnOnce(&mut Pmc) -> T) -> Option<T> {
+        match &mut *lock(&self.pmcs) {
+            Pmcs::Process(p) => Some(f(p)),
             Pmcs::System(_) => None,
         }
     }
 
+    /// The specifier counted (the exporter's `event` label).
+    pub(super) fn spec(&self) -> &str {
+        &self.spec
+    }
+
+    /// The PMCs, shared (the exporter reads them at each scrape).
+    pub(super) fn shared_pmcs(&self) -> Arc<Mutex<Pmcs>> {
+        Arc::clone(&self.pmcs)
+    }
+
     pub(super) fn start(&mut self) -> pmc::Result<()> {
-        match &mut self.pmcs {
+        match &mut *lock(&self.pmcs) {
             Pmcs::Process(p) => p.start(),
             Pmcs::System(p) => p.start(),
         }
     }
 
     pub(super) fn stop(&mut self) -> pmc::Result<()> {
-        match &mut self.pmcs {
+        match &mut *lock(&self.pmcs) {
             Pmcs::Process(p) => p.stop(),
             Pmcs::System(p) => p.stop(),
         }
@@ -82,7 +107,7 @@ impl Counter {
     /// The table's columns of this PMC.
     fn columns(&mut self) -> Vec<Column> {
         let name = self.name.clone();
-        match &mut self.pmcs {
+        match &mut *lock(&self.pmcs) {
             Pmcs::Process(p) => vec![Column {
                 name,
                 cpu: None,
@@ -101,7 +126,7 @@ impl Counter {
 
     /// Each column's value now.
     fn read_columns(&mut self) -> pmc::Result<Vec<u64>> {
-        match &mut self.pmcs {
+        match &mut *lock(&self.pmcs) {
             Pmcs::Process(p) => Ok(vec![p.read()?]),
             Pmcs::System(per_cpu) => per_cpu.pmcs().map(|(_, p)| p.read()).collect(),
         }
@@ -141,7 +166,7 @@ pub(super) fn table_values(counters: &mut [Counter]) -> Result<Vec<u64>, ExitCod
 pub(super) fn sample(counters: &mut [Counter], total: bool) -> Result<Vec<Sample>, ExitCode> {
     let mut out = Vec::new();
     for c in counters.iter_mut() {
-        let r = match &mut c.pmcs {
+        let r = match &mut *lock(&c.pmcs) {
             Pmcs::Process(p) => p.read_detailed(),
             Pmcs::System(p) => p.read_detailed(),
         }

@@ -206,9 +206,7 @@ pub(super) fn attach_all(
         Ok(())
     };
     for c in &mut pmcs.counters {
-        if let Some(p) = c.process_pmc() {
-            attach(p)?;
-        }
+        c.with_process_pmc(&mut attach).transpose()?;
     }
     for p in &mut pmcs.samplers {
         if p.mode() == Mode::TS {

@@ -5,13 +5,14 @@
 //! arguments and the checks that need no machine; `plan.rs` the checks of
 //! what a live run measures; `targets.rs` the processes `-t` names;
 //! `live.rs` the steps of a live run; `counting.rs` the counting PMCs and
-//! their interval lines; `reports.rs` `-R`, `-L`/`-u` and the reports
+//! their interval lines; `exporter.rs` `--listen`; `reports.rs` `-R`, `-L`/`-u` and the reports
 //! written from a log; `watch.rs` the `-T` loop. This file is the live
 //! mode in one screen: check, allocate, attach, start, wait, stop, report.
 
 mod convert;
 mod counting;
 mod distinct;
+mod exporter;
 mod live;
 mod options;
 mod plan;
@@ -82,6 +83,7 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     let plan = Plan::check(&args)?;
     let targets = plan::find_all_targets(&args, &plan)?;
     plan::check_command_and_backend(&args, &plan)?;
+    let listener = args.listen.map(exporter::bind).transpose()?;
 
     let recording = Recording::configure(&args, &plan)?;
     let mut pmcs = live::allocate_all(&args, specs)?;
@@ -91,6 +93,13 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     live::start_all(&mut pmcs, held.as_mut(), &args, &plan)?;
 
     let out = live::count_output(&args, &mut pmcs.counters, sink);
+    let exporter = match listener {
+        Some(l) => {
+            let sources = exporter::sources(&pmcs.counters, held.as_ref(), &args, &targets);
+            Some(exporter::Exporter::serve(l, sources)?)
+        }
+        None => None,
+    };
     let mut live = Live {
         args: &args,
         pmcs,
@@ -120,6 +129,8 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         }
         None => live.wait_for_the_end(&targets)?,
     }
+    // --listen serves as long as the run counts.
+    drop(exporter);
     live.stop_pmcs()?;
     if plan.logging {
         live.finish_recording(&plan, &recording, seen_by_top, live::sampling_rate(specs))?;

@@ -173,6 +173,26 @@ pub(crate) struct Args {
     /// Print counts as CSV (an extension of FreeBSD's options).
     #[arg(long)]
     pub(super) csv: bool,
+    /// Serve the counts of -p and -s to Prometheus at
+    /// http://[ADDR:]PORT/metrics, read at each scrape, until pmcstat ends.
+    ///
+    /// The body is OpenMetrics text when the client asks for it
+    /// (Prometheus does), else Prometheus's text format 0.0.4.
+    /// ADDR defaults to 127.0.0.1 (`--listen 9100` or `--listen :9100`);
+    /// `0.0.0.0:9100` or `[::]:9100` serve every interface. One series per
+    /// PMC and CPU (-s) or per specifier's target (-p; the processes of
+    /// -t summed, their pids in one label): pmc_events_total,
+    /// pmc_enabled_seconds_total and pmc_running_seconds_total (running
+    /// less than enabled: multiplexed), pmc_up, and pmc_lost_samples_total;
+    /// labels event (the specifier), mode (SC, TC), cpu, pid, command.
+    /// `/` links to /metrics; any other path is 404. The server ends with
+    /// the run: the command's exit, -l, the targets' exit, or SIGINT or
+    /// SIGTERM (without a command, -s serves until then). Printing at -w
+    /// keeps its schedule: a scrape locks each specifier's PMCs only for
+    /// their reads.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = super::exporter::listen_address,
+          conflicts_with_all = ["top", "read_log"])]
+    pub(super) listen: Option<std::net::SocketAddr>,
     /// Quiet: no progress or notes.
     #[arg(short = 'q')]
     pub(super) quiet: bool,
@@ -635,6 +655,12 @@ pub(super) fn check_options(args: &Args) -> Result<Option<(f64, bool)>, ExitCode
             Some(("skiplink", "1")) => skiplink = true,
             _ => return Err(bad()),
         }
+    }
+    if args.listen.is_some() && args.process.is_empty() && args.system.is_empty() {
+        return Err(usage(
+            TOOL,
+            "--listen serves the counts of -p and -s: give at least one counting specifier",
+        ));
     }
     Ok(args.top.then_some((threshold, skiplink)))
 }

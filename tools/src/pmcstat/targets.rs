@@ -66,6 +66,12 @@ fn leading_number(s: &str) -> Option<i64> {
     Some(if negative { -value } else { value })
 }
 
+/// A process's name (`/proc/PID/comm`), if it still runs.
+pub(super) fn process_name(pid: u32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(comm.trim_end_matches('\n').to_string())
+}
+
 /// Each process's id and name (`/proc/PID/comm`, as FreeBSD's `ki_comm`).
 fn process_names() -> Vec<(u32, String)> {
     let Ok(dir) = std::fs::read_dir("/proc") else {

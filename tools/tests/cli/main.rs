@@ -35,6 +35,7 @@ mod outputs;
 mod perf_data_input;
 mod pmcstat_options;
 mod profiles;
+mod prometheus;
 mod readme;
 mod real_use;
 mod same_samples;
@@ -101,6 +102,7 @@ fn main() {
     tests.extend(hardware::tests());
     tests.extend(shares::tests());
     tests.extend(perf_data_input::tests());
+    tests.extend(prometheus::tests());
     let mut trials = harness::trials(tests, &env);
     trials.extend(full_disk::trials(&env));
     harness::keep_only_named_in("PMC_CLI_ONLY", &mut trials);
