@@ -155,14 +155,24 @@ const PMCSTAT_EXAMPLES: &[Example] = &[
     },
 ];
 
-const PMCSTAT_SECTIONS: &[(&str, &[&str])] = &[(
-    "SIGNALS",
-    &[
-        "SIGINT, SIGTERM, SIGHUP and SIGQUIT end the run: the command pmcstat started gets the same signal (a second one kills it), the counts are printed, an -O log is closed and pmcstat exits 0.",
-        "A signal ignored at start stays ignored for the command, and SIGTERM, SIGHUP and SIGQUIT for pmcstat too (nohup).",
-        "The -O log's first records are written at once: even after kill -9 the log's beginning reads.",
-    ],
-)];
+const PMCSTAT_SECTIONS: &[(&str, &[&str])] = &[
+    (
+        "SIGNALS",
+        &[
+            "SIGINT, SIGTERM, SIGHUP and SIGQUIT end the run: the command pmcstat started gets the same signal (a second one kills it), the counts are printed, an -O log is closed and pmcstat exits 0.",
+            "A signal ignored at start stays ignored for the command, and SIGTERM, SIGHUP and SIGQUIT for pmcstat too (nohup).",
+            "The -O log's first records are written at once: even after kill -9 the log's beginning reads.",
+        ],
+    ),
+    (
+        "COUNTING PER CGROUP",
+        &[
+            "--cgroup PATH counts each -s only in the tasks of a cgroup (a container, a systemd unit), on every CPU -c names (Linux's PERF_FLAG_PID_CGROUP, what perf stat -a -G counts). It is a Linux extension: FreeBSD's hwpmc and pmcstat have nothing like it, and pmcstat refuses it on the FreeBSD and portable backends (exit 71, EOPNOTSUPP).",
+            "PATH is relative to the cgroup v2 mount (found in /proc/self/mountinfo, as perf finds it), or an absolute cgroup directory; an absolute PATH that is no cgroup directory is also tried under the mount, as perf reads -G (/ is the root cgroup). The hierarchy needs the perf_event controller, which cgroup v2 has unless a cgroup v1 hierarchy holds it. Counting a cgroup is system-wide monitoring: root, CAP_PERFMON or perf_event_paranoid <= 0.",
+            "Given twice or more, each -s is counted once per cgroup, in the order given: the table has a column per cgroup, s/PATH/EVENT, the sum of the CPUs (as perf stat -G prints it); JSON and CSV label the counter s/SPEC@PATH. A cgroup with no task running counts 0.",
+        ],
+    ),
+];
 
 /// The statuses pmccontrol exits with (`src/bin/pmccontrol.rs`).
 const PMCCONTROL_EXIT_STATUS: &[(&str, &str)] = &[

@@ -34,13 +34,45 @@ pub struct Cgroup {
 
 impl Cgroup {
     /// Opens the cgroup at `path`: an absolute directory as it is, a
-    /// relative path under the cgroup v2 mount ([`v2_mount`]). A relative
-    /// path may not leave the mount (`..`). The error names the directory
-    /// tried when it does not exist or is not a cgroup.
+    /// relative path under the cgroup v2 mount ([`v2_mount`]). An
+    /// absolute path that is no cgroup directory is then tried under the
+    /// mount too, as perf's `-G` reads every name (`/` is the root
+    /// cgroup, `/web` is `<mount>/web`). A relative path may not leave the
+    /// mount (`..`). The error names every directory tried when none
+    /// exists or is a cgroup.
     pub fn open(path: impl AsRef<Path>) -> Result<Cgroup> {
         let path = path.as_ref();
         if path.is_absolute() {
-            return Cgroup::open_dir(path, None);
+            let first = match Cgroup::open_dir(path, None) {
+                Ok(cgroup) => return Ok(cgroup),
+                Err(e) if e.hint().is_some() => e,
+                Err(e) => return Err(e),
+            };
+            let Ok(mount) = v2_mount() else {
+                return Err(first);
+            };
+            let under = under_mount(&mount, path.strip_prefix("/").unwrap_or(path));
+            if under == path {
+                return Err(first);
+            }
+            return Cgroup::open_dir(&under, Some(&mount)).map_err(|_| match first {
+                Error::File {
+                    path,
+                    why,
+                    errno,
+                    hint,
+                } => Error::File {
+                    why: format!(
+                        "{why}; nor is {} (the path under the cgroup v2 mount, as perf -G \
+                         reads it) a cgroup",
+                        under.display()
+                    ),
+                    path,
+                    errno,
+                    hint,
+                },
+                other => other,
+            });
         }
         if path.components().any(|c| c == Component::ParentDir) {
             return Err(Error::invalid(
@@ -50,7 +82,7 @@ impl Cgroup {
             ));
         }
         let mount = v2_mount()?;
-        Cgroup::open_dir(&mount.join(path), Some(&mount))
+        Cgroup::open_dir(&under_mount(&mount, path), Some(&mount))
     }
 
     /// Opens `dir`; `mount` is the cgroup v2 mount a relative path was
@@ -105,6 +137,16 @@ impl Cgroup {
     /// The directory opened.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// `relative` under `mount` (the mount itself for an empty path, with no
+/// trailing `/`).
+fn under_mount(mount: &Path, relative: &Path) -> PathBuf {
+    if relative.as_os_str().is_empty() {
+        mount.to_path_buf()
+    } else {
+        mount.join(relative)
     }
 }
 

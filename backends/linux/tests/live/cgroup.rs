@@ -132,6 +132,12 @@ pub(super) fn a_loop_inside_is_counted_and_one_outside_is_not() -> Outcome {
     let name = made.dir.file_name().ok_or("a cgroup name")?.to_owned();
     let cgroup = Cgroup::open(&name).map_err(|e| fail("open the cgroup", e))?;
     ensure_eq_path(cgroup.path(), &made.dir)?;
+    // perf -G's spelling: `/NAME` is under the mount, `/` is its root.
+    let slash_name = Path::new("/").join(&name);
+    let perf_style = Cgroup::open(&slash_name).map_err(|e| fail("open /NAME", e))?;
+    ensure_eq_path(perf_style.path(), &made.dir)?;
+    let root = Cgroup::open("/").map_err(|e| fail("open /", e))?;
+    ensure_eq_path(root.path(), &mount)?;
     let attr = Attr::new(EventConfig::Software(Software::CpuClock))
         .disabled(true)
         .read_format(ReadFormat::TOTAL_TIME_ENABLED | ReadFormat::TOTAL_TIME_RUNNING);
@@ -177,7 +183,7 @@ fn ensure_eq_path(got: &Path, want: &Path) -> Result<(), Failed> {
         Ok(())
     } else {
         Err(Failed::from(format!(
-            "a relative cgroup path opened {}, not {}",
+            "a cgroup path opened {}, not {}",
             got.display(),
             want.display()
         )))
