@@ -193,8 +193,9 @@ fn ensure_eq_path(got: &Path, want: &Path) -> Result<(), Failed> {
 /// A cgroup of a v1 hierarchy that lacks the perf_event controller
 /// passes the file-system check but the kernel refuses it (ENOENT): the
 /// hint blames the cgroup, naming it, because a dummy event is refused in
-/// it too. Where every v1 hierarchy has perf_event (or there is none) the
-/// refusal cannot be provoked, and the test says so as a skip.
+/// it too; no descriptor is left open by the refusals. Where every v1
+/// hierarchy has perf_event (or there is none) the refusal cannot be
+/// provoked, and the test says so as a skip.
 pub(super) fn a_hierarchy_without_perf_event_is_named_in_the_refusal() -> Outcome {
     let other = mounts_of("cgroup")
         .into_iter()
@@ -212,6 +213,7 @@ pub(super) fn a_hierarchy_without_perf_event_is_named_in_the_refusal() -> Outcom
         ),
     );
     let (dir, _) = other.ok_or("a v1 hierarchy")?;
+    let fds_before = open_fds()?;
     let cgroup = Cgroup::open(&dir).map_err(|e| fail("open the v1 hierarchy's root", e))?;
     let attr = Attr::new(EventConfig::Software(Software::CpuClock)).disabled(true);
     let e = Event::open_in_cgroup(&attr, &cgroup, 0, None, OpenFlags::empty())
@@ -223,10 +225,30 @@ pub(super) fn a_hierarchy_without_perf_event_is_named_in_the_refusal() -> Outcom
             ))
         })?;
     let tried = dir.display().to_string();
-    match e.hint() {
-        Some(Hint::NotACgroup { tried: t, .. }) if *t == tried && e.errno() == libc::ENOENT => {
-            Ok(Completion::Completed)
-        }
-        _ => Err(Failed::from(format!("not blamed on {tried}: {e} ({e:?})"))),
+    if !matches!(e.hint(), Some(Hint::NotACgroup { tried: t, .. }) if *t == tried)
+        || e.errno() != libc::ENOENT
+    {
+        return Err(Failed::from(format!("not blamed on {tried}: {e} ({e:?})")));
     }
+    // Neither the refused open nor its diagnosis (a dummy event tried in
+    // the same cgroup) keeps a descriptor; dropping the cgroup closes its.
+    drop(cgroup);
+    let missing = dir.join(format!("pmc-no-such-{}", std::process::id()));
+    let _ = Cgroup::open(&missing)
+        .err()
+        .ok_or("a missing cgroup opened")?;
+    let fds_after = open_fds()?;
+    if fds_after != fds_before {
+        return Err(Failed::from(format!(
+            "{fds_before} descriptors before, {fds_after} after the refusals"
+        )));
+    }
+    Ok(Completion::Completed)
+}
+
+/// How many descriptors this process has open.
+fn open_fds() -> Result<usize, Failed> {
+    Ok(std::fs::read_dir("/proc/self/fd")
+        .map_err(|e| fail("read /proc/self/fd", e))?
+        .count())
 }
