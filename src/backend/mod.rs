@@ -240,12 +240,13 @@ impl CgroupDir {
     }
 }
 
-/// The refusal of a backend that cannot count per cgroup.
+/// The refusal of a backend that cannot count per cgroup (`backend`:
+/// `the sim backend`, `this backend`).
 pub(crate) fn cgroup_not_supported(backend: &str) -> crate::Error {
     crate::Error::NotSupported {
         what: "counting per cgroup".into(),
         why: format!(
-            "the {backend} backend cannot restrict a PMC to a cgroup: it is a Linux \
+            "{backend} cannot restrict a PMC to a cgroup: it is a Linux \
              extension (perf_event's PERF_FLAG_PID_CGROUP, perf stat -G) that FreeBSD's \
              hwpmc has nothing like; count system-wide without a cgroup, or on Linux \
              perf_event"
@@ -418,7 +419,10 @@ pub(crate) trait BackendImpl: Send + Sync + fmt::Debug {
     /// refused by every backend but Linux perf_event's.
     fn open_cgroup(&self, path: &std::path::Path) -> Result<CgroupDir> {
         let _ = path;
-        Err(cgroup_not_supported(self.name()))
+        Err(cgroup_not_supported(&format!(
+            "the {} backend",
+            self.name()
+        )))
     }
 }
 
@@ -458,7 +462,7 @@ pub(crate) trait PreparedEvent: Send + Sync + fmt::Debug {
     /// `cgroup` (made by the same backend's [`BackendImpl::open_cgroup`]).
     fn open_cpu_in_cgroup(&self, cpu: u32, cgroup: &CgroupDir) -> Result<Box<dyn Counters>> {
         let _ = (cpu, cgroup);
-        Err(cgroup_not_supported("this"))
+        Err(cgroup_not_supported("this backend"))
     }
 
     /// Opens what a process target would open on the calling thread and

@@ -19,6 +19,7 @@ const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
 const SPLIT_TEST: &str = "cgroup::a_cgroups_count_splits_as_perf_stat_g_splits_it";
 const USAGE_TEST: &str = "cgroup::a_cgroup_without_s_is_a_usage_error";
+const PORTABLE_TEST: &str = "cgroup::the_portable_backend_refuses_a_cgroup_as_a_linux_extension";
 
 /// How far pmcstat's count of the cgroup may be from perf's: both count
 /// the same loop over windows of the same length started together, which
@@ -71,6 +72,10 @@ pub fn trials(env: &Environment) -> Vec<Trial> {
             }
         }),
         Trial::test(USAGE_TEST, a_cgroup_without_s_is_a_usage_error),
+        Trial::test(
+            PORTABLE_TEST,
+            the_portable_backend_refuses_a_cgroup_as_a_linux_extension,
+        ),
     ]
 }
 
@@ -319,6 +324,27 @@ fn a_cgroup_without_s_is_a_usage_error() -> Result<(), Failed> {
     let err = text(&out.stderr);
     ensure!(
         out.status.code() == Some(64) && err.contains("--cgroup") && err.contains("-s"),
+        "{:?}: {err}",
+        out.status
+    );
+    Ok(())
+}
+
+/// A backend that cannot count per cgroup (the portable one here, as
+/// FreeBSD's) refuses `--cgroup` with EOPNOTSUPP, naming the Linux
+/// extension: exit 71 (EX_OSERR) before anything is counted.
+fn the_portable_backend_refuses_a_cgroup_as_a_linux_extension() -> Result<(), Failed> {
+    let out = Command::new(PMCSTAT)
+        .env("PMC_BACKEND", "portable")
+        .args(["-s", "cpu-clock", "--cgroup", "web", "-l", "0.1"])
+        .stdin(Stdio::null())
+        .output()
+        .ctx("run pmcstat")?;
+    let err = text(&out.stderr);
+    ensure!(
+        out.status.code() == Some(71)
+            && err.contains("EOPNOTSUPP")
+            && err.contains("Linux extension"),
         "{:?}: {err}",
         out.status
     );
