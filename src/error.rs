@@ -178,6 +178,19 @@ pub enum Reason {
     NoTracefs,
     /// tracefs is mounted but this user may not read it.
     TracefsDenied,
+    /// The cgroup a system PMC is restricted to does not exist (Linux).
+    NoSuchCgroup {
+        /// The directory tried (a relative path joined to the cgroup v2
+        /// mount).
+        tried: String,
+    },
+    /// The directory a system PMC is restricted to is not a cgroup
+    /// perf_event counts in: not on a cgroup file system, or a hierarchy
+    /// without the perf_event controller (Linux).
+    NotACgroup {
+        /// The directory tried.
+        tried: String,
+    },
 }
 
 impl Reason {

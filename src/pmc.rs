@@ -124,6 +124,8 @@ pub struct Pmc {
     /// An SS PMC's event count at its last start: the sampling period
     /// restarts there.
     sample_base: u64,
+    /// The cgroup directory a system PMC counts in (Linux), as opened.
+    cgroup: Option<std::path::PathBuf>,
 }
 
 /// The count of an allocation that names none: the default reload count
@@ -187,6 +189,13 @@ impl Pmc {
     /// The CPU argument.
     pub fn cpu(&self) -> Cpu {
         self.cpu
+    }
+
+    /// The cgroup directory a system PMC counts in, when it was built with
+    /// [`PmcBuilder::cgroup`] (a relative path as joined to the cgroup v2
+    /// mount).
+    pub fn cgroup(&self) -> Option<&std::path::Path> {
+        self.cgroup.as_deref()
     }
 
     /// The state. A PMC that wrote into a log that was then closed reads

@@ -212,6 +212,49 @@ pub(crate) trait HotHandle: Clone + fmt::Debug + Send + Sync {
     fn read_scaled(&self) -> Option<u64>;
 }
 
+/// A cgroup opened for system PMCs restricted to it (`PmcBuilder::cgroup`):
+/// one variant per backend of this build that counts per cgroup (today
+/// perf_event's, a Linux extension hwpmc has nothing like), made by that
+/// backend's [`BackendImpl::open_cgroup`], so only its own events are
+/// opened in it. Without such a backend the enum is empty.
+#[derive(Debug)]
+pub(crate) enum CgroupDir {
+    /// An open cgroup directory for `PERF_FLAG_PID_CGROUP`.
+    #[cfg(all(
+        any(target_os = "linux", target_os = "android"),
+        not(pmc_force_portable)
+    ))]
+    PerfEvent(pmc_linux::cgroup::Cgroup),
+}
+
+impl CgroupDir {
+    /// The directory opened.
+    pub(crate) fn path(&self) -> &std::path::Path {
+        match *self {
+            #[cfg(all(
+                any(target_os = "linux", target_os = "android"),
+                not(pmc_force_portable)
+            ))]
+            CgroupDir::PerfEvent(ref cgroup) => cgroup.path(),
+        }
+    }
+}
+
+/// The refusal of a backend that cannot count per cgroup (`backend`:
+/// `the sim backend`, `this backend`).
+pub(crate) fn cgroup_not_supported(backend: &str) -> crate::Error {
+    crate::Error::NotSupported {
+        what: "counting per cgroup".into(),
+        why: format!(
+            "{backend} cannot restrict a PMC to a cgroup: it is a Linux \
+             extension (perf_event's PERF_FLAG_PID_CGROUP, perf stat -G) that FreeBSD's \
+             hwpmc has nothing like; count system-wide without a cgroup, or on Linux \
+             perf_event"
+        ),
+        source: None,
+    }
+}
+
 /// What `allocate` asks a backend to prepare.
 // The sampling fields are read only by the Linux backend (the portable
 // one ignores them; hwpmc's takes the period in its own request).
@@ -370,6 +413,17 @@ pub(crate) trait BackendImpl: Send + Sync + fmt::Debug {
     fn classes(&self) -> Result<Vec<ClassInfo>> {
         Ok(self.cpuinfo()?.classes)
     }
+
+    /// Opens the cgroup at `path` for system PMCs restricted to it (an
+    /// absolute directory, or a path relative to the cgroup v2 mount);
+    /// refused by every backend but Linux perf_event's.
+    fn open_cgroup(&self, path: &std::path::Path) -> Result<CgroupDir> {
+        let _ = path;
+        Err(cgroup_not_supported(&format!(
+            "the {} backend",
+            self.name()
+        )))
+    }
 }
 
 /// A resolved event, ready to be opened on targets.
@@ -403,6 +457,13 @@ pub(crate) trait PreparedEvent: Send + Sync + fmt::Debug {
 
     /// Opens a system-wide counter on one CPU, disabled.
     fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>>;
+
+    /// As [`PreparedEvent::open_cpu`], counting only the tasks of
+    /// `cgroup` (made by the same backend's [`BackendImpl::open_cgroup`]).
+    fn open_cpu_in_cgroup(&self, cpu: u32, cgroup: &CgroupDir) -> Result<Box<dyn Counters>> {
+        let _ = (cpu, cgroup);
+        Err(cgroup_not_supported("this backend"))
+    }
 
     /// Opens what a process target would open on the calling thread and
     /// closes it again: `allocate` fails with the kernel's errno for an

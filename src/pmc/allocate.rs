@@ -7,15 +7,16 @@ use std::sync::Arc;
 use super::validate::validate_allocation;
 use super::{MAX_RELOAD_COUNT, MIN_RELOAD_COUNT, Pmc};
 use crate::PmcInfo;
-use crate::backend::{CounterValue, EventRequest, PreparedEvent};
+use crate::backend::{CgroupDir, CounterValue, EventRequest, PreparedEvent};
 use crate::owner::Owner;
 use crate::owner::registry::PmcRecord;
 use crate::spec::EventSpec;
 use crate::{Class, Cpu, Error, Flags, Mode, PmcId, Reading, Result, State};
 
-/// What one PMC is allocated as: `pmc_allocate`'s arguments.
+/// What one PMC is allocated as: `pmc_allocate`'s arguments, and the
+/// cgroup a system PMC counts in (a Linux extension).
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Allocation {
+pub(super) struct Allocation<'a> {
     pub(super) mode: Mode,
     pub(super) flags: Flags,
     pub(super) cpu: Cpu,
@@ -24,6 +25,8 @@ pub(super) struct Allocation {
     pub(super) count: u64,
     /// Bytes of user stack each sample copies (else the owner's setting).
     pub(super) user_stack: Option<u32>,
+    /// The cgroup a system PMC counts in, opened by the owner's backend.
+    pub(super) cgroup: Option<&'a CgroupDir>,
 }
 
 /// Backend answers the caller already has, so that an allocation on each
@@ -57,7 +60,7 @@ pub(super) fn check_reload_count(op: &'static str, count: u64) -> Result<()> {
 pub(super) fn allocate(
     owner: &Owner,
     spec: EventSpec,
-    what: &Allocation,
+    what: &Allocation<'_>,
     known: Prefetched<'_>,
 ) -> Result<Pmc> {
     let Allocation {
@@ -66,6 +69,7 @@ pub(super) fn allocate(
         cpu,
         count,
         user_stack,
+        cgroup,
     } = *what;
     if let Some(bytes) = user_stack {
         crate::owner::check_user_stack_bytes(bytes)?;
@@ -145,9 +149,10 @@ pub(super) fn allocate(
     // hwpmc allocates the hardware at allocate, so an event this
     // machine cannot count fails here: system PMCs open their CPU now,
     // process PMCs try the event on the calling thread.
-    let system = match cpu {
-        Cpu::Id(n) => Some(event.open_cpu(n)?),
-        Cpu::Any => {
+    let system = match (cpu, cgroup) {
+        (Cpu::Id(n), Some(cgroup)) => Some(event.open_cpu_in_cgroup(n, cgroup)?),
+        (Cpu::Id(n), None) => Some(event.open_cpu(n)?),
+        (Cpu::Any, _) => {
             event.trial_open()?;
             None
         }
@@ -194,6 +199,7 @@ pub(super) fn allocate(
         saved: Reading::default(),
         saved_in_counter: false,
         sample_base: 0,
+        cgroup: cgroup.map(|c| c.path().to_path_buf()),
     };
     // From here the PMC's release frees its id.
     id_guard.keep = true;

@@ -23,8 +23,11 @@
 //! # Ok::<(), pmc::Error>(())
 //! ```
 
+use std::path::PathBuf;
+
 use super::allocate::{Allocation, Prefetched, allocate};
 use super::{PerCpuBuilder, Pmc, default_count};
+use crate::backend::CgroupDir;
 use crate::spec::EventSpec;
 use crate::{Cpu, Error, Flags, Mode, Owner, Result};
 
@@ -112,6 +115,8 @@ pub struct PmcBuilder {
     initial: Option<u64>,
     /// Bytes of user stack each sample copies, if asked.
     user_stack: Option<u32>,
+    /// The cgroup a system PMC counts in (Linux), as given.
+    cgroup: Option<PathBuf>,
 }
 
 impl PmcBuilder {
@@ -127,6 +132,7 @@ impl PmcBuilder {
             period: None,
             initial: None,
             user_stack: None,
+            cgroup: None,
         }
     }
 
@@ -173,6 +179,21 @@ impl PmcBuilder {
     /// modes only; overrides [`Owner::set_user_stack`].
     pub fn user_stack(mut self, bytes: u32) -> Self {
         self.user_stack = Some(bytes);
+        self
+    }
+
+    /// Counts only what the tasks of the cgroup at `path` run (a Linux
+    /// extension, perf stat's `-G`; hwpmc has nothing like it): a system
+    /// PMC ([`PmcBuilder::system`], [`PmcBuilder::per_cpu`]) restricted
+    /// to a cgroup. `path` is a cgroup directory, absolute, or relative to
+    /// the cgroup v2 mount (`"mygroup"`). Build fails with
+    /// [`Error::InvalidArgument`] for a process mode, with
+    /// [`Error::Unavailable`] and [`Reason::NoSuchCgroup`](crate::Reason::NoSuchCgroup)
+    /// or [`Reason::NotACgroup`](crate::Reason::NotACgroup) for a path
+    /// that is no cgroup, and with [`Error::NotSupported`] on a backend
+    /// other than Linux perf_event's.
+    pub fn cgroup(mut self, path: impl Into<PathBuf>) -> Self {
+        self.cgroup = Some(path.into());
         self
     }
 
@@ -239,8 +260,30 @@ impl PmcBuilder {
         &self.event
     }
 
-    /// What it allocates on `cpu`.
-    pub(super) fn allocation(&self, cpu: Cpu) -> Allocation {
+    /// The cgroup it counts in, opened by its owner's backend: `None`
+    /// without [`PmcBuilder::cgroup`]; refused for a process mode, which
+    /// follows its targets wherever they run.
+    pub(super) fn open_cgroup(&self) -> Result<Option<CgroupDir>> {
+        let Some(path) = &self.cgroup else {
+            return Ok(None);
+        };
+        if self.mode.is_process() {
+            return Err(Error::invalid(
+                "allocate",
+                format!(
+                    "a cgroup ({}) restricts a system-mode PMC (SC, SS) to the cgroup's tasks \
+                     on each CPU, not a {} PMC, which counts its target processes wherever \
+                     they run: build with .system(cpu) or .per_cpu()",
+                    path.display(),
+                    self.mode
+                ),
+            ));
+        }
+        self.owner.binding().open_cgroup(path).map(Some)
+    }
+
+    /// What it allocates on `cpu` (in `cgroup`, when it has one).
+    pub(super) fn allocation<'a>(&self, cpu: Cpu, cgroup: Option<&'a CgroupDir>) -> Allocation<'a> {
         let given = if self.mode.is_sampling() {
             self.period
         } else {
@@ -253,6 +296,7 @@ impl PmcBuilder {
             cpu,
             count,
             user_stack: self.user_stack,
+            cgroup,
         }
     }
 
@@ -261,10 +305,11 @@ impl PmcBuilder {
     /// once (a process PMC opens at attach or start).
     pub fn build(&self) -> Result<Pmc> {
         let spec = self.event.parse(&self.owner)?;
+        let cgroup = self.open_cgroup()?;
         allocate(
             &self.owner,
             spec,
-            &self.allocation(self.cpu),
+            &self.allocation(self.cpu, cgroup.as_ref()),
             Prefetched::default(),
         )
     }
@@ -402,5 +447,42 @@ mod tests {
             .build()
             .unwrap_err();
         assert_eq!(e.errno(), libc::EINVAL, "{e}");
+    }
+
+    /// A cgroup restricts system modes only: a process PMC with one is
+    /// EINVAL saying why, before any backend is asked; a backend that
+    /// cannot count per cgroup (the simulator, as FreeBSD's and the
+    /// portable one) refuses with EOPNOTSUPP naming the Linux extension,
+    /// for one CPU and for every CPU, and nothing is left allocated.
+    #[test]
+    fn a_cgroup_is_for_system_pmcs_on_a_backend_that_has_them() {
+        let owner = Owner::new(SimBackend::new(2));
+        let e = owner.pmc("task-clock").cgroup("a").build().unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }), "{e:?}");
+        assert!(e.to_string().contains(".system(cpu)"), "{e}");
+        let e = owner
+            .pmc("task-clock")
+            .sampling(5_000)
+            .cgroup("a")
+            .build()
+            .unwrap_err();
+        assert_eq!(e.errno(), libc::EINVAL, "{e}");
+        let e = owner
+            .pmc("task-clock")
+            .system(0)
+            .cgroup("a")
+            .build()
+            .unwrap_err();
+        assert!(matches!(e, Error::NotSupported { .. }), "{e:?}");
+        assert_eq!(e.errno(), libc::EOPNOTSUPP, "{e}");
+        assert!(e.to_string().contains("Linux extension"), "{e}");
+        let e = owner
+            .pmc("task-clock")
+            .per_cpu()
+            .cgroup("a")
+            .build()
+            .unwrap_err();
+        assert_eq!(e.errno(), libc::EOPNOTSUPP, "{e}");
+        assert!(owner.pmcinfo().is_empty());
     }
 }

@@ -35,6 +35,14 @@ impl PerCpuBuilder {
         self
     }
 
+    /// Counts on every CPU only what the tasks of the cgroup at `path`
+    /// run (a Linux extension, perf stat's `-a -G`): see
+    /// [`PmcBuilder::cgroup`]. The cgroup is opened once for every CPU.
+    pub fn cgroup(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.pmc = self.pmc.cgroup(path);
+        self
+    }
+
     /// Allocates the PMC of every CPU; the first failure releases those
     /// already made and is the error.
     pub fn build(&self) -> Result<PerCpu> {
@@ -65,6 +73,7 @@ impl PerCpuBuilder {
     fn build_on(&self, cpus: &[u32], online: &[u32]) -> Result<PerCpu> {
         let owner = self.pmc.owner_ref();
         let spec = self.pmc.event().parse(owner)?;
+        let cgroup = self.pmc.open_cgroup()?;
         let owner_pid = Some(owner.binding().caller_pid());
         // The first CPU's preparation serves the others when it can.
         let mut shared: Option<Arc<dyn PreparedEvent>> = None;
@@ -75,7 +84,7 @@ impl PerCpuBuilder {
                 owner_pid,
                 prepared: shared.as_ref(),
             };
-            let what = self.pmc.allocation(Cpu::Id(c));
+            let what = self.pmc.allocation(Cpu::Id(c), cgroup.as_ref());
             let pmc = allocate(owner, spec.clone(), &what, known)?;
             if shared.is_none() && pmc.event.serves_every_cpu() {
                 shared = Some(Arc::clone(&pmc.event));
@@ -212,8 +221,13 @@ mod tests {
             prepared: Some(&first.event),
             ..Prefetched::default()
         };
-        let mut second =
-            allocate(&owner, spec.clone(), &builder.allocation(Cpu::Id(1)), known).unwrap();
+        let mut second = allocate(
+            &owner,
+            spec.clone(),
+            &builder.allocation(Cpu::Id(1), None),
+            known,
+        )
+        .unwrap();
         assert!(Arc::ptr_eq(&first.event, &second.event));
         assert_ne!(first.id(), second.id());
         assert_eq!(second.cpu(), Cpu::Id(1));
@@ -226,7 +240,7 @@ mod tests {
         let own = allocate(
             &owner,
             spec,
-            &builder.allocation(Cpu::Id(1)),
+            &builder.allocation(Cpu::Id(1), None),
             Prefetched::default(),
         )
         .unwrap();

@@ -168,8 +168,16 @@ const PMCSTAT_SECTIONS: &[(&str, &[&str])] = &[
         "FLEET",
         &[
             "pmcstat --listen 9100 -s instructions -s cycles serves those counts of every CPU to Prometheus at http://127.0.0.1:9100/metrics until it is stopped; scrape it with a job whose static_configs target is 127.0.0.1:9100 (give --listen 0.0.0.0:9100 to be scraped from another machine). Each scrape reads the PMCs then: the values are monotonic counters, scaled as the -w lines are.",
-            "Series: pmc_events_total, pmc_enabled_seconds_total, pmc_running_seconds_total (less than enabled: the PMC was multiplexed and the count extrapolated), pmc_up, and pmc_lost_samples_total; labels event (the specifier as given), mode (SC or TC), cpu (-s), pid and command (-p, of the command or the processes of -t).",
+            "Series: pmc_events_total, pmc_enabled_seconds_total, pmc_running_seconds_total (less than enabled: the PMC was multiplexed and the count extrapolated), pmc_up, and pmc_lost_samples_total; labels event (the specifier as given), mode (SC or TC), cpu (-s), cgroup (-s with --cgroup), pid and command (-p, of the command or the processes of -t).",
             "Prometheus gets OpenMetrics, any other client Prometheus's text format (what promtool check metrics reads). What a scrape of 2 CPUs and 10 events costs, in latency and in pmcstat's CPU, is measured by cargo xtask bench --exporter-only (the recorded figures: docs/performance.md). Past one Prometheus, its remote_write sends the same series to Thanos, Cortex, Mimir or VictoriaMetrics, which keep them for the whole fleet.",
+        ],
+    ),
+    (
+        "COUNTING PER CGROUP",
+        &[
+            "--cgroup PATH counts each -s only in the tasks of a cgroup (a container, a systemd unit), on every CPU -c names (Linux's PERF_FLAG_PID_CGROUP, what perf stat -a -G counts). It is a Linux extension: FreeBSD's hwpmc and pmcstat have nothing like it, and pmcstat refuses it on the FreeBSD and portable backends (exit 71, EOPNOTSUPP).",
+            "PATH is relative to the cgroup v2 mount (found in /proc/self/mountinfo, as perf finds it), or an absolute cgroup directory; an absolute PATH that is no cgroup directory is also tried under the mount, as perf reads -G (/ is the root cgroup). The hierarchy needs the perf_event controller, which cgroup v2 has unless a cgroup v1 hierarchy holds it. Counting a cgroup is system-wide monitoring: root, CAP_PERFMON or perf_event_paranoid <= 0.",
+            "Given twice or more, each -s is counted once per cgroup, in the order given: the table has a column per cgroup, s/PATH/EVENT, the sum of the CPUs (as perf stat -G prints it); JSON and CSV label the counter s/SPEC@PATH. A cgroup with no task running counts 0.",
         ],
     ),
 ];

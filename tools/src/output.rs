@@ -38,13 +38,18 @@ pub fn event_name(spec: &str) -> &str {
 }
 
 /// One column of the count table: one per process counting PMC, one per
-/// CPU of a system counting PMC (pmcstat.c clones `-s` per CPU).
+/// CPU of a system counting PMC (pmcstat.c clones `-s` per CPU), one per
+/// cgroup of a system counting PMC restricted to cgroups (`--cgroup`,
+/// the CPUs summed).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Column {
     /// The event name ([`event_name`]).
     pub name: String,
     /// The CPU of a system-mode column; `None` for process mode.
     pub cpu: Option<u32>,
+    /// The cgroup of a system-mode column that sums its CPUs in one
+    /// cgroup (`s/CGROUP/NAME`); `None` otherwise.
+    pub cgroup: Option<String>,
     /// The counter's width in bits (`pmc_width`).
     pub bits: u32,
 }
@@ -55,8 +60,14 @@ impl Column {
     // pmcstat.c's literal 3.32193, not LOG2_10: the same floor at every width.
     #[allow(clippy::approx_constant)]
     fn layout(&self) -> (usize, usize) {
-        // The prefix `p/` or `s/`, and for system mode 2 CPU digits and `/`.
-        let header = self.name.len() + 2 + if self.cpu.is_some() { 3 } else { 0 };
+        // The prefix `p/` or `s/`, and for system mode 2 CPU digits and
+        // `/` (or the cgroup and `/`).
+        let qualifier = match (&self.cpu, &self.cgroup) {
+            (Some(_), _) => 3,
+            (None, Some(cgroup)) => cgroup.chars().count() + 1,
+            (None, None) => 0,
+        };
+        let header = self.name.len() + 2 + qualifier;
         let display = (f64::from(self.bits) / 3.32193).floor() as usize + 1;
         if header > display {
             (header, 0)
@@ -106,11 +117,15 @@ impl Table {
             let (width, skip) = c.layout();
             out.push_str(&" ".repeat(skip));
             let w = width - skip - 2;
-            match c.cpu {
-                Some(cpu) => {
+            match (c.cpu, &c.cgroup) {
+                (Some(cpu), _) => {
                     let _ = write!(out, "s/{cpu:02}/{:<w$} ", c.name, w = w - 3);
                 }
-                None => {
+                (None, Some(cgroup)) => {
+                    let w = w - cgroup.chars().count() - 1;
+                    let _ = write!(out, "s/{cgroup}/{:<w$} ", c.name);
+                }
+                (None, None) => {
                     let _ = write!(out, "p/{:>w$} ", c.name);
                 }
             }
@@ -261,16 +276,39 @@ mod tests {
         assert_eq!(event_name(""), "");
     }
 
+    /// A cgroup's column (`--cgroup`) is `s/CGROUP/NAME`, laid out as a
+    /// CPU's: as wide as its header when that is wider than the counter's
+    /// digits, the values right-aligned under it.
+    #[test]
+    fn a_cgroup_column_is_labelled_with_its_cgroup() {
+        let c = |cgroup: &str| Column {
+            name: "cpu-clock".into(),
+            cpu: None,
+            cgroup: Some(cgroup.into()),
+            bits: 64,
+        };
+        // 64 bits: 20 digits; "s/web/cpu-clock" is 15: 5 spaces before it.
+        let mut t = Table::new(vec![c("web"), c("system.slice/long-name.service")]);
+        let header = format!(
+            "# {}s/web/cpu-clock s/system.slice/long-name.service/cpu-clock ",
+            " ".repeat(5)
+        );
+        let line = format!("{:>22} {:>42} ", 7, 8);
+        assert_eq!(t.print(&[7, 8], 256), format!("{header}\n{line}"));
+    }
+
     #[test]
     fn the_table_is_pmcstat_c_s_print_formats() {
         let p = |name: &str, bits| Column {
             name: name.into(),
             cpu: None,
+            cgroup: None,
             bits,
         };
         let s = |name: &str, cpu, bits| Column {
             name: name.into(),
             cpu: Some(cpu),
+            cgroup: None,
             bits,
         };
         // 48 bits: display width floor(48 / 3.32193) + 1 = 15; "p/" + 6

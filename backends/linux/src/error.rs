@@ -184,6 +184,21 @@ pub enum Hint {
     TracefsNotMounted,
     /// The caller lacks permission to read tracefs.
     TracefsPermission,
+    /// The cgroup directory tried does not exist.
+    NoSuchCgroup {
+        /// The directory tried.
+        tried: String,
+        /// The cgroup v2 mount a relative path was joined to, if it was.
+        mount: Option<String>,
+    },
+    /// The directory tried is not a cgroup perf_event can count in.
+    NotACgroup {
+        /// The directory tried.
+        tried: String,
+        /// Why not: not a directory, not on a cgroup file system, or a
+        /// hierarchy without the perf_event controller.
+        why: &'static str,
+    },
     /// Free-form advice.
     Other(String),
 }
@@ -248,6 +263,19 @@ impl fmt::Display for Hint {
                 "tracefs is not readable by this user: run as root, or make \
                  /sys/kernel/tracing readable (mount -o remount,mode=755 /sys/kernel/tracing)"
             ),
+            Hint::NoSuchCgroup { tried, mount } => write!(
+                f,
+                "there is no cgroup {tried}: give an existing cgroup, as an absolute directory \
+                 on a cgroup file system or as a path relative to the cgroup v2 mount{}",
+                mount
+                    .as_ref()
+                    .map_or_else(String::new, |m| format!(" ({m}; list it with `ls {m}`)"))
+            ),
+            Hint::NotACgroup { tried, why } => write!(
+                f,
+                "{tried} is not a cgroup perf_event can count in: {why}; give a cgroup v2 \
+                 directory (or one of a v1 hierarchy with the perf_event controller)"
+            ),
             Hint::Other(s) => f.write_str(s),
         }
     }
@@ -306,6 +334,7 @@ pub fn errno_name(errno: i32) -> &'static str {
         libc::EBUSY => "EBUSY",
         libc::EEXIST => "EEXIST",
         libc::ENODEV => "ENODEV",
+        libc::ENOTDIR => "ENOTDIR",
         libc::EINVAL => "EINVAL",
         libc::ENFILE => "ENFILE",
         libc::EMFILE => "EMFILE",

@@ -12,9 +12,10 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 
 pub use read::{Count, GroupCount, TimedCount, scale};
 
-use diagnose::diagnose_open;
+use diagnose::{diagnose_cgroup_open, diagnose_open};
 
 use crate::attr::{Attr, ReadFormat};
+use crate::cgroup::Cgroup;
 use crate::error::{Error, Hint};
 use crate::sys::{self, abi};
 
@@ -28,7 +29,8 @@ bitflags::bitflags! {
         /// Route output to the group leader's buffer (broken since 2.6.35;
         /// use [`Event::set_output`]).
         const FD_OUTPUT = abi::PERF_FLAG_FD_OUTPUT;
-        /// `pid` is a cgroup directory fd (system-wide, per-cgroup monitoring).
+        /// `pid` is a cgroup directory fd (system-wide, per-cgroup monitoring;
+        /// [`Event::open_in_cgroup`] sets it with a borrowed [`Cgroup`]).
         const PID_CGROUP = abi::PERF_FLAG_PID_CGROUP;
     }
 }
@@ -61,6 +63,13 @@ impl Target {
     }
 }
 
+/// What an open is for: a [`Target`], or a cgroup on one CPU.
+#[derive(Clone, Copy)]
+enum Who<'a> {
+    Target(Target),
+    Cgroup(&'a Cgroup, u32),
+}
+
 /// An open perf event. Closing happens on drop.
 #[derive(Debug)]
 pub struct Event {
@@ -81,7 +90,7 @@ impl Event {
         group: Option<&Event>,
         flags: OpenFlags,
     ) -> Result<Event, Error> {
-        Event::open_raw(attr, attr.raw, target, group, flags)
+        Event::open_raw(attr, attr.raw, Who::Target(target), group, flags)
     }
 
     /// Opens an event whose `config1` is a pointer to a NUL-terminated
@@ -97,21 +106,62 @@ impl Event {
     ) -> Result<Event, Error> {
         let mut raw = attr.raw;
         raw.config1 = string.as_ptr() as usize as u64;
-        Event::open_raw(attr, raw, target, group, flags)
+        Event::open_raw(attr, raw, Who::Target(target), group, flags)
+    }
+
+    /// Opens an event counting only what the tasks of `cgroup` run on
+    /// `cpu` (`PERF_FLAG_PID_CGROUP` is added): system-wide monitoring,
+    /// with its privilege (`perf_event_paranoid` <= 0 or CAP_PERFMON). The
+    /// cgroup is borrowed for the call only: the kernel keeps its own
+    /// reference.
+    pub fn open_in_cgroup(
+        attr: &Attr,
+        cgroup: &Cgroup,
+        cpu: u32,
+        group: Option<&Event>,
+        flags: OpenFlags,
+    ) -> Result<Event, Error> {
+        Event::open_raw(attr, attr.raw, Who::Cgroup(cgroup, cpu), group, flags)
+    }
+
+    /// [`Event::open_in_cgroup`] of an event whose `config1` is a string
+    /// (see [`Event::open_with_string`]).
+    pub fn open_with_string_in_cgroup(
+        attr: &Attr,
+        string: &std::ffi::CStr,
+        cgroup: &Cgroup,
+        cpu: u32,
+        group: Option<&Event>,
+        flags: OpenFlags,
+    ) -> Result<Event, Error> {
+        let mut raw = attr.raw;
+        raw.config1 = string.as_ptr() as usize as u64;
+        Event::open_raw(attr, raw, Who::Cgroup(cgroup, cpu), group, flags)
     }
 
     fn open_raw(
         attr: &Attr,
         raw: abi::RawAttr,
-        target: Target,
+        who: Who<'_>,
         group: Option<&Event>,
         flags: OpenFlags,
     ) -> Result<Event, Error> {
+        let (pid, cpu, flags) = match who {
+            Who::Target(target) => (target.pid, target.cpu, flags),
+            Who::Cgroup(cgroup, cpu) => {
+                let cpu = i32::try_from(cpu).map_err(|_| {
+                    Error::invalid(format!("cpu {cpu}"), "is beyond any CPU number")
+                })?;
+                // The descriptor stays open while `cgroup` is borrowed.
+                let fd = cgroup.as_fd().as_raw_fd();
+                (fd, cpu, flags | OpenFlags::PID_CGROUP)
+            }
+        };
         let first = raw;
         let mut raw = raw;
         let fl = flags.bits() | abi::PERF_FLAG_FD_CLOEXEC;
         let group_fd = group.map(|g| g.fd.as_fd());
-        let mut result = sys::perf_event_open(&mut raw, target.pid, target.cpu, group_fd, fl);
+        let mut result = sys::perf_event_open(&mut raw, pid, cpu, group_fd, fl);
         if matches!(result, Err(libc::E2BIG))
             && raw.size < attr.raw.size
             && raw.size >= abi::ATTR_SIZE_VER0
@@ -120,7 +170,7 @@ impl Event {
             if attr.to_bytes()[kernel_size..].iter().all(|b| *b == 0) {
                 raw = first;
                 raw.size = kernel_size as u32;
-                result = sys::perf_event_open(&mut raw, target.pid, target.cpu, group_fd, fl);
+                result = sys::perf_event_open(&mut raw, pid, cpu, group_fd, fl);
             }
         }
         match result {
@@ -130,14 +180,23 @@ impl Event {
                 sampling: attr.is_sampling(),
             }),
             Err(errno) => Err(Error::Os {
-                op: format!(
-                    "perf_event_open({}, pid {}, cpu {})",
-                    attr.describe_event(),
-                    target.pid,
-                    target.cpu
-                ),
+                op: match who {
+                    Who::Target(_) => format!(
+                        "perf_event_open({}, pid {pid}, cpu {cpu})",
+                        attr.describe_event()
+                    ),
+                    Who::Cgroup(cgroup, _) => format!(
+                        "perf_event_open({}, cgroup {}, cpu {cpu})",
+                        attr.describe_event(),
+                        cgroup.path().display()
+                    ),
+                },
                 errno,
-                hint: diagnose_open(errno, attr, &raw, target),
+                hint: match who {
+                    Who::Target(target) => diagnose_open(errno, attr, &raw, target),
+                    Who::Cgroup(cgroup, _) => diagnose_cgroup_open(errno, cgroup, cpu)
+                        .or_else(|| diagnose_open(errno, attr, &raw, Target { pid: -1, cpu })),
+                },
             }),
         }
     }

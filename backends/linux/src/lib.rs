@@ -12,6 +12,7 @@
 //!   and their format fields, tracepoints and their formats, uprobes and
 //!   kprobes (dynamic probes), validated hardware breakpoints.
 //! - [`selfmon`]: user-space `rdpmc` reads with a calibrated choice.
+//! - [`cgroup`]: cgroups as targets of system-wide events (perf's `-G`).
 //! - [`system`]: the perf sysctls, capabilities and the procfs task tree.
 //! - `pfm` (feature `libpfm`): native event names through libpfm4.
 //! - [`error`]: errors that say what failed, the errno, and what to do.
@@ -42,6 +43,7 @@
 
 pub mod attr;
 pub mod breakpoint;
+pub mod cgroup;
 pub mod dynamic_probe;
 pub mod error;
 pub mod event;

@@ -124,6 +124,9 @@ macro_rules! ensure {
     };
 }
 
+#[path = "live/cgroup.rs"]
+mod cgroup;
+
 fn fail(what: &str, e: impl std::fmt::Display) -> Failed {
     Failed::from(format!("{what}: {e}"))
 }
@@ -883,7 +886,15 @@ fn main() {
     let mut args = Arguments::from_args();
     // Probes and self-monitoring count this process: one test at a time.
     args.test_threads = Some(1);
-    let tests: [LiveTest; 18] = [
+    let tests: [LiveTest; 20] = [
+        (
+            "cgroup::a_loop_inside_is_counted_and_one_outside_is_not",
+            cgroup::a_loop_inside_is_counted_and_one_outside_is_not,
+        ),
+        (
+            "cgroup::a_hierarchy_without_perf_event_is_named_in_the_refusal",
+            cgroup::a_hierarchy_without_perf_event_is_named_in_the_refusal,
+        ),
         (
             "hardware::a_group_of_cycles_and_instructions_reads_in_one_call",
             hardware::a_group_of_cycles_and_instructions_reads_in_one_call,

@@ -3,7 +3,7 @@
 //! counters open from it. The resolver builds it; it opens counters;
 //! counters know nothing of it.
 
-use crate::backend::{Counters, PreparedEvent};
+use crate::backend::{CgroupDir, Counters, PreparedEvent};
 use crate::{Capabilities, Class, Result};
 
 use super::counters::{self, CpuCounters, OpenPlan, ProcessCounters, Start};
@@ -58,7 +58,12 @@ impl PreparedEvent for LinuxEvent {
     }
 
     fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {
-        Ok(Box::new(CpuCounters::open(&self.plan, cpu)?))
+        Ok(Box::new(CpuCounters::open(&self.plan, cpu, None)?))
+    }
+
+    fn open_cpu_in_cgroup(&self, cpu: u32, cgroup: &CgroupDir) -> Result<Box<dyn Counters>> {
+        let CgroupDir::PerfEvent(cgroup) = cgroup;
+        Ok(Box::new(CpuCounters::open(&self.plan, cpu, Some(cgroup))?))
     }
 
     fn trial_open(&self) -> Result<()> {

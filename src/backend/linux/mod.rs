@@ -145,6 +145,12 @@ impl BackendImpl for LinuxBackend {
     fn event_names(&self, class: &Class) -> Result<Vec<String>> {
         machine::event_names(class)
     }
+
+    fn open_cgroup(&self, path: &std::path::Path) -> Result<super::CgroupDir> {
+        pmc_linux::cgroup::Cgroup::open(path)
+            .map(super::CgroupDir::PerfEvent)
+            .map_err(from_linux)
+    }
 }
 
 /// A process's executable, from `/proc/<pid>/exe`.
@@ -176,6 +182,19 @@ pub(crate) fn from_linux(e: pmc_linux::Error) -> Error {
                     hint: advice,
                     reason,
                 },
+                Errno::NOENT | Errno::BADF
+                    if matches!(
+                        reason.as_deref(),
+                        Some(Reason::NoSuchCgroup { .. } | Reason::NotACgroup { .. })
+                    ) =>
+                {
+                    Error::Unavailable {
+                        what: op,
+                        why: advice.unwrap_or_default(),
+                        reason,
+                        source: Some(errno.into()),
+                    }
+                }
                 Errno::NOENT | Errno::OPNOTSUPP | Errno::NODEV
                     if reason.as_deref() == Some(&Reason::NoPmu) =>
                 {
@@ -282,6 +301,12 @@ fn reason_of(hint: &pmc_linux::Hint) -> Option<Box<Reason>> {
         Hint::NoHardwarePmu => Reason::NoPmu,
         Hint::TracefsNotMounted => Reason::NoTracefs,
         Hint::TracefsPermission => Reason::TracefsDenied,
+        Hint::NoSuchCgroup { ref tried, .. } => Reason::NoSuchCgroup {
+            tried: tried.clone(),
+        },
+        Hint::NotACgroup { ref tried, .. } => Reason::NotACgroup {
+            tried: tried.clone(),
+        },
         _ => return None,
     }
     .boxed()
@@ -379,5 +404,49 @@ mod tests {
                 .how_to_online(3)
                 .contains("/sys/devices/system/cpu/cpu3/online")
         );
+    }
+
+    /// A cgroup that is not there, or a directory that is no cgroup, is
+    /// refused when the PMC is built, before any counter opens: ENXIO
+    /// (the resource is missing), the directory tried named in the text
+    /// and in the typed reason, the OS's errno as the source. No
+    /// privilege is needed to be told.
+    #[test]
+    fn a_missing_or_false_cgroup_names_the_directory_tried() {
+        let owner = crate::Owner::new(crate::backend::Backend::from(
+            Arc::new(LinuxBackend::new()) as Arc<dyn BackendImpl>
+        ));
+        let missing = std::env::temp_dir().join(format!("pmc-no-cgroup-{}", std::process::id()));
+        let e = owner
+            .pmc("cpu-clock")
+            .system(0)
+            .cgroup(&missing)
+            .build()
+            .unwrap_err();
+        let tried = missing.display().to_string();
+        assert_eq!(e.errno(), Errno::NXIO, "{e}");
+        assert_eq!(e.os_errno(), Some(libc::ENOENT), "{e}");
+        assert_eq!(
+            e.reason(),
+            Some(&Reason::NoSuchCgroup {
+                tried: tried.clone()
+            })
+        );
+        assert!(e.to_string().contains(&tried), "{e}");
+        let temp = std::env::temp_dir();
+        let e = owner
+            .pmc("cpu-clock")
+            .per_cpu()
+            .cgroup(&temp)
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            e.reason(),
+            Some(&Reason::NotACgroup {
+                tried: temp.display().to_string()
+            }),
+            "{e}"
+        );
+        assert!(owner.pmcinfo().is_empty());
     }
 }

@@ -28,6 +28,9 @@ pub(super) struct Counter {
     /// Shared with the exporter's thread (`--listen`), which reads them at
     /// each scrape; each holder locks only for its reads.
     pmcs: Arc<Mutex<Pmcs>>,
+    /// The cgroup a system counter counts in (`--cgroup`, as given): one
+    /// column summing its CPUs. The exporter's `cgroup` label.
+    pub(super) cgroup: Option<String>,
     /// The values of the last table line, per column (`ev_saved`).
     saved: Vec<u64>,
     /// The last JSON / CSV reading.
@@ -60,6 +63,25 @@ impl Counter {
         Counter::new(format!("s/{spec}"), spec, cumulative, Pmcs::System(pmcs))
     }
 
+    /// A system counter restricted to `cgroup` (as given on the command
+    /// line): one column, the sum of its CPUs, as `perf stat -a -G`.
+    pub(super) fn system_in_cgroup(
+        spec: &str,
+        cgroup: &str,
+        cumulative: bool,
+        pmcs: PerCpu,
+    ) -> Counter {
+        Counter {
+            cgroup: Some(cgroup.to_string()),
+            ..Counter::new(
+                format!("s/{spec}@{cgroup}"),
+                spec,
+                cumulative,
+                Pmcs::System(pmcs),
+            )
+        }
+    }
+
     fn new(label: String, spec: &str, cumulative: bool, pmcs: Pmcs) -> Counter {
         Counter {
             label,
@@ -67,6 +89,7 @@ impl Counter {
             spec: spec.to_string(),
             cumulative,
             pmcs: Arc::new(Mutex::new(pmcs)),
+            cgroup: None,
             saved: Vec::new(),
             last: None,
         }
@@ -107,17 +130,25 @@ impl Counter {
     /// The table's columns of this PMC.
     fn columns(&mut self) -> Vec<Column> {
         let name = self.name.clone();
-        match &mut *lock(&self.pmcs) {
-            Pmcs::Process(p) => vec![Column {
+        match (&mut *lock(&self.pmcs), &self.cgroup) {
+            (Pmcs::Process(p), _) => vec![Column {
                 name,
                 cpu: None,
+                cgroup: None,
                 bits: p.width(),
             }],
-            Pmcs::System(per_cpu) => per_cpu
+            (Pmcs::System(per_cpu), Some(cgroup)) => vec![Column {
+                name,
+                cpu: None,
+                cgroup: Some(cgroup.clone()),
+                bits: per_cpu.pmcs().next().map_or(64, |(_, p)| p.width()),
+            }],
+            (Pmcs::System(per_cpu), None) => per_cpu
                 .pmcs()
                 .map(|(cpu, p)| Column {
                     name: name.clone(),
                     cpu: Some(cpu),
+                    cgroup: None,
                     bits: p.width(),
                 })
                 .collect(),
@@ -126,9 +157,10 @@ impl Counter {
 
     /// Each column's value now.
     fn read_columns(&mut self) -> pmc::Result<Vec<u64>> {
-        match &mut *lock(&self.pmcs) {
-            Pmcs::Process(p) => Ok(vec![p.read()?]),
-            Pmcs::System(per_cpu) => per_cpu.pmcs().map(|(_, p)| p.read()).collect(),
+        match (&mut *lock(&self.pmcs), &self.cgroup) {
+            (Pmcs::Process(p), _) => Ok(vec![p.read()?]),
+            (Pmcs::System(per_cpu), Some(_)) => Ok(vec![per_cpu.read()?]),
+            (Pmcs::System(per_cpu), None) => per_cpu.pmcs().map(|(_, p)| p.read()).collect(),
         }
     }
 }

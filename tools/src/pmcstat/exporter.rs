@@ -102,6 +102,7 @@ pub(super) fn sources(
                     mode: if process { "TC" } else { "SC" },
                     pid: pid.clone().filter(|_| process),
                     command: command.clone().filter(|_| process),
+                    cgroup: c.cgroup.clone(),
                     ..SeriesLabels::default()
                 },
                 pmcs: c.shared_pmcs(),

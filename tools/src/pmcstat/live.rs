@@ -96,7 +96,7 @@ pub(super) fn allocate_all(args: &Args, specs: &[EventSpec]) -> Result<Pmcs, Exi
                 pmcs.counters
                     .push(Counter::process(&spec, ev.cumulative, pmc));
             }
-            Mode::SC => {
+            Mode::SC if args.cgroups.is_empty() => {
                 let per_cpu = Pmc::builder(&ev.spec)
                     .flags(flags)
                     .per_cpu()
@@ -105,6 +105,24 @@ pub(super) fn allocate_all(args: &Args, specs: &[EventSpec]) -> Result<Pmcs, Exi
                     .map_err(|e| os_fail(&e))?;
                 pmcs.counters
                     .push(Counter::system(&ev.spec, ev.cumulative, per_cpu));
+            }
+            // --cgroup: the specifier once per cgroup, in their order.
+            Mode::SC => {
+                for cgroup in &args.cgroups {
+                    let per_cpu = Pmc::builder(&ev.spec)
+                        .flags(flags)
+                        .per_cpu()
+                        .cpus(&ev.cpus)
+                        .cgroup(cgroup)
+                        .build()
+                        .map_err(|e| os_fail(&e))?;
+                    pmcs.counters.push(Counter::system_in_cgroup(
+                        &ev.spec,
+                        &cgroup.display().to_string(),
+                        ev.cumulative,
+                        per_cpu,
+                    ));
+                }
             }
             Mode::TS | Mode::SS => allocate_sampling(ev, flags, &mut pmcs.samplers)?,
         }

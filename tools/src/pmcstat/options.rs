@@ -128,6 +128,20 @@ pub(crate) struct Args {
     /// numbers 0 to 65535), or `*` for all (the default).
     #[arg(short = 'c', value_name = "CPUS")]
     pub(super) cpus: Vec<String>,
+    /// Count every system counting PMC (-s) only in the tasks of cgroup
+    /// PATH, on its CPUs; repeatable: each -s is counted once per cgroup,
+    /// in a column of its own summing the CPUs (`s/PATH/EVENT`; JSON and
+    /// CSV label `s/SPEC@PATH`).
+    ///
+    /// A Linux extension (perf stat -a -G), cgroup v2: PATH is a
+    /// directory relative to the cgroup v2 mount (`web` for
+    /// /sys/fs/cgroup/web where v2 is mounted at /sys/fs/cgroup), or an
+    /// absolute cgroup directory. A PATH that does not exist or is no
+    /// cgroup is said with the directory tried (exit 71). Without -s it is
+    /// a usage error (exit 64); -S samples and -p counts are not
+    /// restricted.
+    #[arg(long = "cgroup", value_name = "PATH")]
+    pub(super) cgroups: Vec<std::path::PathBuf>,
     /// (toggle) Also count the target's current and future child
     /// processes, for the process PMCs after it.
     #[arg(short = 'd', action = ArgAction::Append, num_args = 0, default_missing_value = "true")]
@@ -585,6 +599,12 @@ pub(super) fn check_options(args: &Args) -> Result<Option<(f64, bool)>, ExitCode
             "{TOOL}: warning: -k {} has no effect: Linux kernel frames are not read from a kernel directory",
             dir.display()
         );
+    }
+    if !args.cgroups.is_empty() && args.system.is_empty() {
+        return Err(usage(
+            TOOL,
+            "--cgroup restricts the system counting PMCs (-s) to a cgroup: give -s SPEC",
+        ));
     }
     if args.wide_gprof && !args.profile.gprof {
         return Err(usage(

@@ -16,6 +16,7 @@ use pmc::probe::{Environment, Tracefs};
 
 mod argument_ranges;
 mod bad_input;
+mod cgroup;
 mod debian_profiles;
 mod debug_symbols;
 mod docs_examples;
@@ -105,6 +106,7 @@ fn main() {
     tests.extend(prometheus::tests());
     let mut trials = harness::trials(tests, &env);
     trials.extend(full_disk::trials(&env));
+    trials.extend(cgroup::trials(&env));
     harness::keep_only_named_in("PMC_CLI_ONLY", &mut trials);
     libtest_mimic::run(&args, trials).exit();
 }

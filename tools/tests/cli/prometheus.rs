@@ -117,7 +117,7 @@ fn listen_labels_a_commands_counts_refuses_a_taken_port_and_ends_with_it() -> Te
 }
 
 /// A child killed and reaped when the test ends, failed or not.
-struct Reaped(Child);
+pub(crate) struct Reaped(pub(crate) Child);
 
 impl Drop for Reaped {
     fn drop(&mut self) {
@@ -128,13 +128,17 @@ impl Drop for Reaped {
 
 /// A loopback port free now (the kernel picks it; nothing else on this
 /// machine is told to take it meanwhile).
-fn free_port() -> Result<u16, libtest_mimic::Failed> {
+pub(crate) fn free_port() -> Result<u16, libtest_mimic::Failed> {
     let listener = TcpListener::bind("127.0.0.1:0").ctx("bind 127.0.0.1:0")?;
     Ok(listener.local_addr().ctx("local_addr")?.port())
 }
 
 /// `GET path` of 127.0.0.1:`port` with `accept`: the status and the body.
-fn get(port: u16, path: &str, accept: &str) -> Result<(u16, String), libtest_mimic::Failed> {
+pub(crate) fn get(
+    port: u16,
+    path: &str,
+    accept: &str,
+) -> Result<(u16, String), libtest_mimic::Failed> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ctx("connect")?;
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))

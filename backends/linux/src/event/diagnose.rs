@@ -2,7 +2,10 @@
 //! the errno, the attr, what the kernel wrote back and the target.
 
 use super::Target;
+use std::os::fd::{AsFd, AsRawFd};
+
 use crate::attr::{Attr, AttrBit, EventConfig, SampleType, Software};
+use crate::cgroup::Cgroup;
 use crate::error::Hint;
 use crate::sys::abi;
 use crate::system;
@@ -120,6 +123,42 @@ pub(super) fn diagnose_open(
                 "the sample frequency may exceed kernel.perf_event_max_sample_rate ({})",
                 system::max_sample_rate().unwrap_or(0)
             )))
+        }
+        _ => None,
+    }
+}
+
+/// The kernel's refusals of a cgroup as a target (`perf_cgroup_connect`):
+/// EBADF when the descriptor is no cgroup directory, ENOENT when its
+/// hierarchy lacks the perf_event controller or the cgroup was removed.
+/// ENOENT is also a missing event's errno: the cgroup is blamed only when
+/// a dummy software event is refused in it too. Other errnos are the
+/// event's, diagnosed as a system-wide open.
+pub(super) fn diagnose_cgroup_open(errno: i32, cgroup: &Cgroup, cpu: i32) -> Option<Hint> {
+    let tried = cgroup.path().display().to_string();
+    match errno {
+        libc::EBADF => Some(Hint::NotACgroup {
+            tried,
+            why: "the kernel does not take it for a cgroup directory",
+        }),
+        libc::ENOENT => {
+            let mut dummy = Attr::new(EventConfig::Software(Software::Dummy))
+                .disabled(true)
+                .raw;
+            let dummy_refused = crate::sys::perf_event_open(
+                &mut dummy,
+                cgroup.as_fd().as_raw_fd(),
+                cpu,
+                None,
+                abi::PERF_FLAG_FD_CLOEXEC | abi::PERF_FLAG_PID_CGROUP,
+            )
+            .err()
+                == Some(libc::ENOENT);
+            dummy_refused.then_some(Hint::NotACgroup {
+                tried,
+                why: "its hierarchy has no perf_event controller (a cgroup v1 hierarchy of \
+                      other controllers?), or the cgroup was removed",
+            })
         }
         _ => None,
     }

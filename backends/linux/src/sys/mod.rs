@@ -67,6 +67,25 @@ pub(crate) fn perf_event_open(
     Ok(unsafe { OwnedFd::from_raw_fd(ret as RawFd) })
 }
 
+/// Opens a directory `O_RDONLY | O_CLOEXEC | O_DIRECTORY` (std adds
+/// `O_CLOEXEC` to every open): a cgroup for `PERF_FLAG_PID_CGROUP`.
+pub(crate) fn open_directory(path: &std::path::Path) -> Result<OwnedFd, i32> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY)
+        .open(path)
+        .map(OwnedFd::from)
+        .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+/// Whether `fd` is on a cgroup file system, v1 or v2 (`fstatfs(2)`).
+pub(crate) fn is_cgroup_fs(fd: BorrowedFd<'_>) -> Result<bool, i32> {
+    use nix::sys::statfs::{CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC, fstatfs};
+    let kind = fstatfs(fd).map_err(|e| e as i32)?.filesystem_type();
+    Ok(kind == CGROUP2_SUPER_MAGIC || kind == CGROUP_SUPER_MAGIC)
+}
+
 /// A perf ioctl that takes its argument by value, so no memory crosses the
 /// call whatever the argument is. Only these requests exist: a request that
 /// reads or writes through a pointer has its own typed wrapper below.

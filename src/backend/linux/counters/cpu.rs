@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
+use pmc_linux::cgroup::Cgroup;
 use pmc_linux::event::{Event, Target};
 
-use super::open::open_one;
+use super::open::{open_one, open_one_in_cgroup};
 use super::rings::map_rings;
 use super::{OpenPlan, for_each, read_events};
 use crate::backend::linux::sampling::LinuxSource;
@@ -20,7 +21,13 @@ pub(in crate::backend::linux) struct CpuCounters {
 }
 
 impl CpuCounters {
-    pub(in crate::backend::linux) fn open(event: &OpenPlan, cpu: u32) -> Result<CpuCounters> {
+    /// Opens `event` on `cpu`, counting only the tasks of `cgroup` if one
+    /// is given (a Linux extension: perf's `-G`).
+    pub(in crate::backend::linux) fn open(
+        event: &OpenPlan,
+        cpu: u32,
+        cgroup: Option<&Cgroup>,
+    ) -> Result<CpuCounters> {
         // Each attr counts only on its PMU's CPUs (hybrid core types,
         // uncore cpumasks).
         let mut events = Vec::with_capacity(event.attrs.len());
@@ -28,7 +35,10 @@ impl CpuCounters {
             if cpus.as_ref().is_some_and(|c| !c.contains(&cpu)) {
                 continue;
             }
-            events.push(open_one(attr, Target::cpu(cpu), event)?);
+            events.push(match cgroup {
+                Some(cgroup) => open_one_in_cgroup(attr, cgroup, cpu, event)?,
+                None => open_one(attr, Target::cpu(cpu), event)?,
+            });
         }
         if events.is_empty() {
             let cpus: Vec<u32> = event.cpus.iter().flatten().flatten().copied().collect();

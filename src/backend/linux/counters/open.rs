@@ -2,6 +2,7 @@
 //! `allocate` makes, and what a refused slice sibling means.
 
 use pmc_linux::attr::{Attr, AttrBit, EventConfig, SampleType, Software};
+use pmc_linux::cgroup::Cgroup;
 use pmc_linux::event::{Event, OpenFlags, Target};
 use pmc_linux::system;
 use std::sync::Mutex;
@@ -23,6 +24,27 @@ pub(super) fn open_one(attr: &Attr, target: Target, event: &OpenPlan) -> Result<
         event.set_filter(f).map_err(from_linux)?;
     }
     Ok(event)
+}
+
+/// [`open_one`] counting only the tasks of `cgroup` on `cpu`.
+pub(super) fn open_one_in_cgroup(
+    attr: &Attr,
+    cgroup: &Cgroup,
+    cpu: u32,
+    event: &OpenPlan,
+) -> Result<Event> {
+    let attr = &sampling::for_this_kernel(attr);
+    let opened = match &event.string {
+        Some(s) => {
+            Event::open_with_string_in_cgroup(attr, s, cgroup, cpu, None, OpenFlags::empty())
+        }
+        None => Event::open_in_cgroup(attr, cgroup, cpu, None, OpenFlags::empty()),
+    };
+    let event_opened = opened.map_err(from_linux)?;
+    if let Some(f) = event.filter.as_deref() {
+        event_opened.set_filter(f).map_err(from_linux)?;
+    }
+    Ok(event_opened)
 }
 
 /// Opens every attr of `event` (with its slice siblings) on the calling

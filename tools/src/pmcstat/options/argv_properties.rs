@@ -56,6 +56,7 @@ const OPTIONS: &[&str] = &[
     "-o",
     "--json",
     "--csv",
+    "--cgroup",
     "-q",
     "-T",
     "-m",
