@@ -37,6 +37,7 @@ mod pmcstat_options;
 mod profiles;
 mod readme;
 mod real_use;
+mod rolling_pprof;
 mod same_samples;
 mod same_stacks;
 mod shares;
@@ -101,6 +102,7 @@ fn main() {
     tests.extend(hardware::tests());
     tests.extend(shares::tests());
     tests.extend(perf_data_input::tests());
+    tests.extend(rolling_pprof::tests());
     let mut trials = harness::trials(tests, &env);
     trials.extend(full_disk::trials(&env));
     harness::keep_only_named_in("PMC_CLI_ONLY", &mut trials);
