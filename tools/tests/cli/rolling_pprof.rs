@@ -31,9 +31,14 @@ pub fn tests() -> Vec<LiveTest> {
             live_and_r_write_the_same_series_and_it_adds_up_to_the_log,
         ),
         test(
-            "rolling_pprof::a_file_where_dir_should_be_is_refused_and_left_alone",
+            "rolling_pprof::dir_is_made_when_missing_and_a_file_there_is_refused",
             vec![],
-            a_file_where_dir_should_be_is_refused_and_left_alone,
+            dir_is_made_when_missing_and_a_file_there_is_refused,
+        ),
+        test(
+            "rolling_pprof::a_profile_that_cannot_be_written_is_said_and_leaves_no_part",
+            vec![],
+            a_profile_that_cannot_be_written_is_said_and_leaves_no_part,
         ),
     ]
 }
@@ -302,27 +307,30 @@ fn live_and_r_write_the_same_series_and_it_adds_up_to_the_log() -> TestResult {
     Ok(())
 }
 
+/// A log of pmc's own writer with one sample.
+fn one_sample_log(log: &Path) -> TestResult {
+    let out = std::fs::File::create(log).ctx("create the log")?;
+    let mut w = pmc::log::LogWriter::new(out, &pmc::log::cpu::CpuIdentity::unknown())
+        .ctx("start the log")?;
+    let sample = LogRecord::Callchain {
+        pid: 1,
+        tid: 1,
+        pmcid: 0x100,
+        cpu: 0,
+        userspace: true,
+        pcs: vec![0x1000],
+    };
+    w.write(&sample, 5 * SEC).ctx("write a sample")?;
+    w.close().ctx("close the log")?;
+    Ok(())
+}
+
 /// DIR is created when missing, never made of something else: a file in
 /// its place is refused before anything is read and stays as it was.
-fn a_file_where_dir_should_be_is_refused_and_left_alone() -> TestResult {
+fn dir_is_made_when_missing_and_a_file_there_is_refused() -> TestResult {
     let dir = TempDir::new("rolling-file")?;
     let (log, file) = (dir.join("log"), dir.join("not-a-dir"));
-    // A tiny log: written by pmc's own writer, one sample.
-    {
-        let out = std::fs::File::create(&log).ctx("create the log")?;
-        let mut w = pmc::log::LogWriter::new(out, &pmc::log::cpu::CpuIdentity::unknown())
-            .ctx("start the log")?;
-        let sample = LogRecord::Callchain {
-            pid: 1,
-            tid: 1,
-            pmcid: 0x100,
-            cpu: 0,
-            userspace: true,
-            pcs: vec![0x1000],
-        };
-        w.write(&sample, 5 * SEC).ctx("write a sample")?;
-        w.close().ctx("close the log")?;
-    }
+    one_sample_log(&log)?;
     std::fs::write(&file, b"keep me").ctx("write the file")?;
     let out = Command::new(PMCSTAT)
         .args(["-R", &s(&log), "--pprof-every", "1", &s(&file)])
@@ -348,6 +356,49 @@ fn a_file_where_dir_should_be_is_refused_and_left_alone() -> TestResult {
         "{} files in {}",
         files.len(),
         deep.display()
+    );
+    Ok(())
+}
+
+/// A profile whose name is taken by a directory cannot be renamed into
+/// place: the error names the file with its errno and what to do, exit
+/// 74, no temporary file stays, and the log is untouched.
+fn a_profile_that_cannot_be_written_is_said_and_leaves_no_part() -> TestResult {
+    let dir = TempDir::new("rolling-error")?;
+    let (log, first, blocked) = (dir.join("log"), dir.join("first"), dir.join("blocked"));
+    one_sample_log(&log)?;
+    crate::run_ok(PMCSTAT, &["-R", &s(&log), "--pprof-every", "1", &s(&first)])?;
+    let name = std::fs::read_dir(&first)
+        .ctx("list")?
+        .next()
+        .ok_or("no profile written")?
+        .ctx("list")?
+        .file_name();
+    std::fs::create_dir_all(blocked.join(&name).join("in-the-way")).ctx("block the name")?;
+    let before = std::fs::read(&log).ctx("read the log")?;
+    let out = Command::new(PMCSTAT)
+        .args(["-R", &s(&log), "--pprof-every", "1", &s(&blocked)])
+        .output()
+        .ctx("pmcstat")?;
+    let stderr = text(&out.stderr);
+    println!("{stderr}");
+    ensure!(
+        out.status.code() == Some(74)
+            && stderr.contains(&*name.to_string_lossy())
+            && stderr.contains("errno")
+            && stderr.contains("check the space and permissions"),
+        "exit {:?}: {stderr}",
+        out.status
+    );
+    let left: Vec<_> = std::fs::read_dir(&blocked)
+        .ctx("list")?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<Result<_, _>>()
+        .ctx("list")?;
+    ensure!(left == [name], "left in DIR: {left:?}");
+    ensure!(
+        std::fs::read(&log).ctx("read the log")? == before,
+        "the log changed"
     );
     Ok(())
 }
