@@ -15,10 +15,11 @@
 //!   INITIALIZE's own timestamp, or since the first stamped record's
 //!   where INITIALIZE is stamped 0 (this crate's writer stamps it 0 and
 //!   takes `pl_ts` just before the PMCs are allocated).
-//! - Per-CPU rings reach the log a few milliseconds out of time order, so
-//!   an interval closes only once a record stamped [`GRACE_NS`] past its
-//!   end is seen. A sample later still goes to the oldest interval open
-//!   ([`Slicer::late_samples`] counts them).
+//! - Samples of different CPUs reach the log out of time order, so an
+//!   interval closes only once a sample stamped a *grace* past its end is
+//!   seen: [`GRACE_NS`], or twice the most out of order a sample has been
+//!   so far in the log if that is more. A sample later still goes to the
+//!   oldest interval open ([`Slicer::late_samples`] counts them).
 //! - Every interval from the first to the last sample's is handed back,
 //!   those without samples too, so a series has no gaps; each carries the
 //!   sample types of every event sampled so far.
@@ -31,10 +32,10 @@ use pmc::log::{LogEvent, LogRecord};
 
 use crate::{Event, Profile, ProfileBuilder, ProfileOptions, Result, Symbolizer};
 
-/// How long past an interval's end its samples may still arrive: the
-/// collector drains rings every 5 ms, the owner every 10 ms; 3.3 ms out of
-/// order was the most seen on a loaded 2-CPU machine.
-pub const GRACE_NS: u64 = 250_000_000;
+/// How long past an interval's end its samples may still arrive, at
+/// least: on a 2-CPU machine at load 10, samples reached the log up to
+/// 1.19 s out of order between the CPUs (3.3 ms when less loaded).
+pub const GRACE_NS: u64 = 2_000_000_000;
 
 const NANOS: u128 = 1_000_000_000;
 
@@ -147,7 +148,10 @@ pub struct Slicer {
     open: VecDeque<ProfileBuilder>,
     /// The interval number of `open[0]`.
     first_open: u64,
+    /// The latest sample's time, and how far behind it a sample has
+    /// arrived at most.
     latest_ns: u64,
+    disorder_ns: u64,
     sampled: BTreeSet<u32>,
     late: u64,
     /// One symbolizer for the series, so each object is read once; it
@@ -175,6 +179,7 @@ impl Slicer {
             open: VecDeque::new(),
             first_open: 0,
             latest_ns: 0,
+            disorder_ns: 0,
             sampled: BTreeSet::new(),
             late: 0,
             symbolizer: None,
@@ -238,15 +243,15 @@ impl Slicer {
                 }
                 self.open[(k - self.first_open) as usize].push(event);
                 self.sampled.insert(*pmcid);
+                self.disorder_ns = self.disorder_ns.max(self.latest_ns.saturating_sub(at));
+                self.latest_ns = self.latest_ns.max(at);
             }
             _ => {}
         }
-        if event.timestamp != 0 {
-            self.latest_ns = self.latest_ns.max(at);
-        }
+        let grace = GRACE_NS.max(self.disorder_ns.saturating_mul(2));
         let mut closed = Vec::new();
         while let Some(end) = self.open_end() {
-            if end.saturating_add(GRACE_NS) > self.latest_ns {
+            if end.saturating_add(grace) > self.latest_ns {
                 break;
             }
             closed.push(self.close_first());
@@ -437,16 +442,20 @@ mod tests {
         ] {
             slices.extend(slicer.push(&e));
         }
-        // Interval 3 stays open until a record GRACE_NS past its end.
+        // Interval 3 stays open until a sample GRACE_NS past its end.
         assert_eq!(counts(&slices), [(0, 2), (1, 0), (2, 2)]);
         slices.extend(slicer.finish());
-        assert_eq!(counts(&slices), [(0, 2), (1, 0), (2, 2), (3, 1)]);
+        assert_eq!(
+            counts(&slices),
+            [(0, 2), (1, 0), (2, 2), (3, 0), (4, 0), (5, 1)]
+        );
         // Each carries the event's sample type, the empty one too.
         assert!(slices.iter().all(|s| s.profile.events.len() == 1));
         assert_eq!(slices[0].wall_start_ns, 1_800_000_000 * SEC);
         assert_eq!(slices[2].wall_start_ns, 1_800_000_002 * SEC);
         assert_eq!(slices[0].duration_ns, SEC);
-        assert_eq!(slices[3].duration_ns, GRACE_NS);
+        // The last ends at its one sample, its start.
+        assert_eq!(slices[5].duration_ns, 1);
         assert_eq!(slices[2].file_name(), "20270115T080002.000Z.pb.gz");
     }
 
@@ -462,8 +471,27 @@ mod tests {
             slices.extend(slicer.push(&e));
         }
         slices.extend(slicer.finish());
-        assert_eq!(counts(&slices), [(0, 1), (1, 2)]);
+        assert_eq!(counts(&slices), [(0, 1), (1, 1), (2, 0), (3, 1)]);
         assert_eq!(slicer.late_samples(), 1);
+    }
+
+    #[test]
+    fn the_grace_grows_to_twice_the_most_out_of_order_sample() {
+        let mut slicer = Slicer::new(SEC, ProfileOptions::default());
+        let mut slices = Vec::new();
+        // 1.5 s out of order: the grace becomes 3 s.
+        for e in [
+            sample(SEC, 1),
+            sample(SEC + 1_500_000_000, 1),
+            sample(SEC, 1),
+            sample(2 * SEC + GRACE_NS, 1),
+        ] {
+            slices.extend(slicer.push(&e));
+        }
+        assert!(slices.is_empty());
+        slices.extend(slicer.push(&sample(2 * SEC + 3 * SEC, 1)));
+        assert_eq!(counts(&slices), [(0, 2)]);
+        assert_eq!(slicer.late_samples(), 0);
     }
 
     #[test]

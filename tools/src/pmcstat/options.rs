@@ -133,10 +133,11 @@ pub(crate) struct Args {
     /// time does), its start and length in the profile's time_nanos and
     /// duration_nanos. Intervals are cut by the samples' timestamps from
     /// the first sample's, so a live run and -R of its log write the same
-    /// files; a profile is written when a sample 0.25 s past its interval's
-    /// end arrives (the rings reach the log a little out of order), and the
-    /// last, shorter one at the end. Intervals without samples get an empty
-    /// profile: the series has no gaps. A sample weighs one event: the log
+    /// files. A profile is written once a sample stamped 2 s past its
+    /// interval's end arrives (samples of different CPUs reach the log out
+    /// of order; the wait is twice the most disorder seen when that is
+    /// more), and the last, shorter one at the end. Intervals without
+    /// samples get an empty profile: the series has no gaps. A sample weighs one event: the log
     /// does not keep -n (--pprof of a live run knows it). SECS is 0.1 to
     /// 86400. DIR is created
     /// (with its parents) when it does not exist; anything else than a

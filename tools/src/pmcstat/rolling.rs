@@ -245,8 +245,7 @@ fn report_late(slicer: &Slicer) {
     let late = slicer.late_samples();
     if late > 0 {
         eprintln!(
-            "{TOOL}: --pprof-every: {late} samples reached the log more than {:.2} s after their interval closed; each is in the next interval",
-            pmc_report::rolling::GRACE_NS as f64 / 1e9
+            "{TOOL}: --pprof-every: {late} samples reached the log after their interval's profile was written; each is in the oldest interval still open"
         );
     }
 }
