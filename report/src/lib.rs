@@ -24,6 +24,7 @@ mod callgrind_writer;
 mod gmon_writer;
 pub mod kallsyms;
 mod pprof_writer;
+pub mod rolling;
 pub mod symbols;
 mod text;
 

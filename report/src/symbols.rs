@@ -333,6 +333,20 @@ impl Symbolizer {
         self
     }
 
+    /// Learns the mappings of `events` anew: the same log read further on
+    /// (rolling profiles, [`crate::rolling`]), keeping the objects, debug
+    /// files and kernel names read so far. Every pc is looked up again: a
+    /// pid's mappings may have changed (an exec).
+    pub fn learn_mappings(&mut self, events: &[LogEvent]) {
+        let fresh = Symbolizer::with_convention(events, self.convention);
+        self.maps = fresh.maps;
+        for (path, object) in fresh.objects {
+            self.objects.entry(path).or_insert(object);
+        }
+        self.log_started = fresh.log_started;
+        self.cache.clear();
+    }
+
     /// What the debug-file lookup skipped and why (missing, corrupt, other
     /// build id, bad CRC; objects changed since the log), for `-v`.
     pub fn debug_notes(&self) -> &[String] {

@@ -146,6 +146,14 @@ const PMCSTAT_EXAMPLES: &[Example] = &[
         line: "pmcstat --call-graph dwarf -P cpu-clock,usr --pprof prof.pb.gz -- ./a.out",
     },
     Example {
+        what: "A pprof profile of every second of a command into prof/, each named by its interval's start in UTC, as continuous profilers ship them to Pyroscope, Parca or Cloud Profiler (-S instead of -P: the whole system); then the same series from its log:",
+        line: "pmcstat -P cpu-clock,usr -O roll.pmclog --pprof-every 1 prof -- ./a.out",
+    },
+    Example {
+        what: "",
+        line: "pmcstat -R roll.pmclog --pprof-every 1 prof-again",
+    },
+    Example {
         what: "Dump a log's records as text:",
         line: "pmcstat -R prof.pmclog",
     },

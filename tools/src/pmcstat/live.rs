@@ -19,6 +19,7 @@ use super::counting::{self, CountOutput, Counter, Form};
 use super::options::{self, Args, EventSpec, wants_report};
 use super::plan::Plan;
 use super::reports::{Losses, print_logged_counts, read_events, write_reports};
+use super::rolling::{LiveSeries, Tap};
 use super::signals::Interrupts;
 use super::{DEFAULT_WAIT_INTERVAL, TOOL, cannot_run, os_fail, write_failure};
 
@@ -34,7 +35,13 @@ pub(super) struct Recording {
 impl Recording {
     /// Configures the log first: LOG_PROC* counters need it, and
     /// allocations are logged.
-    pub(super) fn configure(args: &Args, plan: &Plan) -> Result<Recording, ExitCode> {
+    /// With `tap` (--pprof-every), the log's bytes are copied there too,
+    /// and held in memory only when something reads them at the end.
+    pub(super) fn configure(
+        args: &Args,
+        plan: &Plan,
+        tap: Option<&Tap>,
+    ) -> Result<Recording, ExitCode> {
         let memory_log = pmc::global::log::MemoryLog::new();
         let held_log = args
             .log_out
@@ -44,9 +51,17 @@ impl Recording {
             // reports and -v's statistics read is copied as it goes.
             .map(|_| HeldOutput::new(wants_report(args) || args.verbose > 0));
         if plan.logging {
-            match &held_log {
-                Some(held) => pmc::global::log::configure_logfile(held.clone()),
-                None => pmc::global::log::configure_logfile(memory_log.clone()),
+            let read_at_end = memory_log_read_at_end(args, plan);
+            match (&held_log, tap) {
+                (Some(held), None) => pmc::global::log::configure_logfile(held.clone()),
+                (None, None) => pmc::global::log::configure_logfile(memory_log.clone()),
+                (Some(held), Some(tap)) => {
+                    pmc::global::log::configure_logfile(tap.tee(held.clone()))
+                }
+                (None, Some(tap)) if read_at_end => {
+                    pmc::global::log::configure_logfile(tap.tee(memory_log.clone()))
+                }
+                (None, Some(tap)) => pmc::global::log::configure_logfile(tap.tee(std::io::sink())),
             }
             .map_err(|e| os_fail(&e))?;
         }
@@ -56,6 +71,12 @@ impl Recording {
             held_log,
         })
     }
+}
+
+/// Whether the end of a run without -O reads the memory log: its reports,
+/// -v's statistics, the printed log or -E/-W's counts.
+fn memory_log_read_at_end(args: &Args, plan: &Plan) -> bool {
+    wants_report(args) || args.verbose > 0 || plan.print_log || plan.logging_counts
 }
 
 /// The PMCs of a run: counting ones (with their table columns) and
@@ -393,6 +414,10 @@ pub(super) struct Live<'a> {
     pub(super) start: Instant,
     /// Progress on a terminal only: piped output stays clean.
     pub(super) progress: bool,
+    /// --pprof-every's profiles, written as the log is.
+    pub(super) series: Option<LiveSeries>,
+    /// A profile of --pprof-every could not be written (exit 74 at the end).
+    pub(super) series_failed: bool,
 }
 
 impl<'a> Live<'a> {
@@ -542,7 +567,7 @@ impl<'a> Live<'a> {
         &mut self,
         plan: &Plan,
         recording: &Recording,
-        seen_by_top: Losses,
+        mut seen_by_top: Losses,
         reload: u64,
     ) -> Result<(), ExitCode> {
         if self.progress {
@@ -556,6 +581,14 @@ impl<'a> Live<'a> {
                 }
                 (_, e) => os_fail(&e),
             });
+        }
+        if let Some(series) = self.series.take() {
+            let (losses, failed) = series.finish();
+            self.series_failed = failed;
+            // Its records reached no log that is read back here.
+            if self.args.log_out.is_none() && !memory_log_read_at_end(self.args, plan) {
+                seen_by_top.merge(losses);
+            }
         }
         let (events, mut losses) = recorded_events(self.args, recording)?;
         // Said at the end of recording, as FreeBSD warns that sampling was

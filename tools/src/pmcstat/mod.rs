@@ -17,6 +17,7 @@ mod live;
 mod options;
 mod plan;
 mod reports;
+mod rolling;
 mod signals;
 mod targets;
 mod watch;
@@ -84,8 +85,19 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     let targets = plan::find_all_targets(&args, &plan)?;
     plan::check_command_and_backend(&args, &plan)?;
     let listener = args.listen.map(exporter::bind).transpose()?;
+    let every = rolling::Every::of(&args)?;
 
-    let recording = Recording::configure(&args, &plan)?;
+    let tap = every.as_ref().map(|_| rolling::Tap::default());
+    let recording = Recording::configure(&args, &plan, tap.as_ref())?;
+    let series = match (every, tap) {
+        (Some(every), Some(tap)) => Some(rolling::LiveSeries::start(
+            &args,
+            every,
+            tap,
+            args.log_out.as_deref(),
+        )?),
+        _ => None,
+    };
     let mut pmcs = live::allocate_all(&args, specs)?;
     let (interrupts, mut held) = live::catch_signals_and_spawn(&args)?;
     live::attach_all(&mut pmcs, held.as_ref(), &targets, &plan)?;
@@ -108,6 +120,8 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         interrupts,
         start: Instant::now(),
         progress: plan.sampling && !args.quiet && !args.top && std::io::stderr().is_terminal(),
+        series,
+        series_failed: false,
     };
     let mut seen_by_top = Losses::default();
     match top_options {
@@ -136,6 +150,9 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
         live.finish_recording(&plan, &recording, seen_by_top, live::sampling_rate(specs))?;
     }
     live.print_final_counts()?;
+    if live.series_failed {
+        return Ok(ExitCode::from(crate::sysexits::EX_IOERR));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

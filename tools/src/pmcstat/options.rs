@@ -124,6 +124,32 @@ pub(crate) struct Args {
     pub(super) call_graph: Option<CallGraph>,
     #[command(flatten)]
     pub(super) profile: ProfileArgs,
+    /// Write a gzipped pprof profile of every SECS seconds of samples into
+    /// DIR (Pyroscope, Parca, Cloud Profiler, go tool pprof), live with -P
+    /// or -S, or from the log of -R.
+    ///
+    /// Each file is a complete profile of its interval, named by the
+    /// interval's start in UTC (`20261207T072603.554Z.pb.gz`, sorting as
+    /// time does), its start and length in the profile's time_nanos and
+    /// duration_nanos. Intervals are cut by the samples' timestamps from
+    /// the first sample's, so a live run and -R of its log write the same
+    /// files. A profile is written once a sample stamped 2 s past its
+    /// interval's end arrives (samples of different CPUs reach the log out
+    /// of order; the wait is twice the most disorder seen when that is
+    /// more), and the last, shorter one at the end. Intervals without
+    /// samples get an empty profile: the series has no gaps. A sample weighs one event: the log
+    /// does not keep -n (--pprof of a live run knows it). SECS is 0.1 to
+    /// 86400. DIR is created
+    /// (with its parents) when it does not exist; anything else than a
+    /// directory there is refused. A file is written under a temporary
+    /// name, then renamed: a reader never sees half a profile. A live run
+    /// reads the log as it is written, without holding it in memory unless
+    /// -O, a report or -v needs it. A write error is said with its errno;
+    /// a live run goes on recording (the -O log keeps every sample) and
+    /// exits 74 at the end.
+    #[arg(long = "pprof-every", num_args = 2, value_names = ["SECS", "DIR"],
+          conflicts_with = "top")]
+    pub(super) pprof_every: Option<Vec<std::ffi::OsString>>,
     /// CPUs of the system PMCs after it: a list such as `0-3,6` (CPU
     /// numbers 0 to 65535), or `*` for all (the default).
     #[arg(short = 'c', value_name = "CPUS")]

@@ -54,7 +54,14 @@ impl Plan {
                 "no events: give -p/-s SPEC to count or -P/-S SPEC to sample (see --help)",
             ));
         }
-        let reported = args.log_out.is_some() || wants_report(args) || args.top;
+        if args.pprof_every.is_some() && !sampling {
+            return Err(usage(
+                TOOL,
+                "--pprof-every writes profiles of samples: give -P or -S SPEC, or -R LOG",
+            ));
+        }
+        let reported =
+            args.log_out.is_some() || wants_report(args) || args.top || args.pprof_every.is_some();
         // pmcstat.c: "option -O is required if counting and sampling PMCs
         // are specified together" (the printed log and the table would mix).
         if counting && sampling && !reported {

@@ -443,7 +443,8 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
             "-R reads a log: it excludes event specs, -t and a command",
         ));
     }
-    let wanted = wants_report(args) || args.verbose > 0;
+    let others = wants_report(args) || args.verbose > 0;
+    let wanted = others || args.pprof_every.is_some();
     // -O: the records written as a pmclog (a perf.data converted).
     let path = match &args.log_out {
         Some(out) => {
@@ -460,6 +461,18 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
         }
         None => path,
     };
+    if let Some(every) = super::rolling::Every::of(args)? {
+        if others && path.as_os_str() == "-" {
+            return Err(usage(
+                TOOL,
+                "-R - reads standard input once: --pprof-every cannot share it with other reports; write it to a file first (-O FILE)",
+            ));
+        }
+        super::rolling::from_log(args, every, path)?;
+        if !others {
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     if streams_report(args) {
         // Streamed: -G, --folded and the profiles of a large log in little
         // memory; its losses are counted in the same pass (a pipe too).

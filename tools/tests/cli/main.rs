@@ -39,6 +39,7 @@ mod profiles;
 mod prometheus;
 mod readme;
 mod real_use;
+mod rolling_pprof;
 mod same_samples;
 mod same_stacks;
 mod shares;
@@ -104,6 +105,7 @@ fn main() {
     tests.extend(shares::tests());
     tests.extend(perf_data_input::tests());
     tests.extend(prometheus::tests());
+    tests.extend(rolling_pprof::tests());
     let mut trials = harness::trials(tests, &env);
     trials.extend(full_disk::trials(&env));
     trials.extend(cgroup::trials(&env));

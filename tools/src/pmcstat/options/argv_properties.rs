@@ -46,6 +46,7 @@ const OPTIONS: &[&str] = &[
     "-D",
     "-M",
     "--pprof",
+    "--pprof-every",
     "--flamegraph",
     "-c",
     "-d",
