@@ -76,9 +76,9 @@ impl Every {
 fn prepare_dir(dir: &Path) -> Result<(), ExitCode> {
     let failed = |what: &str, e: &std::io::Error| {
         eprintln!(
-            "{TOOL}: --pprof-every: {what} {}: {e} (errno {}); give a directory you can write",
+            "{TOOL}: --pprof-every: {what} {}: {e} ({}); give a directory you can write",
             dir.display(),
-            e.raw_os_error().unwrap_or(0)
+            errno_name(e)
         );
         ExitCode::from(EX_CANTCREAT)
     };
@@ -136,9 +136,9 @@ impl Files {
             let path = self.every.dir.join(slice.file_name());
             if let Err(e) = write_atomically(&path, &slice) {
                 eprintln!(
-                    "{TOOL}: --pprof-every: writing {} failed: {e} (errno {}); check the space and permissions of {}. {then}",
+                    "{TOOL}: --pprof-every: writing {} failed: {e} ({}); check the space and permissions of {}. {then}",
                     path.display(),
-                    e.raw_os_error().unwrap_or(0),
+                    errno_name(&e),
                     self.every.dir.display(),
                 );
                 self.failed = true;
@@ -366,4 +366,13 @@ impl LiveSeries {
         self.stop.store(true, Ordering::Release);
         self.thread.join().unwrap_or((Losses::default(), true))
     }
+}
+
+/// The symbolic name of an I/O error's errno (`EISDIR`): its text already
+/// carries the number.
+fn errno_name(e: &std::io::Error) -> String {
+    e.raw_os_error().map_or_else(
+        || "no errno".into(),
+        |n| format!("{:?}", nix::errno::Errno::from_raw(n)),
+    )
 }

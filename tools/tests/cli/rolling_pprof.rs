@@ -386,7 +386,7 @@ fn a_profile_that_cannot_be_written_is_said_and_leaves_no_part() -> TestResult {
     ensure!(
         out.status.code() == Some(74)
             && stderr.contains(&*name.to_string_lossy())
-            && stderr.contains("errno")
+            && stderr.contains("(EISDIR)")
             && stderr.contains("check the space and permissions"),
         "exit {:?}: {stderr}",
         out.status
