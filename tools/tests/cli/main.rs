@@ -18,6 +18,7 @@ mod argument_ranges;
 mod bad_input;
 mod debian_profiles;
 mod debug_symbols;
+mod default_rates;
 mod docs_examples;
 mod dwarf_stacks;
 mod freebsd_annotate;
@@ -89,6 +90,7 @@ fn main() {
     tests.extend(kernel_frames::tests());
     tests.extend(freebsd_counting::tests());
     tests.extend(lost_samples::tests());
+    tests.extend(default_rates::tests());
     tests.extend(log_endings::tests());
     tests.extend(full_disk::tests());
     tests.extend(dwarf_stacks::tests());
