@@ -27,6 +27,7 @@
 
 mod bench;
 mod bench_dwarf;
+mod bench_rates;
 mod bench_report;
 mod install;
 mod matrix;
