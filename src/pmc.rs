@@ -220,6 +220,14 @@ impl Pmc {
         self.event.describe()
     }
 
+    /// Whether the resolved event counts nanoseconds (`cpu-clock`,
+    /// `task-clock` in any spelling): a sampling PMC's reload count is
+    /// then a period in nanoseconds, so the same count samples far more
+    /// often than it would an event such as `instructions`.
+    pub fn counts_nanoseconds(&self) -> bool {
+        self.event.counts_nanoseconds()
+    }
+
     /// The processes this PMC is attached to; those that exited have left
     /// the list (as hwpmc unlinks them at exit).
     pub fn targets(&self) -> Vec<u32> {

@@ -440,6 +440,13 @@ pub(crate) trait PreparedEvent: Send + Sync + fmt::Debug {
     /// A canonical description of the event (for logs and listings).
     fn describe(&self) -> String;
 
+    /// Whether the event counts nanoseconds (a clock, as Linux's
+    /// `cpu-clock` and `task-clock`): its reload count is then a time
+    /// between samples, not a number of events.
+    fn counts_nanoseconds(&self) -> bool {
+        false
+    }
+
     /// Opens counters on a process: all of its threads, new threads, and
     /// with `descendants`, its existing and future child processes. The
     /// counters start disabled.

@@ -165,6 +165,13 @@ const PMCSTAT_EXAMPLES: &[Example] = &[
 
 const PMCSTAT_SECTIONS: &[(&str, &[&str])] = &[
     (
+        "SAMPLING RATE",
+        &[
+            "A sampling PMC takes a sample every -n COUNT events. Without -n the count depends on what the event counts: an event that counts time in nanoseconds (cpu-clock, task-clock, SOFT-CLOCK.PROF, in any spelling: cpu-clock,usr, task-clock:u) samples every 250000 ns, 4000 samples a second of CPU time, perf record's default; any other event (instructions, page-faults, cache misses) every 65536 events, FreeBSD's default (pmcstat.h DEFAULT_SAMPLE_COUNT).",
+            "FreeBSD's 65536 for a clock would be a 65.5 us period, 15.3 kHz, whose interrupts slow the command measured more than perf record's. -n gives any count to the specifiers after it, and period= or freq= in a specifier is that specifier's own; -v says each sampling specifier's period and where it came from.",
+        ],
+    ),
+    (
         "SIGNALS",
         &[
             "SIGINT, SIGTERM, SIGHUP and SIGQUIT end the run: the command pmcstat started gets the same signal (a second one kills it), the counts are printed, an -O log is closed and pmcstat exits 0.",

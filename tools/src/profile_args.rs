@@ -5,7 +5,6 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use pmc::log::LogEvent;
 use pmc_report::{Profile, ProfileBuilder, ProfileOptions};
 
 /// The profile output options (flattened into pmcstat's arguments).
@@ -44,28 +43,20 @@ impl ProfileArgs {
         self.callgrind.is_some() || self.gprof || self.pprof.is_some() || self.flamegraph.is_some()
     }
 
-    /// Profile options for a log: `period` (the sampling reload count, when
-    /// known from live sampling) for pprof's event totals, and pmcstat -I's
-    /// unresolved leaves.
+    /// Profile options for a log: `periods` (each sampling PMC's reload
+    /// count by pmcid, when known from live sampling) for pprof's event
+    /// totals, and pmcstat -I's unresolved leaves.
     pub fn options(
-        events: &[LogEvent],
-        period: Option<u64>,
+        periods: std::collections::HashMap<u32, u64>,
         leaf_address: bool,
         max_depth: Option<usize>,
     ) -> ProfileOptions {
-        let mut options = ProfileOptions {
+        ProfileOptions {
             leaf_address,
             max_depth,
+            periods,
             ..ProfileOptions::default()
-        };
-        if let Some(period) = period {
-            for e in events {
-                if let pmc::log::LogRecord::PmcAllocateDyn { pmcid, .. } = &e.record {
-                    options.periods.insert(*pmcid, period);
-                }
-            }
         }
-        options
     }
 
     /// `-R LOG` (a pmclog or a perf.data) with reports: streams the log into one profile (memory in

@@ -13,6 +13,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use pmc::log::{LogEvent, LogRecord};
@@ -24,7 +25,7 @@ mod calltree;
 mod event_loop;
 pub mod feed;
 mod screen;
-use calltree::{CallTree, cut};
+use calltree::{CallTree, FastMap, Key, cut};
 pub use event_loop::{Ended, Feed, RECORDS_PER_STEP, run};
 use event_loop::{Input, Ui};
 #[cfg(test)]
@@ -36,20 +37,20 @@ struct PmcAgg {
     samples: u64,
     unresolved: u64,
     /// (image, function) → (self samples, caller → samples).
-    leaves: HashMap<(String, String), (u64, HashMap<String, u64>)>,
+    leaves: FastMap<Key, (u64, FastMap<Rc<str>, u64>)>,
     /// The samples as pmcpl_calltree.c's graph (the `n` view).
     calltree: CallTree,
 }
 
 impl PmcAgg {
     /// One sample's frames, leaf first.
-    fn add(&mut self, frames: &[(String, String)]) {
+    fn add(&mut self, frames: &[Key]) {
         self.samples += 1;
         let Some(leaf) = frames.first() else {
             self.unresolved += 1;
             return;
         };
-        if leaf.0 == "?" || leaf.1 == KERNEL_FRAME {
+        if &*leaf.0 == "?" || &*leaf.1 == KERNEL_FRAME {
             self.unresolved += 1;
         }
         let entry = self.leaves.entry(leaf.clone()).or_default();
@@ -60,7 +61,19 @@ impl PmcAgg {
         self.calltree.add(frames);
     }
 
+    /// Adds a later interval's samples ([`CallTree::append`]).
+    fn append(&mut self, later: &PmcAgg) {
+        self.add_rows(later);
+        self.calltree.append(&later.calltree);
+    }
+
     fn merge(&mut self, other: &PmcAgg) {
+        self.add_rows(other);
+        self.calltree.merge(&other.calltree);
+    }
+
+    /// The counts and call graph rows of `other` added to these.
+    fn add_rows(&mut self, other: &PmcAgg) {
         self.samples += other.samples;
         self.unresolved += other.unresolved;
         for (k, (n, callers)) in &other.leaves {
@@ -70,7 +83,6 @@ impl PmcAgg {
                 *e.1.entry(c.clone()).or_default() += m;
             }
         }
-        self.calltree.merge(&other.calltree);
     }
 }
 
@@ -120,6 +132,11 @@ pub struct TopView {
     exited: HashSet<u32>,
     /// Whether a process still exists, and when that was last asked.
     liveness: Option<(Exists, Instant)>,
+    /// The frames named since the last refresh, by pid then (pc, leaf):
+    /// a hot pc is looked up once an interval, not once a sample. A pid's
+    /// are let go when its mappings change; all of them at each refresh,
+    /// so the cache holds one interval's distinct pcs at most.
+    named: FastMap<u32, FastMap<(u64, bool), Key>>,
 }
 
 /// The refreshes an object no process maps any longer is kept for: the
@@ -158,6 +175,7 @@ impl TopView {
             exiting: HashSet::new(),
             exited: HashSet::new(),
             liveness: None,
+            named: FastMap::default(),
         }
     }
 
@@ -187,9 +205,16 @@ impl TopView {
                     self.exiting.remove(newpid);
                     self.exited.remove(newpid);
                     self.resolver.forget_process(*newpid);
+                    self.named.remove(newpid);
                 }
                 LogRecord::ProcExit { pid, .. } | LogRecord::SysExit { pid } => {
                     self.exiting.insert(*pid);
+                }
+                // What its pcs name changes with its mappings.
+                LogRecord::MapIn { pid, .. }
+                | LogRecord::MapOut { pid, .. }
+                | LogRecord::ProcExec { pid, .. } => {
+                    self.named.remove(pid);
                 }
                 _ => {}
             }
@@ -206,22 +231,18 @@ impl TopView {
                     ..
                 } => {
                     let in_kernel = pmc_report::kernel_frames(*userspace, pcs);
-                    let mut frames: Vec<(String, String)> = Vec::with_capacity(pcs.len());
+                    let mut frames: Vec<Key> = Vec::with_capacity(pcs.len());
                     for (i, &pc) in pcs.iter().enumerate() {
-                        let probe = if i == 0 { pc } else { pc.saturating_sub(1) };
-                        let frame = if i < in_kernel {
-                            self.kernel_frame(probe, pc, i == 0)
-                        } else {
-                            self.frame(*pid, probe, i == 0)
-                        };
+                        let frame = self.named_frame(*pid, pc, i == 0, i < in_kernel);
                         // Unnamed kernel pcs in a row are one frame.
-                        let unnamed = |f: &(String, String)| f.1 == KERNEL_FRAME;
+                        let unnamed = |f: &Key| &*f.1 == KERNEL_FRAME;
                         if !(unnamed(&frame) && frames.last().is_some_and(unnamed)) {
                             frames.push(frame);
                         }
                     }
+                    // Into the interval's only: the totals take each
+                    // interval whole at its refresh, once per row.
                     self.pending.entry(*pmcid).or_default().add(&frames);
-                    self.total.entry(*pmcid).or_default().add(&frames);
                 }
                 _ => {}
             }
@@ -252,6 +273,10 @@ impl TopView {
     /// intervals, however many came and went before.
     pub fn refresh(&mut self) {
         self.delta = std::mem::take(&mut self.pending);
+        for (pmcid, agg) in &self.delta {
+            self.total.entry(*pmcid).or_default().append(agg);
+        }
+        self.named.clear();
         for pid in self.exited.drain() {
             self.resolver.forget_process(pid);
         }
@@ -281,6 +306,30 @@ impl TopView {
             .filter(|&pid| pid != u32::MAX && !self.exited.contains(&pid) && !exists(pid))
             .collect();
         self.exiting.extend(gone);
+    }
+
+    /// The (image, function) of frame `pc` of a sample of `pid` (`leaf`:
+    /// its first; `kernel`: one of its kernel frames), from the names of
+    /// this interval when it was named already.
+    fn named_frame(&mut self, pid: u32, pc: u64, leaf: bool, kernel: bool) -> Key {
+        // A return address is looked up within its call instruction.
+        let probe = if leaf { pc } else { pc.saturating_sub(1) };
+        // Kernel pcs are every process's: the kernel's pid in the log.
+        let owner = if kernel { u32::MAX } else { pid };
+        if let Some(k) = self.named.get(&owner).and_then(|m| m.get(&(probe, leaf))) {
+            return k.clone();
+        }
+        let (image, name) = if kernel {
+            self.kernel_frame(probe, pc, leaf)
+        } else {
+            self.frame(pid, probe, leaf)
+        };
+        let key: Key = (image.into(), name.into());
+        self.named
+            .entry(owner)
+            .or_default()
+            .insert((probe, leaf), key.clone());
+        key
     }
 
     /// (image, function) of a pc; `?` image when no mapping covers it. A
@@ -541,7 +590,7 @@ fn cg_topline(
     image: &str,
     func: &str,
     share: f64,
-    callers: &HashMap<String, u64>,
+    callers: &FastMap<Rc<str>, u64>,
     display_width: usize,
     of: &dyn Fn(u64) -> f64,
     threshold: f64,

@@ -28,6 +28,10 @@ pub struct BenchArgs {
     /// scrape of 10 events on every CPU.
     #[arg(long)]
     pub exporter_only: bool,
+    /// Only the rates benchmark: dash's CPU under pmcstat's default rate
+    /// against perf record's, and what `pmcstat -T -w 1` costs.
+    #[arg(long)]
+    pub rates_only: bool,
 }
 
 /// The figures README shows, as (case, figure): one per claim a reader
@@ -101,6 +105,17 @@ fn run_cases(args: &BenchArgs) -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("xtask bench: exporter benchmark: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if args.rates_only {
+        return match crate::bench_report::release_pmcstat(&cargo)
+            .and_then(|p| crate::bench_rates::run(&p))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("xtask bench: rates benchmark: {e}");
                 ExitCode::FAILURE
             }
         };
@@ -366,6 +381,12 @@ fn run_cases(args: &BenchArgs) -> ExitCode {
     }
     if let Err(e) = crate::bench_exporter::run(&cargo) {
         eprintln!("xtask bench: exporter benchmark: {e}");
+        return ExitCode::FAILURE;
+    }
+    if let Err(e) =
+        crate::bench_report::release_pmcstat(&cargo).and_then(|p| crate::bench_rates::run(&p))
+    {
+        eprintln!("xtask bench: rates benchmark: {e}");
         return ExitCode::FAILURE;
     }
     if args.criterion {

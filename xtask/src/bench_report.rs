@@ -263,7 +263,7 @@ fn run_workload(
     let period = PERIOD_NS.to_string();
     let out = Command::new(pmcstat)
         // -n sets the rate of the sampling PMCs after it (pmcstat(8)): after
-        // -P it left this log at the default 65536 ns, 6.5 times fewer
+        // -P it left this log at the default period, 25 times fewer
         // samples than perf's.
         .args(["-q", "-n", &period, "-P", "cpu-clock,usr", "-O"])
         .arg(&log)

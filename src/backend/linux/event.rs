@@ -3,6 +3,8 @@
 //! counters open from it. The resolver builds it; it opens counters;
 //! counters know nothing of it.
 
+use pmc_linux::attr::{Attr, EventConfig, Software};
+
 use crate::backend::{CgroupDir, Counters, PreparedEvent};
 use crate::{Capabilities, Class, Result};
 
@@ -32,6 +34,18 @@ impl PreparedEvent for LinuxEvent {
 
     fn describe(&self) -> String {
         self.plan.description.to_string()
+    }
+
+    fn counts_nanoseconds(&self) -> bool {
+        // Decided from the attrs opened, so every spelling of a clock
+        // (`cpu-clock:u`, `SOFT-CLOCK.PROF`, `software/config=1/`) is one.
+        let clock = |attr: &Attr| {
+            [Software::CpuClock, Software::TaskClock].iter().any(|&s| {
+                let c = Attr::new(EventConfig::Software(s));
+                attr.type_id() == c.type_id() && attr.get_config() == c.get_config()
+            })
+        };
+        !self.plan.attrs.is_empty() && self.plan.attrs.iter().all(clock)
     }
 
     fn serves_every_cpu(&self) -> bool {

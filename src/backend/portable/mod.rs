@@ -226,6 +226,13 @@ impl PreparedEvent for PortableEvent {
         format!("portable {} ({})", self.text, self.source.origin())
     }
 
+    fn counts_nanoseconds(&self) -> bool {
+        matches!(
+            self.source,
+            Source::CpuTime | Source::UserTime | Source::SystemTime
+        )
+    }
+
     fn open_process(&self, pid: u32, descendants: bool) -> Result<Box<dyn Counters>> {
         let caller = std::process::id();
         if pid != caller {

@@ -473,3 +473,19 @@ fn block_io_counts_synced_writes_and_uncached_reads() {
         assert!((want..=want * 2).contains(&i), "inblock {i}, want ≥ {want}");
     }
 }
+
+/// The CPU clocks count nanoseconds (pmcstat's default period for them is
+/// a time); the rusage counts count events.
+#[test]
+fn the_cpu_clocks_count_nanoseconds_and_the_rusage_counts_do_not() {
+    for (spec, nanoseconds) in [
+        ("task-clock", true),
+        ("cpu-clock,usr", true),
+        ("task-clock,os", true),
+        ("page-faults", false),
+        ("context-switches", false),
+    ] {
+        let pmc = tc(spec);
+        assert_eq!(pmc.counts_nanoseconds(), nanoseconds, "{spec}");
+    }
+}

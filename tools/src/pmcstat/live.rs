@@ -145,7 +145,15 @@ pub(super) fn allocate_all(args: &Args, specs: &[EventSpec]) -> Result<Pmcs, Exi
                     ));
                 }
             }
-            Mode::TS | Mode::SS => allocate_sampling(ev, flags, &mut pmcs.samplers)?,
+            Mode::TS | Mode::SS => {
+                let first = pmcs.samplers.len();
+                allocate_sampling(ev, flags, &mut pmcs.samplers)?;
+                if args.verbose > 0
+                    && let Some(pmc) = pmcs.samplers.get(first)
+                {
+                    say_period(ev, pmc);
+                }
+            }
         }
     }
     Ok(pmcs)
@@ -158,11 +166,12 @@ fn allocate_sampling(
     mut flags: Flags,
     into: &mut Vec<Pmc>,
 ) -> Result<(), ExitCode> {
-    if ev.reload < pmc::MIN_RELOAD_COUNT {
+    if let Some(n) = ev.reload
+        && n < pmc::MIN_RELOAD_COUNT
+    {
         // As hwpmc, which logs "passed sample rate N - setting to 1000".
         eprintln!(
-            "{TOOL}: warning: -n {} raised to {}, hwpmc's minimum reload count",
-            ev.reload,
+            "{TOOL}: warning: -n {n} raised to {}, hwpmc's minimum reload count",
             pmc::MIN_RELOAD_COUNT
         );
     }
@@ -172,25 +181,74 @@ fn allocate_sampling(
             flags |= Flags::USERCALLCHAIN;
         }
     }
+    let count = ev.reload.unwrap_or(options::DEFAULT_SAMPLE_COUNT);
+    let first = into.len();
     if ev.mode == Mode::TS {
-        into.push(allocate_process_pmc(&ev.spec, Mode::TS, flags, ev.reload)?.0);
-        return Ok(());
+        into.push(allocate_process_pmc(&ev.spec, Mode::TS, flags, count)?.0);
+    } else {
+        for &cpu in &ev.cpus {
+            into.push(
+                Pmc::allocate_with_count(&ev.spec, Mode::SS, flags, pmc::Cpu::Id(cpu), count)
+                    .map_err(|e| os_fail(&e))?,
+            );
+        }
     }
-    for &cpu in &ev.cpus {
-        into.push(
-            Pmc::allocate_with_count(&ev.spec, Mode::SS, flags, pmc::Cpu::Id(cpu), ev.reload)
-                .map_err(|e| os_fail(&e))?,
-        );
+    if ev.reload.is_none() {
+        for pmc in &mut into[first..] {
+            set_default_reload(pmc)?;
+        }
     }
     Ok(())
 }
 
-/// What reports name as the sampling rate: the first sampling PMC's.
-pub(super) fn sampling_rate(specs: &[EventSpec]) -> u64 {
-    specs
+/// Gives a PMC allocated without -n its event's default reload count
+/// ([`options::default_reload`]), as pmcstat.c's `pmc_set` after
+/// `pmc_allocate` does; a `period=` or `freq=` of the specifier stays.
+fn set_default_reload(pmc: &mut Pmc) -> Result<(), ExitCode> {
+    let q = &pmc.spec().qualifiers;
+    if q.period.is_some() || q.freq.is_some() {
+        return Ok(());
+    }
+    let count = options::default_reload(pmc.counts_nanoseconds());
+    if pmc.reload_count() != count {
+        pmc.set(count).map_err(|e| os_fail(&e))?;
+    }
+    Ok(())
+}
+
+/// `-v`: the period a sampling specifier got and where it came from.
+fn say_period(ev: &EventSpec, pmc: &Pmc) {
+    let option = if ev.mode == Mode::TS { "-P" } else { "-S" };
+    let unit = if pmc.counts_nanoseconds() {
+        "ns"
+    } else {
+        "events"
+    };
+    let q = &pmc.spec().qualifiers;
+    let whence = match (ev.reload, q.period, q.freq) {
+        (_, _, Some(hz)) => format!("freq={hz} samples at that rate instead"),
+        (_, Some(_), _) => "given by period=".into(),
+        (Some(_), ..) => "given by -n".into(),
+        (None, ..) if pmc.counts_nanoseconds() => {
+            "the default for an event counting time; -n sets it".into()
+        }
+        (None, ..) => "the default for a counted event; -n sets it".into(),
+    };
+    let _ = writeln!(
+        std::io::stderr(),
+        "{TOOL}: {option} {}: a sample every {} {unit} ({whence})",
+        ev.spec,
+        pmc.reload_count()
+    );
+}
+
+/// What reports name as each sampling PMC's period (pprof's event
+/// totals): its reload count, by pmcid.
+pub(super) fn sampling_periods(samplers: &[Pmc]) -> std::collections::HashMap<u32, u64> {
+    samplers
         .iter()
-        .find(|ev| matches!(ev.mode, Mode::TS | Mode::SS))
-        .map_or(options::DEFAULT_SAMPLE_COUNT, |ev| ev.reload)
+        .map(|p| (p.id().0, p.reload_count()))
+        .collect()
 }
 
 /// Catches the ending signals, then starts the command held before its
@@ -568,7 +626,7 @@ impl<'a> Live<'a> {
         plan: &Plan,
         recording: &Recording,
         mut seen_by_top: Losses,
-        reload: u64,
+        periods: std::collections::HashMap<u32, u64>,
     ) -> Result<(), ExitCode> {
         if self.progress {
             let _ = writeln!(std::io::stderr());
@@ -610,7 +668,7 @@ impl<'a> Live<'a> {
                 &events,
                 Default::default(),
                 Some(&mut *self.out.sink),
-                Some(reload),
+                periods,
             )?;
         }
         if plan.logging_counts && self.args.log_out.is_none() {

@@ -145,9 +145,10 @@ fn run(args: Args, specs: &[EventSpec]) -> Result<ExitCode, ExitCode> {
     }
     // --listen serves as long as the run counts.
     drop(exporter);
+    let periods = live::sampling_periods(&live.pmcs.samplers);
     live.stop_pmcs()?;
     if plan.logging {
-        live.finish_recording(&plan, &recording, seen_by_top, live::sampling_rate(specs))?;
+        live.finish_recording(&plan, &recording, seen_by_top, periods)?;
     }
     live.print_final_counts()?;
     if live.series_failed {

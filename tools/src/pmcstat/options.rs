@@ -35,15 +35,21 @@ pub(crate) struct Args {
     /// Sample SPEC in the target process(es) (process sampling mode, TS).
     ///
     /// Without -O or a report, the samples' log is printed as -R prints it.
+    /// Without -n, a sample every 250000 ns of an event counting time
+    /// (cpu-clock, task-clock), every 65536 events of any other.
     #[arg(short = 'P', value_name = "SPEC")]
     pub(super) process_sampling: Vec<String>,
     /// Sample SPEC system-wide on the CPUs of -c (system sampling mode, SS).
     ///
     /// Without -O or a report, the samples' log is printed as -R prints it.
+    /// Without -n, a sample every 250000 ns of an event counting time
+    /// (cpu-clock, task-clock), every 65536 events of any other.
     #[arg(short = 'S', value_name = "SPEC")]
     pub(super) system_sampling: Vec<String>,
     /// Reload count of the sampling PMCs after it: events between samples,
-    /// 1 to 9223372036854775807 (default 65536).
+    /// 1 to 9223372036854775807 (default 250000 for an event counting
+    /// nanoseconds, as cpu-clock and task-clock: perf record's 4000 a
+    /// second; 65536 for any other event; see SAMPLING RATE).
     #[arg(short = 'n', value_name = "COUNT", value_parser = ranges::reload_count,
           allow_hyphen_values = true)]
     pub(super) reload: Vec<u64>,
@@ -311,7 +317,8 @@ pub(crate) struct Args {
     /// /proc/kallsyms).
     #[arg(short = 'r', value_name = "ROOT")]
     pub(super) fs_root: Option<std::path::PathBuf>,
-    /// More diagnostics: conversion statistics after reports, and why
+    /// More diagnostics: each sampling specifier's period, conversion
+    /// statistics after reports, and why
     /// objects the log names were not read (not an absolute path, not a
     /// regular file, a compressed section above the inflation cap).
     ///
@@ -347,8 +354,25 @@ pub(crate) struct Args {
 }
 
 /// pmcstat.h `DEFAULT_SAMPLE_COUNT`: the reload count of a sampling PMC
-/// before any `-n`.
+/// of a counted event (instructions, page faults) before any `-n`.
 pub(super) const DEFAULT_SAMPLE_COUNT: u64 = 65536;
+
+/// The reload count of a sampling PMC of an event that counts nanoseconds
+/// (cpu-clock, task-clock) before any `-n`: 250 µs, perf record's default
+/// 4 kHz. FreeBSD's 65536 would be a 65.5 µs period there (15.3 kHz), whose
+/// interrupts cost the workload more than perf's (issue 36).
+pub(super) const DEFAULT_TIME_PERIOD_NS: u64 = 250_000;
+
+/// The reload count of a sampling PMC allocated without `-n`: by the
+/// resolved event's unit, as FreeBSD's pmcstat asks libpmc for an event's
+/// own rate (`pmc_pmu_sample_rate_get`).
+pub(super) fn default_reload(counts_nanoseconds: bool) -> u64 {
+    if counts_nanoseconds {
+        DEFAULT_TIME_PERIOD_NS
+    } else {
+        DEFAULT_SAMPLE_COUNT
+    }
+}
 
 /// Parses pmcstat's own command line ([`try_parse_from`]), printing what
 /// ends the run: a usage error exits `EX_USAGE` (pmcstat.c's
@@ -427,8 +451,9 @@ pub(super) struct EventSpec {
     pub(super) spec: String,
     /// The CPUs of a system-mode specifier: the `-c` before it, or all.
     pub(super) cpus: Vec<u32>,
-    /// The sampling count: the `-n` before it, or DEFAULT_SAMPLE_COUNT.
-    pub(super) reload: u64,
+    /// The sampling count: the `-n` before it; without one, the event's
+    /// default ([`default_reload`]).
+    pub(super) reload: Option<u64>,
     /// `-N` toggles it (on at first): PMC_F_CALLCHAIN.
     pub(super) callchain: bool,
     /// `-U`: PMC_F_USERCALLCHAIN (with callchain).
@@ -500,7 +525,7 @@ pub(super) fn ordered_specs(matches: &ArgMatches) -> Result<Vec<EventSpec>, Stri
         mode: pmc::Mode::TC,
         spec: String::new(),
         cpus: Vec::new(),
-        reload: DEFAULT_SAMPLE_COUNT,
+        reload: None,
         callchain: true,
         user_callchain: false,
         descendants: false,
@@ -517,7 +542,7 @@ pub(super) fn ordered_specs(matches: &ArgMatches) -> Result<Vec<EventSpec>, Stri
                 ranges::check_cpu_list(list)?;
                 cpus = Some(crate::parse_cpus(list)?);
             }
-            Item::Reload(count) => state.reload = count,
+            Item::Reload(count) => state.reload = Some(count),
             Item::Toggle(id) => {
                 let flag = match id {
                     "callchain_toggles" => &mut state.callchain,

@@ -225,7 +225,7 @@ pub(super) fn write_reports(
     events: &[pmc::log::LogEvent],
     build_ids: BuildIds,
     printfile: Option<&mut dyn Write>,
-    period: Option<u64>,
+    periods: std::collections::HashMap<u32, u64>,
 ) -> Result<(), ExitCode> {
     let from_log = printfile.is_none();
     let root = fs_root(args)?;
@@ -247,12 +247,8 @@ pub(super) fn write_reports(
         args.depth.map(|d| d as usize),
     );
     let events = &events[..];
-    let mut options = ProfileArgs::options(
-        events,
-        period,
-        args.show_address,
-        args.depth.map(|d| d as usize),
-    );
+    let mut options =
+        ProfileArgs::options(periods, args.show_address, args.depth.map(|d| d as usize));
     options.debug_root.clone_from(&root);
     options.names_only = names_only(args);
     options.build_ids = build_ids;
@@ -484,7 +480,7 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
             pmc_report::ProfileOptions {
                 recorded_until: log_written(path),
                 names_only: names_only(args),
-                ..ProfileArgs::options(&[], None, args.show_address, None)
+                ..ProfileArgs::options(Default::default(), args.show_address, None)
             },
             |record| losses.add(record),
         );
@@ -500,6 +496,6 @@ pub(super) fn read_log(args: &Args, path: &std::path::Path) -> Result<ExitCode, 
     }
     let (events, build_ids) = read_events(path)?;
     warn_lost(&events);
-    write_reports(args, &events, build_ids, None, None)?;
+    write_reports(args, &events, build_ids, None, Default::default())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -102,8 +102,11 @@ fn prepare_dir(dir: &Path) -> Result<(), ExitCode> {
 /// their series are the same (the reload count of a live run is not in
 /// the log, so neither uses it).
 fn profile_options(args: &Args) -> Result<pmc_report::ProfileOptions, ExitCode> {
-    let mut options =
-        ProfileArgs::options(&[], None, args.show_address, args.depth.map(|d| d as usize));
+    let mut options = ProfileArgs::options(
+        Default::default(),
+        args.show_address,
+        args.depth.map(|d| d as usize),
+    );
     options.debug_root = fs_root(args)?;
     Ok(options)
 }

@@ -8,17 +8,22 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
-/// (image, function).
-pub(super) type Key = (String, String);
+/// (image, function), shared: a sample's frames are the view's cached
+/// names (`TopView::frame`), counted here without copying them.
+pub(super) type Key = (std::rc::Rc<str>, std::rc::Rc<str>);
+
+/// The view's tables, hashed per frame of every sample: with aHash, not
+/// std's SipHash, which took a fifth of a system-wide view's CPU time.
+pub(super) type FastMap<K, V> = HashMap<K, V, ahash::RandomState>;
 
 /// The samples of one PMC as pmcpl_calltree.c's graph.
 #[derive(Debug, Default, Clone)]
 pub(super) struct CallTree {
     /// (caller, or `None` for the root; callee) → (when first seen, the
     /// samples through the arc: `pcta_samples`).
-    arcs: HashMap<(Option<Key>, Key), (u64, u64)>,
+    arcs: FastMap<(Option<Key>, Key), (u64, u64)>,
     /// Node → its own samples (`pct_samples`).
-    own: HashMap<Key, u64>,
+    own: FastMap<Key, u64>,
     seen: u64,
 }
 
@@ -40,6 +45,21 @@ impl CallTree {
             parent = Some(f.clone());
         }
         *self.own.entry(leaf.clone()).or_default() += 1;
+    }
+
+    /// Adds the samples of a later interval, as if each had been added
+    /// here after those before: an arc first seen then keeps its place
+    /// after the arcs seen earlier.
+    pub(super) fn append(&mut self, later: &CallTree) {
+        let base = self.seen;
+        for (k, (seen, n)) in &later.arcs {
+            let e = self.arcs.entry(k.clone()).or_insert((base + seen, 0));
+            e.1 += n;
+        }
+        for (k, n) in &later.own {
+            *self.own.entry(k.clone()).or_default() += n;
+        }
+        self.seen += later.seen;
     }
 
     pub(super) fn merge(&mut self, other: &CallTree) {

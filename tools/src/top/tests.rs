@@ -1,5 +1,3 @@
-use std::collections::HashMap;
-
 use super::*;
 
 fn ev(record: LogRecord) -> LogEvent {
@@ -136,12 +134,13 @@ fn calltree_paths_are_pmcpl_calltrees() {
 fn callgraph_rows_are_pmcstat_cgnode_topprints() {
     let long = "a_function_name_longer_than_twenty_nine_characters";
     let of = |n: u64| n as f64;
-    let callers: HashMap<String, u64> = [
-        ("caller_one".to_string(), 50),
-        ("x".repeat(40), 25),
-        ("low".to_string(), 0),
+    let callers: FastMap<Rc<str>, u64> = [
+        ("caller_one".into(), 50),
+        ("x".repeat(40).into(), 25),
+        ("low".into(), 0),
     ]
-    .into();
+    .into_iter()
+    .collect();
     // "%5.5s" of "%.1f"; " %-10.10s %-20.20s" of the image and the name
     // (from char ns[30]); callers down to the threshold, " %s" and
     // ":%.1f" as there are several; `pmcstat_displaywidth - 40` = 39
@@ -160,7 +159,7 @@ fn callgraph_rows_are_pmcstat_cgnode_topprints() {
         )
     );
     // One caller: its name alone. No caller above the threshold: nothing.
-    let one: HashMap<String, u64> = [("main".to_string(), 9)].into();
+    let one: FastMap<Rc<str>, u64> = [("main".into(), 9)].into_iter().collect();
     assert_eq!(
         cg_topline("img", "f", 9.0, &one, 79, &of, 0.5),
         "  9.0 img        f                    main"
@@ -522,4 +521,36 @@ fn the_last_frame_off_a_terminal_holds_every_sample() {
     let last = ui.frames.last().expect("a final frame");
     let expected = format!("Samples: {}", 3 * RECORDS_PER_STEP + 7);
     assert!(last[0].contains(&expected), "{last:?}");
+}
+
+/// A pc named once an interval is named again once its process's mappings
+/// change: a sample before the MAP_IN that covers it is `?`, one after it
+/// is the object's, in the same interval.
+#[test]
+fn a_cached_frame_follows_its_processs_new_mappings() {
+    let mut v = TopView::new(0.0, false, false);
+    let pc = 0x7000_0000_1234u64;
+    let mut log = vec![alloc(1, "cpu-clock"), sample(1, vec![pc])];
+    log.push(ev(LogRecord::MapIn {
+        pid: 7,
+        start: 0x7000_0000_0000,
+        path: "/nonexistent/pmc-top-cache/libnew.so".into(),
+    }));
+    log.extend((0..3).map(|_| sample(1, vec![pc])));
+    v.update(&log);
+    let screen = v.render(120, 20);
+    let row = |image: &str| {
+        screen
+            .iter()
+            .find(|l| l.split_whitespace().nth(1) == Some(image))
+            .cloned()
+    };
+    assert!(
+        row("?").is_some_and(|l| l.starts_with(" 25.0")),
+        "{screen:?}"
+    );
+    assert!(
+        row("libnew.so").is_some_and(|l| l.starts_with(" 75.0")),
+        "{screen:?}"
+    );
 }

@@ -23,7 +23,9 @@ use crate::temp::TempDir;
 
 const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
-/// cpu-clock's period in ns of pmcstat (its default), ~15 kHz.
+/// cpu-clock's period in ns of pmcstat, ~15 kHz, given with -n: FreeBSD's
+/// count, not pmcstat's default for a clock (250000, perf's rate; see why
+/// the two differ below).
 const PERIOD: &str = "65536";
 /// perf's: 4 kHz. Not one period for both, as issue 19 asks: both sample
 /// one run, and two timers of one period on one task keep a fixed phase,

@@ -1,7 +1,7 @@
 //! Samples lost between the kernel's rings and the log: none at the
-//! default settings and FreeBSD's default rate (reload count 65536,
-//! callchains on), for process and system sampling; and a log that lost
-//! some says so in every `-R` report.
+//! default settings (cpu-clock every 250000 ns, pmcstat's default for a
+//! time event; callchains on), for process and system sampling; and a log
+//! that lost some says so in every `-R` report.
 
 use std::process::{Command, Output};
 
@@ -82,9 +82,10 @@ fn recorded_and_lost(log: &str) -> Result<(u64, u64, String), libtest_mimic::Fai
     ))
 }
 
-/// pmcstat's default reload count for cpu-clock: 65536 ns (pmcstat.h's
-/// `DEFAULT_SAMPLE_COUNT`).
-const PERIOD_NS: u64 = 65_536;
+/// pmcstat's default reload count for cpu-clock: 250000 ns, perf record's
+/// 4 kHz (pmcstat.h's `DEFAULT_SAMPLE_COUNT`, 65536, is kept for counted
+/// events).
+const PERIOD_NS: u64 = 250_000;
 
 /// Whether `recorded` samples fit `low_ns..=high_ns` of sampled CPU time at
 /// one sample per [`PERIOD_NS`]: the hrtimer fires once a period, so the
@@ -125,7 +126,7 @@ fn online_cpus() -> Result<u64, libtest_mimic::Failed> {
 }
 
 /// `-S cpu-clock` on every CPU for 2 s (`-l 2`), every CPU busy: the
-/// hrtimer fires at its full rate, so each CPU gives one sample per 65536
+/// hrtimer fires at its full rate, so each CPU gives one sample per 250000
 /// ns of the run: 2 s ×
 /// CPUs at least, the command's wall time × CPUs at most. The log must
 /// lose none, and nothing may warn of a loss.
@@ -193,10 +194,10 @@ fn process_sampling_of_busy_threads_at_defaults_loses_nothing() -> TestResult {
          {} ns of CPU",
         usage.own_cpu_ns
     );
-    // One sample per 65536 ns of the threads' CPU time (4.5 s: ~68700);
+    // One sample per 250000 ns of the threads' CPU time (4.5 s: ~18000);
     // of their user time only where pmcstat fell back to a user-only
     // counter (as nobody at perf_event_paranoid 2, a timer that fires in
-    // the kernel gives no sample: 63 400 there, 7.7 % fewer).
+    // the kernel gives no sample: 7.7 % fewer, measured at 65536 ns).
     fits_cpu_time(recorded, usage.own_user_ns, usage.own_cpu_ns)?;
     ensure!(
         lost == 0,

@@ -19,6 +19,7 @@ mod bad_input;
 mod cgroup;
 mod debian_profiles;
 mod debug_symbols;
+mod default_rates;
 mod docs_examples;
 mod dwarf_stacks;
 mod freebsd_annotate;
@@ -92,6 +93,7 @@ fn main() {
     tests.extend(kernel_frames::tests());
     tests.extend(freebsd_counting::tests());
     tests.extend(lost_samples::tests());
+    tests.extend(default_rates::tests());
     tests.extend(log_endings::tests());
     tests.extend(full_disk::tests());
     tests.extend(dwarf_stacks::tests());

@@ -317,3 +317,34 @@ fn unknown_names_carry_their_typed_reason() {
         other => panic!("{other:?}: {e}"),
     }
 }
+
+/// pmcstat's default period depends on whether an event counts time: the
+/// resolved attr decides it, whatever the spelling.
+#[test]
+fn clocks_count_nanoseconds_in_every_spelling_and_counted_events_do_not() {
+    use crate::backend::PreparedEvent;
+    let sysfs = sysfs("sysfs-intel-icx");
+    for spec in [
+        "cpu-clock",
+        "task-clock",
+        "cpu-clock:u",
+        "cpu-clock,usr",
+        "task-clock:k",
+        "SOFT-CLOCK.PROF",
+        "soft-clock.prof,usr",
+    ] {
+        let event = resolve(spec, Mode::TS, &sysfs);
+        assert!(event.counts_nanoseconds(), "{spec} counts nanoseconds");
+    }
+    for spec in [
+        "page-faults",
+        "context-switches",
+        "cs:u",
+        "instructions",
+        "cycles,usr",
+        "SOFT-PAGE_FAULT.ALL",
+    ] {
+        let event = resolve(spec, Mode::TS, &sysfs);
+        assert!(!event.counts_nanoseconds(), "{spec} counts events");
+    }
+}

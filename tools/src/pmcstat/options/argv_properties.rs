@@ -229,8 +229,10 @@ fn check_accepted(args: &Args, specs: &[EventSpec]) -> Result<(), String> {
         }
     }
     for ev in specs {
-        if !(1..=pmc::MAX_RELOAD_COUNT).contains(&ev.reload) {
-            return Err(format!("-n {} accepted", ev.reload));
+        if let Some(n) = ev.reload
+            && !(1..=pmc::MAX_RELOAD_COUNT).contains(&n)
+        {
+            return Err(format!("-n {n} accepted"));
         }
         if let Some(cpu) = ev.cpus.iter().find(|&&c| c > MAX_CPU_NUMBER) {
             return Err(format!("-c CPU {cpu} accepted"));

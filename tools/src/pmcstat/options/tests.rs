@@ -58,12 +58,22 @@ fn c_and_n_set_the_cpus_and_count_of_later_specs() {
     ]);
     // Before any -c: every CPU (pmcstat.c's root set).
     assert_eq!(s[0].cpus, pmc::global::online_cpus());
-    assert_eq!(s[0].reload, DEFAULT_SAMPLE_COUNT);
+    // Before any -n: no count, so the event's default applies.
+    assert_eq!(s[0].reload, None);
     assert_eq!((s[1].spec.as_str(), s[1].cpus.as_slice()), ("y", &[0][..]));
-    assert_eq!(s[1].reload, DEFAULT_SAMPLE_COUNT);
-    assert_eq!((s[2].cpus.as_slice(), s[2].reload), (&[0][..], 5000));
+    assert_eq!(s[1].reload, None);
+    assert_eq!((s[2].cpus.as_slice(), s[2].reload), (&[0][..], Some(5000)));
     // Process modes have no CPUs; the count carries on.
-    assert_eq!((s[3].cpus.len(), s[3].reload), (0, 5000));
+    assert_eq!((s[3].cpus.len(), s[3].reload), (0, Some(5000)));
+}
+
+/// Without -n a clock samples at perf record's 4 kHz (250 µs of CPU time),
+/// a counted event every 65536 events, FreeBSD's pmcstat.h default.
+#[test]
+fn the_default_reload_is_by_the_events_unit() {
+    assert_eq!(default_reload(true), 250_000);
+    assert_eq!(default_reload(false), 65_536);
+    assert_eq!(DEFAULT_SAMPLE_COUNT, 65_536);
 }
 
 /// perf record's `--call-graph` spelling: `fp`, `dwarf`, `dwarf,SIZE`
