@@ -124,6 +124,12 @@ const SECTIONS: [&str; 5] = [
     ".got",
 ];
 
+/// Sections whose address framehop needs (the bases of `DW_EH_PE_textrel`
+/// and `datarel` pointers) but never their bytes on ELF: it reads code
+/// only for Mach-O and PE. Their bytes are not read (a large program's
+/// `.text` is most of its size: 100 MB and more for a compiler).
+const ADDRESS_ONLY: [&str; 2] = [".text", ".got"];
+
 impl ObjectInfo {
     /// Parses an ELF image in memory; `None` when it is not one (a corrupt
     /// section table leaves those sections out).
@@ -171,8 +177,20 @@ impl ObjectInfo {
             let Some((offset, size)) = s.file_range() else {
                 continue;
             };
-            let Some(bytes) = read(offset, size) else {
-                continue;
+            // framehop takes `.debug_frame` only where `.eh_frame` is
+            // missing.
+            let unused = ADDRESS_ONLY.contains(&name)
+                || (name == ".debug_frame"
+                    && sections
+                        .get(".eh_frame")
+                        .is_some_and(|(_, d): &(_, Arc<[u8]>)| !d.is_empty()));
+            let bytes = if unused {
+                Arc::from(&[][..])
+            } else {
+                let Some(bytes) = read(offset, size) else {
+                    continue;
+                };
+                bytes
             };
             let Some(end) = s.address().checked_add(s.size()) else {
                 continue;
@@ -183,7 +201,7 @@ impl ObjectInfo {
     }
 
     fn section(&self, name: &str) -> Option<Bytes> {
-        let (_, data) = self.sections.get(name)?;
+        let (_, data) = self.sections.get(name).filter(|(_, d)| !d.is_empty())?;
         Some(Bytes {
             data: data.clone(),
             range: 0..data.len(),
@@ -219,7 +237,6 @@ impl ObjectInfo {
         let info = ExplicitModuleSectionInfo {
             base_svma: 0,
             text_svma: self.svma(".text"),
-            text: self.section(".text"),
             got_svma: self.svma(".got"),
             eh_frame_svma: self.svma(".eh_frame"),
             eh_frame: self.section(".eh_frame"),

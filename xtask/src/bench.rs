@@ -20,6 +20,11 @@ pub struct BenchArgs {
     /// the same workloads.
     #[arg(long)]
     pub report_only: bool,
+    /// Only the whole-system DWARF benchmark: `pmcstat -S --call-graph
+    /// dwarf` against `perf record -a --call-graph dwarf`, and the stop of
+    /// a long recording.
+    #[arg(long)]
+    pub system_only: bool,
 }
 
 fn verdict(met: bool) -> &'static str {
@@ -55,6 +60,17 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         };
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    if args.system_only {
+        return match crate::bench_report::release_pmcstat(&cargo)
+            .and_then(|p| crate::bench_system::run(&p))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("xtask bench: system-wide dwarf benchmark: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if args.report_only {
         return match crate::bench_report::run(&cargo) {
             Ok(()) => ExitCode::SUCCESS,
@@ -246,6 +262,12 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     }
     if let Err(e) = crate::bench_report::run(&cargo) {
         eprintln!("xtask bench: report benchmark: {e}");
+        return ExitCode::FAILURE;
+    }
+    if let Err(e) =
+        crate::bench_report::release_pmcstat(&cargo).and_then(|p| crate::bench_system::run(&p))
+    {
+        eprintln!("xtask bench: system-wide dwarf benchmark: {e}");
         return ExitCode::FAILURE;
     }
     if args.criterion {
