@@ -186,10 +186,14 @@ fn run_in(dir: &Path, pmcstat: &Path) -> Result<(), String> {
         let _ = std::fs::remove_file(&data);
         let lost_met = our_pct <= perf_pct;
         let rss_met = ours.max_rss_kb <= theirs.max_rss_kb;
+        let of = if lost == 0 {
+            "none".to_string()
+        } else {
+            format!("{lost} of {}", lost + recorded)
+        };
         println!(
-            "-n {period}: lost {our_pct:.1} % ({lost} of {}) with pmcstat, {perf_pct:.1} % with perf \
+            "-n {period}: lost {our_pct:.1} % ({of}) with pmcstat, {perf_pct:.1} % with perf \
              [target <= perf's {}]; peak RSS {} MB with pmcstat, {} MB with perf [target <= perf's {}]",
-            lost + recorded,
             verdict(lost_met),
             ours.max_rss_kb / 1024,
             theirs.max_rss_kb / 1024,
@@ -225,7 +229,8 @@ fn long_recording(dir: &Path, pmcstat: &Path, input: &Path) -> Result<(), String
         let _load = Load::start(input)?;
         crate::bench_report::measure(&format!(
             "{} -S cpu-clock -O {} -l {LONG_SECONDS} 2>/dev/null & p=$!; i=0; \
-             while [ $i -lt {samples} ]; do sed -n 's/^VmRSS: *//p' /proc/$p/status >> {}; \
+             while [ $i -lt {samples} ] && kill -0 $p 2>/dev/null; do \
+             sed -n 's/^VmRSS: *//p' /proc/$p/status >> {} 2>/dev/null; \
              sleep 0.2; i=$((i+1)); done; wait $p",
             sh_quote(pmcstat),
             sh_quote(&log),

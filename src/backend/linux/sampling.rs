@@ -149,14 +149,20 @@ impl Intake {
 struct Chunks {
     list: std::collections::VecDeque<Vec<u8>>,
     bytes: usize,
+    /// A decoded chunk's buffer for the next copy: a fresh buffer of a
+    /// few MB costs its page faults and zeroing at every copy.
+    spare: Option<Vec<u8>>,
 }
 
 impl Chunks {
     fn take_from(&mut self, ring: &mut RingBuffer) {
-        let mut chunk = Vec::new();
+        let mut chunk = self.spare.take().unwrap_or_default();
+        chunk.clear();
         if ring.take_all_into(&mut chunk) > 0 {
             self.bytes += chunk.len();
             self.list.push_back(chunk);
+        } else {
+            self.spare = Some(chunk);
         }
     }
 
@@ -262,6 +268,7 @@ impl Spool {
     fn pop_front(&mut self) {
         if let Some(front) = self.chunks.list.pop_front() {
             self.chunks.bytes -= front.len();
+            self.chunks.spare = Some(front);
         }
         self.next = 0;
     }
@@ -387,6 +394,9 @@ impl RingSet {
         intake.collect();
         let Intake { taken, spooled, .. } = &mut *intake;
         for ((spool, taken), spooled) in self.spools.iter_mut().zip(taken).zip(spooled) {
+            if taken.spare.is_none() {
+                taken.spare = spool.chunks.spare.take();
+            }
             spool.chunks.append(taken);
             spool.skip_corrupt();
             *spooled = spool.chunks.bytes;
