@@ -545,3 +545,6 @@ impl RingSet {
         self.has_backlog()
     }
 }
+
+#[cfg(test)]
+mod tests;
