@@ -21,6 +21,7 @@ mod drain;
 mod log;
 pub(crate) mod registry;
 pub(crate) mod translate;
+mod unwinding;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -246,7 +247,7 @@ impl Owner {
     /// feature is on, else with none. Takes effect from the
     /// next drain; mappings logged before are not told to the new one.
     pub fn set_stack_unwinder(&self, unwinder: Option<Box<dyn crate::sample::StackUnwinder>>) {
-        self.inner.sources().unwinder = unwinder;
+        self.inner.sources().unwinding.replace(unwinder);
     }
 
     /// The data size in KiB of the smallest ring the locked-memory limit

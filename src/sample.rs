@@ -95,8 +95,10 @@ pub struct StackSample<'a> {
 }
 
 /// Turns samples' user stacks into call chains as the owner writes its
-/// log. Called on the owner's drain thread, in each process's time order:
-/// the process events first tell it what each process has mapped.
+/// log. Called on the owner's unwinding thread, behind its drain (which
+/// never waits for it but at stop, flush and close: samples that find its
+/// queue full are logged as lost), in each process's time order: the
+/// process events first tell it what each process has mapped.
 pub trait StackUnwinder: Send + fmt::Debug {
     /// Process `pid` has `mapping` (at attach, for what exists then, and
     /// as it maps more).

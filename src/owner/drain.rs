@@ -3,11 +3,12 @@
 
 use std::sync::{Arc, MutexGuard};
 
+use super::unwinding::{Batch, Unwinding};
 use super::{Inner, Owner, Registered};
 use crate::backend::event::BackendEvent;
 use crate::backend::source::{Drain, SampleSource, SourceInfo};
 use crate::owner::translate::{Rules, Translator};
-use crate::sample::{Mapping, StackSample, StackUnwinder};
+use crate::sample::StackUnwinder;
 use crate::{Flags, Mode};
 
 /// The registered sources (under the drain lock).
@@ -16,8 +17,9 @@ pub(super) struct Sources {
     list: Vec<Registered>,
     next_key: u64,
     /// Turns samples' user stacks into their user call chains as they are
-    /// logged, told of every process's mappings in time order.
-    pub(super) unwinder: Option<Box<dyn StackUnwinder>>,
+    /// logged, told of every process's mappings in time order, on a
+    /// thread of its own.
+    pub(super) unwinding: Unwinding,
 }
 
 impl Sources {
@@ -25,7 +27,7 @@ impl Sources {
         Sources {
             list: Vec::new(),
             next_key: 0,
-            unwinder,
+            unwinding: Unwinding::new(unwinder),
         }
     }
 
@@ -173,7 +175,12 @@ impl Owner {
         let configured = self.log_configured();
         let mut out = Vec::new();
         let mut backlog = false;
-        let Sources { list, unwinder, .. } = sources;
+        let Sources {
+            list, unwinding, ..
+        } = sources;
+        // What the unwinding stage finished since the last drain, before
+        // anything newer of the same sources.
+        translate_batches(list, unwinding.finished(false), &mut out);
         for reg in list.iter_mut().filter(|r| only.is_none_or(|k| k == r.key)) {
             let mut events = std::mem::take(&mut reg.pending);
             if configured {
@@ -183,11 +190,20 @@ impl Owner {
                 events.extend(self.initial_mappings(&mut reg.translator, at, reg.source.as_ref()));
             }
             backlog |= reg.source.drain(how, &mut events);
-            unwind_user_stacks(unwinder, &mut events);
-            reg.translator.translate(events, &mut out);
+            if !configured {
+                // Dropped below: not worth unwinding.
+                drop_user_stacks(&mut events);
+            }
+            if let Some(events) = unwinding.submit(reg.key, events) {
+                reg.translator.translate(events, &mut out);
+            }
             if !configured {
                 reg.translator.log_absent();
             }
+        }
+        if how == Drain::Final {
+            // Everything drained reaches the log before the drain returns.
+            translate_batches(list, unwinding.finished(true), &mut out);
         }
         // Without a log the records are dropped here, as hwpmc drops
         // samples of a PMC whose owner has no log.
@@ -196,68 +212,25 @@ impl Owner {
     }
 }
 
-/// The stack-unwinding pass before the logging rules: the unwinder follows
-/// each process's mappings, and a sample's copied user stack becomes its
-/// user call chain (the stack bytes are dropped either way: the log keeps
-/// chains, not stacks).
-fn unwind_user_stacks(
-    unwinder: &mut Option<Box<dyn StackUnwinder>>,
-    events: &mut [(u64, BackendEvent)],
+/// Translates batches back from the unwinding stage with their sources'
+/// translators (a source gone since drops its batch).
+fn translate_batches(
+    list: &mut [Registered],
+    batches: Vec<Batch>,
+    out: &mut Vec<(u64, crate::log::LogRecord)>,
 ) {
-    // The translator sorts the same way (stable, by time): the unwinder
-    // sees a mapping before the samples that need it.
-    events.sort_by_key(|(t, _)| *t);
-    for (time, event) in events.iter_mut() {
-        match event {
-            BackendEvent::Sample {
-                pid,
-                tid,
-                callchain,
-                user_stack,
-                ..
-            } => {
-                let Some(stack) = user_stack.take() else {
-                    continue;
-                };
-                let Some(u) = unwinder.as_mut() else {
-                    continue;
-                };
-                let frames = u.unwind(&StackSample {
-                    pid: *pid,
-                    tid: *tid,
-                    time: *time,
-                    stack: &stack,
-                });
-                if !frames.is_empty() {
-                    callchain.get_or_insert_with(Default::default).user = frames;
-                }
-            }
-            _ => {
-                let Some(u) = unwinder.as_mut() else {
-                    continue;
-                };
-                match event {
-                    BackendEvent::Mapping {
-                        pid,
-                        start,
-                        len,
-                        pgoff,
-                        path,
-                    } if *pid != u32::MAX => u.mapping(
-                        *pid,
-                        &Mapping {
-                            start: *start,
-                            len: *len,
-                            pgoff: *pgoff,
-                            path: path.clone(),
-                        },
-                    ),
-                    BackendEvent::Exec { pid, .. } => u.exec(*pid),
-                    BackendEvent::Fork { parent, child } => u.fork(*parent, *child),
-                    BackendEvent::ProcessExit { pid, .. } => u.exit(*pid),
-                    _ => {}
-                }
-            }
+    for batch in batches {
+        if let Some(reg) = list.iter_mut().find(|r| r.key == batch.key) {
+            reg.translator.translate(batch.events, out);
+        }
+    }
+}
+
+/// Drops the samples' stack copies (their records are not logged).
+fn drop_user_stacks(events: &mut [(u64, BackendEvent)]) {
+    for (_, e) in events {
+        if let BackendEvent::Sample { user_stack, .. } = e {
+            *user_stack = None;
         }
     }
 }

@@ -737,3 +737,96 @@ fn a_memory_log_taken_in_parts_reads_whole() {
     }
     assert_eq!(userdata, vec![1, 2]);
 }
+
+/// An unwinder that waits at every unwind until the test opens its gate:
+/// a stage that falls behind.
+#[derive(Debug)]
+struct GatedUnwinder {
+    open: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    unwound: Arc<Mutex<usize>>,
+}
+
+impl crate::sample::StackUnwinder for GatedUnwinder {
+    fn mapping(&mut self, _pid: u32, _m: &crate::sample::Mapping) {}
+    fn exec(&mut self, _pid: u32) {}
+    fn fork(&mut self, _parent: u32, _child: u32) {}
+    fn exit(&mut self, _pid: u32) {}
+    fn unwind(&mut self, s: &crate::sample::StackSample<'_>) -> Vec<u64> {
+        let (lock, opened) = &*self.open;
+        let mut open = lock.lock().unwrap();
+        while !*open {
+            open = opened.wait(open).unwrap();
+        }
+        *self.unwound.lock().unwrap() += 1;
+        vec![s.stack.regs.pc, 0x1234]
+    }
+}
+
+/// Unwinding is off the drain's path: with the unwinder stuck, sweeps
+/// still return and empty the source; the stage's queue holds at most its
+/// bound of stack bytes, the samples past it are dropped and logged as
+/// lost (DROPNOTIFY), and once the unwinder moves every queued sample is
+/// logged with its unwound chain: logged + lost = taken.
+#[test]
+fn a_stuck_unwinder_neither_stalls_the_drain_nor_grows_its_queue() {
+    let owner = sim_owner();
+    let open = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+    let unwound = Arc::new(Mutex::new(0));
+    owner.set_stack_unwinder(Some(Box::new(GatedUnwinder {
+        open: open.clone(),
+        unwound: unwound.clone(),
+    })));
+    const STACK: usize = 1000;
+    owner.inner.sources().unwinding.set_limit(3 * STACK);
+    let log = MemoryLog::new();
+    owner.configure_logfile(log.clone()).unwrap();
+    let src = FakeSource::new(SourceInfo::default());
+    let handle = owner
+        .register_source(1, Mode::TS, Flags::CALLCHAIN, src.clone())
+        .unwrap();
+    let mut taken = 0;
+    for round in 0..4u64 {
+        for i in 0..5 {
+            src.push(100 * round + i, stack_sample(7, STACK, vec![0x4000]));
+            taken += 1;
+        }
+        // Returns although no unwind can finish, the source emptied.
+        owner.sweep();
+        assert!(src.queued.lock().unwrap().is_empty(), "round {round}");
+        let queued = owner.inner.sources().unwinding.queued_bytes();
+        assert!(queued <= 3 * STACK, "round {round}: {queued} bytes queued");
+    }
+    assert_eq!(*unwound.lock().unwrap(), 0, "the gate held");
+    {
+        let (lock, opened) = &*open;
+        *lock.lock().unwrap() = true;
+        opened.notify_all();
+    }
+    owner.flush_logfile().unwrap();
+    let (mut chains, mut lost) = (Vec::new(), 0);
+    for r in records(&log) {
+        match r {
+            LogRecord::Callchain { pcs, .. } => chains.push(pcs),
+            LogRecord::Dropnotify { lost: Some(n) } => lost += u64::from(n),
+            _ => {}
+        }
+    }
+    assert_eq!(chains.len(), 3, "the bound's worth of samples: {chains:x?}");
+    assert!(
+        chains.iter().all(|pcs| pcs == &[0x4000, 0x1234]),
+        "{chains:x?}"
+    );
+    assert_eq!(lost, taken - 3);
+    // The queue emptied: the next samples all fit again.
+    for i in 0..3 {
+        src.push(1000 + i, stack_sample(7, STACK, vec![0x4000]));
+    }
+    owner.flush_logfile().unwrap();
+    drop(handle);
+    let after = records(&log)
+        .iter()
+        .filter(|r| matches!(r, LogRecord::Callchain { .. }))
+        .count();
+    assert_eq!(after, 6);
+    assert_eq!(*unwound.lock().unwrap(), 6);
+}

@@ -124,6 +124,12 @@ const SECTIONS: [&str; 5] = [
     ".got",
 ];
 
+/// Sections whose address framehop needs (the bases of `DW_EH_PE_textrel`
+/// and `datarel` pointers) but never their bytes on ELF: it reads code
+/// only for Mach-O and PE. Their bytes are not read (a large program's
+/// `.text` is most of its size: 100 MB and more for a compiler).
+const ADDRESS_ONLY: [&str; 2] = [".text", ".got"];
+
 impl ObjectInfo {
     /// Parses an ELF image in memory; `None` when it is not one (a corrupt
     /// section table leaves those sections out).
@@ -171,8 +177,20 @@ impl ObjectInfo {
             let Some((offset, size)) = s.file_range() else {
                 continue;
             };
-            let Some(bytes) = read(offset, size) else {
-                continue;
+            // framehop takes `.debug_frame` only where `.eh_frame` is
+            // missing.
+            let unused = ADDRESS_ONLY.contains(&name)
+                || (name == ".debug_frame"
+                    && sections
+                        .get(".eh_frame")
+                        .is_some_and(|(_, d): &(_, Arc<[u8]>)| !d.is_empty()));
+            let bytes = if unused {
+                Arc::from(&[][..])
+            } else {
+                let Some(bytes) = read(offset, size) else {
+                    continue;
+                };
+                bytes
             };
             let Some(end) = s.address().checked_add(s.size()) else {
                 continue;
@@ -183,7 +201,7 @@ impl ObjectInfo {
     }
 
     fn section(&self, name: &str) -> Option<Bytes> {
-        let (_, data) = self.sections.get(name)?;
+        let (_, data) = self.sections.get(name).filter(|(_, d)| !d.is_empty())?;
         Some(Bytes {
             data: data.clone(),
             range: 0..data.len(),
@@ -219,7 +237,6 @@ impl ObjectInfo {
         let info = ExplicitModuleSectionInfo {
             base_svma: 0,
             text_svma: self.svma(".text"),
-            text: self.section(".text"),
             got_svma: self.svma(".got"),
             eh_frame_svma: self.svma(".eh_frame"),
             eh_frame: self.section(".eh_frame"),
@@ -260,11 +277,34 @@ impl Process {
     }
 }
 
+/// The section bytes the unwinder keeps of objects read before, beyond
+/// those mapped by a process it knows: a long system-wide recording on a
+/// machine that builds software meets thousands of short-lived programs.
+const OBJECT_CACHE_BYTES: usize = 256 << 20;
+
+impl ObjectInfo {
+    /// The bytes of its sections.
+    fn bytes(&self) -> usize {
+        self.sections.values().map(|(_, d)| d.len()).sum()
+    }
+
+    /// Whether a process's modules still use its bytes.
+    fn in_use(&self) -> bool {
+        self.sections
+            .values()
+            .any(|(_, d)| Arc::strong_count(d) > 1)
+    }
+}
+
 /// Per-process module lists and the objects they map, unwinding samples.
 pub struct Unwinder {
     /// Objects read so far, by path (`None`: unreadable or not ELF, not
     /// tried again).
     objects: HashMap<String, Option<Arc<ObjectInfo>>>,
+    /// The section bytes `objects` holds, and the most it keeps of
+    /// objects no process maps any more ([`OBJECT_CACHE_BYTES`]).
+    object_bytes: usize,
+    object_limit: usize,
     processes: HashMap<u32, Process>,
     cache: Cache,
 }
@@ -289,6 +329,8 @@ impl Unwinder {
     pub fn new() -> Unwinder {
         Unwinder {
             objects: HashMap::new(),
+            object_bytes: 0,
+            object_limit: OBJECT_CACHE_BYTES,
             processes: HashMap::new(),
             cache: Cache::new(),
         }
@@ -318,11 +360,8 @@ impl Unwinder {
     }
 
     /// The object at `path`, read the first time it is asked for.
-    fn object(
-        objects: &mut HashMap<String, Option<Arc<ObjectInfo>>>,
-        path: &str,
-    ) -> Option<Arc<ObjectInfo>> {
-        if let Some(known) = objects.get(path) {
+    fn object(&mut self, path: &str) -> Option<Arc<ObjectInfo>> {
+        if let Some(known) = self.objects.get(path) {
             return known.clone();
         }
         let read = if path == VDSO_PATH {
@@ -331,8 +370,34 @@ impl Unwinder {
             ObjectInfo::read(path)
         }
         .map(Arc::new);
-        objects.insert(path.to_string(), read.clone());
+        if let Some(object) = &read {
+            self.object_bytes += object.bytes();
+            if self.object_bytes > self.object_limit {
+                self.forget_unused_objects();
+            }
+        }
+        self.objects.insert(path.to_string(), read.clone());
         read
+    }
+
+    /// Drops the objects no process maps (read again if one maps them
+    /// later).
+    fn forget_unused_objects(&mut self) {
+        let mut freed = 0;
+        self.objects.retain(|_, object| match object {
+            Some(o) if !o.in_use() => {
+                freed += o.bytes();
+                false
+            }
+            _ => true,
+        });
+        self.object_bytes -= freed;
+    }
+
+    /// A smaller bound on the object cache, for tests.
+    #[cfg(test)]
+    fn set_object_limit(&mut self, bytes: usize) {
+        self.object_limit = bytes;
     }
 
     /// Process `pid` replaced its image: its old mappings are gone.
@@ -364,11 +429,16 @@ impl Unwinder {
     /// advance, a null return address, or an unmapped pc without a frame
     /// pointer chain.
     pub fn unwind(&mut self, pid: u32, regs: &Regs, stack: &[u8]) -> Vec<u64> {
-        if let Some(process) = self.processes.get_mut(&pid) {
-            for mapping in std::mem::take(&mut process.unread) {
-                if let Some(object) = Self::object(&mut self.objects, &mapping.path) {
-                    process.unwinder.add_module(object.module(&mapping));
-                }
+        let unread = self
+            .processes
+            .get_mut(&pid)
+            .map(|p| std::mem::take(&mut p.unread))
+            .unwrap_or_default();
+        for mapping in unread {
+            if let Some(object) = self.object(&mapping.path)
+                && let Some(process) = self.processes.get_mut(&pid)
+            {
+                process.unwinder.add_module(object.module(&mapping));
             }
         }
         let empty = Process::default();
@@ -462,6 +532,47 @@ mod tests {
         u.unwind(2, &regs, &[]);
         assert!(read(&u).contains("objects: 1"), "{}", read(&u));
         assert_eq!(u.mappings(2), &[mapping]);
+    }
+
+    /// Past its bound, the object cache forgets the objects no process
+    /// maps any more, and keeps those a process still unwinds with.
+    #[test]
+    fn the_object_cache_forgets_unmapped_objects_past_its_bound() {
+        let exe = std::env::current_exe().expect("this test's path");
+        let path = exe.to_string_lossy().into_owned();
+        let mut u = Unwinder::new();
+        u.set_object_limit(1);
+        let regs = Regs {
+            pc: 0x1000,
+            sp: 0x7000,
+            fp: 0,
+            lr: 0,
+        };
+        let at = |start| Mapping {
+            start,
+            len: 0x1000,
+            pgoff: 0,
+            path: path.clone(),
+        };
+        u.add_mapping(1, &at(0x5555_0000_0000));
+        u.unwind(1, &regs, &[]);
+        let read = |u: &Unwinder| format!("{u:?}");
+        assert!(read(&u).contains("objects: 1"), "{}", read(&u));
+        // In use by process 1: kept however small the bound.
+        u.add_mapping(2, &at(0x6666_0000_0000));
+        u.add_mapping(2, &mapping(0x7777_0000_0000, VDSO_PATH));
+        u.unwind(2, &regs, &[]);
+        assert!(read(&u).contains("objects: 2"), "{}", read(&u));
+        assert!(u.objects.contains_key(&path));
+        // Nobody maps the test's executable any more: the next object read
+        // past the bound drops it.
+        u.exit(1);
+        u.exit(2);
+        u.add_mapping(3, &mapping(0x8888_0000_0000, VDSO_PATH));
+        u.objects.remove(VDSO_PATH);
+        u.unwind(3, &regs, &[]);
+        assert!(!u.objects.contains_key(&path), "{:?}", u.objects.keys());
+        assert!(u.objects.contains_key(VDSO_PATH));
     }
 
     fn mapping(start: u64, path: &str) -> Mapping {

@@ -32,6 +32,11 @@ pub struct BenchArgs {
     /// against perf record's, and what `pmcstat -T -w 1` costs.
     #[arg(long)]
     pub rates_only: bool,
+    /// Only the whole-system DWARF benchmark: `pmcstat -S --call-graph
+    /// dwarf` against `perf record -a --call-graph dwarf`, and the stop of
+    /// a long recording.
+    #[arg(long)]
+    pub system_only: bool,
 }
 
 /// The figures README shows, as (case, figure): one per claim a reader
@@ -85,49 +90,61 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     code
 }
 
+/// A case's body, given the cargo to build with.
+type Case = fn(&str) -> Result<(), String>;
+
+/// The cases xtask runs itself (each starts the tools it compares), by
+/// the name of their `--NAME-only` flag, in the order a full run takes.
+const IN_XTASK: &[(&str, Case)] = &[
+    ("report", crate::bench_report::run),
+    ("dwarf", |cargo| {
+        with_pmcstat(cargo, crate::bench_dwarf::run)
+    }),
+    ("system", |cargo| {
+        with_pmcstat(cargo, crate::bench_system::run)
+    }),
+    ("rates", |cargo| {
+        with_pmcstat(cargo, crate::bench_rates::run)
+    }),
+    ("exporter", crate::bench_exporter::run),
+];
+
+/// Runs `case` with the release pmcstat.
+fn with_pmcstat(
+    cargo: &str,
+    case: fn(&std::path::Path) -> Result<(), String>,
+) -> Result<(), String> {
+    crate::bench_report::release_pmcstat(cargo).and_then(|p| case(&p))
+}
+
+/// Runs the named in-xtask cases; says which failed.
+fn run_in_xtask(cargo: &str, only: Option<&str>) -> ExitCode {
+    let mut code = ExitCode::SUCCESS;
+    for (name, case) in IN_XTASK
+        .iter()
+        .filter(|(n, _)| only.is_none_or(|o| o == *n))
+    {
+        if let Err(e) = case(cargo) {
+            eprintln!("xtask bench: {name} benchmark: {e}");
+            code = ExitCode::FAILURE;
+        }
+    }
+    code
+}
+
 fn run_cases(args: &BenchArgs) -> ExitCode {
-    if args.dwarf_only {
-        return match crate::bench_report::release_pmcstat(
-            &std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()),
-        )
-        .and_then(|p| crate::bench_dwarf::run(&p))
-        {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("xtask bench: dwarf benchmark: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    if args.exporter_only {
-        return match crate::bench_exporter::run(&cargo) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("xtask bench: exporter benchmark: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if args.rates_only {
-        return match crate::bench_report::release_pmcstat(&cargo)
-            .and_then(|p| crate::bench_rates::run(&p))
-        {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("xtask bench: rates benchmark: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    if args.report_only {
-        return match crate::bench_report::run(&cargo) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("xtask bench: report benchmark: {e}");
-                ExitCode::FAILURE
-            }
-        };
+    let only = [
+        (args.report_only, "report"),
+        (args.dwarf_only, "dwarf"),
+        (args.system_only, "system"),
+        (args.rates_only, "rates"),
+        (args.exporter_only, "exporter"),
+    ]
+    .into_iter()
+    .find_map(|(set, name)| set.then_some(name));
+    if only.is_some() {
+        return run_in_xtask(&cargo, only);
     }
     let out = Command::new(&cargo)
         .args(["bench", "-q", "-p", "hwpmc", "--bench", "read_ratio"])
@@ -375,18 +392,7 @@ fn run_cases(args: &BenchArgs) -> ExitCode {
             }
         }
     }
-    if let Err(e) = crate::bench_report::run(&cargo) {
-        eprintln!("xtask bench: report benchmark: {e}");
-        return ExitCode::FAILURE;
-    }
-    if let Err(e) = crate::bench_exporter::run(&cargo) {
-        eprintln!("xtask bench: exporter benchmark: {e}");
-        return ExitCode::FAILURE;
-    }
-    if let Err(e) =
-        crate::bench_report::release_pmcstat(&cargo).and_then(|p| crate::bench_rates::run(&p))
-    {
-        eprintln!("xtask bench: rates benchmark: {e}");
+    if run_in_xtask(&cargo, None) != ExitCode::SUCCESS {
         return ExitCode::FAILURE;
     }
     if args.criterion {

@@ -440,9 +440,9 @@ fn resolve_with(
     .then(|| super::sampling::LogPlan {
         flags: request.flags,
         sampling,
-        pages: request
-            .buffer_pages
-            .unwrap_or_else(super::sampling::default_ring_pages),
+        pages: request.buffer_pages.unwrap_or_else(|| {
+            super::sampling::default_ring_pages(request.user_stack.filter(|_| sampling))
+        }),
     });
     let mut attrs = Vec::with_capacity(planned.len());
     let mut cpus = Vec::with_capacity(planned.len());

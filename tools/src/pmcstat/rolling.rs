@@ -172,18 +172,16 @@ fn write_atomically(path: &Path, slice: &Slice) -> std::io::Result<()> {
 }
 
 /// Feeds the records of `reader` (fed bytes so far) to `slicer`, the
-/// closed slices to `files`; `losses` counts the records.
+/// closed slices to `files`.
 fn drain(
     reader: &mut LogReader,
     slicer: &mut Slicer,
     files: &mut Files,
-    losses: &mut Losses,
     then: &str,
 ) -> Result<(), String> {
     loop {
         match reader.read() {
             ReadState::Ok(e) => {
-                losses.add(&e.record);
                 let closed = slicer.push(&e);
                 files.write(closed, then);
             }
@@ -297,7 +295,7 @@ impl<W: Write> Write for Tee<W> {
 /// A live run's series: a thread that slices the log as it is written.
 pub(super) struct LiveSeries {
     stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<(Losses, bool)>,
+    thread: std::thread::JoinHandle<bool>,
 }
 
 /// How often the thread flushes the log and reads what was written.
@@ -332,7 +330,6 @@ impl LiveSeries {
             .spawn(move || {
                 let mut slicer = Slicer::new(every.every_ns, options);
                 let mut files = Files::new(every);
-                let mut losses = Losses::default();
                 let mut reader = LogReader::from_memory();
                 let mut broken = false;
                 loop {
@@ -342,7 +339,7 @@ impl LiveSeries {
                         let _ = pmc::global::log::flush_logfile();
                     }
                     reader.feed(&tap.take());
-                    if !broken && let Err(e) = drain(&mut reader, &mut slicer, &mut files, &mut losses, &then) {
+                    if !broken && let Err(e) = drain(&mut reader, &mut slicer, &mut files, &then) {
                         eprintln!("{TOOL}: --pprof-every: reading the log as it was written: {e}; no more profiles are written");
                         broken = true;
                     }
@@ -353,7 +350,7 @@ impl LiveSeries {
                 }
                 files.write(slicer.finish(), &then);
                 report_late(&slicer);
-                (losses, files.failed || broken)
+                files.failed || broken
             })
             .map_err(|e| {
                 eprintln!("{TOOL}: --pprof-every: cannot start its thread: {e}");
@@ -363,11 +360,11 @@ impl LiveSeries {
     }
 
     /// Once the log is closed: slices the rest, writes the last profiles;
-    /// returns the losses the log's records told and whether a profile
-    /// could not be written.
-    pub(super) fn finish(self) -> (Losses, bool) {
+    /// returns whether a profile could not be written. (The run's losses
+    /// are the log writer's counts, or the log's read back: not these.)
+    pub(super) fn finish(self) -> bool {
         self.stop.store(true, Ordering::Release);
-        self.thread.join().unwrap_or((Losses::default(), true))
+        self.thread.join().unwrap_or(true)
     }
 }
 
