@@ -125,18 +125,24 @@ pub(super) fn allocate(
             .or_else(|| owner.user_stack())
             .filter(|_| mode.is_sampling()),
     };
-    let (mut id_guard, event) = match known.prepared {
-        Some(event) => (new_id(&event.class())?, Arc::clone(event)),
+    // Prepared already: by another CPU's PMC of a `PerCpu`, or for an
+    // earlier allocation of the same request (the key has no pmcid).
+    let ready = match known.prepared {
+        Some(event) => Some(Arc::clone(event)),
+        None => owner.kept_preparation(&request(PmcId(0))),
+    };
+    let (mut id_guard, event) = match ready {
+        Some(event) => (new_id(&event.class())?, event),
         None => {
             let guess = named_class(&spec);
             let guard = new_id(&guess)?;
-            let event = backend.prepare(&request(guard.id))?;
+            let event = owner.prepare(&request(guard.id))?;
             if class_code(&event.class()) == class_code(&guess) {
                 (guard, event)
             } else {
                 drop(guard);
                 let guard = new_id(&event.class())?;
-                let event = backend.prepare(&request(guard.id))?;
+                let event = owner.prepare(&request(guard.id))?;
                 (guard, event)
             }
         }

@@ -201,7 +201,8 @@ mod tests {
 
     /// A CPU's PMC given another CPU's preparation uses it (no prepare of
     /// its own) and is still a PMC of its own: its id, its CPU, its
-    /// counter; without one it prepares its own.
+    /// counter; without one (and none kept by its owner) it prepares its
+    /// own.
     #[test]
     fn a_shared_preparation_serves_another_cpus_pmc() {
         let owner = Owner::new(SimBackend::new(2));
@@ -223,8 +224,9 @@ mod tests {
             crate::State::Allocated,
             "only the second started"
         );
+        // (On another owner: this one kept the first preparation.)
         let own = allocate(
-            &owner,
+            &Owner::new(SimBackend::new(2)),
             spec,
             &builder.allocation(Cpu::Id(1)),
             Prefetched::default(),
