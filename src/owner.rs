@@ -380,7 +380,6 @@ impl Drop for SourceHandle {
 /// The translator of one registered source and what it still has to log.
 #[derive(Debug)]
 struct Registered {
-    key: u64,
     pmcid: u32,
     source: Arc<dyn SampleSource>,
     translator: Translator,

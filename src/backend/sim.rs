@@ -335,11 +335,12 @@ impl SimEvent {
         Box::new(SimCounter::new(self, ring))
     }
 
-    fn check_open(&self, target: &str) -> Result<()> {
+    /// (`target` names what was opened, made only for the error.)
+    fn check_open(&self, target: impl FnOnce() -> String) -> Result<()> {
         match self.refuse.load(Ordering::SeqCst) {
             0 => Ok(()),
             errno => Err(Error::Os {
-                op: format!("sim open of {} on {target}", self.class).into(),
+                op: format!("sim open of {} on {}", self.class, target()).into(),
                 source: std::io::Error::from_raw_os_error(errno as i32),
                 hint: Some("refused by SimBackend::refuse_opens".into()),
             }),
@@ -365,12 +366,12 @@ impl PreparedEvent for SimEvent {
     }
 
     fn open_process(&self, pid: u32, _descendants: bool) -> Result<Box<dyn Counters>> {
-        self.check_open(&format!("process {pid}"))?;
+        self.check_open(|| format!("process {pid}"))?;
         Ok(self.counter(RingTarget::Process(pid)))
     }
 
     fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {
-        self.check_open(&format!("cpu {cpu}"))?;
+        self.check_open(|| format!("cpu {cpu}"))?;
         // As perf_event_open on an offline CPU (ENODEV).
         if self.offline.lock().expect("sim lock").contains(&cpu) {
             return Err(Error::Unavailable {
@@ -387,7 +388,7 @@ impl PreparedEvent for SimEvent {
     }
 
     fn trial_open(&self) -> Result<()> {
-        self.check_open("the calling thread")
+        self.check_open(|| "the calling thread".into())
     }
 
     /// Its class and the machine's shared state: nothing of one PMC's.

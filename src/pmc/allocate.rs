@@ -31,8 +31,10 @@ pub(super) struct Allocation {
 /// system call or a sysfs read.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Prefetched<'a> {
-    /// The online CPUs (see `validate_allocation`).
+    /// The online CPUs and the highest possible one (see
+    /// `validate_allocation`).
     pub(super) online_cpus: Option<&'a [u32]>,
+    pub(super) highest_cpu: Option<u32>,
     /// The calling process, the PMC's owner.
     pub(super) owner_pid: Option<u32>,
     /// The event another CPU's PMC of the same request prepared, when it
@@ -77,7 +79,13 @@ pub(super) fn allocate(
         }
     }
     let backend = owner.binding();
-    validate_allocation(mode, flags, cpu, &**backend, known.online_cpus)?;
+    validate_allocation(
+        mode,
+        flags,
+        cpu,
+        &**backend,
+        (known.online_cpus, known.highest_cpu),
+    )?;
     let reload_count = if mode.is_sampling() {
         let asked = spec.qualifiers.period.unwrap_or(count);
         check_reload_count("allocate", asked)?;

@@ -66,12 +66,14 @@ impl PerCpuBuilder {
         let owner = self.pmc.owner_ref();
         let spec = self.pmc.event().parse(owner)?;
         let owner_pid = Some(owner.binding().caller_pid());
+        let highest_cpu = Some(owner.binding().highest_possible_cpu());
         // The first CPU's preparation serves the others when it can.
         let mut shared: Option<Arc<dyn PreparedEvent>> = None;
         let mut pmcs = Vec::with_capacity(cpus.len());
         for &c in cpus {
             let known = Prefetched {
                 online_cpus: Some(online),
+                highest_cpu,
                 owner_pid,
                 prepared: shared.as_ref(),
             };
