@@ -27,6 +27,7 @@
 
 mod bench;
 mod bench_dwarf;
+mod bench_manycpus;
 mod bench_report;
 mod install;
 mod matrix;
