@@ -11,13 +11,18 @@
 //!   round repeats a size until it has handled about as many PMCs as the
 //!   largest size, after an untimed pass, and the figure is the median
 //!   over rounds.
+//! - `manycpus_ss`: the same with system sampling PMCs writing to a log
+//!   (each CPU's PMC registers a ring with its owner, which stop and
+//!   release look up and remove), for information.
 //! - `manycpus_drain`: a system sampling PMC on each of 256 simulated
 //!   CPUs, each sampled at 1 kHz of wall time for a few seconds by this
 //!   thread while the owner's drain thread writes the samples to a log
 //!   file; rings of 2 pages (128 samples: 128 ms at 1 kHz), so a drain
 //!   that falls behind by more loses samples. Reports the samples, those
-//!   lost, the most one ring held (its lag in ms at 1 kHz) and the CPU
-//!   the rest of the process (the drain) spent.
+//!   lost, the most one ring held (its lag in ms at 1 kHz), the largest
+//!   burst of ticks this thread fired after waking late (which fills the
+//!   rings at once, whatever the drain does) and the CPU the rest of the
+//!   process (the drain) spent.
 //!
 //! Prints one JSON object per line; `cargo xtask bench --manycpus-only`
 //! reads them.
@@ -79,19 +84,30 @@ const PHASES: [&str; 5] = ["allocate", "start", "read", "stop", "release"];
 /// out before, and on preparations its owner kept: a first pass's page
 /// faults would weigh on the size repeated least); the CPU ns each phase
 /// took in all.
-fn round(cpus: u32, reps: u32) -> [f64; 5] {
+fn round(cpus: u32, reps: u32, sampling: bool) -> [f64; 5] {
     let sim = SimBackend::new(cpus);
     let owner = Owner::new(sim.clone());
+    if sampling {
+        owner
+            .configure_logfile(std::io::sink())
+            .expect("a log for SS");
+    }
+    let build = |event: &str| {
+        let pmc = owner.pmc(event);
+        let pmc = if sampling {
+            pmc.sampling(1_000_000)
+        } else {
+            pmc
+        };
+        pmc.per_cpu().build().expect("a PMC on every CPU")
+    };
     let mut spent = [0.0; 5];
     for rep in 0..=reps {
         if rep == 1 {
             spent = [0.0; 5];
         }
         let t = thread_cpu_ns();
-        let mut all: Vec<PerCpu> = EVENTS
-            .iter()
-            .map(|e| owner.pmc(*e).per_cpu().build().expect("SC on every CPU"))
-            .collect();
+        let mut all: Vec<PerCpu> = EVENTS.iter().map(|e| build(e)).collect();
         spent[0] += thread_cpu_ns() - t;
         let t = thread_cpu_ns();
         for p in &mut all {
@@ -117,20 +133,20 @@ fn round(cpus: u32, reps: u32) -> [f64; 5] {
     spent
 }
 
-fn scaling() {
+fn scaling(sampling: bool) {
     let largest = *SIZES.iter().max().unwrap_or(&1);
     for &cpus in &SIZES {
         // About as many PMCs per round at every size.
         let reps = (largest / cpus).max(1);
         let mut per_cpu_us: Vec<Vec<f64>> = vec![Vec::with_capacity(ROUNDS); PHASES.len()];
         for _ in 0..ROUNDS {
-            let spent = round(cpus, reps);
+            let spent = round(cpus, reps, sampling);
             for (phase, ns) in spent.iter().enumerate() {
                 per_cpu_us[phase].push(ns / 1e3 / f64::from(reps * cpus));
             }
         }
         let mut row = serde_json::json!({
-            "subject": "manycpus_sc",
+            "subject": if sampling { "manycpus_ss" } else { "manycpus_sc" },
             "cpus": cpus,
             "events": EVENTS.len(),
             "rounds": ROUNDS,
@@ -170,10 +186,13 @@ fn drain() {
     let own_cpu = thread_cpu_ns();
     let began = Instant::now();
     let mut fired = 0;
+    let mut largest_burst = 0;
     // One sample per CPU per millisecond of wall time; a late wake-up
-    // fires the ticks it missed, so every ring gets `ticks` samples.
+    // fires the ticks it missed, so every ring gets `ticks` samples (such
+    // a burst fills the rings at once: it is reported beside the lag).
     while fired < ticks {
         let due = (began.elapsed().as_nanos() as u64 / period_ns).min(ticks);
+        largest_burst = largest_burst.max(due.saturating_sub(fired));
         while fired < due {
             sim.advance(period_ns);
             sim.sample();
@@ -203,6 +222,7 @@ fn drain() {
             "lost": stats.lost,
             "logged_lost": logged_lost,
             "most_pending": stats.most_pending,
+            "largest_burst": largest_burst,
             "lag_ms": stats.most_pending as f64 * 1e3 / DRAIN_HZ as f64,
             "ring_samples": ring_samples,
             "ring_ms": ring_samples as f64 * 1e3 / DRAIN_HZ as f64,
@@ -214,6 +234,7 @@ fn drain() {
 }
 
 fn main() {
-    scaling();
+    scaling(false);
+    scaling(true);
     drain();
 }
