@@ -19,6 +19,7 @@
 
 mod drain;
 mod log;
+mod prepared;
 pub(crate) mod registry;
 pub(crate) mod translate;
 mod unwinding;
@@ -92,6 +93,9 @@ pub(crate) struct Inner {
     /// a loop that allocates one event, or `PerCpu` allocating it on every
     /// CPU, parses it once.
     last_spec: Mutex<Option<crate::spec::EventSpec>>,
+    /// What its backend prepared for recent requests (see
+    /// `owner/prepared.rs`).
+    prepared: Mutex<prepared::PreparedCache>,
 }
 
 impl Drop for Inner {
@@ -117,6 +121,7 @@ impl Owner {
                 smallest_ring_kib: AtomicUsize::new(usize::MAX),
                 user_stack: AtomicU32::new(0),
                 last_spec: Mutex::new(None),
+                prepared: Mutex::default(),
             }),
         }
     }
@@ -137,6 +142,33 @@ impl Owner {
         let spec = crate::spec::parse(text)?;
         *last = Some(spec.clone());
         Ok(spec)
+    }
+
+    /// What its backend prepared for an earlier allocation of the same
+    /// request, when the backend let the owner keep it (the pmcid aside:
+    /// a kept preparation holds none).
+    pub(crate) fn kept_preparation(
+        &self,
+        request: &crate::backend::EventRequest<'_>,
+    ) -> Option<Arc<dyn crate::backend::PreparedEvent>> {
+        self.prepared_cache().get(request)
+    }
+
+    /// `request` prepared by its backend now, and kept if it may be.
+    pub(crate) fn prepare(
+        &self,
+        request: &crate::backend::EventRequest<'_>,
+    ) -> Result<Arc<dyn crate::backend::PreparedEvent>> {
+        let event = self.binding().prepare(request)?;
+        self.prepared_cache().keep(request, &event);
+        Ok(event)
+    }
+
+    fn prepared_cache(&self) -> std::sync::MutexGuard<'_, prepared::PreparedCache> {
+        self.inner
+            .prepared
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// The backend its PMCs are allocated on.
@@ -349,7 +381,6 @@ impl Drop for SourceHandle {
 /// The translator of one registered source and what it still has to log.
 #[derive(Debug)]
 struct Registered {
-    key: u64,
     pmcid: u32,
     source: Arc<dyn SampleSource>,
     translator: Translator,

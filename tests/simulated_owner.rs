@@ -57,3 +57,88 @@ fn an_os_refusal_is_the_errors_source() {
     assert_eq!(io.raw_os_error(), Some(libc::EMFILE));
     assert!(e.to_string().contains("EMFILE"), "{e}");
 }
+
+/// The CALLCHAIN records and the losses DROPNOTIFY reports of `log`.
+fn logged_samples(log: &pmc::MemoryLog) -> (Vec<u16>, u64) {
+    let mut cpus = Vec::new();
+    let mut lost = 0;
+    for event in log.events().expect("the log reads back") {
+        match event.record {
+            pmc::log::LogRecord::Callchain { cpu, .. } => cpus.push(cpu),
+            pmc::log::LogRecord::Dropnotify { lost: n } => lost += u64::from(n.unwrap_or(1)),
+            _ => {}
+        }
+    }
+    (cpus, lost)
+}
+
+/// A system sampling PMC on each of 256 simulated CPUs: every sample
+/// the machine takes reaches the log, each CPU's own (its rings hold
+/// every sample of the run, so none may be lost whatever the drain's
+/// pace; the counts are compared, not the times).
+#[test]
+fn every_sample_of_256_cpus_reaches_the_log() {
+    const CPUS: u32 = 256;
+    const ROUNDS: u64 = 200;
+    let sim = SimBackend::new(CPUS);
+    let owner = Owner::new(sim.clone());
+    let log = pmc::MemoryLog::new();
+    owner.configure_logfile(log.clone()).unwrap();
+    let mut all = owner
+        .pmc("cpu-clock")
+        .sampling(1_000_000)
+        .per_cpu()
+        .build()
+        .unwrap();
+    assert_eq!(sim.sample(), 0, "nothing samples before the start");
+    all.start().unwrap();
+    for _ in 0..ROUNDS {
+        sim.advance(1_000_000);
+        assert_eq!(sim.sample(), CPUS as usize);
+    }
+    all.stop().unwrap();
+    assert_eq!(sim.sample(), 0, "nothing samples after the stop");
+    owner.close_logfile().unwrap();
+    let stats = sim.sample_stats();
+    assert_eq!((stats.samples, stats.lost), (u64::from(CPUS) * ROUNDS, 0));
+    let (cpus, lost) = logged_samples(&log);
+    assert_eq!(lost, 0);
+    assert_eq!(cpus.len() as u64, u64::from(CPUS) * ROUNDS);
+    let mut per_cpu = vec![0u64; CPUS as usize];
+    for cpu in cpus {
+        per_cpu[usize::from(cpu)] += 1;
+    }
+    assert!(per_cpu.iter().all(|&n| n == ROUNDS), "{per_cpu:?}");
+    assert_eq!(owner.stats(), (u64::from(CPUS) * ROUNDS, 0));
+}
+
+/// Rings of one page (64 samples) filled faster than the drain may empty
+/// them: each sample is logged or reported lost in a DROPNOTIFY, never
+/// both and never neither, however the drain's sweeps fall.
+#[test]
+fn a_sample_a_full_ring_loses_is_reported_lost() {
+    let sim = SimBackend::new(4);
+    let owner = Owner::new(sim.clone());
+    owner.set_buffer_pages(1).unwrap();
+    let log = pmc::MemoryLog::new();
+    owner.configure_logfile(log.clone()).unwrap();
+    let mut all = owner
+        .pmc("cpu-clock")
+        .sampling(1_000)
+        .per_cpu()
+        .build()
+        .unwrap();
+    all.start().unwrap();
+    for _ in 0..1_000 {
+        sim.advance(1_000);
+        sim.sample();
+    }
+    all.stop().unwrap();
+    owner.close_logfile().unwrap();
+    let stats = sim.sample_stats();
+    assert_eq!(stats.samples + stats.lost, 4_000);
+    assert!(stats.most_pending <= 64, "{stats:?}");
+    let (cpus, lost) = logged_samples(&log);
+    assert_eq!((cpus.len() as u64, lost), (stats.samples, stats.lost));
+    assert_eq!(owner.stats(), (stats.samples, stats.lost));
+}

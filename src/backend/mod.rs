@@ -88,7 +88,7 @@ pub(crate) mod source;
 pub use handle::Backend;
 pub use kind::BackendKind;
 #[cfg(any(test, feature = "test-doubles"))]
-pub use sim::SimBackend;
+pub use sim::{SimBackend, SimSampleStats};
 
 // `--cfg pmc_force_portable` compiles Linux as a platform without a
 // native backend, so CI checks those paths here (see `.ci/run`).
@@ -487,6 +487,15 @@ pub(crate) trait PreparedEvent: Send + Sync + fmt::Debug {
     /// backend that allocates in the kernel at prepare (hwpmc's
     /// PMCALLOCATE, one PMC id each) answers false.
     fn serves_every_cpu(&self) -> bool {
+        false
+    }
+
+    /// Whether its owner may keep this preparation for a later allocation
+    /// of the same request (`owner/prepared.rs`): true when it holds
+    /// nothing of one PMC's own and nothing it was resolved from can
+    /// change under the same name (a tracepoint's id in tracefs, a probed
+    /// file's symbols, the ring size the caller's capabilities give).
+    fn reusable(&self) -> bool {
         false
     }
 }

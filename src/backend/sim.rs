@@ -8,9 +8,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
+use super::source::SampleSource;
 use super::{BackendImpl, CounterValue, Counters, EventRequest, PreparedEvent};
+pub use ring::SimSampleStats;
+use ring::{RingTarget, RingTotals, SimRing};
+
+mod ring;
 use crate::spec::EventName;
 use crate::{Capabilities, Class, Error, Result};
 use crate::{ClassInfo, CpuInfo};
@@ -33,7 +38,19 @@ pub struct SimBackend {
     rdpmc: Arc<AtomicU32>,
     /// The errno every open fails with (0: opens work).
     refuse: Arc<AtomicU32>,
+    /// The sampling counters' rings, which [`SimBackend::sample`] fills.
+    rings: Rings,
 }
+
+/// The rings of a machine's sampling counters (those dropped since are
+/// left out as the next `sample` passes), and what they saw.
+#[derive(Debug, Default)]
+struct RingList {
+    live: Mutex<Vec<Weak<SimRing>>>,
+    totals: Arc<RingTotals>,
+}
+
+type Rings = Arc<RingList>;
 
 /// Simulated time: every tick adds to the enabled time of enabled counters,
 /// and to their running time unless the machine is starved.
@@ -66,7 +83,35 @@ impl SimBackend {
             caller: 1000,
             rdpmc: Arc::new(AtomicU32::new(0)),
             refuse: Arc::new(AtomicU32::new(0)),
+            rings: Rings::default(),
         })
+    }
+
+    /// One sample on every enabled sampling counter (each system sampling
+    /// PMC's CPU, each process sampling PMC's target), stamped with the
+    /// clock now, into its ring; a full ring loses it, as a perf ring its
+    /// owner drains too slowly does. A ring holds `pages * 4096 / 64`
+    /// samples, `pages` being the owner's buffer size
+    /// ([`Owner::set_buffer_pages`](crate::Owner::set_buffer_pages)).
+    /// Returns how many counters were sampled.
+    pub fn sample(&self) -> usize {
+        let now = self.clock.now().0;
+        let mut live = self.rings.live.lock().expect("sim lock");
+        let mut sampled = 0;
+        live.retain(|ring| match ring.upgrade() {
+            Some(ring) => {
+                sampled += usize::from(ring.sample(now));
+                true
+            }
+            None => false,
+        });
+        sampled
+    }
+
+    /// The samples every ring took and lost so far, and the most one ring
+    /// held at once.
+    pub fn sample_stats(&self) -> SimSampleStats {
+        self.rings.totals.stats()
     }
 
     /// The pid that stands for the caller.
@@ -176,6 +221,13 @@ impl BackendImpl for SimBackend {
             clock: self.clock.clone(),
             rdpmc: self.rdpmc.clone(),
             refuse: self.refuse.clone(),
+            ring_pages: request.mode.is_sampling().then(|| {
+                request
+                    .buffer_pages
+                    .unwrap_or(super::source::DEFAULT_BUFFER_PAGES)
+            }),
+            caller: self.caller,
+            rings: self.rings.clone(),
         }))
     }
 
@@ -265,14 +317,30 @@ struct SimEvent {
     clock: Arc<SimClock>,
     rdpmc: Arc<AtomicU32>,
     refuse: Arc<AtomicU32>,
+    /// A sampling event's ring size in pages (`None`: it counts).
+    ring_pages: Option<usize>,
+    caller: u32,
+    rings: Rings,
 }
 
 impl SimEvent {
-    fn check_open(&self, target: &str) -> Result<()> {
+    /// A counter of this event on `target`, with its ring if it samples.
+    fn counter(&self, target: RingTarget) -> Box<dyn Counters> {
+        let ring = self.ring_pages.map(|pages| {
+            let ring = Arc::new(SimRing::new(target, pages, self.rings.totals.clone()));
+            let mut live = self.rings.live.lock().expect("sim lock");
+            live.push(Arc::downgrade(&ring));
+            ring
+        });
+        Box::new(SimCounter::new(self, ring))
+    }
+
+    /// (`target` names what was opened, made only for the error.)
+    fn check_open(&self, target: impl FnOnce() -> String) -> Result<()> {
         match self.refuse.load(Ordering::SeqCst) {
             0 => Ok(()),
             errno => Err(Error::Os {
-                op: format!("sim open of {} on {target}", self.class).into(),
+                op: format!("sim open of {} on {}", self.class, target()).into(),
                 source: std::io::Error::from_raw_os_error(errno as i32),
                 hint: Some("refused by SimBackend::refuse_opens".into()),
             }),
@@ -298,12 +366,12 @@ impl PreparedEvent for SimEvent {
     }
 
     fn open_process(&self, pid: u32, _descendants: bool) -> Result<Box<dyn Counters>> {
-        self.check_open(&format!("process {pid}"))?;
-        Ok(Box::new(SimCounter::new(self)))
+        self.check_open(|| format!("process {pid}"))?;
+        Ok(self.counter(RingTarget::Process(pid)))
     }
 
     fn open_cpu(&self, cpu: u32) -> Result<Box<dyn Counters>> {
-        self.check_open(&format!("cpu {cpu}"))?;
+        self.check_open(|| format!("cpu {cpu}"))?;
         // As perf_event_open on an offline CPU (ENODEV).
         if self.offline.lock().expect("sim lock").contains(&cpu) {
             return Err(Error::Unavailable {
@@ -313,11 +381,23 @@ impl PreparedEvent for SimEvent {
                 source: Some(crate::Errno::NODEV.into()),
             });
         }
-        Ok(Box::new(SimCounter::new(self)))
+        Ok(self.counter(RingTarget::Cpu {
+            cpu,
+            pid: self.caller,
+        }))
     }
 
     fn trial_open(&self) -> Result<()> {
-        self.check_open("the calling thread")
+        self.check_open(|| "the calling thread".into())
+    }
+
+    /// Its class and the machine's shared state: nothing of one PMC's.
+    fn serves_every_cpu(&self) -> bool {
+        true
+    }
+
+    fn reusable(&self) -> bool {
+        true
     }
 }
 
@@ -329,16 +409,19 @@ struct SimCounter {
     since: Option<(u64, u64)>,
     counted: u64,
     enabled: u64,
+    /// A sampling counter's ring.
+    ring: Option<Arc<SimRing>>,
 }
 
 impl SimCounter {
-    fn new(e: &SimEvent) -> SimCounter {
+    fn new(e: &SimEvent, ring: Option<Arc<SimRing>>) -> SimCounter {
         SimCounter {
             clock: e.clock.clone(),
             rdpmc: e.rdpmc.clone(),
             since: None,
             counted: 0,
             enabled: 0,
+            ring,
         }
     }
 
@@ -354,6 +437,9 @@ impl Counters for SimCounter {
         if self.since.is_none() {
             self.since = Some(self.clock.now());
         }
+        if let Some(ring) = &self.ring {
+            ring.set_enabled(true);
+        }
         Ok(())
     }
 
@@ -362,7 +448,14 @@ impl Counters for SimCounter {
         self.enabled += enabled;
         self.counted += running;
         self.since = None;
+        if let Some(ring) = &self.ring {
+            ring.set_enabled(false);
+        }
         Ok(())
+    }
+
+    fn sample_source(&self) -> Option<Arc<dyn SampleSource>> {
+        self.ring.clone().map(|r| r as Arc<dyn SampleSource>)
     }
 
     fn rdpmc_index(&mut self) -> Result<Option<u32>> {

@@ -85,11 +85,11 @@ pub trait SampleSource: Send + Sync + fmt::Debug {
 }
 
 /// A source without mappings (backends that do not sample).
-#[cfg(any(target_os = "freebsd", test))]
+#[cfg(any(target_os = "freebsd", test, feature = "test-doubles"))]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct NoMappings;
 
-#[cfg(any(target_os = "freebsd", test))]
+#[cfg(any(target_os = "freebsd", test, feature = "test-doubles"))]
 impl MappingSource for NoMappings {
     fn kernel_mapping(&self) -> Option<BackendEvent> {
         None

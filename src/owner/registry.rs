@@ -5,7 +5,8 @@
 //! writes, so `Owner::pmcinfo` and `Pmc::info` cannot disagree. The state
 //! is an atomic byte in it, so start and stop take no lock.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -24,7 +25,35 @@ pub(crate) struct Registry {
     /// By pmcid. A hash map: a PMC's row is written at allocate and removed
     /// at release, and a tree's node shifts cost more than those of the
     /// open they go with (`PerCpu`'s many rows); listings sort by id.
-    rows: Mutex<HashMap<u32, Arc<PmcRecord>>>,
+    rows: Mutex<IdMap<Arc<PmcRecord>>>,
+}
+
+/// A map keyed by pmcids (or their row-0 prefixes). The ids are this
+/// owner's own numbers, never input an attacker picks, so SipHash's flood
+/// resistance buys nothing, and its cost was a tenth of an
+/// allocate→release cycle (`benches/open_cost.rs`).
+type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
+
+/// A multiplicative hash of one `u32`, folded so that the low bits (the
+/// bucket) depend on every bit of the id: ids differ in their CPU field
+/// (bits 20-31) as often as in their row.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 32)
+    }
 }
 
 /// One PMC's pmcinfo row, the one copy of what it says: the PMC writes
@@ -154,11 +183,32 @@ impl PmcRecord {
     }
 }
 
-/// [`Registry::next_id`]'s book-keeping.
+/// [`Registry::next_id`]'s book-keeping: per CPU, mode and class (the id
+/// with row 0), which of the 256 rows are taken and where to look next.
 #[derive(Debug, Default)]
-struct Ids {
-    taken: HashSet<u32>,
-    cursor: HashMap<u32, u32>,
+struct Ids(IdMap<Rows>);
+
+/// The rows of one CPU, mode and class.
+#[derive(Debug, Default)]
+struct Rows {
+    taken: [u64; 4],
+    /// The row to try first (one past the last handed out).
+    cursor: u32,
+}
+
+impl Rows {
+    fn is_taken(&self, row: u32) -> bool {
+        self.taken[(row / 64) as usize] & (1 << (row % 64)) != 0
+    }
+
+    fn set(&mut self, row: u32, taken: bool) {
+        let word = &mut self.taken[(row / 64) as usize];
+        if taken {
+            *word |= 1 << (row % 64);
+        } else {
+            *word &= !(1 << (row % 64));
+        }
+    }
 }
 
 /// sys/sys/pmc.h (PMC_VERSION 0x0A000000) `PMC_ID_MAKE_ID`.
@@ -186,11 +236,11 @@ impl Registry {
         Registry {
             ids: Mutex::new(Ids::default()),
             cputype: std::sync::OnceLock::new(),
-            rows: Mutex::new(HashMap::new()),
+            rows: Mutex::new(IdMap::default()),
         }
     }
 
-    fn rows(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Arc<PmcRecord>>> {
+    fn rows(&self) -> std::sync::MutexGuard<'_, IdMap<Arc<PmcRecord>>> {
         self.rows.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -205,12 +255,12 @@ impl Registry {
     pub(crate) fn next_id(&self, cpu: u32, mode: u32, class: u32) -> Option<PmcId> {
         let key = make_id(cpu, mode, class, 0);
         let mut ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
-        let start = ids.cursor.get(&key).copied().unwrap_or(0);
+        let rows = ids.0.entry(key).or_default();
         let row = (0..256)
-            .map(|i| (start + i) % 256)
-            .find(|&row| !ids.taken.contains(&(key | row)))?;
-        ids.cursor.insert(key, row + 1);
-        ids.taken.insert(key | row);
+            .map(|i| (rows.cursor + i) % 256)
+            .find(|&row| !rows.is_taken(row))?;
+        rows.cursor = row + 1;
+        rows.set(row, true);
         Some(PmcId(key | row))
     }
 
@@ -223,7 +273,9 @@ impl Registry {
     /// released, or its allocation failed).
     pub(crate) fn forget_id(&self, id: PmcId) {
         let mut ids = self.ids.lock().unwrap_or_else(|p| p.into_inner());
-        ids.taken.remove(&id.0);
+        if let Some(rows) = ids.0.get_mut(&(id.0 & !0xFF)) {
+            rows.set(id.0 & 0xFF, false);
+        }
     }
 
     /// Lists a PMC: its row is `record`, which the PMC keeps writing.
@@ -304,6 +356,34 @@ mod tests {
             shared.store(s);
             assert_eq!(shared.load(), s);
         }
+    }
+
+    /// Rows go round per CPU, mode and class: a released id comes back
+    /// only after the other 255 were handed out, and with all 256 in use
+    /// there is none; another CPU's (or mode's, or class's) rows are apart.
+    #[test]
+    fn row_indexes_go_round_and_run_out_per_cpu_mode_and_class() {
+        let r = Registry::new();
+        let ids: Vec<u32> = (0..256).map(|_| r.next_id(3, 1, 7).unwrap().0).collect();
+        assert_eq!(ids[0], make_id(3, 1, 7, 0));
+        assert_eq!(ids[255], make_id(3, 1, 7, 255));
+        assert_eq!(r.next_id(3, 1, 7), None, "all 256 rows in use");
+        for (cpu, mode, class) in [(4, 1, 7), (3, 2, 7), (3, 1, 8), (0xFFF, 1, 7)] {
+            assert_eq!(
+                r.next_id(cpu, mode, class),
+                Some(PmcId(make_id(cpu, mode, class, 0)))
+            );
+        }
+        r.forget_id(PmcId(ids[10]));
+        r.forget_id(PmcId(ids[3]));
+        assert_eq!(r.next_id(3, 1, 7), Some(PmcId(ids[3])));
+        assert_eq!(r.next_id(3, 1, 7), Some(PmcId(ids[10])));
+        assert_eq!(r.next_id(3, 1, 7), None);
+        // From a released row on, the others first.
+        let fresh = Registry::new();
+        let a = fresh.next_id(0, 0, 0).unwrap();
+        fresh.forget_id(a);
+        assert_eq!(fresh.next_id(0, 0, 0), Some(PmcId(make_id(0, 0, 0, 1))));
     }
 
     #[test]

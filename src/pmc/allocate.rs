@@ -34,8 +34,10 @@ pub(super) struct Allocation<'a> {
 /// system call or a sysfs read.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Prefetched<'a> {
-    /// The online CPUs (see `validate_allocation`).
+    /// The online CPUs and the highest possible one (see
+    /// `validate_allocation`).
     pub(super) online_cpus: Option<&'a [u32]>,
+    pub(super) highest_cpu: Option<u32>,
     /// The calling process, the PMC's owner.
     pub(super) owner_pid: Option<u32>,
     /// The event another CPU's PMC of the same request prepared, when it
@@ -81,7 +83,13 @@ pub(super) fn allocate(
         }
     }
     let backend = owner.binding();
-    validate_allocation(mode, flags, cpu, &**backend, known.online_cpus)?;
+    validate_allocation(
+        mode,
+        flags,
+        cpu,
+        &**backend,
+        (known.online_cpus, known.highest_cpu),
+    )?;
     let reload_count = if mode.is_sampling() {
         let asked = spec.qualifiers.period.unwrap_or(count);
         check_reload_count("allocate", asked)?;
@@ -129,18 +137,24 @@ pub(super) fn allocate(
             .or_else(|| owner.user_stack())
             .filter(|_| mode.is_sampling()),
     };
-    let (mut id_guard, event) = match known.prepared {
-        Some(event) => (new_id(&event.class())?, Arc::clone(event)),
+    // Prepared already: by another CPU's PMC of a `PerCpu`, or for an
+    // earlier allocation of the same request (the key has no pmcid).
+    let ready = match known.prepared {
+        Some(event) => Some(Arc::clone(event)),
+        None => owner.kept_preparation(&request(PmcId(0))),
+    };
+    let (mut id_guard, event) = match ready {
+        Some(event) => (new_id(&event.class())?, event),
         None => {
             let guess = named_class(&spec);
             let guard = new_id(&guess)?;
-            let event = backend.prepare(&request(guard.id))?;
+            let event = owner.prepare(&request(guard.id))?;
             if class_code(&event.class()) == class_code(&guess) {
                 (guard, event)
             } else {
                 drop(guard);
                 let guard = new_id(&event.class())?;
-                let event = backend.prepare(&request(guard.id))?;
+                let event = owner.prepare(&request(guard.id))?;
                 (guard, event)
             }
         }

@@ -75,12 +75,14 @@ impl PerCpuBuilder {
         let spec = self.pmc.event().parse(owner)?;
         let cgroup = self.pmc.open_cgroup()?;
         let owner_pid = Some(owner.binding().caller_pid());
+        let highest_cpu = Some(owner.binding().highest_possible_cpu());
         // The first CPU's preparation serves the others when it can.
         let mut shared: Option<Arc<dyn PreparedEvent>> = None;
         let mut pmcs = Vec::with_capacity(cpus.len());
         for &c in cpus {
             let known = Prefetched {
                 online_cpus: Some(online),
+                highest_cpu,
                 owner_pid,
                 prepared: shared.as_ref(),
             };
@@ -210,7 +212,8 @@ mod tests {
 
     /// A CPU's PMC given another CPU's preparation uses it (no prepare of
     /// its own) and is still a PMC of its own: its id, its CPU, its
-    /// counter; without one it prepares its own.
+    /// counter; without one (and none kept by its owner) it prepares its
+    /// own.
     #[test]
     fn a_shared_preparation_serves_another_cpus_pmc() {
         let owner = Owner::new(SimBackend::new(2));
@@ -237,8 +240,9 @@ mod tests {
             crate::State::Allocated,
             "only the second started"
         );
+        // (On another owner: this one kept the first preparation.)
         let own = allocate(
-            &owner,
+            &Owner::new(SimBackend::new(2)),
             spec,
             &builder.allocation(Cpu::Id(1), None),
             Prefetched::default(),

@@ -104,3 +104,62 @@ fn the_owners_pmcinfo_and_the_pmcs_info_agree_at_once() {
     assert_eq!(row(&owner).reload_count, 12_345);
     assert_eq!(row(&owner), pmc.info());
 }
+
+/// The owner keeps what its backend prepared: allocating the same
+/// request again (released or not) takes that preparation, each PMC
+/// with its own id and counter; a request that differs in anything the
+/// preparation depends on (mode, flags, period, spec) prepares anew.
+#[test]
+fn the_same_request_takes_the_preparation_its_owner_kept() {
+    let owner = crate::Owner::new(sim(2));
+    let first = owner.pmc("task-clock").build().unwrap();
+    let again = owner.pmc("task-clock").build().unwrap();
+    assert!(Arc::ptr_eq(&first.event, &again.event));
+    assert_ne!(first.id(), again.id());
+    let kept = Arc::clone(&first.event);
+    drop((first, again));
+    let mut later = owner.pmc("task-clock").build().unwrap();
+    assert!(Arc::ptr_eq(&kept, &later.event), "kept past the release");
+    later.start().unwrap();
+    later.stop().unwrap();
+    for other in [
+        owner.pmc("task-clock,usr").build().unwrap(),
+        owner
+            .pmc("task-clock")
+            .flags(Flags::CALLCHAIN)
+            .build()
+            .unwrap(),
+        owner.pmc("task-clock").sampling(5_000).build().unwrap(),
+        owner.pmc("task-clock").system(1).build().unwrap(),
+        owner.pmc("cpu-clock").build().unwrap(),
+    ] {
+        assert!(!Arc::ptr_eq(&kept, &other.event), "{:?}", other.info());
+    }
+    // Another owner keeps its own.
+    let elsewhere = crate::Owner::new(sim(2)).pmc("task-clock").build().unwrap();
+    assert!(!Arc::ptr_eq(&kept, &elsewhere.event));
+}
+
+/// The cache is bounded: after more distinct requests than it keeps, the
+/// first one is prepared anew; a failed preparation is never kept (the
+/// error comes back each time).
+#[test]
+fn the_kept_preparations_are_bounded_and_errors_are_not_kept() {
+    let owner = crate::Owner::new(sim(1));
+    let first = owner.pmc("task-clock").build().unwrap().event.clone();
+    for period in 0..32u64 {
+        drop(
+            owner
+                .pmc("task-clock")
+                .sampling(1_000 + period)
+                .build()
+                .unwrap(),
+        );
+    }
+    let again = owner.pmc("task-clock").build().unwrap().event.clone();
+    assert!(!Arc::ptr_eq(&first, &again), "evicted by 32 others");
+    for _ in 0..2 {
+        let e = owner.pmc("no-such-event").build().unwrap_err();
+        assert!(matches!(e, crate::Error::UnknownEvent { .. }), "{e}");
+    }
+}

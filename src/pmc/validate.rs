@@ -9,17 +9,18 @@ use crate::{Cpu, Error, Flags, Mode, Result};
 /// hwpmc accepts passes: CALLCHAIN on a counting mode (it only affects
 /// samples) and DESCENDANTS on a system mode (no targets to follow).
 ///
-/// `online`: the online CPUs, when the caller has just asked the backend
-/// (`PerCpu` asks once for all its CPUs, not once per CPU).
+/// `online` and `highest`: the online CPUs and the highest possible one,
+/// when the caller has just asked the backend (`PerCpu` asks once for all
+/// its CPUs, not once per CPU: each answer is a list of every CPU).
 pub(super) fn validate_allocation(
     mode: Mode,
     flags: Flags,
     cpu: Cpu,
     backend: &dyn BackendImpl,
-    online: Option<&[u32]>,
+    (online, highest): (Option<&[u32]>, Option<u32>),
 ) -> Result<()> {
     if let Cpu::Id(n) = cpu {
-        let last = backend.highest_possible_cpu();
+        let last = highest.unwrap_or_else(|| backend.highest_possible_cpu());
         if n > last {
             // The range as the kernel's CPU lists (and -c) write it, last
             // CPU included.
@@ -62,7 +63,10 @@ pub(super) fn validate_allocation(
                     &asked
                 }
             };
-            if !online.contains(&n) {
+            // Backends list CPUs in order: a binary search finds the CPU
+            // of each of a `PerCpu`'s PMCs without a pass over the list
+            // (its miss, rare, is checked by one).
+            if online.binary_search(&n).is_err() && !online.contains(&n) {
                 return Err(Error::Unavailable {
                     what: format!("cpu {n}"),
                     why: format!(

@@ -28,6 +28,7 @@
 mod bench;
 mod bench_dwarf;
 mod bench_exporter;
+mod bench_manycpus;
 mod bench_rates;
 mod bench_report;
 mod bench_summary;

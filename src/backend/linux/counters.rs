@@ -233,6 +233,7 @@ impl ProcessCounters {
         let mut events: Vec<Event> = Vec::new();
         let mut siblings: Vec<(i32, Event)> = Vec::new();
         let mut chunks = Vec::new();
+        let mut single_chunks = 0;
         for p in std::iter::once(root).chain(descendants) {
             let tids = match system::threads_of(p) {
                 Ok(t) => t,
@@ -282,8 +283,18 @@ impl ProcessCounters {
                         events.push(leader);
                     }
                 }
-                if events.len() > first {
-                    chunks.push(events.len() - first);
+                match events.len() - first {
+                    0 => {}
+                    // Left empty while every chunk is one event, which
+                    // `read_events` assumes of no chunks (no allocation
+                    // for the common target: one thread, one attr).
+                    1 if chunks.is_empty() => single_chunks += 1,
+                    n => {
+                        if chunks.is_empty() {
+                            chunks.resize(single_chunks, 1);
+                        }
+                        chunks.push(n);
+                    }
                 }
             }
         }
@@ -293,7 +304,11 @@ impl ProcessCounters {
                 pid,
             });
         }
-        let events = Arc::<[Event]>::from(events);
+        let events: Arc<[Event]> = match <[Event; 1]>::try_from(events) {
+            // One allocation instead of the vector's copy.
+            Ok(one) => Arc::new(one),
+            Err(events) => Arc::from(events),
+        };
         let rings = map_rings(
             event,
             &event_cpus,

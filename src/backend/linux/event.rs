@@ -3,6 +3,8 @@
 //! counters open from it. The resolver builds it; it opens counters;
 //! counters know nothing of it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use pmc_linux::attr::{Attr, EventConfig, Software};
 
 use crate::backend::{CgroupDir, Counters, PreparedEvent};
@@ -17,6 +19,9 @@ pub(super) struct LinuxEvent {
     pub(super) plan: OpenPlan,
     pub(super) class: Class,
     pub(super) caps: Capabilities,
+    /// Its trial open succeeded once: a preparation its owner keeps is
+    /// not tried again (as the backend's trial cache would answer).
+    pub(super) tried: AtomicBool,
 }
 
 impl PreparedEvent for LinuxEvent {
@@ -81,6 +86,26 @@ impl PreparedEvent for LinuxEvent {
     }
 
     fn trial_open(&self) -> Result<()> {
-        counters::trial_open(&self.plan)
+        if self.tried.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        counters::trial_open(&self.plan)?;
+        self.tried.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn reusable(&self) -> bool {
+        // Counting events of the machine description read once; not a
+        // tracepoint (tracefs ids change as dynamic events come and go),
+        // a probe (its file's symbols), nor a logging plan (its ring size
+        // follows the caller's CAP_IPC_LOCK at prepare).
+        let p = &self.plan;
+        !matches!(
+            self.class,
+            Class::Tracepoint | Class::Uprobe | Class::Kprobe
+        ) && p.log.is_none()
+            && p.slices.is_none()
+            && p.string.is_none()
+            && p.filter.is_none()
     }
 }

@@ -477,6 +477,7 @@ fn resolve_with(
         },
         class,
         caps,
+        tried: Default::default(),
     })
 }
 
