@@ -20,6 +20,10 @@ pub struct BenchArgs {
     /// the same workloads.
     #[arg(long)]
     pub report_only: bool,
+    /// Only the report memory benchmark: peak RSS of `pmcstat -R` on a
+    /// large whole-machine log, and against `perf report` on one perf.data.
+    #[arg(long)]
+    pub reportmem_only: bool,
 }
 
 fn verdict(met: bool) -> &'static str {
@@ -55,6 +59,17 @@ pub fn run(args: &BenchArgs) -> ExitCode {
         };
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    if args.reportmem_only {
+        return match crate::bench_report::release_pmcstat(&cargo)
+            .and_then(|p| crate::bench_reportmem::run(&p))
+        {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("xtask bench: report memory benchmark: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if args.report_only {
         return match crate::bench_report::run(&cargo) {
             Ok(()) => ExitCode::SUCCESS,
@@ -246,6 +261,12 @@ pub fn run(args: &BenchArgs) -> ExitCode {
     }
     if let Err(e) = crate::bench_report::run(&cargo) {
         eprintln!("xtask bench: report benchmark: {e}");
+        return ExitCode::FAILURE;
+    }
+    if let Err(e) =
+        crate::bench_report::release_pmcstat(&cargo).and_then(|p| crate::bench_reportmem::run(&p))
+    {
+        eprintln!("xtask bench: report memory benchmark: {e}");
         return ExitCode::FAILURE;
     }
     if args.criterion {

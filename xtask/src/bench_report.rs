@@ -94,9 +94,9 @@ int main(int argc, char **argv) {
 
 /// Wall time and peak RSS of one command.
 #[derive(Debug, Clone, Copy)]
-struct Cost {
-    secs: f64,
-    max_rss_kb: i64,
+pub(crate) struct Cost {
+    pub(crate) secs: f64,
+    pub(crate) max_rss_kb: i64,
 }
 
 /// In the measuring child: runs `sh -c CMD`, waits, prints
@@ -117,7 +117,7 @@ pub fn measure_child_if_requested() {
     std::process::exit(i32::from(!ok));
 }
 
-fn measure(cmd: &str) -> Result<Cost, String> {
+pub(crate) fn measure(cmd: &str) -> Result<Cost, String> {
     let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     // The same `cargo xtask bench` invocation, which measures and exits
     // before benchmarking anything.
@@ -142,7 +142,7 @@ pub(crate) fn on_path(program: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
-fn sh_quote(p: &Path) -> String {
+pub(crate) fn sh_quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
 

@@ -28,6 +28,7 @@
 mod bench;
 mod bench_dwarf;
 mod bench_report;
+mod bench_reportmem;
 mod install;
 mod matrix;
 mod mutants;
