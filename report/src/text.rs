@@ -30,7 +30,7 @@ pub fn write_folded(profile: &Profile, mut out: impl std::io::Write) -> std::io:
         .flat_map(|per| per.iter().map(|(k, n)| (&k[..], *n)))
         .collect();
     // The order of the lines as text, without making the text.
-    lines.sort_unstable_by(|a, b| names.line_bytes(a.0, a.1).cmp(names.line_bytes(b.0, b.1)));
+    lines.sort_unstable_by(|a, b| names.compare_lines(*a, *b));
     for (stack, count) in lines {
         for (i, &id) in stack.iter().rev().enumerate() {
             if i > 0 {
@@ -82,6 +82,23 @@ impl<'a> NamedStacks<'a> {
             }
         }
         NamedStacks { names, per_event }
+    }
+
+    /// How the text of two folded lines compares. At the first names that
+    /// differ, neither a prefix of the other, the names decide; otherwise
+    /// (`a` against `a-x`, a stack that ends first) the bytes do.
+    fn compare_lines(&self, a: (&'a [u32], u64), b: (&'a [u32], u64)) -> std::cmp::Ordering {
+        for (&x, &y) in a.0.iter().rev().zip(b.0.iter().rev()) {
+            if x == y {
+                continue;
+            }
+            let (x, y) = (self.names[x as usize], self.names[y as usize]);
+            if !x.starts_with(y) && !y.starts_with(x) {
+                return x.cmp(y);
+            }
+            break;
+        }
+        self.line_bytes(a.0, a.1).cmp(self.line_bytes(b.0, b.1))
     }
 
     /// The bytes of a folded line, `root;…;leaf count`, as they come.

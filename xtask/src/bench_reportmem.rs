@@ -15,9 +15,10 @@ use crate::bench_report::{Cost, measure, on_path, sh_quote};
 
 /// Seconds recorded (`PMC_BENCH_REPORTMEM_SECS` overrides).
 const SECS: u64 = 30;
-/// cpu-clock period in ns: on two busy CPUs about 190 MB of pmclog in
-/// 30 s (≈ 1.3 M samples of ≈ 15 frames).
-const PERIOD_NS: u64 = 40_000;
+/// cpu-clock period in ns: every 40 µs gave an 81 MiB log in 30 s on this
+/// 2-CPU machine under the load below (the timer fires less under load);
+/// every 20 µs aims near the 200 MB of the issue's log.
+const PERIOD_NS: u64 = 20_000;
 /// The peak every pmcstat report must stay under, in KiB.
 const TARGET_KB: i64 = 200 * 1024;
 
@@ -139,14 +140,20 @@ fn run_in(dir: &Path, pmcstat: &Path) -> Result<(), String> {
 /// Prints one figure and appends it to `PMC_BENCH_JSON`.
 fn row(figure: &str, what: &str, ours: Cost, perf: Cost) -> Result<(), String> {
     let ratio = ours.max_rss_kb as f64 / perf.max_rss_kb as f64;
-    let met = ours.max_rss_kb <= TARGET_KB && ours.max_rss_kb <= perf.max_rss_kb;
+    let (under_cap, under_perf) = (
+        ours.max_rss_kb <= TARGET_KB,
+        ours.max_rss_kb <= perf.max_rss_kb,
+    );
+    let met = under_cap && under_perf;
+    let verdict = |met: bool| if met { "met" } else { "MISSED" };
     println!(
         "{what}: {:.2} s, peak RSS {} KiB vs perf report's {} KiB = {ratio:.3} \
-         [target <= 200 MiB and <= perf report's {}]",
+         [target <= 200 MiB {}; <= perf report's {}]",
         ours.secs,
         ours.max_rss_kb,
         perf.max_rss_kb,
-        if met { "met" } else { "MISSED" }
+        verdict(under_cap),
+        verdict(under_perf)
     );
     let Some(path) = std::env::var_os("PMC_BENCH_JSON") else {
         return Ok(());

@@ -77,10 +77,11 @@ fn folded_lines_sort_as_their_text_and_stream_as_the_text() {
             (&[2, 0], 7),
             (&[3, 0], 2),
             (&[0], 9),
+            (&[2], 1),
         ],
     );
     let text = folded(&profile);
-    assert_eq!(text, "a 9\na-x 12\na;b 12\na;b c 2\n");
+    assert_eq!(text, "a 9\na-x 12\na;b 12\na;b c 2\nb 1\n");
     let mut streamed = Vec::new();
     write_folded(&profile, &mut streamed).unwrap();
     assert_eq!(String::from_utf8(streamed).unwrap(), text);
