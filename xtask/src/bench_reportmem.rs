@@ -2,10 +2,13 @@
 //! what it must (distinct stacks with counts, the objects' symbols) and
 //! streams the rest, so its peak does not grow with the log. One
 //! whole-machine recording of a busy load by `pmcstat -S` (near 200 MB of
-//! log) and one by `perf record -a -g` of the same load and period; then
-//! peak RSS and time of `pmcstat -R log` -G, --folded and the dump, and
-//! of `pmcstat -R perf.data -G` against `perf report --stdio` on that one
-//! perf.data. Targets: every pmcstat peak <= 200 MB and <= perf report's.
+//! log) and a shorter one by `perf record -a -g` of the same load and
+//! period; then peak RSS and time of `pmcstat -R log` -G, --folded and the
+//! dump against the 200 MiB cap, and of `pmcstat -R perf.data -G` against
+//! `perf report --stdio` on that one perf.data (target: <= perf report's
+//! peak and <= 200 MiB). perf report held 8.0 GiB for a 30 s, 138 MiB
+//! perf.data of this load: its recording is kept to a third of the log's
+//! time so that the case fits beside other work on a small machine.
 
 use std::io::Write as _;
 use std::path::Path;
@@ -19,6 +22,8 @@ const SECS: u64 = 30;
 /// 2-CPU machine under the load below (the timer fires less under load);
 /// every 20 µs aims near the 200 MB of the issue's log.
 const PERIOD_NS: u64 = 20_000;
+/// Seconds of the perf.data: perf report's peak grows fast with it.
+const PERF_SECS_DIVISOR: u64 = 3;
 /// The peak every pmcstat report must stay under, in KiB.
 const TARGET_KB: i64 = 200 * 1024;
 
@@ -91,6 +96,7 @@ fn record_under_load(what: &str, cmd: &mut Command) -> Result<(), String> {
 
 fn run_in(dir: &Path, pmcstat: &Path) -> Result<(), String> {
     let (log, data) = (dir.join("big.pmclog"), dir.join("big.perf.data"));
+    let perf_secs = (secs() / PERF_SECS_DIVISOR).max(1).to_string();
     let (secs, period) = (secs().to_string(), PERIOD_NS.to_string());
     record_under_load(
         "pmcstat -S",
@@ -105,64 +111,80 @@ fn run_in(dir: &Path, pmcstat: &Path) -> Result<(), String> {
             .args(["record", "-q", "-a", "-g", "-e", "cpu-clock", "-c", &period])
             .arg("-o")
             .arg(&data)
-            .args(["--", "sleep", &secs]),
+            .args(["--", "sleep", &perf_secs]),
     )?;
     let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len()) / (1 << 20);
     println!(
-        "\nreport memory: a {} MiB pmclog and a {} MiB perf.data, {secs} s of the whole \
-         machine under load (cpu-clock every {PERIOD_NS} ns)",
+        "\nreport memory: a {} MiB pmclog ({secs} s) and a {} MiB perf.data ({perf_secs} s) \
+         of the whole machine under load (cpu-clock every {PERIOD_NS} ns)",
         size(&log),
         size(&data)
     );
     let (q_pmc, q_log, q_data) = (sh_quote(pmcstat), sh_quote(&log), sh_quote(&data));
-    let perf = measure(&format!("perf report --stdio -i {q_data} > /dev/null 2>&1"))?;
-    println!(
-        "perf report --stdio -i perf.data: {:.2} s, peak RSS {} KiB (the baseline)",
-        perf.secs, perf.max_rss_kb
-    );
     for (figure, args) in [
         ("log_G", "-G /dev/null"),
         ("log_folded", "--folded /dev/null"),
         ("log_dump", "-o /dev/null"),
     ] {
         let ours = measure(&format!("{q_pmc} -R {q_log} {args} 2>/dev/null"))?;
-        row(figure, &format!("pmcstat -R log {args}"), ours, perf)?;
+        row(figure, &format!("pmcstat -R log {args}"), ours, None)?;
     }
+    let perf = measure(&format!("perf report --stdio -i {q_data} > /dev/null 2>&1"))?;
     let ours = measure(&format!("{q_pmc} -R {q_data} -G /dev/null 2>/dev/null"))?;
     row(
         "perf_data_G",
-        "pmcstat -R perf.data -G vs perf report",
+        &format!(
+            "pmcstat -R perf.data -G ({:.2} s for perf report)",
+            perf.secs
+        ),
         ours,
-        perf,
+        Some(perf),
     )
 }
 
-/// Prints one figure and appends it to `PMC_BENCH_JSON`.
-fn row(figure: &str, what: &str, ours: Cost, perf: Cost) -> Result<(), String> {
-    let ratio = ours.max_rss_kb as f64 / perf.max_rss_kb as f64;
-    let (under_cap, under_perf) = (
-        ours.max_rss_kb <= TARGET_KB,
-        ours.max_rss_kb <= perf.max_rss_kb,
-    );
-    let met = under_cap && under_perf;
+/// Prints one figure and appends it to `PMC_BENCH_JSON`: against perf
+/// report's peak when `perf` is given (both targets), else against the
+/// 200 MiB cap alone.
+fn row(figure: &str, what: &str, ours: Cost, perf: Option<Cost>) -> Result<(), String> {
     let verdict = |met: bool| if met { "met" } else { "MISSED" };
-    println!(
-        "{what}: {:.2} s, peak RSS {} KiB vs perf report's {} KiB = {ratio:.3} \
-         [target <= 200 MiB {}; <= perf report's {}]",
-        ours.secs,
-        ours.max_rss_kb,
-        perf.max_rss_kb,
-        verdict(under_cap),
-        verdict(under_perf)
-    );
+    let under_cap = ours.max_rss_kb <= TARGET_KB;
+    let (baseline, met, target) = match perf {
+        Some(perf) => {
+            let under_perf = ours.max_rss_kb <= perf.max_rss_kb;
+            println!(
+                "{what}: {:.2} s, peak RSS {} KiB vs perf report's {} KiB = {:.3} \
+                 [target <= perf report's {}; <= 200 MiB {}]",
+                ours.secs,
+                ours.max_rss_kb,
+                perf.max_rss_kb,
+                ours.max_rss_kb as f64 / perf.max_rss_kb as f64,
+                verdict(under_perf),
+                verdict(under_cap)
+            );
+            (
+                perf.max_rss_kb,
+                under_cap && under_perf,
+                "<= perf report --stdio's peak and <= 200 MiB",
+            )
+        }
+        None => {
+            println!(
+                "{what}: {:.2} s, peak RSS {} KiB [target <= 200 MiB {}]",
+                ours.secs,
+                ours.max_rss_kb,
+                verdict(under_cap)
+            );
+            (TARGET_KB, under_cap, "<= 200 MiB")
+        }
+    };
     let Some(path) = std::env::var_os("PMC_BENCH_JSON") else {
         return Ok(());
     };
     let line = format!(
-        "{{\"case\": \"reportmem\", \"figure\": \"{figure}\", \"ours\": {}, \"baseline\": {}, \
-         \"unit\": \"KiB peak RSS\", \"ratio\": {ratio:.4}, \
-         \"target\": \"<= 200 MiB and <= perf report's peak\", \"met\": {met}}}\n",
-        ours.max_rss_kb, perf.max_rss_kb
+        "{{\"case\": \"reportmem\", \"figure\": \"{figure}\", \"ours\": {}, \"baseline\": {baseline}, \
+         \"unit\": \"KiB peak RSS\", \"ratio\": {:.4}, \"target\": \"{target}\", \"met\": {met}}}\n",
+        ours.max_rss_kb,
+        ours.max_rss_kb as f64 / baseline as f64
     );
     std::fs::OpenOptions::new()
         .create(true)
