@@ -21,6 +21,7 @@
 #![warn(missing_docs)]
 
 mod callgrind_writer;
+mod chains;
 mod gmon_writer;
 pub mod kallsyms;
 mod pprof_writer;
@@ -45,7 +46,7 @@ pub use symbols::{
     DEBUG_DIR, DebugFiles, Frame, FunctionSymbol, MapStart, Mapping, Resolved, Symbolizer,
     frame_address, function_at, function_symbols,
 };
-pub use text::{callgraph, flamegraph, folded};
+pub use text::{callgraph, flamegraph, folded, write_callgraph, write_folded};
 
 /// Errors of the writers.
 #[derive(Debug, thiserror::Error)]
@@ -134,9 +135,6 @@ impl Location {
     }
 }
 
-/// Callchains of one event, process, thread and CPU: chain → samples
-/// (FxHash: every sample hashes its chain once, and the keys are ours).
-type ChainCounts = rustc_hash::FxHashMap<Vec<u64>, u64>;
 /// (pmcid, pid, tid, cpu).
 type Who = (u32, u32, u32, u16);
 /// The pid of kernel locations (hwpmc logs the kernel's mappings as pid -1).
@@ -144,14 +142,21 @@ const KERNEL_PID: u32 = u32::MAX;
 
 /// Builds a [`Profile`] from records fed one at a time, so a log of any
 /// size is reported in memory proportional to its distinct stacks: only the
-/// records that describe mappings and events are kept.
+/// records that describe mappings and events are kept, and each distinct
+/// callchain once, as a node of a tree its callers share.
 #[derive(Debug, Default)]
 pub struct ProfileBuilder {
     options: ProfileOptions,
     /// MAP_IN, PROCFORK, PROCEXEC, INITIALIZE, PMCALLOCATE(DYN) records.
     context: Vec<LogEvent>,
-    /// ((pmcid, pid, tid, cpu), user mode sample) → chains.
-    chains: rustc_hash::FxHashMap<(Who, bool), ChainCounts>,
+    /// The distinct callchains.
+    chains: chains::ChainTree,
+    /// Distinct ((pmcid, pid, tid, cpu), user mode sample), and each one's id.
+    whos: Vec<(Who, bool)>,
+    who_ids: rustc_hash::FxHashMap<(Who, bool), u32>,
+    /// `who id << 32 | chain node` → samples (FxHash: every sample hashes
+    /// its key once, and the keys are ours).
+    counts: rustc_hash::FxHashMap<u64, u64>,
 }
 
 impl ProfileBuilder {
@@ -181,17 +186,21 @@ impl ProfileBuilder {
                     Some(d) => &pcs[..pcs.len().min(d.max(1))],
                     None => &pcs[..],
                 };
-                let per = self
-                    .chains
-                    .entry(((*pmcid, *pid, *tid, *cpu), *userspace))
-                    .or_default();
-                // Only a new chain allocates.
-                match per.get_mut(pcs) {
-                    Some(n) => *n += 1,
+                let who = ((*pmcid, *pid, *tid, *cpu), *userspace);
+                let who = match self.who_ids.get(&who) {
+                    Some(&id) => id,
                     None => {
-                        per.insert(pcs.to_vec(), 1);
+                        let id = self.whos.len() as u32;
+                        self.whos.push(who);
+                        self.who_ids.insert(who, id);
+                        id
                     }
-                }
+                };
+                let node = self.chains.intern(pcs);
+                *self
+                    .counts
+                    .entry(u64::from(who) << 32 | u64::from(node))
+                    .or_default() += 1;
             }
             LogRecord::MapIn { .. }
             | LogRecord::ProcFork { .. }
@@ -201,6 +210,12 @@ impl ProfileBuilder {
             | LogRecord::PmcAllocateDyn { .. } => self.context.push(event.clone()),
             _ => {}
         }
+    }
+
+    /// Distinct stacks so far: (event, process, thread, CPU, mode,
+    /// callchain) with a count each, however many samples they hold.
+    pub fn distinct_stacks(&self) -> usize {
+        self.counts.len()
     }
 
     /// Symbolises the distinct pcs and returns the profile.
@@ -217,8 +232,13 @@ impl ProfileBuilder {
         let ProfileBuilder {
             options,
             context,
-            chains,
+            mut chains,
+            whos,
+            who_ids,
+            counts,
         } = self;
+        drop(who_ids);
+        chains.freeze();
         let mut names: HashMap<u32, String> = HashMap::new();
         let mut rates: HashMap<u32, u64> = HashMap::new();
         for e in &context {
@@ -232,7 +252,7 @@ impl ProfileBuilder {
                 _ => {}
             }
         }
-        let mut pmcids: Vec<u32> = chains.keys().map(|k| k.0.0).collect();
+        let mut pmcids: Vec<u32> = whos.iter().map(|k| k.0.0).collect();
         pmcids.sort_unstable();
         pmcids.dedup();
         let event_index: HashMap<u32, usize> =
@@ -254,14 +274,22 @@ impl ProfileBuilder {
             .collect();
         let mut locations: Vec<Location> = Vec::new();
         let mut location_index: HashMap<(u32, u64, bool), usize> = HashMap::new();
-        // Deterministic output: sorted keys and chains.
-        let mut raw: Vec<((Who, bool), Vec<u64>, u64)> = chains
+        // Deterministic output: sorted by whose samples, then chain (leaf
+        // first), compared along the tree without making the chains.
+        let mut raw: Vec<(u32, u32, u64)> = counts
             .into_iter()
-            .flat_map(|(k, per)| per.into_iter().map(move |(pcs, n)| (k, pcs, n)))
+            .map(|(k, n)| ((k >> 32) as u32, k as u32, n))
             .collect();
-        raw.sort_unstable();
+        raw.sort_unstable_by(|a, b| {
+            whos[a.0 as usize]
+                .cmp(&whos[b.0 as usize])
+                .then_with(|| chains.walk(a.1).cmp(chains.walk(b.1)))
+        });
         let mut samples: Vec<Sample> = Vec::with_capacity(raw.len());
-        for (((pmcid, pid, tid, cpu), userspace), pcs, count) in raw {
+        let mut pcs: Vec<u64> = Vec::new();
+        for (who, node, count) in raw {
+            let ((pmcid, pid, tid, cpu), userspace) = whos[who as usize];
+            chains.chain(node, &mut pcs);
             let in_kernel = kernel_frames(userspace, &pcs);
             let mut stack: Vec<usize> = Vec::with_capacity(pcs.len());
             for (i, pc) in pcs.iter().enumerate() {

@@ -5,6 +5,7 @@ use pmc::log::{LogEvent, LogRecord};
 
 use crate::*;
 
+mod bounded;
 mod build_ids;
 mod debug_files;
 mod elf_fixtures;

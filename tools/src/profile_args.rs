@@ -117,10 +117,10 @@ impl ProfileArgs {
         crate::report::warn_kernel_names_missing("pmcstat", profile.kernel_names_missing.as_ref());
         let failed = |e: String| (1, e);
         if let Some(path) = callgraph {
-            write_bytes(path, pmc_report::callgraph(&profile).as_bytes()).map_err(failed)?;
+            write_stream(path, |w| pmc_report::write_callgraph(&profile, w)).map_err(failed)?;
         }
         if let Some(path) = folded {
-            write_bytes(path, pmc_report::folded(&profile).as_bytes()).map_err(failed)?;
+            write_stream(path, |w| pmc_report::write_folded(&profile, w)).map_err(failed)?;
         }
         self.write_profile(&profile).map_err(failed)
     }
@@ -361,6 +361,31 @@ pub fn log_parse_failed_at(
             log.display()
         ),
     )
+}
+
+/// [`write_bytes`] for a report written as it is made (a large log's call
+/// graph or folded stacks are never held whole as text).
+fn write_stream(
+    path: &Path,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), String> {
+    let r = if path.as_os_str() == "-" {
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+        let r = write(&mut out).and_then(|()| out.flush());
+        if let Err(e) = &r
+            && is_closed_pipe(e)
+        {
+            // As SIGPIPE would: the process ends here, quietly.
+            std::process::exit(CLOSED_PIPE_STATUS.into());
+        }
+        r
+    } else {
+        crate::destination::create(path).and_then(|file| {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, file);
+            write(&mut out).and_then(|()| out.flush())
+        })
+    };
+    r.map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), String> {

@@ -41,6 +41,10 @@ pub struct BenchArgs {
     /// CPUs, and the drain of 256 rings.
     #[arg(long)]
     pub manycpus_only: bool,
+    /// Only the report memory benchmark: peak RSS of `pmcstat -R` on a
+    /// large whole-machine log, and against `perf report` on one perf.data.
+    #[arg(long)]
+    pub reportmem_only: bool,
 }
 
 /// TC allocate → attach → start → stop → release over the raw syscalls,
@@ -107,6 +111,9 @@ type Case = fn(&str) -> Result<(), String>;
 /// the name of their `--NAME-only` flag, in the order a full run takes.
 const IN_XTASK: &[(&str, Case)] = &[
     ("report", crate::bench_report::run),
+    ("reportmem", |cargo| {
+        with_pmcstat(cargo, crate::bench_reportmem::run)
+    }),
     ("dwarf", |cargo| {
         with_pmcstat(cargo, crate::bench_dwarf::run)
     }),
@@ -152,6 +159,7 @@ fn run_cases(args: &BenchArgs) -> ExitCode {
         (args.rates_only, "rates"),
         (args.exporter_only, "exporter"),
         (args.manycpus_only, "manycpus"),
+        (args.reportmem_only, "reportmem"),
     ]
     .into_iter()
     .find_map(|(set, name)| set.then_some(name));

@@ -95,7 +95,7 @@ int main(int argc, char **argv) {
 /// Wall time and peak RSS of one command.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Cost {
-    secs: f64,
+    pub(crate) secs: f64,
     pub(crate) max_rss_kb: i64,
 }
 
@@ -142,7 +142,7 @@ pub(crate) fn on_path(program: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
 }
 
-fn sh_quote(p: &Path) -> String {
+pub(crate) fn sh_quote(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
 

@@ -31,6 +31,7 @@ mod bench_exporter;
 mod bench_manycpus;
 mod bench_rates;
 mod bench_report;
+mod bench_reportmem;
 mod bench_summary;
 mod bench_system;
 mod install;
