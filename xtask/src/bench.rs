@@ -59,10 +59,17 @@ const HEADLINES: &[(&str, &str)] = &[
     ("read", "pmc_read"),
     ("open_cost", "open_cycle"),
     ("open_cost", "percpu_open10"),
-    ("decode", "samples_per_s"),
+    ("manycpus", "sc_per_cpu_256_vs_16"),
     ("sampling", "slowdown_vs_perf"),
+    ("dwarf", "log_size_4kHz"),
+    ("sysdwarf", "lost_pct_65536"),
+    ("sysdwarf", "peak_rss_65536"),
+    ("sysdwarf", "stop_peak_rss"),
+    ("rates", "dash_cpu_default"),
+    ("rates", "top_refresh_cpu_pct_system"),
+    ("reportmem", "log_G"),
+    ("reportmem", "perf_data_G"),
     ("exporter", "scrape_latency"),
-    ("exporter", "scrape_cpu"),
 ];
 
 fn verdict(met: bool) -> &'static str {

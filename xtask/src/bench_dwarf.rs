@@ -163,6 +163,52 @@ fn run_in(dir: &Path, pmcstat: &Path) -> Result<(), String> {
             ours_cpu / bare_cpu,
             theirs_cpu / bare_cpu,
         );
+        let hz = if period == "1000000" { "1kHz" } else { "4kHz" };
+        for (figure, what, ours, base, unit, target, met) in [
+            (
+                format!("slowdown_{hz}"),
+                format!(
+                    "gzip -9 slowdown recorded with --call-graph dwarf at {rate}: pmcstat -P vs perf record"
+                ),
+                slow_ours,
+                slow_theirs,
+                "x",
+                "<= perf's",
+                slow_ours <= slow_theirs,
+            ),
+            (
+                format!("log_size_{hz}"),
+                format!("--call-graph dwarf at {rate}: pmclog size vs perf.data"),
+                log_size as f64 / (1 << 20) as f64,
+                data_size as f64 / (1 << 20) as f64,
+                "MiB",
+                "<= 0.2",
+                size_ratio <= 0.2,
+            ),
+            (
+                format!("lost_{hz}"),
+                format!(
+                    "--call-graph dwarf at {rate}: samples lost by pmcstat -P (perf: not counted)"
+                ),
+                lost as f64,
+                0.0,
+                "samples",
+                "0",
+                lost == 0,
+            ),
+        ] {
+            crate::bench_summary::record(&crate::bench_summary::Figure {
+                case: "dwarf",
+                figure: &figure,
+                what: &what,
+                ours,
+                baseline: base,
+                unit,
+                ratio: None,
+                target,
+                met,
+            });
+        }
     }
     Ok(())
 }

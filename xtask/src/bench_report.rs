@@ -326,6 +326,8 @@ fn run_workload(
         3,
     )?;
     print_row(
+        label,
+        "graph",
         "pmcstat -R -G vs perf report --stdio",
         graph_ours,
         graph_perf,
@@ -337,6 +339,8 @@ fn run_workload(
             3,
         )?;
         print_row(
+            label,
+            "folded",
             "pmcstat --folded vs perf script | inferno-collapse-perf",
             folded_ours,
             folded_perf,
@@ -359,9 +363,46 @@ fn perf_sample_count(data: &Path) -> Option<usize> {
     Some(String::from_utf8_lossy(&out.stdout).lines().count())
 }
 
-fn print_row(what: &str, ours: Cost, perf: Cost) {
+fn print_row(workload: &str, id: &str, what: &str, ours: Cost, perf: Cost) {
     let t = ours.secs / perf.secs;
     let m = ours.max_rss_kb as f64 / perf.max_rss_kb as f64;
+    let which = if workload.contains("libc") {
+        "libc"
+    } else {
+        "fp"
+    };
+    for (figure, what, ours, base, unit, target, met) in [
+        (
+            format!("{id}_{which}_time"),
+            format!("{what}, {workload}: time"),
+            ours.secs,
+            perf.secs,
+            "s",
+            "<= 0.25",
+            t <= 0.25,
+        ),
+        (
+            format!("{id}_{which}_rss"),
+            format!("{what}, {workload}: peak RSS"),
+            ours.max_rss_kb as f64 / 1024.0,
+            perf.max_rss_kb as f64 / 1024.0,
+            "MiB",
+            "<= 0.5",
+            m <= 0.5,
+        ),
+    ] {
+        crate::bench_summary::record(&crate::bench_summary::Figure {
+            case: "report",
+            figure: &figure,
+            what: &what,
+            ours,
+            baseline: base,
+            unit,
+            ratio: None,
+            target,
+            met,
+        });
+    }
     let verdict = |met: bool| if met { "met" } else { "MISSED" };
     println!(
         "{what}: time {:.3} s vs {:.3} s = {t:.3} ({:.1}x faster) [target <= 0.25 {}]; \
