@@ -25,7 +25,7 @@ pub fn callgrind(profile: &Profile, creator: &str) -> String {
             .stack
             .iter()
             .flat_map(|&l| {
-                let loc = &profile.locations[l];
+                let loc = &profile.locations[l as usize];
                 let object = loc
                     .resolved
                     .mapping

@@ -52,7 +52,7 @@ pub fn gmon(profile: &Profile) -> Vec<GmonFile> {
         let Some(&leaf) = s.stack.first() else {
             continue;
         };
-        let r = &profile.locations[leaf].resolved;
+        let r = &profile.locations[leaf as usize].resolved;
         let (Some(m), Some(addr)) = (&r.mapping, r.object_address) else {
             continue;
         };
@@ -122,7 +122,7 @@ fn sample_names(profile: &Profile) -> std::collections::HashMap<&str, String> {
         let Some(&leaf) = s.stack.first() else {
             continue;
         };
-        let Some(m) = &profile.locations[leaf].resolved.mapping else {
+        let Some(m) = &profile.locations[leaf as usize].resolved.mapping else {
             continue;
         };
         let object = m.path.as_str();

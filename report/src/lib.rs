@@ -105,8 +105,9 @@ pub struct Sample {
     pub tid: u32,
     /// CPU the samples were taken on.
     pub cpu: u16,
-    /// Indices into [`Profile::locations`], leaf first.
-    pub stack: Vec<usize>,
+    /// Indices into [`Profile::locations`], leaf first (`u32`: a
+    /// profile holds one stack per distinct one, and they add up).
+    pub stack: Vec<u32>,
     /// Number of samples.
     pub count: u64,
 }
@@ -291,7 +292,7 @@ impl ProfileBuilder {
             let ((pmcid, pid, tid, cpu), userspace) = whos[who as usize];
             chains.chain(node, &mut pcs);
             let in_kernel = kernel_frames(userspace, &pcs);
-            let mut stack: Vec<usize> = Vec::with_capacity(pcs.len());
+            let mut stack: Vec<u32> = Vec::with_capacity(pcs.len());
             for (i, pc) in pcs.iter().enumerate() {
                 // Return addresses point after the call: step back one
                 // byte so they fall inside the calling function.
@@ -330,9 +331,9 @@ impl ProfileBuilder {
                     && locations[l].resolved.is_unnamed_kernel()
                     && stack
                         .last()
-                        .is_some_and(|&p| locations[p].resolved.is_unnamed_kernel());
+                        .is_some_and(|&p| locations[p as usize].resolved.is_unnamed_kernel());
                 if !repeats_unnamed_kernel {
-                    stack.push(l);
+                    stack.push(l as u32);
                 }
             }
             samples.push(Sample {
@@ -481,7 +482,7 @@ impl Profile {
             let names: Vec<String> = s
                 .stack
                 .iter()
-                .flat_map(|&l| self.locations[l].resolved.frames.iter())
+                .flat_map(|&l| self.locations[l as usize].resolved.frames.iter())
                 .map(|f| f.function.clone())
                 .take(self.max_frames.map_or(usize::MAX, |d| d.max(1)))
                 .collect();

@@ -484,6 +484,9 @@ impl Symbolizer {
                 r = found;
             }
         }
+        // Frames are pushed one by one (a Vec's first push holds room for
+        // four); one Resolved is kept per distinct pc, so hold them exactly.
+        r.frames.shrink_to_fit();
         let r = Arc::new(r);
         self.cache.insert((pid, pc), r.clone());
         r

@@ -141,7 +141,7 @@ fn samples_aggregate_per_cpu_with_the_events_name_and_period() {
     assert_eq!(p.samples.len(), 2, "one per cpu");
     assert_eq!(p.total(0), 2);
     // The caller's pc is looked up one byte back, inside the call.
-    assert_eq!(p.locations[p.samples[0].stack[1]].address, pc);
+    assert_eq!(p.locations[p.samples[0].stack[1] as usize].address, pc);
     let folded = folded(&p);
     assert!(
         folded.ends_with(" 2\n") && folded.contains("report_crate_test_target;"),
@@ -305,7 +305,7 @@ fn unmapped_and_unreadable_objects_give_addresses_not_panics() {
     let names: Vec<&str> = p.samples[0]
         .stack
         .iter()
-        .map(|&l| p.locations[l].function())
+        .map(|&l| p.locations[l as usize].function())
         .collect();
     // An unreadable object has no known extent: it keeps object+offset; a
     // pc past a readable object's text is nobody's.
@@ -523,7 +523,12 @@ fn kernel_log() -> Vec<LogEvent> {
 fn named_stacks(p: &Profile) -> Vec<Vec<&str>> {
     p.samples
         .iter()
-        .map(|s| s.stack.iter().map(|&l| p.locations[l].function()).collect())
+        .map(|s| {
+            s.stack
+                .iter()
+                .map(|&l| p.locations[l as usize].function())
+                .collect()
+        })
         .collect()
 }
 
@@ -549,10 +554,10 @@ fn kernel_frames_are_named_from_kallsyms() {
         ]
     );
     assert!(p.kernel_names_missing.is_none());
-    let leaf = &p.locations[p.samples[0].stack[0]];
+    let leaf = &p.locations[p.samples[0].stack[0] as usize];
     assert_eq!(leaf.pid, u32::MAX, "kernel locations are the kernel's");
     assert_eq!(leaf.resolved.symbol_start, Some(0xffffffff81001100));
-    let module = &p.locations[p.samples[0].stack[1]].resolved;
+    let module = &p.locations[p.samples[0].stack[1] as usize].resolved;
     assert_eq!(module.mapping.as_ref().unwrap().path, "[ext4]");
     let image = leaf.resolved.mapping.as_ref().unwrap();
     assert_eq!(image.path, KERNEL_FRAME);
@@ -676,7 +681,7 @@ fn cg_profile(locations: Vec<Location>, stacks: &[(&[usize], u64)]) -> Profile {
                 pid: 1,
                 tid: tid as u32,
                 cpu: 0,
-                stack: stack.to_vec(),
+                stack: stack.iter().map(|&l| l as u32).collect(),
                 count: *count,
             })
             .collect(),
