@@ -317,7 +317,7 @@ impl ProfileBuilder {
                                 symbol_end: None,
                             })
                         } else {
-                            symbolizer.resolve_frame(pid, i, *pc, kernel)
+                            symbolizer.resolve_frame_once(pid, i, *pc, kernel)
                         };
                         locations.push(Location {
                             pid: owner,
