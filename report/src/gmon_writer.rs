@@ -49,7 +49,7 @@ pub fn gmon(profile: &Profile) -> Vec<GmonFile> {
     type Hist = ((u64, u64), BTreeMap<u64, u64>);
     let mut per: BTreeMap<(usize, &str), Hist> = BTreeMap::new();
     for s in &profile.samples {
-        let Some(&leaf) = s.stack.first() else {
+        let Some(&leaf) = profile.stack(s).first() else {
             continue;
         };
         let r = &profile.locations[leaf as usize].resolved;
@@ -119,7 +119,7 @@ fn sample_names(profile: &Profile) -> std::collections::HashMap<&str, String> {
     let mut names = std::collections::HashMap::new();
     let mut taken = std::collections::HashSet::new();
     for s in &profile.samples {
-        let Some(&leaf) = s.stack.first() else {
+        let Some(&leaf) = profile.stack(s).first() else {
             continue;
         };
         let Some(m) = &profile.locations[leaf as usize].resolved.mapping else {

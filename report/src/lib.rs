@@ -105,9 +105,10 @@ pub struct Sample {
     pub tid: u32,
     /// CPU the samples were taken on.
     pub cpu: u16,
-    /// Indices into [`Profile::locations`], leaf first (`u32`: a
-    /// profile holds one stack per distinct one, and they add up).
-    pub stack: Vec<u32>,
+    /// Where its locations are in [`Profile::stack_locations`]
+    /// ([`Profile::stack`]): the stacks of a profile are held end to end in
+    /// one buffer, not one allocation each.
+    pub stack: std::ops::Range<u32>,
     /// Number of samples.
     pub count: u64,
 }
@@ -287,12 +288,15 @@ impl ProfileBuilder {
                 .then_with(|| chains.walk(a.1).cmp(chains.walk(b.1)))
         });
         let mut samples: Vec<Sample> = Vec::with_capacity(raw.len());
+        // At most a location per pc: room for all of them at once.
+        let pcs_in_all: usize = raw.iter().map(|r| chains.walk(r.1).count()).sum();
+        let mut stack_locations: Vec<u32> = Vec::with_capacity(pcs_in_all);
         let mut pcs: Vec<u64> = Vec::new();
         for (who, node, count) in raw {
             let ((pmcid, pid, tid, cpu), userspace) = whos[who as usize];
             chains.chain(node, &mut pcs);
             let in_kernel = kernel_frames(userspace, &pcs);
-            let mut stack: Vec<u32> = Vec::with_capacity(pcs.len());
+            let first = stack_locations.len();
             for (i, pc) in pcs.iter().enumerate() {
                 // Return addresses point after the call: step back one
                 // byte so they fall inside the calling function.
@@ -329,11 +333,11 @@ impl ProfileBuilder {
                 // Unnamed kernel pcs in a row are one [kernel.kallsyms] frame.
                 let repeats_unnamed_kernel = kernel
                     && locations[l].resolved.is_unnamed_kernel()
-                    && stack
+                    && stack_locations[first..]
                         .last()
                         .is_some_and(|&p| locations[p as usize].resolved.is_unnamed_kernel());
                 if !repeats_unnamed_kernel {
-                    stack.push(l as u32);
+                    stack_locations.push(l as u32);
                 }
             }
             samples.push(Sample {
@@ -341,14 +345,16 @@ impl ProfileBuilder {
                 pid,
                 tid,
                 cpu,
-                stack,
+                stack: first as u32..stack_locations.len() as u32,
                 count,
             });
         }
+        stack_locations.shrink_to_fit();
         Profile {
             events: events_out,
             locations,
             samples,
+            stack_locations,
             max_frames: options.max_depth,
             kernel_names_missing: symbolizer.kernel_names_missing().cloned(),
             debug_notes: symbolizer.debug_notes().to_vec(),
@@ -366,6 +372,9 @@ pub struct Profile {
     pub locations: Vec<Location>,
     /// The distinct stacks with their counts.
     pub samples: Vec<Sample>,
+    /// The samples' stacks end to end: indices into
+    /// [`Profile::locations`], each stack leaf first ([`Profile::stack`]).
+    pub stack_locations: Vec<u32>,
     /// [`ProfileOptions::max_depth`]: named stacks keep this many innermost
     /// frames (inline frames count, as a reader counts the names it sees).
     pub max_frames: Option<usize>,
@@ -465,6 +474,12 @@ impl Profile {
         builder.finish_with(symbolizer)
     }
 
+    /// The locations of a sample's stack (indices into
+    /// [`Profile::locations`]), leaf first.
+    pub fn stack(&self, sample: &Sample) -> &[u32] {
+        &self.stack_locations[sample.stack.start as usize..sample.stack.end as usize]
+    }
+
     /// Total samples of an event.
     pub fn total(&self, event: usize) -> u64 {
         self.samples
@@ -479,8 +494,8 @@ impl Profile {
     pub fn stacks(&self) -> BTreeMap<u32, HashMap<Vec<String>, u64>> {
         let mut out: BTreeMap<u32, HashMap<Vec<String>, u64>> = BTreeMap::new();
         for s in &self.samples {
-            let names: Vec<String> = s
-                .stack
+            let names: Vec<String> = self
+                .stack(s)
                 .iter()
                 .flat_map(|&l| self.locations[l as usize].resolved.frames.iter())
                 .map(|f| f.function.clone())
