@@ -588,7 +588,7 @@ impl Symbolizer {
         }
         let names = info.names(&path, &mut self.debug, &self.recorded, self.names_only);
         let symbol = names.symbol_at(addr);
-        let mut frames = names.frames(addr, symbol.map(|s| s.name.as_str()), self.names_only);
+        let mut frames = names.frames(addr, symbol.map(|s| s.name), self.names_only);
         if frames.is_empty() {
             frames.push(Frame {
                 function: format!("{file_name}+{addr:#x}"),
