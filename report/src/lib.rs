@@ -278,22 +278,35 @@ impl ProfileBuilder {
         let mut location_index: HashMap<(u32, u64, bool), usize> = HashMap::new();
         // Deterministic output: sorted by whose samples, then chain (leaf
         // first), compared along the tree without making the chains.
-        let mut raw: Vec<(u32, u32, u64)> = counts
+        // Each distinct stack is made its Sample at once, and filled in
+        // below: until then `event` holds its who id and `stack.start` its
+        // chain node (so no second list of them is held meanwhile).
+        let mut samples: Vec<Sample> = counts
             .into_iter()
-            .map(|(k, n)| ((k >> 32) as u32, k as u32, n))
+            .map(|(k, count)| Sample {
+                event: (k >> 32) as usize,
+                pid: 0,
+                tid: 0,
+                cpu: 0,
+                stack: k as u32..0,
+                count,
+            })
             .collect();
-        raw.sort_unstable_by(|a, b| {
-            whos[a.0 as usize]
-                .cmp(&whos[b.0 as usize])
-                .then_with(|| chains.walk(a.1).cmp(chains.walk(b.1)))
+        samples.sort_unstable_by(|a, b| {
+            whos[a.event]
+                .cmp(&whos[b.event])
+                .then_with(|| chains.walk(a.stack.start).cmp(chains.walk(b.stack.start)))
         });
-        let mut samples: Vec<Sample> = Vec::with_capacity(raw.len());
         // At most a location per pc: room for all of them at once.
-        let pcs_in_all: usize = raw.iter().map(|r| chains.walk(r.1).count()).sum();
+        let pcs_in_all: usize = samples
+            .iter()
+            .map(|s| chains.walk(s.stack.start).count())
+            .sum();
         let mut stack_locations: Vec<u32> = Vec::with_capacity(pcs_in_all);
         let mut pcs: Vec<u64> = Vec::new();
-        for (who, node, count) in raw {
-            let ((pmcid, pid, tid, cpu), userspace) = whos[who as usize];
+        for sample in samples.iter_mut() {
+            let (who, node) = (sample.event, sample.stack.start);
+            let ((pmcid, pid, tid, cpu), userspace) = whos[who];
             chains.chain(node, &mut pcs);
             let in_kernel = kernel_frames(userspace, &pcs);
             let first = stack_locations.len();
@@ -340,14 +353,14 @@ impl ProfileBuilder {
                     stack_locations.push(l as u32);
                 }
             }
-            samples.push(Sample {
+            *sample = Sample {
                 event: event_index[&pmcid],
                 pid,
                 tid,
                 cpu,
                 stack: first as u32..stack_locations.len() as u32,
-                count,
-            });
+                count: sample.count,
+            };
         }
         stack_locations.shrink_to_fit();
         Profile {
