@@ -21,11 +21,11 @@ pub fn callgrind(profile: &Profile, creator: &str) -> String {
     let mut calls: BTreeMap<(FnKey<'_>, u32), BTreeMap<FnKey<'_>, (u64, Vec<u64>)>> =
         BTreeMap::new();
     for s in &profile.samples {
-        let frames: Vec<(FnKey<'_>, u32)> = s
-            .stack
+        let frames: Vec<(FnKey<'_>, u32)> = profile
+            .stack(s)
             .iter()
             .flat_map(|&l| {
-                let loc = &profile.locations[l];
+                let loc = &profile.locations[l as usize];
                 let object = loc
                     .resolved
                     .mapping

@@ -93,5 +93,9 @@ impl ChainTree {
     pub(crate) fn freeze(&mut self) {
         self.index = FxHashMap::default();
         self.pc_ids = FxHashMap::default();
+        // Grown by doubling, they may hold up to twice the room they use
+        // while the names of every pc are made.
+        self.nodes.shrink_to_fit();
+        self.pcs.shrink_to_fit();
     }
 }

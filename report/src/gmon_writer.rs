@@ -49,10 +49,10 @@ pub fn gmon(profile: &Profile) -> Vec<GmonFile> {
     type Hist = ((u64, u64), BTreeMap<u64, u64>);
     let mut per: BTreeMap<(usize, &str), Hist> = BTreeMap::new();
     for s in &profile.samples {
-        let Some(&leaf) = s.stack.first() else {
+        let Some(&leaf) = profile.stack(s).first() else {
             continue;
         };
-        let r = &profile.locations[leaf].resolved;
+        let r = &profile.locations[leaf as usize].resolved;
         let (Some(m), Some(addr)) = (&r.mapping, r.object_address) else {
             continue;
         };
@@ -119,10 +119,10 @@ fn sample_names(profile: &Profile) -> std::collections::HashMap<&str, String> {
     let mut names = std::collections::HashMap::new();
     let mut taken = std::collections::HashSet::new();
     for s in &profile.samples {
-        let Some(&leaf) = s.stack.first() else {
+        let Some(&leaf) = profile.stack(s).first() else {
             continue;
         };
-        let Some(m) = &profile.locations[leaf].resolved.mapping else {
+        let Some(m) = &profile.locations[leaf as usize].resolved.mapping else {
             continue;
         };
         let object = m.path.as_str();

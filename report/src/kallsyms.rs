@@ -157,6 +157,9 @@ impl KernelSymbols {
         raw.sort_by_key(|r| (r.0, r.1));
         raw.dedup_by_key(|r| r.0);
         let mut symbols: Vec<KernelSymbol> = raw.into_iter().map(|r| r.2).collect();
+        // The collect reuses the larger (rank, symbol) buffer: hold only the
+        // symbols for as long as the report runs.
+        symbols.shrink_to_fit();
         // A symbol ends where the next one of its object starts; the last
         // of an object (the image, a module) ends a page on, so it does
         // not swallow the gap before the next object.

@@ -105,8 +105,10 @@ pub struct Sample {
     pub tid: u32,
     /// CPU the samples were taken on.
     pub cpu: u16,
-    /// Indices into [`Profile::locations`], leaf first.
-    pub stack: Vec<usize>,
+    /// Where its locations are in [`Profile::stack_locations`]
+    /// ([`Profile::stack`]): the stacks of a profile are held end to end in
+    /// one buffer, not one allocation each.
+    pub stack: std::ops::Range<u32>,
     /// Number of samples.
     pub count: u64,
 }
@@ -276,22 +278,38 @@ impl ProfileBuilder {
         let mut location_index: HashMap<(u32, u64, bool), usize> = HashMap::new();
         // Deterministic output: sorted by whose samples, then chain (leaf
         // first), compared along the tree without making the chains.
-        let mut raw: Vec<(u32, u32, u64)> = counts
+        // Each distinct stack is made its Sample at once, and filled in
+        // below: until then `event` holds its who id and `stack.start` its
+        // chain node (so no second list of them is held meanwhile).
+        let mut samples: Vec<Sample> = counts
             .into_iter()
-            .map(|(k, n)| ((k >> 32) as u32, k as u32, n))
+            .map(|(k, count)| Sample {
+                event: (k >> 32) as usize,
+                pid: 0,
+                tid: 0,
+                cpu: 0,
+                stack: k as u32..0,
+                count,
+            })
             .collect();
-        raw.sort_unstable_by(|a, b| {
-            whos[a.0 as usize]
-                .cmp(&whos[b.0 as usize])
-                .then_with(|| chains.walk(a.1).cmp(chains.walk(b.1)))
+        samples.sort_unstable_by(|a, b| {
+            whos[a.event]
+                .cmp(&whos[b.event])
+                .then_with(|| chains.walk(a.stack.start).cmp(chains.walk(b.stack.start)))
         });
-        let mut samples: Vec<Sample> = Vec::with_capacity(raw.len());
+        // At most a location per pc: room for all of them at once.
+        let pcs_in_all: usize = samples
+            .iter()
+            .map(|s| chains.walk(s.stack.start).count())
+            .sum();
+        let mut stack_locations: Vec<u32> = Vec::with_capacity(pcs_in_all);
         let mut pcs: Vec<u64> = Vec::new();
-        for (who, node, count) in raw {
-            let ((pmcid, pid, tid, cpu), userspace) = whos[who as usize];
+        for sample in samples.iter_mut() {
+            let (who, node) = (sample.event, sample.stack.start);
+            let ((pmcid, pid, tid, cpu), userspace) = whos[who];
             chains.chain(node, &mut pcs);
             let in_kernel = kernel_frames(userspace, &pcs);
-            let mut stack: Vec<usize> = Vec::with_capacity(pcs.len());
+            let first = stack_locations.len();
             for (i, pc) in pcs.iter().enumerate() {
                 // Return addresses point after the call: step back one
                 // byte so they fall inside the calling function.
@@ -316,7 +334,7 @@ impl ProfileBuilder {
                                 symbol_end: None,
                             })
                         } else {
-                            symbolizer.resolve_frame(pid, i, *pc, kernel)
+                            symbolizer.resolve_frame_once(pid, i, *pc, kernel)
                         };
                         locations.push(Location {
                             pid: owner,
@@ -328,26 +346,28 @@ impl ProfileBuilder {
                 // Unnamed kernel pcs in a row are one [kernel.kallsyms] frame.
                 let repeats_unnamed_kernel = kernel
                     && locations[l].resolved.is_unnamed_kernel()
-                    && stack
+                    && stack_locations[first..]
                         .last()
-                        .is_some_and(|&p| locations[p].resolved.is_unnamed_kernel());
+                        .is_some_and(|&p| locations[p as usize].resolved.is_unnamed_kernel());
                 if !repeats_unnamed_kernel {
-                    stack.push(l);
+                    stack_locations.push(l as u32);
                 }
             }
-            samples.push(Sample {
+            *sample = Sample {
                 event: event_index[&pmcid],
                 pid,
                 tid,
                 cpu,
-                stack,
-                count,
-            });
+                stack: first as u32..stack_locations.len() as u32,
+                count: sample.count,
+            };
         }
+        stack_locations.shrink_to_fit();
         Profile {
             events: events_out,
             locations,
             samples,
+            stack_locations,
             max_frames: options.max_depth,
             kernel_names_missing: symbolizer.kernel_names_missing().cloned(),
             debug_notes: symbolizer.debug_notes().to_vec(),
@@ -365,6 +385,9 @@ pub struct Profile {
     pub locations: Vec<Location>,
     /// The distinct stacks with their counts.
     pub samples: Vec<Sample>,
+    /// The samples' stacks end to end: indices into
+    /// [`Profile::locations`], each stack leaf first ([`Profile::stack`]).
+    pub stack_locations: Vec<u32>,
     /// [`ProfileOptions::max_depth`]: named stacks keep this many innermost
     /// frames (inline frames count, as a reader counts the names it sees).
     pub max_frames: Option<usize>,
@@ -464,6 +487,12 @@ impl Profile {
         builder.finish_with(symbolizer)
     }
 
+    /// The locations of a sample's stack (indices into
+    /// [`Profile::locations`]), leaf first.
+    pub fn stack(&self, sample: &Sample) -> &[u32] {
+        &self.stack_locations[sample.stack.start as usize..sample.stack.end as usize]
+    }
+
     /// Total samples of an event.
     pub fn total(&self, event: usize) -> u64 {
         self.samples
@@ -478,10 +507,10 @@ impl Profile {
     pub fn stacks(&self) -> BTreeMap<u32, HashMap<Vec<String>, u64>> {
         let mut out: BTreeMap<u32, HashMap<Vec<String>, u64>> = BTreeMap::new();
         for s in &self.samples {
-            let names: Vec<String> = s
-                .stack
+            let names: Vec<String> = self
+                .stack(s)
                 .iter()
-                .flat_map(|&l| self.locations[l].resolved.frames.iter())
+                .flat_map(|&l| self.locations[l as usize].resolved.frames.iter())
                 .map(|f| f.function.clone())
                 .take(self.max_frames.map_or(usize::MAX, |d| d.max(1)))
                 .collect();

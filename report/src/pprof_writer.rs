@@ -102,7 +102,7 @@ pub fn pprof_uncompressed(profile: &Profile) -> Vec<u8> {
     // sample = 2.
     for s in &profile.samples {
         let mut m = Msg::default();
-        let ids: Vec<u64> = s.stack.iter().map(|&l| l as u64 + 1).collect();
+        let ids: Vec<u64> = profile.stack(s).iter().map(|&l| u64::from(l) + 1).collect();
         m.packed(1, &ids);
         let mut values = vec![0u64; nvalues];
         values[2 * s.event] = s.count;

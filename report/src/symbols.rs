@@ -373,6 +373,31 @@ impl Symbolizer {
         self.kernel.missing()
     }
 
+    /// [`Symbolizer::resolve_frame`] for a caller that keeps what it gets
+    /// for each (pid, pc) itself: what the caches hold already is taken
+    /// from them, and nothing is added to them (a profile's locations
+    /// would be held twice).
+    pub(crate) fn resolve_frame_once(
+        &mut self,
+        pid: u32,
+        index: usize,
+        pc: u64,
+        kernel: bool,
+    ) -> Arc<Resolved> {
+        let address = frame_address(index, pc);
+        if kernel {
+            match self.kernel_cache.get(&address) {
+                Some(r) => r.clone(),
+                None => self.resolve_kernel_uncached(address),
+            }
+        } else {
+            match self.cache.get(&(pid, address)) {
+                Some(r) => r.clone(),
+                None => Arc::new(self.resolve_named(pid, address)),
+            }
+        }
+    }
+
     /// Everything known about a kernel pc (a frame the log marks as the
     /// kernel's, [`crate::kernel_frames`]): the kernel ELF of the log's
     /// kernel mapping where it has one (FreeBSD's `/boot/kernel/kernel`),
@@ -471,6 +496,14 @@ impl Symbolizer {
         if let Some(r) = self.cache.get(&(pid, pc)) {
             return r.clone();
         }
+        let r = Arc::new(self.resolve_named(pid, pc));
+        self.cache.insert((pid, pc), r.clone());
+        r
+    }
+
+    /// A pc of `pid` through the log's mappings, else the process's perf
+    /// map; uncached.
+    fn resolve_named(&mut self, pid: u32, pc: u64) -> Resolved {
         let mut r = self.resolve_uncached(pid, pc);
         let log_started = self.log_started;
         // No object maps it: JIT code, named by the process's perf map.
@@ -484,8 +517,9 @@ impl Symbolizer {
                 r = found;
             }
         }
-        let r = Arc::new(r);
-        self.cache.insert((pid, pc), r.clone());
+        // Frames are pushed one by one (a Vec's first push holds room for
+        // four); one Resolved is kept per distinct pc, so hold them exactly.
+        r.frames.shrink_to_fit();
         r
     }
 
@@ -554,7 +588,7 @@ impl Symbolizer {
         }
         let names = info.names(&path, &mut self.debug, &self.recorded, self.names_only);
         let symbol = names.symbol_at(addr);
-        let mut frames = names.frames(addr, symbol.map(|s| s.name.as_str()), self.names_only);
+        let mut frames = names.frames(addr, symbol.map(|s| s.name), self.names_only);
         if frames.is_empty() {
             frames.push(Frame {
                 function: format!("{file_name}+{addr:#x}"),

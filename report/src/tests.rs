@@ -141,7 +141,7 @@ fn samples_aggregate_per_cpu_with_the_events_name_and_period() {
     assert_eq!(p.samples.len(), 2, "one per cpu");
     assert_eq!(p.total(0), 2);
     // The caller's pc is looked up one byte back, inside the call.
-    assert_eq!(p.locations[p.samples[0].stack[1]].address, pc);
+    assert_eq!(p.locations[p.stack(&p.samples[0])[1] as usize].address, pc);
     let folded = folded(&p);
     assert!(
         folded.ends_with(" 2\n") && folded.contains("report_crate_test_target;"),
@@ -302,10 +302,10 @@ fn unmapped_and_unreadable_objects_give_addresses_not_panics() {
         }),
     ];
     let p = Profile::from_events(&events);
-    let names: Vec<&str> = p.samples[0]
-        .stack
+    let names: Vec<&str> = p
+        .stack(&p.samples[0])
         .iter()
-        .map(|&l| p.locations[l].function())
+        .map(|&l| p.locations[l as usize].function())
         .collect();
     // An unreadable object has no known extent: it keeps object+offset; a
     // pc past a readable object's text is nobody's.
@@ -369,9 +369,10 @@ fn max_depth_limits_named_frames_inline_ones_included() {
             pid: 1,
             tid: 1,
             cpu: 0,
-            stack: vec![0, 1],
+            stack: 0..2,
             count: 3,
         }],
+        stack_locations: vec![0, 1],
         max_frames,
         ..Profile::default()
     };
@@ -523,7 +524,12 @@ fn kernel_log() -> Vec<LogEvent> {
 fn named_stacks(p: &Profile) -> Vec<Vec<&str>> {
     p.samples
         .iter()
-        .map(|s| s.stack.iter().map(|&l| p.locations[l].function()).collect())
+        .map(|s| {
+            p.stack(s)
+                .iter()
+                .map(|&l| p.locations[l as usize].function())
+                .collect()
+        })
         .collect()
 }
 
@@ -549,10 +555,10 @@ fn kernel_frames_are_named_from_kallsyms() {
         ]
     );
     assert!(p.kernel_names_missing.is_none());
-    let leaf = &p.locations[p.samples[0].stack[0]];
+    let leaf = &p.locations[p.stack(&p.samples[0])[0] as usize];
     assert_eq!(leaf.pid, u32::MAX, "kernel locations are the kernel's");
     assert_eq!(leaf.resolved.symbol_start, Some(0xffffffff81001100));
-    let module = &p.locations[p.samples[0].stack[1]].resolved;
+    let module = &p.locations[p.stack(&p.samples[0])[1] as usize].resolved;
     assert_eq!(module.mapping.as_ref().unwrap().path, "[ext4]");
     let image = leaf.resolved.mapping.as_ref().unwrap();
     assert_eq!(image.path, KERNEL_FRAME);
@@ -671,14 +677,22 @@ fn cg_profile(locations: Vec<Location>, stacks: &[(&[usize], u64)]) -> Profile {
         samples: stacks
             .iter()
             .enumerate()
-            .map(|(tid, (stack, count))| Sample {
-                event: 0,
-                pid: 1,
-                tid: tid as u32,
-                cpu: 0,
-                stack: stack.to_vec(),
-                count: *count,
+            .scan(0u32, |at, (tid, (stack, count))| {
+                let first = *at;
+                *at += stack.len() as u32;
+                Some(Sample {
+                    event: 0,
+                    pid: 1,
+                    tid: tid as u32,
+                    cpu: 0,
+                    stack: first..*at,
+                    count: *count,
+                })
             })
+            .collect(),
+        stack_locations: stacks
+            .iter()
+            .flat_map(|(stack, _)| stack.iter().map(|&l| l as u32))
             .collect(),
         max_frames: None,
         ..Profile::default()

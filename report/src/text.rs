@@ -61,10 +61,10 @@ impl<'a> NamedStacks<'a> {
         let mut stack: Vec<u32> = Vec::new();
         for s in &profile.samples {
             stack.clear();
-            let frames = s
-                .stack
+            let frames = profile
+                .stack(s)
                 .iter()
-                .flat_map(|&l| profile.locations[l].resolved.frames.iter())
+                .flat_map(|&l| profile.locations[l as usize].resolved.frames.iter())
                 .take(depth);
             for f in frames {
                 let id = *ids.entry(f.function.as_str()).or_insert_with(|| {
@@ -179,7 +179,7 @@ impl<'a> CgTree<'a> {
             // pmcpl_cg_process: the leaf's node counts the sample, then
             // each caller below the one before it, up to the depth.
             let mut node = 0u32;
-            for &l in s.stack.iter().take(depth) {
+            for l in profile.stack(s).iter().take(depth).map(|&l| l as usize) {
                 if location_key[l] == NONE {
                     let key = cg_key(&profile.locations[l]);
                     location_key[l] = *key_ids.entry(key.clone()).or_insert_with(|| {

@@ -152,32 +152,92 @@ pub(crate) fn raw_symbols<'d, R: ReadRef<'d>>(
 /// Functions from symbols: at one address the best [`Tier`]'s best
 /// [`AliasRank`] wins (then the first listed); an unsized symbol reaches
 /// the next function or its section's end, whichever comes first.
-pub(super) fn sized_functions(mut raw: Vec<RawSymbol>) -> Vec<FunctionSymbol> {
+pub(super) fn sized_functions(raw: Vec<RawSymbol>) -> Vec<FunctionSymbol> {
+    sized(raw)
+        .map(|(start, end, name)| FunctionSymbol { start, end, name })
+        .collect()
+}
+
+/// [`sized_functions`] as (start, end, name), sorted by start.
+fn sized(mut raw: Vec<RawSymbol>) -> impl ExactSizeIterator<Item = (u64, u64, String)> {
     // Stable: among equals the first listed stays first.
     raw.sort_by_key(|f| (f.start, f.tier, f.alias));
     raw.dedup_by_key(|f| f.start);
-    let mut functions = Vec::with_capacity(raw.len());
-    let mut raw = raw.into_iter().peekable();
-    while let Some(RawSymbol {
-        start,
-        size,
-        section_end,
-        name,
-        ..
-    }) = raw.next()
-    {
-        let end = match (size, raw.peek()) {
-            (0, Some(next)) => next.start.min(section_end),
-            (0, None) => section_end,
-            _ => start.saturating_add(size),
-        };
-        functions.push(FunctionSymbol {
-            start,
-            end: end.max(start),
-            name,
-        });
+    let ends: Vec<u64> = raw
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let end = match (f.size, raw.get(i + 1)) {
+                (0, Some(next)) => next.start.min(f.section_end),
+                (0, None) => f.section_end,
+                _ => f.start.saturating_add(f.size),
+            };
+            end.max(f.start)
+        })
+        .collect();
+    raw.into_iter()
+        .zip(ends)
+        .map(|(f, end)| (f.start, end, f.name))
+}
+
+/// An object's functions as [`sized_functions`] gives them, their names
+/// end to end in one string: an object's table lives as long as the
+/// report, and a String apiece would cost an allocation per symbol.
+#[derive(Debug, Default)]
+pub(crate) struct FunctionTable {
+    /// (start, end, where the name ends in `names`), sorted by start; a
+    /// name begins where the one before it ends.
+    functions: Vec<(u64, u64, u32)>,
+    names: String,
+}
+
+/// A function of a [`FunctionTable`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FunctionRef<'a> {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) name: &'a str,
+}
+
+impl FunctionTable {
+    /// The functions of `raw` ([`sized_functions`]).
+    pub(crate) fn of(raw: Vec<RawSymbol>) -> FunctionTable {
+        let sized = sized(raw);
+        let mut functions = Vec::with_capacity(sized.len());
+        let mut names = String::new();
+        for (start, end, name) in sized {
+            names.push_str(&name);
+            // Past 4 GiB of names the rest go unnamed (no object has that).
+            let Ok(name_end) = u32::try_from(names.len()) else {
+                names.truncate(names.len() - name.len());
+                break;
+            };
+            functions.push((start, end, name_end));
+        }
+        names.shrink_to_fit();
+        FunctionTable { functions, names }
     }
-    functions
+
+    /// How many functions it holds.
+    pub(crate) fn len(&self) -> usize {
+        self.functions.len()
+    }
+
+    /// The function that covers `addr` ([`function_at`]).
+    pub(crate) fn at(&self, addr: u64) -> Option<FunctionRef<'_>> {
+        let i = self.functions.partition_point(|f| f.0 <= addr);
+        let i = i.checked_sub(1)?;
+        let (start, end, name_end) = self.functions[i];
+        let name_start = match i {
+            0 => 0,
+            _ => self.functions[i - 1].2,
+        };
+        (addr < end).then(|| FunctionRef {
+            start,
+            end,
+            name: &self.names[name_start as usize..name_end as usize],
+        })
+    }
 }
 
 /// The function of `functions` (sorted by start) that covers `addr`.
@@ -325,7 +385,39 @@ fn got_jump(entry: &[u8]) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::got_jump;
+    use super::{
+        AliasRank, FunctionTable, RawSymbol, Tier, function_at, got_jump, sized_functions,
+    };
+
+    /// The one-string table names every address as the list of
+    /// [`sized_functions`] does: each name cut at its own bounds, gaps and
+    /// ends alike.
+    #[test]
+    fn the_function_table_names_each_address_as_the_list_does() {
+        let raw = |start: u64, size: u64, name: &str| RawSymbol {
+            start,
+            size,
+            section_end: 0x100,
+            tier: Tier::Symtab,
+            alias: AliasRank::default(),
+            name: name.to_string(),
+        };
+        let symbols = vec![
+            raw(0x40, 0x10, "beta"),
+            raw(0x10, 0x8, "alpha"),
+            raw(0x60, 0, "gamma_unsized"),
+            raw(0x40, 0x10, "beta_alias"),
+        ];
+        let list = sized_functions(symbols.clone());
+        let table = FunctionTable::of(symbols);
+        assert_eq!(table.len(), 3);
+        for addr in 0..0x110 {
+            let ours = table.at(addr).map(|f| (f.start, f.end, f.name));
+            let theirs = function_at(&list, addr).map(|f| (f.start, f.end, f.name.as_str()));
+            assert_eq!(ours, theirs, "at {addr:#x}");
+        }
+        assert_eq!(table.at(0x68).map(|f| f.name), Some("gamma_unsized"));
+    }
 
     /// The four forms of an x86-64 PLT entry's jump (as binutils' and
     /// lld's PLTs write them): the slot is read relative to the end of the

@@ -7,7 +7,7 @@ use object::{Object, ReadRef};
 
 use super::Frame;
 use super::debuginfo::{self, DebugFile, DebugFiles, DebugRefs, OwnedDwarf};
-use super::functions::{FunctionSymbol, function_at, plt_symbols, raw_symbols, sized_functions};
+use super::functions::{FunctionRef, FunctionTable, plt_symbols, raw_symbols};
 use super::sampled::Recorded;
 use super::vdso::{self, ObjectData};
 
@@ -31,7 +31,7 @@ impl Dwarf {
 /// An object's names, from the first source that has them.
 pub(super) struct Names {
     /// Text symbols and PLT stubs, sorted by address ([`function_symbols`]).
-    functions: Vec<FunctionSymbol>,
+    functions: FunctionTable,
     dwarf: Option<Dwarf>,
 }
 
@@ -47,7 +47,7 @@ impl std::fmt::Debug for Names {
 impl Names {
     pub(super) fn none() -> Names {
         Names {
-            functions: Vec::new(),
+            functions: FunctionTable::default(),
             dwarf: None,
         }
     }
@@ -123,7 +123,7 @@ impl Names {
         symbols.extend(raw_symbols(&file, true));
         symbols.extend(plt_symbols(&file));
         Names {
-            functions: sized_functions(symbols),
+            functions: FunctionTable::of(symbols),
             dwarf,
         }
     }
@@ -131,8 +131,8 @@ impl Names {
 
 impl Names {
     /// The function symbol holding `addr`: its start, end and name.
-    pub(super) fn symbol_at(&self, addr: u64) -> Option<&FunctionSymbol> {
-        function_at(&self.functions, addr)
+    pub(super) fn symbol_at(&self, addr: u64) -> Option<FunctionRef<'_>> {
+        self.functions.at(addr)
     }
 
     /// The frames at `addr`, innermost first; with `names_only` the

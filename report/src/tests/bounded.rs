@@ -45,7 +45,10 @@ fn n_samples_over_k_stacks_hold_k_counts_and_the_k_chains_nodes() {
         .samples
         .iter()
         .map(|s| {
-            let pcs = s.stack.iter().map(|&l| profile.locations[l].address);
+            let pcs = profile
+                .stack(s)
+                .iter()
+                .map(|&l| profile.locations[l as usize].address);
             (s.tid, pcs.collect())
         })
         .collect();

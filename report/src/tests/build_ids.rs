@@ -30,7 +30,7 @@ fn leaf(options: &ProfileOptions) -> (String, Vec<String>) {
     let (start, _) = own_text_mapping();
     let pc = report_crate_test_target as *const () as usize as u64 + 1;
     let profile = Profile::from_events_with(&log_with(start, None, vec![pc]), options);
-    let leaf = profile.locations[profile.samples[0].stack[0]]
+    let leaf = profile.locations[profile.stack(&profile.samples[0])[0] as usize]
         .function()
         .to_string();
     (leaf, profile.debug_notes)
@@ -119,7 +119,7 @@ fn a_status_change_after_the_log_keeps_the_names() {
         })
         .collect();
     let profile = Profile::from_events_with(&events, &options);
-    let name = profile.locations[profile.samples[0].stack[0]].function();
+    let name = profile.locations[profile.stack(&profile.samples[0])[0] as usize].function();
     let _ = std::fs::remove_dir_all(&dir);
     assert!(
         name.contains("report_crate_test_target"),
