@@ -173,8 +173,7 @@ pub fn run(cargo: &str) -> Result<(), String> {
     let dir = tempdir()?;
     let result = run_in(&dir, &pmcstat);
     let _ = std::fs::remove_dir_all(&dir);
-    result?;
-    crate::bench_dwarf::run(&pmcstat)
+    result
 }
 
 /// Builds the release `pmcstat` and returns its path.
