@@ -18,16 +18,9 @@ const ROUNDS: usize = 3;
 /// Runs the benchmark and prints its ratios; skips (with the reason) when
 /// perf or gzip is missing. `pmcstat` is the release build.
 pub fn run(pmcstat: &Path) -> Result<(), String> {
-    for p in ["perf", "gzip"] {
-        if !crate::bench_report::on_path(p) {
-            println!("\ndwarf unwinding benchmark: not run (`{p}` is not installed)");
-            return Ok(());
-        }
-    }
-    let dir = crate::bench_report::tempdir()?;
-    let result = run_in(&dir, pmcstat);
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    crate::bench_report::in_scratch_dir("dwarf unwinding benchmark", &["perf", "gzip"], |dir| {
+        run_in(dir, pmcstat)
+    })
 }
 
 /// 40 MB of pseudo-random words: about 2 s of `gzip -9`.

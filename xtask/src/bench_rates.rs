@@ -26,16 +26,9 @@ const TOP_SECS: u64 = 10;
 /// Runs the benchmark and prints its figures; skips (with the reason)
 /// when dash or perf is missing. `pmcstat` is the release build.
 pub fn run(pmcstat: &Path) -> Result<(), String> {
-    for p in ["dash", "perf", "timeout"] {
-        if !crate::bench_report::on_path(p) {
-            println!("\nrates benchmark: not run (`{p}` is not installed)");
-            return Ok(());
-        }
-    }
-    let dir = crate::bench_report::tempdir()?;
-    let result = run_in(&dir, pmcstat);
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    crate::bench_report::in_scratch_dir("rates benchmark", &["dash", "perf", "timeout"], |dir| {
+        run_in(dir, pmcstat)
+    })
 }
 
 /// CPU time (user + system) of the children waited for so far.

@@ -163,15 +163,25 @@ fn best_of(cmd: &str, runs: usize) -> Result<Cost, String> {
 /// Runs the report benchmark and prints its ratios. Skips (with the reason)
 /// when perf or a C compiler is missing.
 pub fn run(cargo: &str) -> Result<(), String> {
-    for p in ["perf", "cc"] {
-        if !on_path(p) {
-            println!("\nreport benchmark: not run (`{p}` is not installed)");
-            return Ok(());
-        }
+    in_scratch_dir("report benchmark", &["perf", "cc"], |dir| {
+        run_in(dir, &release_pmcstat(cargo)?)
+    })
+}
+
+/// Runs a case's body in a scratch directory removed after it, with the
+/// programs it compares; without one of them the case says so and is not
+/// run (a machine without perf still runs the other cases).
+pub(crate) fn in_scratch_dir(
+    case: &str,
+    programs: &[&str],
+    body: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<(), String> {
+    if let Some(missing) = programs.iter().find(|p| !on_path(p)) {
+        println!("\n{case}: not run (`{missing}` is not installed)");
+        return Ok(());
     }
-    let pmcstat = release_pmcstat(cargo)?;
     let dir = tempdir()?;
-    let result = run_in(&dir, &pmcstat);
+    let result = body(&dir);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }

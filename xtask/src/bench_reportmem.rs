@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use crate::bench_report::{Cost, measure, on_path, sh_quote};
+use crate::bench_report::{Cost, measure, sh_quote};
 
 /// Seconds recorded (`PMC_BENCH_REPORTMEM_SECS` overrides).
 const SECS: u64 = 30;
@@ -34,14 +34,9 @@ const LOAD: &str = "while :; do tar cf - /usr/share/doc 2>/dev/null | gzip -6 | 
 
 /// Runs the case; prints "not run (reason)" and succeeds without perf.
 pub fn run(pmcstat: &Path) -> Result<(), String> {
-    if !on_path("perf") {
-        println!("\nreport memory benchmark: not run (`perf` is not installed)");
-        return Ok(());
-    }
-    let dir = crate::bench_report::tempdir()?;
-    let result = run_in(&dir, pmcstat);
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    crate::bench_report::in_scratch_dir("report memory benchmark", &["perf"], |dir| {
+        run_in(dir, pmcstat)
+    })
 }
 
 fn secs() -> u64 {

@@ -23,16 +23,9 @@ const STOP_SLACK_KB: i64 = 5 * 1024;
 /// Runs the benchmark; "not run" without perf or bzip2. `pmcstat` is the
 /// release build.
 pub fn run(pmcstat: &Path) -> Result<(), String> {
-    for p in ["perf", "bzip2"] {
-        if !crate::bench_report::on_path(p) {
-            println!("\nsystem-wide dwarf benchmark: not run (`{p}` is not installed)");
-            return Ok(());
-        }
-    }
-    let dir = crate::bench_report::tempdir()?;
-    let result = run_in(&dir, pmcstat);
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+    crate::bench_report::in_scratch_dir("system-wide dwarf benchmark", &["perf", "bzip2"], |dir| {
+        run_in(dir, pmcstat)
+    })
 }
 
 /// 64 MB of pseudo-random words: bzip2 -9 takes longer than a recording.

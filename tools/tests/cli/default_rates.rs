@@ -3,15 +3,12 @@
 //! `-n` overrides both. Each run says its period with `-v`, and the samples
 //! the log holds are checked against the workload's own CPU time.
 
-use std::process::{Command, Output, Stdio};
-
 use pmc::probe::Requirement as R;
 
 use crate::ensure;
 use crate::harness::{Context, LiveTest, TestResult, test};
+use crate::lost_samples::{pmcstat, recorded_and_lost};
 use crate::temp::TempDir;
-
-const PMCSTAT: &str = env!("CARGO_BIN_EXE_pmcstat");
 
 pub fn tests() -> Vec<LiveTest> {
     vec![
@@ -37,41 +34,6 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-/// pmcstat `args` with this binary as the command's workload `workload`
-/// ("go" on its standard input); it must succeed.
-fn pmcstat(args: &[&str], workload: &str) -> Result<Output, libtest_mimic::Failed> {
-    use std::io::Write;
-    let mut child = Command::new(PMCSTAT)
-        .args(args)
-        .env(crate::workloads::ENV, workload)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .ctx("spawn pmcstat")?;
-    let mut stdin = child.stdin.take().ok_or("no stdin")?;
-    let _ = stdin.write_all(b"go\n");
-    drop(stdin);
-    let out = child.wait_with_output().ctx("wait pmcstat")?;
-    ensure!(
-        out.status.success(),
-        "pmcstat {args:?}: {:?}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
-    Ok(out)
-}
-
-/// The samples a log holds, as `pmcstat -R LOG -v` counts them.
-fn samples_in(log: &str) -> Result<u64, libtest_mimic::Failed> {
-    let out = pmcstat(&["-R", log, "-v"], "")?;
-    let stats = text(&out.stdout);
-    stats
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("#samples/total")?.trim().parse().ok())
-        .ok_or_else(|| format!("no #samples/total in -v output:\n{stats}").into())
-}
-
 /// `-P SPEC` (after `before`) of the spinning workload: what -v said of
 /// the period, the samples logged and the workload's own CPU time (ns).
 fn sample_spin(before: &[&str], spec: &str) -> Result<(String, u64, u64), libtest_mimic::Failed> {
@@ -90,7 +52,7 @@ fn sample_spin(before: &[&str], spec: &str) -> Result<(String, u64, u64), libtes
         .find(|l| l.contains("a sample every"))
         .map(str::to_string)
         .ok_or_else(|| format!("-v said no period:\n{}", text(&out.stderr)))?;
-    Ok((said, samples_in(&log)?, usage.own_cpu_ns))
+    Ok((said, recorded_and_lost(&log)?.0, usage.own_cpu_ns))
 }
 
 /// `-P cpu-clock` samples once per 250 µs of the workload's CPU time:

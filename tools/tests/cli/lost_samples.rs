@@ -40,7 +40,7 @@ fn text(b: &[u8]) -> String {
 
 /// pmcstat with `args` (the workload `workload` in the environment, "go"
 /// on its standard input); it must succeed.
-fn pmcstat(args: &[&str], workload: &str) -> Result<Output, libtest_mimic::Failed> {
+pub(crate) fn pmcstat(args: &[&str], workload: &str) -> Result<Output, libtest_mimic::Failed> {
     use std::io::Write;
     let mut child = Command::new(PMCSTAT)
         .args(args)
@@ -66,7 +66,7 @@ fn pmcstat(args: &[&str], workload: &str) -> Result<Output, libtest_mimic::Faile
 
 /// The samples recorded and lost in a log, as `pmcstat -R LOG -v` counts
 /// them, and what it wrote on standard error.
-fn recorded_and_lost(log: &str) -> Result<(u64, u64, String), libtest_mimic::Failed> {
+pub(crate) fn recorded_and_lost(log: &str) -> Result<(u64, u64, String), libtest_mimic::Failed> {
     let out = pmcstat(&["-R", log, "-v"], "")?;
     let stats = text(&out.stdout);
     let figure = |name: &str| -> Result<u64, libtest_mimic::Failed> {

@@ -309,6 +309,17 @@ fn prometheus_stores_what_pmcstat_prints_and_promtool_passes_a_scrape() -> TestR
         if series.len() == 2 * EVENTS.len() && fewest >= 3.0 {
             break fewest;
         }
+        // pmcstat refused (the paranoid level, say): its own error, not
+        // Prometheus's silence, is the failure.
+        if let Some(status) = pmcstat.0.try_wait().ctx("pmcstat's status")? {
+            let mut said = String::new();
+            if let Some(mut err) = pmcstat.0.stderr.take() {
+                let _ = err.read_to_string(&mut said);
+            }
+            return Err(
+                format!("pmcstat --listen ended ({status}) before three scrapes: {said}").into(),
+            );
+        }
         if start.elapsed() > PATIENCE {
             let log = std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default();
             return Err(format!(

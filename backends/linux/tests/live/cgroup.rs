@@ -117,8 +117,8 @@ pub(super) fn a_loop_inside_is_counted_and_one_outside_is_not() -> Outcome {
         ),
         (
             "perfmon",
-            perfmon_capable() || super::paranoid().is_some_and(|p| p <= 0),
-            "counting per cgroup is system-wide monitoring: CAP_PERFMON or perf_event_paranoid <= 0"
+            perfmon_capable() || super::paranoid().is_some_and(|p| p <= 1),
+            "the kernel looks at the cgroup only once it lets this user count kernel events: CAP_PERFMON or perf_event_paranoid <= 1"
         ),
     );
     let mount = v2
@@ -208,8 +208,8 @@ pub(super) fn a_hierarchy_without_perf_event_is_named_in_the_refusal() -> Outcom
         ),
         (
             "perfmon",
-            perfmon_capable() || super::paranoid().is_some_and(|p| p <= 0),
-            "counting per cgroup is system-wide monitoring: CAP_PERFMON or perf_event_paranoid <= 0"
+            perfmon_capable() || super::paranoid().is_some_and(|p| p <= 1),
+            "the kernel looks at the cgroup only once it lets this user count kernel events: CAP_PERFMON or perf_event_paranoid <= 1"
         ),
     );
     let (dir, _) = other.ok_or("a v1 hierarchy")?;
