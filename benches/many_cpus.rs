@@ -36,19 +36,9 @@ use pmc::{Owner, PerCpu};
 const SIZES: [u32; 4] = [2, 16, 64, 256];
 const ROUNDS: usize = 7;
 
-/// Ten software events (the simulator counts every software name).
-const EVENTS: [&str; 10] = [
-    "cpu-clock",
-    "task-clock",
-    "page-faults",
-    "context-switches",
-    "cpu-migrations",
-    "minor-faults",
-    "major-faults",
-    "alignment-faults",
-    "emulation-faults",
-    "dummy",
-];
+#[path = "common/software_events.rs"]
+mod software_events;
+use software_events::SOFTWARE_EVENTS as EVENTS;
 
 /// The drain run: CPUs, each one's sampling rate, and how long.
 const DRAIN_CPUS: u32 = 256;

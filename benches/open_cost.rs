@@ -40,19 +40,9 @@ use pmc_linux::event::{Event, OpenFlags, Target};
 
 const ROUNDS: usize = 21;
 
-/// Ten software events every Linux kernel has.
-const SOFTWARE_EVENTS: [&str; 10] = [
-    "cpu-clock",
-    "task-clock",
-    "page-faults",
-    "context-switches",
-    "cpu-migrations",
-    "minor-faults",
-    "major-faults",
-    "alignment-faults",
-    "emulation-faults",
-    "dummy",
-];
+#[path = "common/software_events.rs"]
+mod software_events;
+use software_events::SOFTWARE_EVENTS;
 
 /// A tracepoint that exists wherever tracefs does.
 const TRACEPOINT: &str = "sched:sched_process_fork";
