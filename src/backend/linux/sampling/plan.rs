@@ -19,7 +19,7 @@ use crate::{Flags, Mode};
 /// threads', exact per process even where children inherit the counter.
 /// Both fire in the kernel, so they need `perf_event_paranoid` <= 1 (or
 /// CAP_PERFMON) even for a user-mode counter.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(in crate::backend::linux) struct SliceSiblings {
     pub(in crate::backend::linux) switch: Attr,
     pub(in crate::backend::linux) exit: Option<Attr>,
