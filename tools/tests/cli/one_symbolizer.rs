@@ -424,7 +424,10 @@ fn addr2line(
 
 fn every_report_names_alike(dir: &TempDir, command: &[&str]) -> TestResult {
     let log = dir.path("s.pmclog");
-    let mut args = vec!["-q", "-P", "cpu-clock,usr", "-O", &log, "--"];
+    // FreeBSD's count, not pmcstat's 250 000 ns default for time events:
+    // the workloads are sized for a sample every 65.5 µs of CPU (sort's
+    // gave 487 at the default on a CI machine).
+    let mut args = vec!["-q", "-n", "65536", "-P", "cpu-clock,usr", "-O", &log, "--"];
     args.extend(command);
     run(PMCSTAT, &args)?;
     let chains = callchains(Path::new(&log))?;
