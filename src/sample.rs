@@ -98,7 +98,9 @@ pub struct StackSample<'a> {
 /// log. Called on the owner's unwinding thread, behind its drain (which
 /// never waits for it but at stop, flush and close: samples that find its
 /// queue full are logged as lost), in each process's time order: the
-/// process events first tell it what each process has mapped.
+/// process events first tell it what each process has mapped. One that
+/// panics is dropped and not called again: the samples go on into the log
+/// with the chains the kernel made, none is lost.
 pub trait StackUnwinder: Send + fmt::Debug {
     /// Process `pid` has `mapping` (at attach, for what exists then, and
     /// as it maps more).

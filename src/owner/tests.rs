@@ -830,3 +830,83 @@ fn a_stuck_unwinder_neither_stalls_the_drain_nor_grows_its_queue() {
     assert_eq!(after, 6);
     assert_eq!(*unwound.lock().unwrap(), 6);
 }
+
+/// An unwinder that panics at its second unwind.
+#[derive(Debug)]
+struct PanickingUnwinder {
+    unwinds: Arc<Mutex<usize>>,
+}
+
+impl crate::sample::StackUnwinder for PanickingUnwinder {
+    fn mapping(&mut self, _pid: u32, _m: &crate::sample::Mapping) {}
+    fn exec(&mut self, _pid: u32) {}
+    fn fork(&mut self, _parent: u32, _child: u32) {}
+    fn exit(&mut self, _pid: u32) {}
+    fn unwind(&mut self, s: &crate::sample::StackSample<'_>) -> Vec<u64> {
+        let unwinds = {
+            let mut n = self.unwinds.lock().unwrap();
+            *n += 1;
+            *n
+        };
+        assert!(unwinds < 2, "the test unwinder's planned panic");
+        vec![s.stack.regs.pc, 0x1234]
+    }
+}
+
+/// A panic in the unwinder costs user frames, never samples: the batch it
+/// happened in is logged whole (its process records too), the samples not
+/// yet unwound with their kernel-made chain, no DROPNOTIFY; the unwinder
+/// is not called again and later samples are logged the same way.
+#[test]
+fn a_panicking_unwinder_loses_no_sample() {
+    let owner = sim_owner();
+    let unwinds = Arc::new(Mutex::new(0));
+    owner.set_stack_unwinder(Some(Box::new(PanickingUnwinder {
+        unwinds: unwinds.clone(),
+    })));
+    let log = MemoryLog::new();
+    owner.configure_logfile(log.clone()).unwrap();
+    let src = FakeSource::new(SourceInfo::default());
+    let handle = owner
+        .register_source(1, Mode::TS, Flags::CALLCHAIN, src.clone())
+        .unwrap();
+    for i in 0..4 {
+        src.push(10 + i, stack_sample(7, 100, vec![0x4000]));
+    }
+    src.push(
+        20,
+        BackendEvent::ProcessExit {
+            pid: 7,
+            value: None,
+        },
+    );
+    owner.flush_logfile().unwrap();
+    for i in 0..2 {
+        src.push(30 + i, stack_sample(8, 100, vec![0x5000]));
+    }
+    owner.flush_logfile().unwrap();
+    drop(handle);
+    let (mut chains, mut lost, mut exits) = (Vec::new(), 0, 0);
+    for r in records(&log) {
+        match r {
+            LogRecord::Callchain { pcs, .. } => chains.push(pcs),
+            LogRecord::Dropnotify { .. } => lost += 1,
+            LogRecord::ProcExit { .. } | LogRecord::SysExit { .. } => exits += 1,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        chains,
+        vec![
+            vec![0x4000, 0x1234],
+            vec![0x4000],
+            vec![0x4000],
+            vec![0x4000],
+            vec![0x5000],
+            vec![0x5000],
+        ]
+    );
+    assert_eq!(lost, 0);
+    assert_eq!(exits, 1, "the batch's process record is kept");
+    assert_eq!(*unwinds.lock().unwrap(), 2, "never called after its panic");
+}

@@ -256,6 +256,12 @@ fn admit(events: &mut Vec<(u64, BackendEvent)>, queued: &AtomicUsize, limit: usi
 /// each process's mappings, and a sample's copied user stack becomes its
 /// user call chain (the stack bytes are dropped either way: the log keeps
 /// chains, not stacks).
+///
+/// An unwinder that panics (an embedder's, or a bug in ours) is dropped
+/// and never called again, its state being unknown; the batch it was in
+/// is kept whole — every sample is logged, those not yet unwound with
+/// their kernel-made chain only — so a panic costs user frames, never
+/// samples or process records.
 pub(super) fn unwind_user_stacks(
     unwinder: &mut Option<Box<dyn StackUnwinder>>,
     events: &mut [(u64, BackendEvent)],
@@ -263,6 +269,23 @@ pub(super) fn unwind_user_stacks(
     // The translator sorts the same way (stable, by time): the unwinder
     // sees a mapping before the samples that need it.
     events.sort_by_key(|(t, _)| *t);
+    let pass = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        unwind_in_order(unwinder, events);
+    }));
+    if pass.is_err() {
+        *unwinder = None;
+        for (_, event) in events.iter_mut() {
+            if let BackendEvent::Sample { user_stack, .. } = event {
+                *user_stack = None;
+            }
+        }
+    }
+}
+
+fn unwind_in_order(
+    unwinder: &mut Option<Box<dyn StackUnwinder>>,
+    events: &mut [(u64, BackendEvent)],
+) {
     for (time, event) in events.iter_mut() {
         match event {
             BackendEvent::Sample {
