@@ -934,3 +934,26 @@ proptest! {
 
 mod cpu_models;
 mod edges;
+
+/// A writer closed without a time stamps CLOSELOG with the latest
+/// timestamp it wrote (the log stays in time order); one given an earlier
+/// time does the same.
+#[test]
+fn closelog_is_never_stamped_before_the_records_it_follows() {
+    for close_at in [None, Some(10), Some(900)] {
+        let mut w = LogWriter::new(Vec::new(), &CpuIdentity::unknown()).unwrap();
+        w.writelog(1, 500).unwrap();
+        w.writelog(2, 300).unwrap();
+        match close_at {
+            None => w.close().unwrap(),
+            Some(t) => w.close_at(t).unwrap(),
+        }
+        let bytes = w.into_inner();
+        let events: Vec<LogEvent> = LogReader::from_reader(std::io::Cursor::new(bytes))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let last = events.last().unwrap();
+        assert!(matches!(last.record, LogRecord::Closelog));
+        assert_eq!(last.timestamp, close_at.map_or(500, |t| t.max(500)));
+    }
+}

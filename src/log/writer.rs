@@ -19,6 +19,8 @@ pub struct LogWriter<W: Write> {
     closed: bool,
     /// The first write error (errno, message).
     error: Option<(Option<i32>, String)>,
+    /// The latest timestamp written: CLOSELOG is never stamped earlier.
+    latest: u64,
 }
 
 /// Flush the buffer to the writer beyond this many bytes.
@@ -36,6 +38,7 @@ impl<W: Write> LogWriter<W> {
             buf: Vec::with_capacity(WRITE_CHUNK * 2),
             closed: false,
             error: None,
+            latest: 0,
         };
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -67,6 +70,7 @@ impl<W: Write> LogWriter<W> {
         if self.error.is_some() {
             return Ok(());
         }
+        self.latest = self.latest.max(timestamp);
         record.encode(timestamp, &mut self.buf);
         if self.buf.len() >= WRITE_CHUNK {
             self.write_out();
@@ -121,12 +125,21 @@ impl<W: Write> LogWriter<W> {
         self.error.as_ref().map(|(e, _)| e.unwrap_or(libc::EIO))
     }
 
-    /// Writes CLOSELOG and flushes; later writes fail.
+    /// Writes CLOSELOG, stamped with the latest timestamp written, and
+    /// flushes; later writes fail.
     pub fn close(&mut self) -> Result<()> {
+        self.close_at(0)
+    }
+
+    /// Writes CLOSELOG stamped `timestamp` (the close's time on the log's
+    /// clock, as hwpmc stamps it), or the latest timestamp written if that
+    /// is later, so the log stays in time order; flushes; later writes
+    /// fail.
+    pub fn close_at(&mut self, timestamp: u64) -> Result<()> {
         if self.closed {
             return Ok(());
         }
-        self.write(&LogRecord::Closelog, 0)?;
+        self.write(&LogRecord::Closelog, timestamp.max(self.latest))?;
         self.closed = true;
         self.flush()
     }

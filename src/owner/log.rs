@@ -148,7 +148,7 @@ impl Owner {
     /// success, as `pmclog_close` returns 0 with nothing to close.
     pub fn close_logfile(&self) -> Result<()> {
         match self.take_log() {
-            Some(mut log) => log.writer.close(),
+            Some(mut log) => log.writer.close_at(self.now()),
             None if !self.inner.registry.is_empty() => Ok(()),
             None => Err(Error::InvalidArgument {
                 op: "close_logfile".into(),
@@ -164,7 +164,7 @@ impl Owner {
     /// log, EINVAL without one whatever the owner has.
     pub fn deconfigure_logfile(&self) -> Result<()> {
         match self.take_log() {
-            Some(mut log) => log.writer.close(),
+            Some(mut log) => log.writer.close_at(self.now()),
             None => Err(no_log("configure_logfile(-1)")),
         }
     }

@@ -910,3 +910,36 @@ fn a_panicking_unwinder_loses_no_sample() {
     assert_eq!(exits, 1, "the batch's process record is kept");
     assert_eq!(*unwinds.lock().unwrap(), 2, "never called after its panic");
 }
+
+/// CLOSELOG is stamped with the close's time on the log's clock, as
+/// hwpmc_logging.c stamps every record it reserves, never earlier than
+/// a record before it (a reader may take the log's end time from it).
+#[test]
+fn closelog_is_stamped_at_the_close_and_last_in_time() {
+    let sim = SimBackend::new(2);
+    let owner = Owner::new(sim.clone());
+    let log = MemoryLog::new();
+    owner.configure_logfile(log.clone()).unwrap();
+    sim.advance(100);
+    owner.writelog(1).unwrap();
+    sim.advance(100);
+    owner.writelog(2).unwrap();
+    sim.advance(100);
+    let before_close = owner.now();
+    owner.close_logfile().unwrap();
+    let events = log.events().unwrap();
+    let last = events.last().unwrap();
+    assert!(matches!(last.record, LogRecord::Closelog), "{last:?}");
+    let latest = events[..events.len() - 1]
+        .iter()
+        .map(|e| e.timestamp)
+        .max()
+        .unwrap();
+    assert_eq!(latest, 200, "the USERDATA records are stamped");
+    assert!(
+        last.timestamp >= before_close,
+        "{} < {before_close}",
+        last.timestamp
+    );
+    assert!(last.timestamp >= latest, "{} < {latest}", last.timestamp);
+}
