@@ -157,3 +157,20 @@ fn installed_help_points_at_nothing_in_the_source_tree() {
     assert!(help.contains("pmccontrol -L"), "not the usage: {help}");
     assert!(!help.contains("src/") && !help.contains("xtask"), "{help}");
 }
+
+/// The pages are ASCII, every typographic character a groff glyph: a
+/// literal `…` made `man` in the C locale (CI's) warn "can't find special
+/// character 'u2026'".
+#[test]
+fn man_pages_are_ascii_so_every_locale_renders_them() {
+    for manual in [manual::pmcstat(), manual::pmccontrol()] {
+        let page = rendered(&manual);
+        let other: BTreeSet<char> = page.chars().filter(|c| !c.is_ascii()).collect();
+        assert!(
+            other.is_empty(),
+            "{}.8 has {other:?}: give each a groff glyph in examples/generate/man.rs `ascii_roff`",
+            manual.command.get_name()
+        );
+    }
+    assert_eq!(man::ascii_roff("a … b — c"), "a ... b \\(em c");
+}

@@ -19,5 +19,33 @@ pub fn man_page(manual: &Manual) -> std::io::Result<Vec<u8>> {
     man.render_options_section(&mut roff)?;
     roff.extend_from_slice(manual.roff_sections().as_bytes());
     man.render_version_section(&mut roff)?;
-    Ok(roff)
+    Ok(ascii_roff(&String::from_utf8_lossy(&roff)).into_bytes())
+}
+
+/// The page with its non-ASCII characters as groff's named glyphs, which
+/// every output device and locale renders (`man` in the C locale warns
+/// "can't find special character 'u2026'" for a literal `…`). A character
+/// without a glyph here stays, and the test that pages are ASCII names it.
+pub fn ascii_roff(roff: &str) -> String {
+    let mut out = String::with_capacity(roff.len());
+    for c in roff.chars() {
+        match c {
+            '…' => out.push_str("..."),
+            '—' => out.push_str("\\(em"),
+            '–' => out.push_str("\\(en"),
+            '→' => out.push_str("\\(->"),
+            '←' => out.push_str("\\(<-"),
+            '×' => out.push_str("\\(mu"),
+            '≤' => out.push_str("\\(<="),
+            '≥' => out.push_str("\\(>="),
+            '≈' => out.push_str("\\(~~"),
+            'µ' => out.push_str("\\(mc"),
+            '‘' | '’' => out.push_str("\\(aq"),
+            '“' => out.push_str("\\(lq"),
+            '”' => out.push_str("\\(rq"),
+            '\u{a0}' => out.push_str("\\ "),
+            c => out.push(c),
+        }
+    }
+    out
 }
