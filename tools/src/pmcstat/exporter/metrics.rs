@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 use pmc::Reading;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
-    DescriptorEncoder, EncodeLabel, EncodeLabelSet, EncodeMetric, LabelSetEncoder,
+    DescriptorEncoder, EncodeCounterValue, EncodeLabel, EncodeLabelSet, EncodeMetric,
+    LabelSetEncoder,
 };
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -118,35 +119,27 @@ impl Observed {
         };
         let seconds = |ns: u64| ns as f64 / 1e9;
 
-        let mut family = encoder.encode_descriptor(
+        counter_family(
+            &mut encoder,
             "pmc_events",
             "Events counted by the PMC, scaled to the enabled time as read() scales them",
             None,
-            prometheus_client::metrics::MetricType::Counter,
+            counted().map(|(labels, r)| (labels, r.value)),
         )?;
-        for (labels, reading) in counted() {
-            ConstCounter::new(reading.value).encode(family.encode_family(labels)?)?;
-        }
-        let mut family = encoder.encode_descriptor(
+        counter_family(
+            &mut encoder,
             "pmc_enabled",
             "Time the PMC was enabled",
             Some(&Unit::Seconds),
-            prometheus_client::metrics::MetricType::Counter,
+            counted().map(|(labels, r)| (labels, seconds(r.time_enabled))),
         )?;
-        for (labels, reading) in counted() {
-            ConstCounter::new(seconds(reading.time_enabled))
-                .encode(family.encode_family(labels)?)?;
-        }
-        let mut family = encoder.encode_descriptor(
+        counter_family(
+            &mut encoder,
             "pmc_running",
             "Time the PMC was on the hardware (less than enabled: multiplexed, the count extrapolated)",
             Some(&Unit::Seconds),
-            prometheus_client::metrics::MetricType::Counter,
+            counted().map(|(labels, r)| (labels, seconds(r.time_running))),
         )?;
-        for (labels, reading) in counted() {
-            ConstCounter::new(seconds(reading.time_running))
-                .encode(family.encode_family(labels)?)?;
-        }
         let mut family = encoder.encode_descriptor(
             "pmc_up",
             "1 when the PMC was read at this scrape, 0 when it could not be (never scheduled, or gone)",
@@ -164,6 +157,26 @@ impl Observed {
         )?;
         ConstCounter::new(self.lost_samples).encode(family)
     }
+}
+
+/// A counter family: one series per (labels, value).
+fn counter_family<'a, N: EncodeCounterValue>(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    series: impl Iterator<Item = (&'a SeriesLabels, N)>,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(
+        name,
+        help,
+        unit,
+        prometheus_client::metrics::MetricType::Counter,
+    )?;
+    for (labels, value) in series {
+        ConstCounter::new(value).encode(family.encode_family(labels)?)?;
+    }
+    Ok(())
 }
 
 impl Collector for Observed {
