@@ -132,7 +132,8 @@ impl Unwinding {
                 self.in_flight += 1;
                 None
             }
-            // The thread ended (a panic in an unwinder): unwound here.
+            // The thread is gone (a panic outside the unwinder, which
+            // `unwind_user_stacks` catches): unwound here.
             Err(mpsc::SendError(mut batch)) => {
                 stage.queued.fetch_sub(batch.stack_bytes, Ordering::Relaxed);
                 self.stage = None;
@@ -167,7 +168,8 @@ impl Unwinding {
                     self.in_flight -= 1;
                     self.done.push(batch);
                 }
-                // The thread ended with batches in it: they are lost.
+                // The thread is gone with batches in it (a panic outside
+                // the unwinder): they are lost.
                 Err(mpsc::RecvError) => {
                     self.stage = None;
                     self.in_flight = 0;
