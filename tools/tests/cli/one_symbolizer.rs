@@ -575,7 +575,21 @@ fn every_report_names_alike(dir: &TempDir, command: &[&str]) -> TestResult {
     // line table (objdump --dwarf=decodedline, gdb, llvm-symbolizer) names
     // the header a function was defined in (glibc's include/ctype.h).
     let mut other_file: Vec<String> = Vec::new();
+    // A caller pc whose lookup address (pc - 1) lies past the end of a
+    // symbol (its st_size) and in no DWARF line range: binutils names the
+    // preceding symbol with no line ("??:?"), the reports, which honour
+    // st_size, say <unknown> (seen once in a CI matrix run: libc 0x3c90f,
+    // one past `siginterrupt`'s 0xcf bytes). Only that pair is let by, in
+    // at most 1 of 20 pcs.
+    let mut past_the_end: Vec<u64> = Vec::new();
     for (pc, theirs) in in_libc.iter().zip(&binutils) {
+        if pc.frames.is_empty()
+            && pc.index > 0
+            && matches!(theirs.as_slice(), [(_, place)] if place == "??:?")
+        {
+            past_the_end.push(pc.probe() - start + page);
+            continue;
+        }
         ensure!(
             !pc.frames.is_empty(),
             "libc pc {:#x} is <unknown> in -a; addr2line: {theirs:?}",
@@ -617,11 +631,21 @@ fn every_report_names_alike(dir: &TempDir, command: &[&str]) -> TestResult {
         "only {with_line} of {} libc pcs have a file:line",
         in_libc.len()
     );
+    ensure!(
+        past_the_end.len() * 20 <= in_libc.len(),
+        "{} of {} libc pcs are <unknown> in -a where addr2line names a symbol with no line: \
+         {past_the_end:#x?}",
+        past_the_end.len(),
+        in_libc.len()
+    );
     println!(
         "{} samples; {} libc pcs checked against addr2line, {with_line} with file:line; \
+         {} past a symbol's end (<unknown> in -a, a symbol without a line for addr2line): {:#x?}; \
          {} in another file by binutils:\n{}",
         a.len(),
         in_libc.len(),
+        past_the_end.len(),
+        past_the_end,
         other_file.len(),
         other_file.join("\n")
     );
